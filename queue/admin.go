@@ -1,0 +1,204 @@
+package queue
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ListOptions selects messages for List.
+type ListOptions struct {
+	// Status "" matches any; otherwise a message matches when any of its
+	// recipients has this status.
+	Status Status
+	// Held true lists only held messages; false lists held and not held.
+	Held bool
+	// Domain matches recipient domains case-insensitively; "" matches any.
+	Domain string
+	// Limit caps the page size; <= 0 means 100.
+	Limit int
+	// After is a cursor: only IDs greater than After are listed.
+	After string
+}
+
+// defaultListLimit is List's page size when none is given.
+const defaultListLimit = 100
+
+// List returns matching messages in ID (= creation) order, at most Limit of
+// them, and the cursor for the next page: "" when no more messages match.
+// It decodes every envelope past After, so it is an operator tool, not
+// something to call per delivery.
+func (s *Store) List(o ListOptions) (msgs []Envelope, next string, err error) {
+	limit := o.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEnvelopes)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		k, v := c.Seek([]byte(o.After))
+		if o.After != "" && bytes.Equal(k, []byte(o.After)) {
+			k, v = c.Next()
+		}
+		for ; k != nil; k, v = c.Next() {
+			env, err := decodeEnvelope(v)
+			if err != nil {
+				return fmt.Errorf("queue: list: %s: %w", k, err)
+			}
+			if !o.matches(env) {
+				continue
+			}
+			if len(msgs) == limit {
+				next = msgs[len(msgs)-1].ID
+				return nil
+			}
+			msgs = append(msgs, *env)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return msgs, next, nil
+}
+
+// matches applies the filters to one envelope.
+func (o ListOptions) matches(env *Envelope) bool {
+	if o.Held && !env.Held {
+		return false
+	}
+	if o.Status != "" && !anyRecipient(env, func(r Recipient) bool { return r.Status == o.Status }) {
+		return false
+	}
+	if o.Domain != "" && !anyRecipient(env, func(r Recipient) bool { return strings.EqualFold(domainOf(r.Address), o.Domain) }) {
+		return false
+	}
+	return true
+}
+
+// anyRecipient reports whether f holds for some recipient.
+func anyRecipient(env *Envelope, f func(Recipient) bool) bool {
+	for _, r := range env.Recipients {
+		if f(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// domainOf is the part after the last '@' (RFC 5321 section 4.1.2: the
+// local part may itself contain a quoted '@').
+func domainOf(addr string) string {
+	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
+		return addr[i+1:]
+	}
+	return ""
+}
+
+// Retry makes every non-final recipient of id due at now. Attempts are left
+// alone, so the retry policy still gives up at MaxAttempts. A held message
+// stays held.
+func (s *Store) Retry(id string, now time.Time) error {
+	return s.modify("retry", id, func(env *Envelope) {
+		dueNow(env, now)
+	})
+}
+
+// Hold takes id out of the schedule: it is never attempted while held.
+func (s *Store) Hold(id string) error {
+	return s.modify("hold", id, func(env *Envelope) { env.Held = true })
+}
+
+// Release puts a held message back in the schedule, every non-final
+// recipient due at now (its old next attempt may be long past or far off;
+// the operator releasing it wants it tried).
+func (s *Store) Release(id string, now time.Time) error {
+	return s.modify("release", id, func(env *Envelope) {
+		env.Held = false
+		dueNow(env, now)
+	})
+}
+
+// Delete removes id entirely: envelope, body and schedule entry. No DSN is
+// sent: this is the operator's decision.
+func (s *Store) Delete(id string) error {
+	return s.submit(func(w *writeTx) error {
+		env, err := w.load(id)
+		if err != nil {
+			return fmt.Errorf("queue: delete: %w", err)
+		}
+		return w.remove(env)
+	})
+}
+
+// Flush makes every waiting recipient of every message that is not held due
+// at now, and returns how many messages changed. Besides deferred
+// recipients this includes queued ones whose claimed attempt never
+// finished (a crash): both are waiting, and the operator asked for all.
+// It is one transaction over the whole schedule: other commits wait for it.
+func (s *Store) Flush(now time.Time) (int, error) {
+	var touched int
+	err := s.submit(func(w *writeTx) error {
+		touched = 0
+		// Collect first: the loop below moves index entries, which would
+		// confuse a cursor over the same bucket.
+		var ids []string
+		if b := w.tx.Bucket(bucketSchedule); b != nil {
+			c := b.Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				if _, id, ok := parseScheduleKey(k); ok {
+					ids = append(ids, id)
+				}
+			}
+		}
+		for _, id := range ids {
+			old, err := w.load(id)
+			if err != nil {
+				return fmt.Errorf("queue: flush: %w", err)
+			}
+			env := cloneEnvelope(old)
+			if !dueNow(env, now) {
+				continue
+			}
+			if err := w.put(old, env); err != nil {
+				return err
+			}
+			touched++
+		}
+		return nil
+	})
+	return touched, err
+}
+
+// dueNow sets NextAttempt=now on every non-final recipient due later and
+// reports whether any changed.
+func dueNow(env *Envelope, now time.Time) bool {
+	changed := false
+	for i := range env.Recipients {
+		r := &env.Recipients[i]
+		if !r.Status.Final() && r.NextAttempt.After(now) {
+			r.NextAttempt = now
+			changed = true
+		}
+	}
+	return changed
+}
+
+// modify loads id, applies f and stores the result, in one commit.
+func (s *Store) modify(op, id string, f func(env *Envelope)) error {
+	return s.submit(func(w *writeTx) error {
+		old, err := w.load(id)
+		if err != nil {
+			return fmt.Errorf("queue: %s: %w", op, err)
+		}
+		env := cloneEnvelope(old)
+		f(env)
+		return w.put(old, env)
+	})
+}

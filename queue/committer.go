@@ -1,0 +1,146 @@
+package queue
+
+import (
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// maxBatch caps how many requests share one transaction, bounding the dirty
+// pages a single commit holds in memory.
+const maxBatch = 1000
+
+// writeReq is one caller's write, waiting for the committer.
+type writeReq struct {
+	fn   func(w *writeTx) error
+	done chan error
+}
+
+// submit hands fn to the committer and waits until its batch is fsync'd (or
+// fn failed). fn may run more than once (see runBatch): it must derive
+// everything from the transaction and its captured arguments, not from
+// state it changed in an earlier run.
+func (s *Store) submit(fn func(w *writeTx) error) error {
+	req := &writeReq{fn: fn, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return fmt.Errorf("queue: %w", ErrClosed)
+	}
+	s.reqs <- req
+	s.mu.RUnlock()
+	return <-req.done
+}
+
+// commitLoop is the single writer. It takes every request that is waiting,
+// commits them together, answers them, and repeats; requests that arrive
+// during a commit wait in the channel and form the next batch. Unlike
+// bolt.DB.Batch there is no timer: a lone request is committed at once, and
+// under load the batch grows by itself while the previous fsync runs.
+func (s *Store) commitLoop() {
+	defer close(s.done)
+	for req := range s.reqs {
+		batch := []*writeReq{req}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		s.runBatch(batch)
+	}
+}
+
+// runBatch commits batch in one bolt transaction. bbolt has no savepoints,
+// so a request whose function fails is isolated by rolling the whole
+// transaction back and redoing it without that request; the failed request
+// gets its own error and the others never notice. Failures are rare
+// (mostly ErrNotFound races with an operator's Delete), so the redo is
+// cheap in practice. If the commit itself fails (disk error) every request
+// in the batch gets that error: none of them is on disk.
+func (s *Store) runBatch(batch []*writeReq) {
+	live := batch
+	for len(live) > 0 {
+		failed := -1
+		var failErr error
+		var delta counts
+		var oldest time.Time
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			delta = counts{}
+			for i, r := range live {
+				w := &writeTx{tx: tx, s: s}
+				if err := runOne(r.fn, w); err != nil {
+					failed, failErr = i, err
+					return err
+				}
+				delta.merge(w.delta)
+			}
+			oldest = oldestCreated(tx)
+			return nil
+		})
+		if err == nil {
+			s.stats.apply(delta, oldest, len(live))
+			for _, r := range live {
+				r.done <- nil
+			}
+			return
+		}
+		if failed < 0 {
+			for _, r := range live {
+				r.done <- fmt.Errorf("queue: commit: %w", err)
+			}
+			return
+		}
+		live[failed].done <- failErr
+		rest := make([]*writeReq, 0, len(live)-1)
+		rest = append(rest, live[:failed]...)
+		live = append(rest, live[failed+1:]...)
+	}
+}
+
+// runOne runs fn, turning a panic into an error so one bad request can
+// neither kill the committer nor take its batch down.
+func runOne(fn func(*writeTx) error, w *writeTx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("queue: write panicked: %v", p)
+		}
+	}()
+	return fn(w)
+}
+
+// merge adds another delta.
+func (c *counts) merge(o counts) {
+	c.messages += o.messages
+	c.held += o.held
+	if len(o.recipients) > 0 && c.recipients == nil {
+		c.recipients = make(map[Status]int, 4)
+	}
+	for st, n := range o.recipients {
+		c.recipients[st] += n
+	}
+}
+
+// oldestCreated is the Created time of the lowest-ID envelope.
+func oldestCreated(tx *bolt.Tx) time.Time {
+	b := tx.Bucket(bucketEnvelopes)
+	if b == nil {
+		return time.Time{}
+	}
+	_, v := b.Cursor().First()
+	if v == nil {
+		return time.Time{}
+	}
+	env, err := decodeEnvelope(v)
+	if err != nil {
+		return time.Time{}
+	}
+	return env.Created
+}

@@ -1,0 +1,70 @@
+// Package queue is relayq's durable message store: envelopes, bodies and
+// the retry schedule in one bbolt file. It uses bbolt and the standard
+// library only and knows nothing of SMTP connections; it owns the on-disk
+// format, the schedule index, the backoff arithmetic and crash recovery.
+//
+// # Invariants
+//
+//   - Draft.Commit returns only after the message is fsync'd, so a 250 is
+//     never sent for mail that is not on disk. A failed Commit or an Abort
+//     leaves nothing behind (Open sweeps up what a crash left).
+//   - Every recipient is in exactly one Status. A delivered or bounced
+//     recipient is never changed again; when all are final the message is
+//     deleted (envelope, body, schedule entry) in the same transaction.
+//   - A message that is not held and has a non-final recipient has exactly
+//     one schedule entry, keyed by its earliest non-final NextAttempt; held
+//     and finished messages have none. Every transaction that changes an
+//     envelope moves its entry (writeTx.put/remove are the only writers).
+//   - Claim pushes NextAttempt forward before the attempt is made, so a
+//     crash mid-attempt causes at most one duplicate delivery, never a loss
+//     and never a hot loop.
+//   - Record stores outcomes and the DSNs they cause in one transaction: a
+//     crash can neither lose a bounce nor enqueue it twice.
+//
+// # Layout
+//
+//	envelopes   ID -> 0x01 + JSON(Envelope)      (see codec.go)
+//	bodies      ID -> bucket: uint32 BE chunk index -> bucket: 0x00 -> bytes
+//	schedule    uint64 BE unix nanos + ID -> empty
+//	quarantine, quarantine_bodies: records that failed to decode at Open
+//
+// IDs are 20 upper-case hex digits: 16 of the creation time in Unix
+// nanoseconds, strictly increasing within the process and above every
+// stored ID, then 4 random. Lexical order is therefore creation order.
+//
+// Each body has its own nested bucket, and each chunk its own bucket inside
+// that, because a bbolt leaf with four keys or fewer never splits and any
+// write rewrites the whole leaf: megabyte chunks sharing a leaf would be
+// rewritten by every neighbouring write (a 20 MiB body cost ~94 MB of page
+// writes that way; with a bucket per chunk it costs about its own size).
+//
+// # Writes and group commit
+//
+// All writes except body spills go through one committer goroutine
+// (committer.go). It takes every request waiting, applies them in one
+// bolt transaction (one fsync pair) and answers each; requests that arrive
+// meanwhile form the next batch. bolt.DB.Batch is not used: its timer adds
+// up to MaxBatchDelay to every commit. A request that fails is isolated by
+// redoing the batch without it, so write functions must be re-runnable.
+//
+// # Memory
+//
+// A Draft keeps at most InlineLimit bytes (written with the envelope, one
+// fsync for the common small message); beyond that it writes each full
+// ChunkSize chunk in its own transaction, holding at most
+// max(InlineLimit, ChunkSize) bytes. Body readers copy one chunk at a time
+// out of short read transactions. A 25 MiB message thus costs about one
+// chunk of memory, not several copies of the body.
+//
+// # Durability settings
+//
+// bbolt runs with the map freelist and NoFreelistSync: commits skip writing
+// the freelist, and after an unclean stop bbolt rebuilds it at Open by
+// scanning the file. Fsync is never disabled. The file never shrinks.
+//
+// # Locking rule
+//
+// No code path holds a read transaction while starting a write transaction
+// in the same goroutine (bbolt can deadlock on remap). Schedule scans copy
+// pages of entries out and call skip functions outside any transaction.
+package queue

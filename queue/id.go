@@ -1,0 +1,53 @@
+package queue
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// idLen is the length of every message ID: 16 upper-case hex digits of the
+// creation time in Unix nanoseconds followed by 4 random hex digits.
+const idLen = 20
+
+// idGen hands out message IDs. The time part is strictly increasing within
+// the process (a clock that stands still or steps back yields last+1ns) and
+// starts above the largest ID already stored, so lexical order is creation
+// order even across restarts with a clock that went backwards. The random
+// suffix only makes IDs harder to guess and keeps two stores on different
+// files from producing the same ID for the same nanosecond.
+type idGen struct {
+	mu   sync.Mutex
+	last int64
+	now  func() time.Time
+}
+
+// next returns a fresh ID.
+func (g *idGen) next() string {
+	g.mu.Lock()
+	n := g.now().UnixNano()
+	if n <= g.last {
+		n = g.last + 1
+	}
+	g.last = n
+	g.mu.Unlock()
+	return fmt.Sprintf("%016X%04X", uint64(n), rand.Uint32()&0xffff)
+}
+
+// observe raises the generator's floor to the time part of an existing ID.
+func (g *idGen) observe(id string) {
+	if len(id) != idLen {
+		return
+	}
+	n, err := strconv.ParseUint(id[:16], 16, 64)
+	if err != nil || n > 1<<63-1 {
+		return
+	}
+	g.mu.Lock()
+	if int64(n) > g.last {
+		g.last = int64(n)
+	}
+	g.mu.Unlock()
+}

@@ -1,0 +1,120 @@
+package queue
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Get returns a copy of message id's envelope.
+func (s *Store) Get(id string) (*Envelope, error) {
+	var env *Envelope
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEnvelopes)
+		var v []byte
+		if b != nil {
+			v = b.Get([]byte(id))
+		}
+		if v == nil {
+			return fmt.Errorf("queue: %s: %w", id, ErrNotFound)
+		}
+		var err error
+		env, err = decodeEnvelope(v)
+		if err != nil {
+			return fmt.Errorf("queue: load %s: %w", id, err)
+		}
+		return nil
+	})
+	return env, err
+}
+
+// schedulePage is how many index entries one read transaction copies out,
+// so skip functions run outside any transaction (they may call the Store).
+const schedulePage = 256
+
+// scanSchedule walks the schedule index in due order, calling visit for
+// each entry until visit returns false.
+func (s *Store) scanSchedule(visit func(at time.Time, id string) bool) error {
+	var from []byte
+	for {
+		type entry struct {
+			at time.Time
+			id string
+		}
+		page := make([]entry, 0, schedulePage)
+		var last []byte
+		more := false
+		err := s.db.View(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketSchedule)
+			if b == nil {
+				return nil
+			}
+			c := b.Cursor()
+			var k []byte
+			if from == nil {
+				k, _ = c.First()
+			} else {
+				k, _ = c.Seek(from)
+				if bytes.Equal(k, from) {
+					k, _ = c.Next()
+				}
+			}
+			for ; k != nil && len(page) < schedulePage; k, _ = c.Next() {
+				last = k
+				if at, id, ok := parseScheduleKey(k); ok {
+					page = append(page, entry{at, id})
+				}
+			}
+			more = k != nil
+			last = bytes.Clone(last)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("queue: read schedule: %w", err)
+		}
+		for _, e := range page {
+			if !visit(e.at, e.id) {
+				return nil
+			}
+		}
+		if !more {
+			return nil
+		}
+		from = last
+	}
+}
+
+// NextDue returns the earliest schedule time of a message that is not held
+// and not skipped (skip may be nil; the scheduler skips messages in flight).
+// ok is false when nothing is scheduled.
+func (s *Store) NextDue(skip func(id string) bool) (at time.Time, ok bool, err error) {
+	err = s.scanSchedule(func(t time.Time, id string) bool {
+		if skip != nil && skip(id) {
+			return true
+		}
+		at, ok = t, true
+		return false
+	})
+	return at, ok, err
+}
+
+// Due returns up to limit IDs (limit <= 0: no limit) whose schedule time is
+// at or before now, earliest first, leaving out skipped ones. It is a cursor
+// walk over the index, so its cost depends on what is due, not on the
+// queue's size.
+func (s *Store) Due(now time.Time, limit int, skip func(id string) bool) ([]string, error) {
+	var ids []string
+	err := s.scanSchedule(func(t time.Time, id string) bool {
+		if t.After(now) {
+			return false
+		}
+		if skip != nil && skip(id) {
+			return true
+		}
+		ids = append(ids, id)
+		return limit <= 0 || len(ids) < limit
+	})
+	return ids, err
+}

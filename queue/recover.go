@@ -1,0 +1,156 @@
+package queue
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// recover runs once at Open, before the committer starts, in one
+// transaction. It makes the file consistent whatever state a crash left:
+//   - an envelope that fails to decode is moved (with its body) to the
+//     quarantine buckets and logged, never fatal, so a bad record cannot
+//     cause a crash loop;
+//   - body chunks without an envelope (a draft interrupted by a crash, or a
+//     failed abort) are deleted;
+//   - the schedule index is rebuilt from the envelopes: entries pointing
+//     nowhere or at the wrong time are dropped, missing ones added;
+//   - the Stats counters and the ID generator's floor are rebuilt.
+//
+// It decodes every envelope once: about a second per few hundred thousand
+// messages, paid only at start-up.
+func (s *Store) recover() error {
+	log := s.opts.Logger
+	var c counts
+	var oldest time.Time
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		buckets := map[string]*bolt.Bucket{}
+		for _, name := range [][]byte{bucketEnvelopes, bucketBodies, bucketSchedule, bucketQuarantine, bucketQuarantineBodies} {
+			b, err := tx.CreateBucketIfNotExists(name)
+			if err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+			buckets[string(name)] = b
+		}
+		envs, bodies, sched := buckets[string(bucketEnvelopes)], buckets[string(bucketBodies)], buckets[string(bucketSchedule)]
+		qEnv, qBody := buckets[string(bucketQuarantine)], buckets[string(bucketQuarantineBodies)]
+
+		c, oldest = counts{}, time.Time{}
+		want := map[string]bool{}
+		type bad struct {
+			key, val []byte
+			reason   string
+		}
+		var bads []bad
+		first := true
+		cur := envs.Cursor()
+		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			if v == nil {
+				bads = append(bads, bad{bytes.Clone(k), nil, "nested bucket in envelope bucket"})
+				continue
+			}
+			env, err := decodeEnvelope(v)
+			if err == nil && env.ID != string(k) {
+				err = fmt.Errorf("record ID %q under key %q", env.ID, k)
+			}
+			if err != nil {
+				bads = append(bads, bad{bytes.Clone(k), bytes.Clone(v), err.Error()})
+				continue
+			}
+			if first {
+				oldest, first = env.Created, false
+			}
+			c.add(env, +1)
+			s.ids.observe(env.ID)
+			if sk := scheduleKey(env); sk != nil {
+				want[string(sk)] = true
+			}
+		}
+
+		for _, b := range bads {
+			if b.val == nil {
+				if err := envs.MoveBucket(b.key, qEnv); err != nil {
+					return fmt.Errorf("quarantine %q: %w", b.key, err)
+				}
+			} else {
+				if err := qEnv.Put(b.key, b.val); err != nil {
+					return fmt.Errorf("quarantine %q: %w", b.key, err)
+				}
+				if err := envs.Delete(b.key); err != nil {
+					return fmt.Errorf("quarantine %q: %w", b.key, err)
+				}
+			}
+			if bodies.Bucket(b.key) != nil {
+				if qBody.Bucket(b.key) != nil {
+					if err := qBody.DeleteBucket(b.key); err != nil {
+						return fmt.Errorf("quarantine body %q: %w", b.key, err)
+					}
+				}
+				if err := bodies.MoveBucket(b.key, qBody); err != nil {
+					return fmt.Errorf("quarantine body %q: %w", b.key, err)
+				}
+			}
+			log.Error("queue: undecodable message moved to quarantine",
+				"file", s.path, "id", string(b.key), "reason", b.reason)
+		}
+
+		var orphans, junk [][]byte
+		cur = bodies.Cursor()
+		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			switch {
+			case v != nil:
+				junk = append(junk, bytes.Clone(k))
+			case envs.Get(k) == nil:
+				orphans = append(orphans, bytes.Clone(k))
+			}
+		}
+		for _, k := range orphans {
+			if err := bodies.DeleteBucket(k); err != nil {
+				return fmt.Errorf("delete orphaned body %q: %w", k, err)
+			}
+		}
+		for _, k := range junk {
+			if err := bodies.Delete(k); err != nil {
+				return fmt.Errorf("delete stray body key %q: %w", k, err)
+			}
+		}
+		if len(orphans)+len(junk) > 0 {
+			log.Warn("queue: removed bodies without a message (interrupted submissions)",
+				"file", s.path, "count", len(orphans)+len(junk))
+		}
+
+		var stale [][]byte
+		cur = sched.Cursor()
+		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+			if want[string(k)] {
+				delete(want, string(k))
+			} else {
+				stale = append(stale, bytes.Clone(k))
+			}
+		}
+		for _, k := range stale {
+			if err := sched.Delete(k); err != nil {
+				return fmt.Errorf("drop schedule entry: %w", err)
+			}
+		}
+		for k := range want {
+			if err := sched.Put([]byte(k), nil); err != nil {
+				return fmt.Errorf("add schedule entry: %w", err)
+			}
+		}
+		if len(stale)+len(want) > 0 {
+			log.Warn("queue: repaired schedule index", "file", s.path,
+				"dropped", len(stale), "added", len(want))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.stats.mu.Lock()
+	s.stats.c, s.stats.oldest = c, oldest
+	s.stats.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,160 @@
+package queue
+
+import (
+	"fmt"
+	"time"
+)
+
+// Claim records an attempt before the connection is made: each named
+// recipient that is not final gets Attempts+1, LastAttempt=now and
+// NextAttempt=retryAt. If relayq crashes mid-attempt the message is due
+// again at retryAt: at most one duplicate delivery per in-flight attempt,
+// never a loss and never a hot loop. Durable before it returns. A held
+// message is refused with ErrHeld.
+func (s *Store) Claim(id string, addrs []string, now, retryAt time.Time) (*Envelope, error) {
+	want := make(map[string]bool, len(addrs))
+	for _, a := range addrs {
+		want[a] = true
+	}
+	var out *Envelope
+	err := s.submit(func(w *writeTx) error {
+		old, err := w.load(id)
+		if err != nil {
+			return err
+		}
+		if old.Held {
+			return fmt.Errorf("queue: claim %s: %w", id, ErrHeld)
+		}
+		env := cloneEnvelope(old)
+		for i := range env.Recipients {
+			r := &env.Recipients[i]
+			if r.Status.Final() || !want[r.Address] {
+				continue
+			}
+			r.Attempts++
+			r.LastAttempt = now
+			r.NextAttempt = retryAt
+		}
+		if err := w.put(old, env); err != nil {
+			return err
+		}
+		out = env
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Record applies the outcome of an attempt and enqueues the notices (DSNs)
+// it caused, all in one fsync'd transaction, so a crash can neither lose a
+// bounce nor send it twice. Outcomes for final or unknown recipients are
+// ignored: a delivered or bounced recipient never changes again. Attempts
+// is left alone (Claim counted the attempt). When every recipient is final
+// the message is deleted (envelope, body, schedule entry), as Postfix does;
+// Record then returns its last state.
+func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envelope, error) {
+	for _, o := range outcomes {
+		switch o.Status {
+		case StatusDelivered, StatusBounced:
+		case StatusDeferred:
+			if o.NextAttempt.IsZero() {
+				return nil, fmt.Errorf("queue: record %s: deferred outcome for %s without NextAttempt", id, o.Address)
+			}
+		default:
+			return nil, fmt.Errorf("queue: record %s: outcome for %s has status %q", id, o.Address, o.Status)
+		}
+	}
+	// IDs and times are fixed outside the write function so that a redo of
+	// the batch stores the very same notices.
+	now := s.now()
+	prepared := make([]Envelope, len(notices))
+	for i, n := range notices {
+		prepared[i] = newNotice(n.Envelope, s.ids.next(), now, int64(len(n.Body)))
+	}
+	chunk := s.opts.ChunkSize
+	var out *Envelope
+	err := s.submit(func(w *writeTx) error {
+		old, err := w.load(id)
+		if err != nil {
+			return err
+		}
+		env := cloneEnvelope(old)
+		for _, o := range outcomes {
+			applyOutcome(env, o)
+		}
+		if env.Done() {
+			if err := w.remove(old); err != nil {
+				return err
+			}
+		} else if err := w.put(old, env); err != nil {
+			return err
+		}
+		for i := range prepared {
+			n := prepared[i]
+			if err := w.insert(&n, 0, notices[i].Body, chunk); err != nil {
+				return fmt.Errorf("queue: record %s: notice: %w", id, err)
+			}
+		}
+		out = env
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// applyOutcome updates the first non-final recipient with o's address.
+func applyOutcome(env *Envelope, o Outcome) {
+	for i := range env.Recipients {
+		r := &env.Recipients[i]
+		if r.Address != o.Address || r.Status.Final() {
+			continue
+		}
+		r.Status = o.Status
+		if o.Status == StatusDeferred {
+			r.NextAttempt = o.NextAttempt
+		} else {
+			r.NextAttempt = time.Time{}
+		}
+		if o.Reply != "" {
+			r.LastReply = o.Reply
+		}
+		if o.RemoteMTA != "" {
+			r.RemoteMTA = o.RemoteMTA
+		}
+		if o.Warned {
+			r.Warned = true
+		}
+		return
+	}
+}
+
+// newNotice prepares the envelope of a generated message: fresh ID, every
+// recipient queued and due now.
+func newNotice(e Envelope, id string, now time.Time, size int64) Envelope {
+	e.ID = id
+	e.Size = size
+	if e.Created.IsZero() {
+		e.Created = now
+	}
+	e.Held = false
+	rs := make([]Recipient, len(e.Recipients))
+	for i, r := range e.Recipients {
+		rs[i] = Recipient{Address: r.Address, ORCPT: r.ORCPT, Notify: r.Notify,
+			Status: StatusQueued, NextAttempt: now}
+	}
+	e.Recipients = rs
+	return e
+}
+
+// cloneEnvelope deep-copies env so a write function never edits the value
+// it compares against (the schedule key of old must stay the old one).
+func cloneEnvelope(env *Envelope) *Envelope {
+	c := *env
+	c.Recipients = make([]Recipient, len(env.Recipients))
+	copy(c.Recipients, env.Recipients)
+	return &c
+}

@@ -1,0 +1,245 @@
+package queue
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestDueOrderSkipAndHeld(t *testing.T) {
+	clock := newClock()
+	s, _ := openTemp(t, testOpts(clock))
+	t0 := clock.Now()
+	a := enqueue(t, s, []byte("a"), "a@example.net")
+	clock.Advance(time.Second)
+	b := enqueue(t, s, []byte("b"), "b@example.net")
+	clock.Advance(time.Second)
+	c := enqueue(t, s, []byte("c"), "c@example.net")
+
+	if ids, err := s.Due(t0, 0, nil); err != nil || !slices.Equal(ids, []string{a}) {
+		t.Errorf("Due(t0) = %v, %v; want [a]", ids, err)
+	}
+	if ids, _ := s.Due(clock.Now(), 0, nil); !slices.Equal(ids, []string{a, b, c}) {
+		t.Errorf("Due(now) = %v; want a, b, c in order", ids)
+	}
+	if ids, _ := s.Due(clock.Now(), 2, nil); !slices.Equal(ids, []string{a, b}) {
+		t.Errorf("Due(now, 2) = %v; want a, b", ids)
+	}
+	skipA := func(id string) bool { return id == a }
+	if ids, _ := s.Due(clock.Now(), 1, skipA); !slices.Equal(ids, []string{b}) {
+		t.Errorf("Due with a skipped = %v; want [b]", ids)
+	}
+	if at, ok, err := s.NextDue(skipA); err != nil || !ok || !at.Equal(t0.Add(time.Second)) {
+		t.Errorf("NextDue(skip a) = %v, %v, %v; want t0+1s", at, ok, err)
+	}
+
+	if err := s.Hold(b); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := s.Due(clock.Now(), 0, nil); !slices.Equal(ids, []string{a, c}) {
+		t.Errorf("Due with b held = %v; want a, c", ids)
+	}
+	if at, _, _ := s.NextDue(skipA); !at.Equal(t0.Add(2 * time.Second)) {
+		t.Errorf("NextDue skipping a with b held = %v; want c's time", at)
+	}
+	if _, err := s.Claim(b, []string{"b@example.net"}, clock.Now(), clock.Now()); !errors.Is(err, ErrHeld) {
+		t.Errorf("Claim of held message: %v, want ErrHeld", err)
+	}
+
+	for _, id := range []string{a, c} {
+		if err := s.Delete(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, err := s.NextDue(nil); ok || err != nil {
+		t.Errorf("NextDue with only a held message: ok=%v err=%v", ok, err)
+	}
+}
+
+// TestDueManyPages crosses the scan's page size.
+func TestDueManyPages(t *testing.T) {
+	clock := newClock()
+	s, _ := openTemp(t, testOpts(clock))
+	// One commit for all 600 (fsyncs are slow on a busy CI disk).
+	var want []string
+	err := s.submit(func(w *writeTx) error {
+		want = want[:0]
+		for i := range 600 {
+			id := s.NewDraft().ID()
+			at := clock.Now().Add(time.Duration(i) * time.Millisecond)
+			env := &Envelope{ID: id, Created: at, Recipients: []Recipient{{Address: "x@example.net", Status: StatusQueued, NextAttempt: at}}}
+			if err := w.insert(env, 0, nil, 1024); err != nil {
+				return err
+			}
+			want = append(want, id)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	got, err := s.Due(clock.Now(), 0, func(id string) bool { return id == want[300] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = slices.Delete(want, 300, 301)
+	if !slices.Equal(got, want) {
+		t.Errorf("Due returned %d IDs, want %d in creation order", len(got), len(want))
+	}
+}
+
+func TestClaimThenCrashIsDueAtRetry(t *testing.T) {
+	clock := newClock()
+	o := testOpts(clock)
+	s, path := openTemp(t, o)
+	id := enqueue(t, s, []byte("hi"), "a@example.net", "b@example.net")
+	now := clock.Now()
+	retryAt := now.Add(10 * time.Minute)
+	env, err := s.Claim(id, []string{"a@example.net"}, now, retryAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra := env.Recipients[0]
+	if ra.Attempts != 1 || !ra.LastAttempt.Equal(now) || !ra.NextAttempt.Equal(retryAt) || ra.Status != StatusQueued {
+		t.Errorf("claimed recipient %+v", ra)
+	}
+	if env.Recipients[1].Attempts != 0 {
+		t.Errorf("unclaimed recipient changed: %+v", env.Recipients[1])
+	}
+	// b is still due now; claim it too, then "crash".
+	if _, err := s.Claim(id, []string{"b@example.net"}, now, retryAt); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openAt(t, path, o)
+	if ids, _ := s.Due(retryAt.Add(-time.Nanosecond), 0, nil); len(ids) != 0 {
+		t.Errorf("claimed message due before retryAt: %v", ids)
+	}
+	if ids, _ := s.Due(retryAt, 0, nil); !slices.Equal(ids, []string{id}) {
+		t.Errorf("claimed message not due at retryAt: %v", ids)
+	}
+}
+
+func TestRecordOutcomes(t *testing.T) {
+	clock := newClock()
+	s, _ := openTemp(t, testOpts(clock))
+	id := enqueue(t, s, []byte("body"), "a@example.net", "b@example.net", "c@example.net")
+	now := clock.Now()
+	all := []string{"a@example.net", "b@example.net", "c@example.net"}
+	if _, err := s.Claim(id, all, now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(5 * time.Minute)
+	env, err := s.Record(id, []Outcome{
+		{Address: "a@example.net", Status: StatusDelivered, Reply: "250 2.0.0 ok", RemoteMTA: "mx.example.net"},
+		{Address: "b@example.net", Status: StatusDeferred, Reply: "451 4.7.1 later", NextAttempt: later},
+		{Address: "c@example.net", Status: StatusDeferred, Reply: "452 4.2.2 full", NextAttempt: later.Add(time.Minute), Warned: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := env.Recipients[0], env.Recipients[1], env.Recipients[2]
+	if a.Status != StatusDelivered || a.LastReply != "250 2.0.0 ok" || a.RemoteMTA != "mx.example.net" || a.Attempts != 1 {
+		t.Errorf("a = %+v", a)
+	}
+	if b.Status != StatusDeferred || !b.NextAttempt.Equal(later) || b.Attempts != 1 {
+		t.Errorf("b = %+v", b)
+	}
+	if !c.Warned {
+		t.Errorf("c not marked warned: %+v", c)
+	}
+	// The schedule follows the earliest non-final recipient (b).
+	if at, _, _ := s.NextDue(nil); !at.Equal(later) {
+		t.Errorf("NextDue = %v, want %v", at, later)
+	}
+	// A final recipient never changes again.
+	env, err = s.Record(id, []Outcome{{Address: "a@example.net", Status: StatusBounced, Reply: "550 no"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Recipients[0].Status != StatusDelivered || env.Recipients[0].LastReply != "250 2.0.0 ok" {
+		t.Errorf("final recipient changed: %+v", env.Recipients[0])
+	}
+	if st := s.Stats(); st.Recipients[StatusDelivered] != 1 || st.Recipients[StatusDeferred] != 2 || st.Messages != 1 {
+		t.Errorf("Stats = %+v", st)
+	}
+	// Invalid outcomes are refused before anything is written.
+	if _, err := s.Record(id, []Outcome{{Address: "b@example.net", Status: StatusDeferred}}); err == nil {
+		t.Error("deferred outcome without NextAttempt accepted")
+	}
+}
+
+func TestRecordAllFinalDeletesAndEnqueuesNotice(t *testing.T) {
+	clock := newClock()
+	o := testOpts(clock)
+	o.ChunkSize = 16 // the notice body spans several chunks
+	s, _ := openTemp(t, o)
+	id := enqueue(t, s, []byte("original"), "a@example.net", "b@example.net")
+	clock.Advance(time.Minute)
+	dsn := []byte("From: MAILER-DAEMON\r\nSubject: Undelivered Mail\r\n\r\nb@example.net: 550 5.1.1 no such user\r\n")
+	env, err := s.Record(id, []Outcome{
+		{Address: "a@example.net", Status: StatusDelivered, Reply: "250 ok"},
+		{Address: "b@example.net", Status: StatusBounced, Reply: "550 5.1.1 no such user"},
+	}, Notice{
+		Envelope: Envelope{From: "", Recipients: []Recipient{{Address: "sender@example.org", Status: StatusBounced, Attempts: 9}}},
+		Body:     dsn,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !env.Done() {
+		t.Errorf("returned envelope not final: %+v", env)
+	}
+	if _, err := s.Get(id); !errors.Is(err, ErrNotFound) {
+		t.Errorf("finished message still stored: %v", err)
+	}
+	if _, err := s.Body(id); !errors.Is(err, ErrNotFound) {
+		t.Errorf("finished message body still readable: %v", err)
+	}
+	if n := bodyChunks(t, s, id); n != 0 {
+		t.Errorf("finished message left %d chunks", n)
+	}
+	due, _ := s.Due(clock.Now(), 0, nil)
+	if len(due) != 1 || due[0] == id || due[0] <= id {
+		t.Fatalf("Due = %v, want just the new notice with a later ID", due)
+	}
+	n, err := s.Get(due[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := n.Recipients[0]
+	if n.From != "" || r.Status != StatusQueued || r.Attempts != 0 || !r.NextAttempt.Equal(clock.Now()) || n.Size != int64(len(dsn)) {
+		t.Errorf("notice envelope %+v", n)
+	}
+	if got := readBody(t, s, n.ID); !bytes.Equal(got, dsn) {
+		t.Errorf("notice body %q", got)
+	}
+	if st := s.Stats(); st.Messages != 1 || st.Recipients[StatusQueued] != 1 || len(st.Recipients) != 1 {
+		t.Errorf("Stats = %+v", st)
+	}
+}
+
+func TestRecordIsAtomic(t *testing.T) {
+	clock := newClock()
+	s, _ := openTemp(t, testOpts(clock))
+	id := enqueue(t, s, []byte("x"), "a@example.net")
+	// A notice without recipients is invalid: the outcome must not stick.
+	_, err := s.Record(id, []Outcome{{Address: "a@example.net", Status: StatusBounced}},
+		Notice{Envelope: Envelope{From: ""}, Body: []byte("dsn")})
+	if err == nil {
+		t.Fatal("Record with an invalid notice succeeded")
+	}
+	env, err := s.Get(id)
+	if err != nil || env.Recipients[0].Status != StatusQueued {
+		t.Errorf("after failed Record: %+v, %v", env, err)
+	}
+	if st := s.Stats(); st.Messages != 1 {
+		t.Errorf("Stats.Messages = %d", st.Messages)
+	}
+	if _, err := s.Record("0000000000000000FFFF", nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Record of unknown ID: %v", err)
+	}
+}

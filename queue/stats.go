@@ -1,0 +1,100 @@
+package queue
+
+import (
+	"maps"
+	"sync"
+	"time"
+)
+
+// Stats is a snapshot of the queue for metrics. It is kept in memory,
+// rebuilt at Open and updated after each successful commit, so reading it
+// costs no disk access.
+type Stats struct {
+	// Messages is the number of stored messages, held ones included.
+	Messages int
+	// Held is the number of held messages.
+	Held int
+	// Recipients counts recipients of stored messages by status.
+	Recipients map[Status]int
+	// Oldest is the Created time of the message with the lowest ID (IDs are
+	// time-ordered, so this is the oldest message); zero when empty.
+	Oldest time.Time
+	// Commits counts group commits (one fsync pair each) made by the
+	// committer since Open; CommittedWrites counts the write requests they
+	// carried. CommittedWrites/Commits is the mean batch size. Body chunks
+	// spilled by a Draft are written outside the committer and not counted.
+	Commits, CommittedWrites uint64
+}
+
+// counts is what one envelope contributes to Stats, or, summed, the change a
+// transaction makes to them.
+type counts struct {
+	messages, held int
+	recipients     map[Status]int
+}
+
+// add adds sign times env's contribution.
+func (c *counts) add(env *Envelope, sign int) {
+	if env == nil {
+		return
+	}
+	if c.recipients == nil {
+		c.recipients = make(map[Status]int, 4)
+	}
+	c.messages += sign
+	if env.Held {
+		c.held += sign
+	}
+	for _, r := range env.Recipients {
+		c.recipients[r.Status] += sign
+	}
+}
+
+// stats holds the live counters behind Store.Stats.
+type stats struct {
+	mu              sync.Mutex
+	c               counts
+	oldest          time.Time
+	commits, writes uint64
+}
+
+// apply folds a committed batch into the counters.
+func (s *stats) apply(d counts, oldest time.Time, writes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.c.messages += d.messages
+	s.c.held += d.held
+	if s.c.recipients == nil {
+		s.c.recipients = make(map[Status]int, 4)
+	}
+	for st, n := range d.recipients {
+		s.c.recipients[st] += n
+	}
+	s.oldest = oldest
+	s.commits++
+	s.writes += uint64(writes)
+}
+
+// snapshot copies the counters out.
+func (s *stats) snapshot() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rc := make(map[Status]int, 4)
+	maps.Copy(rc, s.c.recipients)
+	for st, n := range rc {
+		if n == 0 {
+			delete(rc, st)
+		}
+	}
+	return Stats{
+		Messages:        s.c.messages,
+		Held:            s.c.held,
+		Recipients:      rc,
+		Oldest:          s.oldest,
+		Commits:         s.commits,
+		CommittedWrites: s.writes,
+	}
+}
+
+// Stats returns a snapshot of the in-memory counters.
+func (s *Store) Stats() Stats { return s.stats.snapshot() }

@@ -1,0 +1,143 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Bucket names. See doc.go for the layout.
+var (
+	bucketEnvelopes  = []byte("envelopes")
+	bucketBodies     = []byte("bodies")
+	bucketSchedule   = []byte("schedule")
+	bucketQuarantine = []byte("quarantine")
+	// bucketQuarantineBodies keeps the body of a quarantined envelope so an
+	// operator can still rescue the message by hand.
+	bucketQuarantineBodies = []byte("quarantine_bodies")
+)
+
+// Options tunes a Store. The zero value gives the documented defaults.
+type Options struct {
+	// LockTimeout bounds the wait for the file lock (bbolt Options.Timeout);
+	// default 1s. Never zero: bbolt would wait forever.
+	LockTimeout time.Duration
+	// Now is the clock; default time.Now. Tests inject a fake one.
+	Now func() time.Time
+	// InlineLimit: bodies up to this many bytes are written in the same
+	// commit as their envelope; default 256 KiB.
+	InlineLimit int
+	// ChunkSize: larger bodies are spilled in chunks of this size, each in
+	// its own transaction; default 1 MiB.
+	ChunkSize int
+	// Logger receives recovery and quarantine reports; default slog.Default().
+	Logger *slog.Logger
+}
+
+const (
+	defaultLockTimeout = time.Second
+	defaultInlineLimit = 256 << 10
+	defaultChunkSize   = 1 << 20
+)
+
+// withDefaults fills unset fields.
+func (o Options) withDefaults() Options {
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = defaultLockTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.InlineLimit <= 0 {
+		o.InlineLimit = defaultInlineLimit
+	}
+	if o.ChunkSize <= 0 {
+		o.ChunkSize = defaultChunkSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Store is relayq's durable queue: envelopes, bodies and the schedule index
+// in one bbolt file. All methods are safe for concurrent use.
+type Store struct {
+	db    *bolt.DB
+	path  string
+	opts  Options
+	ids   idGen
+	stats stats
+
+	// mu guards closed and sends on reqs, so Close can close reqs safely.
+	mu     sync.RWMutex
+	closed bool
+	reqs   chan *writeReq
+	done   chan struct{}
+}
+
+// Open opens (creating if needed) the queue file at path, recovers from any
+// crash (see recover.go) and starts the committer. The parent directory is
+// created 0700 and the file 0600: queued mail is private.
+func Open(path string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("queue: create directory for %s: %w", path, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: opts.LockTimeout,
+		// The map freelist is O(1) per allocation; not syncing it saves a
+		// write per commit and is safe: bbolt rebuilds it by scanning at
+		// Open after an unclean shutdown.
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: true,
+	})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("queue: queue file %s is in use by another relayq: %w", path, ErrLocked)
+		}
+		return nil, fmt.Errorf("queue: open %s: %w", path, err)
+	}
+	s := &Store{
+		db:   db,
+		path: path,
+		opts: opts,
+		ids:  idGen{now: opts.Now},
+		reqs: make(chan *writeReq, 1024),
+		done: make(chan struct{}),
+	}
+	if err := s.recover(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("queue: recover %s: %w", path, err)
+	}
+	go s.commitLoop()
+	return s, nil
+}
+
+// Close stops the committer after it has answered every request already
+// submitted, then closes the file. Later calls return ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("queue: close %s: %w", s.path, ErrClosed)
+	}
+	s.closed = true
+	close(s.reqs)
+	s.mu.Unlock()
+	<-s.done
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("queue: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// now reads the store's clock.
+func (s *Store) now() time.Time { return s.opts.Now() }
