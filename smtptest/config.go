@@ -1,0 +1,192 @@
+package smtptest
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"strings"
+	"time"
+)
+
+// Config is everything a Server can be told, as a plain struct so that
+// cmd/fakemx can build one from flags. The zero value is a plain server that
+// accepts everything on 127.0.0.1 with a random port.
+type Config struct {
+	// Addr is the listen address; empty means "127.0.0.1:0".
+	Addr string
+	// Hostname is announced in the greeting; empty means "fakemx.localhost".
+	Hostname string
+
+	// Greylist, when positive, defers each new (client IP, sender,
+	// recipient) triplet at RCPT with 451 4.7.1 until Greylist has passed.
+	Greylist time.Duration
+	// GreylistExpiry, when positive, forgets an unconfirmed triplet that is
+	// retried later than this after it was first seen.
+	GreylistExpiry time.Duration
+	// GreylistText replaces the 451 text. The default names the remaining
+	// wait ("try again in N seconds"); many real greylisters (Postgrey's
+	// "Greylisted, see URL") name none, and a client must fall back to its
+	// own backoff.
+	GreylistText string
+	// Clock supplies the time for greylisting and records; nil means time.Now.
+	Clock func() time.Time
+
+	// Rules script replies, faults and delays; the first that applies wins.
+	Rules []Rule
+
+	// StartTLS offers STARTTLS with a self-signed certificate made at start.
+	StartTLS bool
+	// ImplicitTLS serves TLS from the first byte (RFC 8314 "submissions").
+	ImplicitTLS bool
+	// Users, when non-empty, offers AUTH PLAIN and LOGIN and refuses MAIL
+	// before a successful AUTH. Keys are user names, values passwords.
+	Users map[string]string
+	// AllowInsecureAuth offers AUTH without TLS (go-smtp hides it otherwise).
+	AllowInsecureAuth bool
+
+	// DiscardBodies keeps only message sizes, not bodies, for benchmarks.
+	DiscardBodies bool
+	// DiscardEvents counts events without keeping them, for benchmarks.
+	DiscardEvents bool
+	// MaxMessageBytes limits DATA; 0 means unlimited.
+	MaxMessageBytes int64
+	// ReadTimeout closes idle connections; 0 means never.
+	ReadTimeout time.Duration
+
+	// OnEvent and OnMessage are called, one call at a time, after each event
+	// or accepted message is recorded. A slow hook slows the server.
+	OnEvent   func(Event)
+	OnMessage func(Message)
+
+	// ErrorLog receives go-smtp's internal errors; nil discards them.
+	ErrorLog *log.Logger
+}
+
+// validate checks cfg before anything is started.
+func (cfg *Config) validate() error {
+	if cfg.Greylist < 0 || cfg.GreylistExpiry < 0 {
+		return errors.New("smtptest: negative greylist duration")
+	}
+	if cfg.StartTLS && cfg.ImplicitTLS {
+		return errors.New("smtptest: choose StartTLS or ImplicitTLS, not both")
+	}
+	for i, r := range cfg.Rules {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("smtptest: rule %d (%s): %w", i, r, err)
+		}
+	}
+	for u := range cfg.Users {
+		if u == "" || strings.ContainsAny(u, "\x00") {
+			return fmt.Errorf("smtptest: bad user name %q", u)
+		}
+	}
+	return nil
+}
+
+// Option changes a Config; NewServer applies options in order.
+type Option func(*Config) error
+
+// Greylist defers new triplets at RCPT until delay has passed (RFC 6647).
+func Greylist(delay time.Duration) Option {
+	return func(c *Config) error { c.Greylist = delay; return nil }
+}
+
+// GreylistExpiry forgets unconfirmed triplets retried later than d.
+func GreylistExpiry(d time.Duration) Option {
+	return func(c *Config) error { c.GreylistExpiry = d; return nil }
+}
+
+// GreylistText sets the text of the greylisting 451 (see Config.GreylistText).
+func GreylistText(text string) Option {
+	return func(c *Config) error { c.GreylistText = text; return nil }
+}
+
+// WithClock makes greylisting and records use now instead of time.Now, so
+// tests can move time forward without sleeping.
+func WithClock(now func() time.Time) Option {
+	return func(c *Config) error { c.Clock = now; return nil }
+}
+
+// WithRules appends rules built as structs.
+func WithRules(rules ...Rule) Option {
+	return func(c *Config) error { c.Rules = append(c.Rules, rules...); return nil }
+}
+
+// Reply appends rules written in ParseRule's syntax, e.g.
+// "rcpt:nobody@=550 5.1.1 No such user".
+func Reply(specs ...string) Option {
+	return func(c *Config) error {
+		for _, s := range specs {
+			r, err := ParseRule(s)
+			if err != nil {
+				return err
+			}
+			c.Rules = append(c.Rules, r)
+		}
+		return nil
+	}
+}
+
+// Sequence scripts the replies to the 1st, 2nd, ... command at stage that
+// matches match, counted across connections; each action is the part of a
+// rule after '=' ("421 4.3.2 Busy", "drop", "delay 2s", "250"). After the
+// sequence, later rules, greylisting or acceptance apply.
+func Sequence(stage Stage, match string, actions ...string) Option {
+	return func(c *Config) error {
+		for i, a := range actions {
+			prefix := string(stage)
+			if match != "" {
+				prefix += ":" + match
+			}
+			r, err := ParseRule(fmt.Sprintf("%s#%d=%s", prefix, i+1, a))
+			if err != nil {
+				return err
+			}
+			c.Rules = append(c.Rules, r)
+		}
+		return nil
+	}
+}
+
+// StartTLS offers STARTTLS with a certificate generated at start.
+func StartTLS() Option { return func(c *Config) error { c.StartTLS = true; return nil } }
+
+// ImplicitTLS serves TLS from the first byte.
+func ImplicitTLS() Option { return func(c *Config) error { c.ImplicitTLS = true; return nil } }
+
+// Auth adds a user and makes AUTH (PLAIN or LOGIN) required before MAIL.
+func Auth(user, pass string) Option {
+	return func(c *Config) error {
+		if c.Users == nil {
+			c.Users = make(map[string]string)
+		}
+		c.Users[user] = pass
+		return nil
+	}
+}
+
+// AllowInsecureAuth offers AUTH on connections without TLS.
+func AllowInsecureAuth() Option {
+	return func(c *Config) error { c.AllowInsecureAuth = true; return nil }
+}
+
+// DiscardBodies keeps message sizes but not bodies.
+func DiscardBodies() Option { return func(c *Config) error { c.DiscardBodies = true; return nil } }
+
+// DiscardEvents counts events without keeping them.
+func DiscardEvents() Option { return func(c *Config) error { c.DiscardEvents = true; return nil } }
+
+// OnMessage calls f after each accepted message is recorded.
+func OnMessage(f func(Message)) Option {
+	return func(c *Config) error { c.OnMessage = f; return nil }
+}
+
+// OnEvent calls f after each event is recorded.
+func OnEvent(f func(Event)) Option {
+	return func(c *Config) error { c.OnEvent = f; return nil }
+}
+
+// WithConfig replaces the whole configuration built so far with cfg.
+func WithConfig(cfg Config) Option {
+	return func(c *Config) error { *c = cfg; return nil }
+}

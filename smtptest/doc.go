@@ -1,0 +1,22 @@
+// Package smtptest runs a scriptable SMTP server on loopback for tests, in the
+// spirit of net/http/httptest: greylisting (RFC 6647), scripted replies per
+// stage and per attempt, slow replies, dropped connections, STARTTLS or
+// implicit TLS with a certificate generated at start, and AUTH PLAIN/LOGIN.
+// It records every event and every accepted message so a test can assert on
+// what a client did. cmd/fakemx wraps it for people.
+//
+// Invariants:
+//   - A message is recorded (Messages, OnMessage) before its 250 reply is
+//     written, so a client that saw 250 can always find its message.
+//   - Every reply the server decides on is recorded as an Event before it is
+//     written; a dropped connection is recorded with the reply "(dropped)".
+//   - A 421 reply at any stage is followed by closing the connection
+//     (RFC 5321 section 3.8); go-smtp alone would keep reading commands.
+//   - Rules are tried in order and the first that applies wins; scripted
+//     replies come before greylisting, which comes before acceptance.
+//   - Delays wait on a real timer that also ends when the server closes, so
+//     Close never waits for a scripted delay to run out.
+//   - Greylisting and recorded times use the injected clock only; the clock
+//     is never used for timers.
+//   - All exported methods are safe for concurrent use.
+package smtptest

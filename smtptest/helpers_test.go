@@ -1,0 +1,118 @@
+package smtptest
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+)
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// dial connects a go-smtp client with a short command timeout so that a
+// broken server fails the test instead of hanging it.
+func dial(t *testing.T, addr string) *smtp.Client {
+	t.Helper()
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	c.CommandTimeout = 10 * time.Second
+	c.SubmissionTimeout = 10 * time.Second
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// sendData runs DATA with body and returns the error of the final reply.
+func sendData(c *smtp.Client, body string) error {
+	w, err := c.Data()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write([]byte(body)); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+// send runs one whole transaction on a new connection; it returns the first
+// error, from whichever command failed.
+func send(t *testing.T, addr, from string, to []string, body string) error {
+	t.Helper()
+	c := dial(t, addr)
+	if err := c.Hello("client.test"); err != nil {
+		return err
+	}
+	if err := c.Mail(from, nil); err != nil {
+		return err
+	}
+	for _, r := range to {
+		if err := c.Rcpt(r, nil); err != nil {
+			return err
+		}
+	}
+	if err := sendData(c, body); err != nil {
+		return err
+	}
+	return c.Quit()
+}
+
+// wantCode fails unless err is an *smtp.SMTPError with the given code and
+// enhanced code, and its message contains text.
+func wantCode(t *testing.T, err error, code int, enh smtp.EnhancedCode, text string) {
+	t.Helper()
+	var se *smtp.SMTPError
+	if !errors.As(err, &se) {
+		t.Fatalf("got error %v (%T), want SMTP reply %d", err, err, code)
+	}
+	if se.Code != code || se.EnhancedCode != enh || !strings.Contains(se.Message, text) {
+		t.Fatalf("got reply %d %v %q, want %d %v containing %q", se.Code, se.EnhancedCode, se.Message, code, enh, text)
+	}
+}
+
+const waitTimeout = 10 * time.Second
+
+const testBody = "Subject: hi\r\n\r\nhello\r\n"
+
+// sendNoFatal is send for goroutines other than the test's own.
+func sendNoFatal(addr, from, body string) error {
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.CommandTimeout = 10 * time.Second
+	if err := c.Mail(from, nil); err != nil {
+		return err
+	}
+	if err := c.Rcpt("b@dst.test", nil); err != nil {
+		return err
+	}
+	if err := sendData(c, body); err != nil {
+		return err
+	}
+	return c.Quit()
+}

@@ -1,0 +1,137 @@
+package smtptest
+
+import (
+	"net"
+	"sync"
+)
+
+// trackListener counts accepted connections and remembers the open ones so
+// that Close can end them all, including ones a delay is holding.
+type trackListener struct {
+	net.Listener
+	srv *Server
+
+	mu     sync.Mutex
+	conns  map[*trackedConn]struct{}
+	closed bool
+}
+
+type trackedConn struct {
+	net.Conn
+	l    *trackListener
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+func (l *trackListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, l: l}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	l.conns[tc] = struct{}{}
+	l.mu.Unlock()
+	l.srv.rec.addConn()
+	return tc, nil
+}
+
+// closeAll closes the listener and every open connection.
+func (l *trackListener) closeAll() error {
+	l.mu.Lock()
+	l.closed = true
+	conns := make([]*trackedConn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	err := l.Listener.Close()
+	for _, c := range conns {
+		c.Close()
+	}
+	return err
+}
+
+// greetListener runs greeting rules before go-smtp sees a connection:
+// go-smtp always greets with 220, so a scripted 421 greeting, a slow
+// greeting or a connection dropped at greeting must happen here. It sits
+// above the TLS listener so that with implicit TLS the 421 is encrypted.
+type greetListener struct {
+	inner net.Listener
+	srv   *Server
+
+	ready chan net.Conn
+	errc  chan error
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newGreetListener(inner net.Listener, srv *Server) *greetListener {
+	g := &greetListener{
+		inner: inner,
+		srv:   srv,
+		ready: make(chan net.Conn),
+		errc:  make(chan error, 1),
+		done:  make(chan struct{}),
+	}
+	srv.wg.Add(1)
+	go g.loop()
+	return g
+}
+
+func (g *greetListener) loop() {
+	defer g.srv.wg.Done()
+	for {
+		c, err := g.inner.Accept()
+		if err != nil {
+			select {
+			case g.errc <- err:
+			case <-g.done:
+			}
+			return
+		}
+		g.srv.wg.Add(1)
+		go func() {
+			defer g.srv.wg.Done()
+			if !g.srv.greet(c) {
+				return
+			}
+			select {
+			case g.ready <- c:
+			case <-g.done:
+				c.Close()
+			}
+		}()
+	}
+}
+
+func (g *greetListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-g.ready:
+		return c, nil
+	case err := <-g.errc:
+		return nil, err
+	case <-g.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (g *greetListener) Close() error {
+	g.once.Do(func() { close(g.done) })
+	return nil // the server closes the inner listeners itself
+}
+
+func (g *greetListener) Addr() net.Addr { return g.inner.Addr() }

@@ -1,0 +1,123 @@
+package smtptest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+)
+
+func TestParseRule(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Rule
+	}{
+		{"rcpt:nobody@example.test=550 5.1.1 No such user", Rule{Stage: StageRcpt, Match: "nobody@example.test", Code: 550, Enhanced: smtp.EnhancedCode{5, 1, 1}, Text: "No such user"}},
+		{"greeting=421 4.3.2 Busy", Rule{Stage: StageGreeting, Code: 421, Enhanced: smtp.EnhancedCode{4, 3, 2}, Text: "Busy"}},
+		{"RCPT:bob@#2=451 4.3.0  Try   later ", Rule{Stage: StageRcpt, Match: "bob@", Attempt: 2, Code: 451, Enhanced: smtp.EnhancedCode{4, 3, 0}, Text: "Try   later"}},
+		{"rcpt=552", Rule{Stage: StageRcpt, Code: 552}},
+		{"mail=451 Try later", Rule{Stage: StageMail, Code: 451, Text: "Try later"}},
+		{"data=delay 1.5s", Rule{Stage: StageData, Delay: 1500 * time.Millisecond}},
+		{"data:carol@=delay 2s drop", Rule{Stage: StageData, Match: "carol@", Delay: 2 * time.Second, Drop: true}},
+		{"ehlo=DROP", Rule{Stage: StageEHLO, Drop: true}},
+		{"data=delay 30s 250 2.0.0 Queued as X", Rule{Stage: StageData, Delay: 30 * time.Second, Code: 250, Enhanced: smtp.EnhancedCode{2, 0, 0}, Text: "Queued as X"}},
+	}
+	for _, tc := range tests {
+		got, err := ParseRule(tc.in)
+		if err != nil {
+			t.Errorf("ParseRule(%q): %v", tc.in, err)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("ParseRule(%q) = %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseRuleErrors(t *testing.T) {
+	for _, in := range []string{
+		"",
+		"rcpt",
+		"rcpt=",
+		"quit=421 4.0.0 Bye",
+		"auth=535",
+		"rcpt:=550",
+		"rcpt#0=550",
+		"rcpt#x=550",
+		"rcpt#=550",
+		"rcpt=55",
+		"rcpt=354 Go on",
+		"rcpt=650",
+		"rcpt=550 4.1.1 Class mismatch",
+		"rcpt=550 5.1 Short enhanced code",
+		"rcpt=550 5.1.1000 Too long",
+		"rcpt=drop 550",
+		"rcpt=delay",
+		"rcpt=delay -1s",
+		"rcpt=delay 2h",
+		"rcpt=delay soon",
+		"rcpt:a b=550",
+		"rcpt=550 5.1.1 bad\rtext",
+	} {
+		if r, err := ParseRule(in); err == nil {
+			t.Errorf("ParseRule(%q) = %+v, want an error", in, r)
+		}
+	}
+}
+
+func TestRuleStringRoundTrip(t *testing.T) {
+	for _, in := range []string{
+		"rcpt:nobody@example.test=550 5.1.1 No such user",
+		"rcpt:bob@#3=421 4.3.2 Busy",
+		"data=delay 1m30s drop",
+		"greeting=delay 250ms",
+		"mail=451",
+	} {
+		r, err := ParseRule(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.String(); got != in {
+			t.Errorf("String() = %q, want %q", got, in)
+		}
+	}
+}
+
+// FuzzParseRule checks that parsing never panics and that whatever parses
+// prints back to a rule that parses to the same thing.
+func FuzzParseRule(f *testing.F) {
+	for _, s := range []string{
+		"rcpt:nobody@example.test=550 5.1.1 No such user",
+		"greeting=421 4.3.2 Busy",
+		"rcpt:bob@#2=451 4.3.0 Try later",
+		"data=delay 1.5s drop",
+		"data=delay 30s 250 2.0.0 Queued",
+		"ehlo=drop",
+		"mail=451",
+		"rcpt#1=5x0",
+		"rcpt:#=",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRule(s)
+		if err != nil {
+			return
+		}
+		if err := r.Validate(); err != nil {
+			t.Fatalf("ParseRule(%q) returned an invalid rule: %v", s, err)
+		}
+		printed := r.String()
+		r2, err := ParseRule(printed)
+		if err != nil {
+			t.Fatalf("ParseRule(%q) -> %q does not parse: %v", s, printed, err)
+		}
+		if r2 != r {
+			t.Fatalf("round trip of %q: %+v, then %q gives %+v", s, r, printed, r2)
+		}
+		if strings.ContainsAny(printed, "\r\n") {
+			t.Fatalf("rule %q prints with a line break", s)
+		}
+	})
+}

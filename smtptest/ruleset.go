@@ -1,0 +1,98 @@
+package smtptest
+
+import (
+	"strings"
+	"sync"
+)
+
+// ruleSet picks the rule for a command. It counts, per (stage, match), how
+// many commands matched, so that Rule.Attempt can script sequences across
+// connections.
+type ruleSet struct {
+	byStage map[Stage][]compiledRule // immutable after newRuleSet
+	groups  map[Stage][]string       // distinct lower-cased matches per stage
+
+	mu     sync.Mutex
+	counts map[groupKey]int
+}
+
+type compiledRule struct {
+	Rule
+	lower string // Match, lower-cased once
+	group int    // index into groups[Stage]
+}
+
+type groupKey struct {
+	stage Stage
+	group int
+}
+
+func newRuleSet(rules []Rule) *ruleSet {
+	rs := &ruleSet{
+		byStage: make(map[Stage][]compiledRule),
+		groups:  make(map[Stage][]string),
+		counts:  make(map[groupKey]int),
+	}
+	for _, r := range rules {
+		lower := strings.ToLower(r.Match)
+		g := -1
+		for i, m := range rs.groups[r.Stage] {
+			if m == lower {
+				g = i
+			}
+		}
+		if g < 0 {
+			g = len(rs.groups[r.Stage])
+			rs.groups[r.Stage] = append(rs.groups[r.Stage], lower)
+		}
+		rs.byStage[r.Stage] = append(rs.byStage[r.Stage], compiledRule{Rule: r, lower: lower, group: g})
+	}
+	return rs
+}
+
+// decide counts this command against every match it satisfies and returns
+// the first rule that applies, if any.
+func (rs *ruleSet) decide(stage Stage, args ...string) (Rule, bool) {
+	rules := rs.byStage[stage]
+	if len(rules) == 0 {
+		return Rule{}, false // the hot path without rules takes no lock
+	}
+	lowered := make([]string, len(args))
+	for i, a := range args {
+		lowered[i] = strings.ToLower(a)
+	}
+	groups := rs.groups[stage]
+	attempt := make([]int, len(groups))
+	rs.mu.Lock()
+	for g, m := range groups {
+		if matchesAny(m, lowered) {
+			k := groupKey{stage, g}
+			rs.counts[k]++
+			attempt[g] = rs.counts[k]
+		}
+	}
+	rs.mu.Unlock()
+	for _, r := range rules {
+		if attempt[r.group] == 0 {
+			continue // the match did not apply to this command
+		}
+		if r.Attempt == 0 || r.Attempt == attempt[r.group] {
+			return r.Rule, true
+		}
+	}
+	return Rule{}, false
+}
+
+// matchesAny reports whether the lower-cased match is a substring of any arg;
+// an empty match matches every command, even one without arguments.
+func matchesAny(match string, args []string) bool {
+	if match == "" {
+		return true
+	}
+	for _, a := range args {
+		if strings.Contains(a, match) {
+			return true
+		}
+	}
+	return false
+}
