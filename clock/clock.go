@@ -110,9 +110,10 @@ func (f *Fake) NextTimer() (time.Time, bool) {
 	return ts[0].at, true
 }
 
-// WaitTimer blocks until some pending timer's deadline is at or before
-// limit... or timeout passes in real time; it returns that deadline. Tests
-// use it to learn when the scheduler next wants to run without sleeping.
+// WaitTimer blocks until a timer with a deadline after `after` is pending,
+// or until timeout passes in real time, and returns the earliest such
+// deadline. Tests use it to learn when the scheduler next wants to run,
+// without sleeping.
 func (f *Fake) WaitTimer(after time.Time, timeout time.Duration) (time.Time, bool) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()

@@ -1,0 +1,164 @@
+package submission
+
+import (
+	"errors"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// dummyHash is compared against when the username is unknown, so that a
+// wrong username costs the same time as a wrong password and does not reveal
+// which accounts exist.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("relayq-no-such-user"), bcrypt.DefaultCost)
+
+func (s *session) checkPassword(username, password string) error {
+	if s.srv.auth.locked(s.ip) {
+		s.log.Warn("auth refused: address locked out", "user", username)
+		if o := s.srv.opts.Observer; o != nil {
+			o.Rejected("auth_lockout")
+		}
+		return errAuthLocked
+	}
+	hash := dummyHash
+	known := false
+	for _, u := range s.srv.policy.Load().Users {
+		if u.Username == username {
+			hash, known = []byte(u.PasswordHash), true
+			break
+		}
+	}
+	if err := bcrypt.CompareHashAndPassword(hash, []byte(password)); err != nil || !known {
+		return s.authFail(username, "bad credentials")
+	}
+	s.srv.auth.success(s.ip)
+	s.authUser = username
+	s.log.Info("authenticated", "user", username)
+	return nil
+}
+
+// authFail records a failure, slows the reply in proportion to recent
+// failures from the same address, and returns 535 5.7.8.
+func (s *session) authFail(username, why string) error {
+	n, delay := s.srv.auth.failure(s.ip)
+	s.log.Warn("auth failed", "user", username, "why", why, "recent_failures", n)
+	if o := s.srv.opts.Observer; o != nil {
+		o.Rejected("auth")
+	}
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		<-t.C
+	}
+	return errAuthFailed
+}
+
+// authLimiter counts AUTH failures per client address. After max failures
+// within the lockout window the address is refused (at AUTH and at connect)
+// until the window passes: brute force gets a handful of guesses per window.
+type authLimiter struct {
+	mu      sync.Mutex
+	max     int
+	window  time.Duration
+	delay   time.Duration
+	now     func() time.Time
+	entries map[netip.Addr]*authEntry
+}
+
+type authEntry struct {
+	failures int
+	first    time.Time
+}
+
+func newAuthLimiter(max int, window, delay time.Duration, now func() time.Time) *authLimiter {
+	return &authLimiter{max: max, window: window, delay: delay, now: now, entries: map[netip.Addr]*authEntry{}}
+}
+
+func (l *authLimiter) entry(ip netip.Addr) *authEntry {
+	e := l.entries[ip]
+	if e != nil && l.now().Sub(e.first) > l.window {
+		delete(l.entries, ip)
+		e = nil
+	}
+	return e
+}
+
+func (l *authLimiter) locked(ip netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.entry(ip)
+	return e != nil && e.failures >= l.max
+}
+
+func (l *authLimiter) failure(ip netip.Addr) (int, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.entry(ip)
+	if e == nil {
+		e = &authEntry{first: l.now()}
+		l.entries[ip] = e
+		// Forget stale entries now and then so the map cannot grow without bound.
+		if len(l.entries) > 10000 {
+			for k, v := range l.entries {
+				if l.now().Sub(v.first) > l.window {
+					delete(l.entries, k)
+				}
+			}
+		}
+	}
+	e.failures++
+	d := l.delay * time.Duration(e.failures)
+	if d > 10*l.delay {
+		d = 10 * l.delay
+	}
+	if l.delay < 0 {
+		d = 0
+	}
+	return e.failures, d
+}
+
+func (l *authLimiter) success(ip netip.Addr) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.entries, ip)
+}
+
+// loginServer is the server side of the (obsolete but ubiquitous) LOGIN
+// mechanism, which go-sasl does not provide: challenge "Username:", then
+// "Password:", each base64 on the wire (go-smtp does the base64).
+type loginServer struct {
+	check    func(username, password string) error
+	state    int
+	username string
+}
+
+func newLoginServer(check func(username, password string) error) sasl.Server {
+	return &loginServer{check: check}
+}
+
+func (l *loginServer) Next(response []byte) ([]byte, bool, error) {
+	switch l.state {
+	case 0:
+		l.state = 1
+		if len(response) > 0 { // initial response carries the username
+			l.username = string(response)
+			l.state = 2
+			return []byte("Password:"), false, nil
+		}
+		return []byte("Username:"), false, nil
+	case 1:
+		l.username = string(response)
+		l.state = 2
+		return []byte("Password:"), false, nil
+	case 2:
+		l.state = 3
+		if err := l.check(l.username, string(response)); err != nil {
+			return nil, true, err
+		}
+		return nil, true, nil
+	}
+	return nil, true, errors.New("unexpected LOGIN response")
+}

@@ -1,0 +1,20 @@
+// Package submission is relayq's SMTP server side: it accepts mail from
+// applications and hosts and hands each message to the queue.
+//
+// Invariants:
+//   - A 250 reply to DATA is sent only after queue.Draft.Commit returned,
+//     i.e. after the message is fsync'd. Any failure to persist is answered
+//     with 451 4.3.0 and the draft is aborted, so nothing half-written remains.
+//   - Only an authenticated client or one from a trusted network may relay;
+//     everyone else is refused at MAIL (530 5.7.0) and, as a second fence, at
+//     RCPT (554 5.7.1). relayq has no local mailboxes, so there is nothing an
+//     unauthenticated stranger may send to.
+//   - AUTH is offered only on TLS connections unless AllowInsecureAuth is set
+//     (RFC 4954 section 4), and repeated failures from one IP address are
+//     slowed and then locked out for a while.
+//   - Bare CR and bare LF inside DATA are refused (550 5.7.0), never stored:
+//     relayq forwards only CRLF-clean messages, which closes the SMTP
+//     smuggling family of attacks (CVE-2023-51764) at the door.
+//   - Limits (size, recipients, connections, timeouts) answer with the right
+//     reply code and affect only the offending session.
+package submission

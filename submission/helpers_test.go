@@ -1,0 +1,261 @@
+package submission
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/relayq/relayq/queue"
+)
+
+type testEnv struct {
+	srv   *Server
+	addr  string
+	store *queue.Store
+	path  string
+	pool  *x509.CertPool
+}
+
+// startServer runs a submission server on loopback with a real queue file.
+func startServer(t *testing.T, mod func(*Options)) *testEnv {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "queue.db")
+	st, err := queue.Open(path, queue.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	o := Options{
+		Hostname:         "relay.test",
+		Queue:            st,
+		Policy:           Policy{Trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+		AuthFailureDelay: -1,
+		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if mod != nil {
+		mod(&o)
+	}
+	srv, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	a, err := srv.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testEnv{srv: srv, addr: a.String(), store: st, path: path}
+}
+
+// testCert makes a self-signed certificate for 127.0.0.1 and a pool that trusts it.
+func testCert(t testing.TB) (*tls.Config, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "relay.test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:     []string{"localhost"},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, pool
+}
+
+func hash(t testing.TB, pw string) string {
+	h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(h)
+}
+
+func dial(t testing.TB, addr string) *smtp.Client {
+	t.Helper()
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Hello("client.test"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// send runs one transaction and returns the DATA reply text (or the first error).
+func send(c *smtp.Client, from string, to []string, body string) (string, error) {
+	if err := c.Mail(from, nil); err != nil {
+		return "", err
+	}
+	for _, r := range to {
+		if err := c.Rcpt(r, nil); err != nil {
+			return "", err
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.WriteString(w, body); err != nil {
+		return "", err
+	}
+	resp, err := w.CloseWithResponse()
+	if err != nil {
+		return "", err
+	}
+	return resp.StatusText, nil
+}
+
+func smtpCode(err error) int {
+	var se *smtp.SMTPError
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	return 0
+}
+
+func enhanced(err error) string {
+	var se *smtp.SMTPError
+	if errors.As(err, &se) {
+		e := se.EnhancedCode
+		return fmt.Sprintf("%d.%d.%d", e[0], e[1], e[2])
+	}
+	return ""
+}
+
+// queueIDFrom extracts the ID from "Ok: queued as ID".
+func queueIDFrom(t testing.TB, reply string) string {
+	t.Helper()
+	const p = "Ok: queued as "
+	i := strings.Index(reply, p)
+	if i < 0 {
+		t.Fatalf("reply %q does not say queued as", reply)
+	}
+	return strings.TrimSpace(reply[i+len(p):])
+}
+
+func readBody(t testing.TB, st *queue.Store, id string) string {
+	t.Helper()
+	rc, err := st.Body(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// rawConn speaks SMTP by hand, for byte sequences a well-behaved client
+// library would never produce.
+type rawConn struct {
+	t *testing.T
+	c net.Conn
+	r *bufio.Reader
+}
+
+func rawDial(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	rc := rawDialConn(t, addr)
+	rc.expect("220")
+	return rc
+}
+
+// rawDialConn connects without reading the greeting.
+func rawDialConn(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+// reply reads one (possibly multi-line) reply and returns its last line.
+func (r *rawConn) reply() string {
+	r.t.Helper()
+	_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		line, err := r.r.ReadString('\n')
+		if err != nil {
+			r.t.Fatalf("read reply: %v (got %q)", err, line)
+		}
+		if len(line) < 4 || line[3] != '-' {
+			return strings.TrimRight(line, "\r\n")
+		}
+	}
+}
+
+func (r *rawConn) expect(prefix string) string {
+	r.t.Helper()
+	l := r.reply()
+	if !strings.HasPrefix(l, prefix) {
+		r.t.Fatalf("want reply %q..., got %q", prefix, l)
+	}
+	return l
+}
+
+func (r *rawConn) send(s string) {
+	r.t.Helper()
+	_ = r.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(r.c, s); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rawConn) cmd(line, prefix string) string {
+	r.t.Helper()
+	r.send(line + "\r\n")
+	return r.expect(prefix)
+}
+
+func countMessages(t testing.TB, st *queue.Store) int {
+	t.Helper()
+	n := 0
+	after := ""
+	for {
+		msgs, next, err := st.List(queue.ListOptions{Limit: 1000, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(msgs)
+		if next == "" {
+			return n
+		}
+		after = next
+	}
+}

@@ -1,0 +1,104 @@
+package submission
+
+import (
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// connLimiter bounds concurrent connections in total and per client
+// address, so one noisy host cannot take every slot.
+type connLimiter struct {
+	mu     sync.Mutex
+	max    int
+	perIP  int
+	total  int
+	counts map[netip.Addr]int
+}
+
+func newConnLimiter(max, perIP int) *connLimiter {
+	return &connLimiter{max: max, perIP: perIP, counts: map[netip.Addr]int{}}
+}
+
+func (l *connLimiter) acquire(ip netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.total >= l.max || l.counts[ip] >= l.perIP {
+		return false
+	}
+	l.total++
+	l.counts[ip]++
+	return true
+}
+
+func (l *connLimiter) release(ip netip.Addr) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total--
+	if l.counts[ip]--; l.counts[ip] <= 0 {
+		delete(l.counts, ip)
+	}
+}
+
+// limitListener refuses connections over the limits with 421 (RFC 5321
+// section 3.8) right at accept, before any session state exists.
+type limitListener struct {
+	net.Listener
+	limits *connLimiter
+	log    *slog.Logger
+	obs    Observer
+	auth   *authLimiter
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := remoteIP(c)
+		if l.auth != nil && l.auth.locked(ip) {
+			l.log.Warn("connection refused: address locked out after auth failures", "client", ip.String())
+			refuse(c, "421 4.7.0 Too many authentication failures, try again later\r\n")
+			continue
+		}
+		if !l.limits.acquire(ip) {
+			l.log.Warn("connection refused: too many connections", "client", ip.String())
+			if l.obs != nil {
+				l.obs.Rejected("connections")
+			}
+			refuse(c, "421 4.7.0 Too many connections, try again later\r\n")
+			continue
+		}
+		if l.obs != nil {
+			l.obs.SessionOpened()
+		}
+		return &limitedConn{Conn: c, release: func() {
+			l.limits.release(ip)
+			if l.obs != nil {
+				l.obs.SessionClosed()
+			}
+		}}, nil
+	}
+}
+
+func refuse(c net.Conn, line string) {
+	go func() {
+		_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		_, _ = c.Write([]byte(line))
+		c.Close()
+	}()
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
+}

@@ -1,0 +1,250 @@
+package submission
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/relayq/relayq/queue"
+)
+
+// User is one account that may authenticate with AUTH PLAIN or LOGIN.
+type User struct {
+	Username string
+	// PasswordHash is a bcrypt hash; passwords are never stored in clear.
+	PasswordHash string
+}
+
+// Policy is the part of the configuration that can change while the server
+// runs (SIGHUP): who may relay.
+type Policy struct {
+	Trusted []netip.Prefix
+	Users   []User
+}
+
+// Options configure a Server. Zero values get the documented defaults.
+type Options struct {
+	Hostname string
+	Queue    *queue.Store
+	Policy   Policy
+	// TLS, when set, enables STARTTLS on plain listeners and implicit TLS listeners.
+	TLS               *tls.Config
+	AllowInsecureAuth bool
+	MaxMessageBytes   int64         // default 25 MiB
+	MaxRecipients     int           // default 100
+	MaxConnections    int           // default 1000
+	MaxConnsPerIP     int           // default 50
+	ReadTimeout       time.Duration // per command; default 5m (RFC 5321 4.5.3.2)
+	DataTimeout       time.Duration // whole DATA upload; default 10m
+	WriteTimeout      time.Duration // default 1m
+	AuthMaxFailures   int           // default 5
+	AuthLockout       time.Duration // default 5m
+	// AuthFailureDelay slows each failed AUTH by this much times the number of
+	// recent failures from the same address; default 1s. Tests set it tiny.
+	AuthFailureDelay time.Duration
+	Logger           *slog.Logger
+	// OnQueued is called after a message is durably queued, to kick delivery.
+	OnQueued func(env *queue.Envelope)
+	// Observer, if set, is told about each session event (for metrics).
+	Observer Observer
+	Now      func() time.Time
+}
+
+// Observer receives submission events; cmd wires it to Prometheus.
+type Observer interface {
+	SessionOpened()
+	SessionClosed()
+	// Accepted is called after a message was queued.
+	Accepted(size int64)
+	// Rejected is called with a short stable reason ("auth", "relay", "size", "storage", ...).
+	Rejected(reason string)
+}
+
+// Server accepts SMTP submissions on any number of listeners.
+type Server struct {
+	opts    Options
+	smtp    *smtp.Server
+	policy  atomic.Pointer[Policy]
+	tlsConf atomic.Pointer[tls.Config]
+	auth    *authLimiter
+	conns   *connLimiter
+	log     *slog.Logger
+
+	mu        sync.Mutex
+	listeners []net.Listener
+}
+
+// New builds a Server; call Serve or Listen to accept connections.
+func New(o Options) (*Server, error) {
+	if o.Queue == nil {
+		return nil, errors.New("submission: no queue")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = 25 << 20
+	}
+	if o.MaxRecipients <= 0 {
+		o.MaxRecipients = 100
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = 1000
+	}
+	if o.MaxConnsPerIP <= 0 {
+		o.MaxConnsPerIP = 50
+	}
+	if o.AuthMaxFailures <= 0 {
+		o.AuthMaxFailures = 5
+	}
+	def(&o.ReadTimeout, 5*time.Minute)
+	def(&o.DataTimeout, 10*time.Minute)
+	def(&o.WriteTimeout, time.Minute)
+	def(&o.AuthLockout, 5*time.Minute)
+	if o.AuthFailureDelay == 0 {
+		o.AuthFailureDelay = time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Hostname == "" {
+		o.Hostname = "localhost"
+	}
+	s := &Server{opts: o, log: o.Logger}
+	p := o.Policy
+	s.policy.Store(&p)
+	s.auth = newAuthLimiter(o.AuthMaxFailures, o.AuthLockout, o.AuthFailureDelay, o.Now)
+	s.conns = newConnLimiter(o.MaxConnections, o.MaxConnsPerIP)
+	if o.TLS != nil {
+		s.tlsConf.Store(o.TLS)
+	}
+
+	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
+	srv.Domain = o.Hostname
+	// go-smtp refuses a body of exactly MaxMessageBytes (it needs one more
+	// byte to see the end); allow the limit itself and enforce it exactly in
+	// Data. SIZE is therefore advertised one byte above the configured limit.
+	srv.MaxMessageBytes = o.MaxMessageBytes + 1
+	srv.MaxRecipients = o.MaxRecipients
+	srv.AllowInsecureAuth = o.AllowInsecureAuth
+	srv.ReadTimeout = o.ReadTimeout
+	srv.WriteTimeout = o.WriteTimeout
+	srv.EnableSMTPUTF8 = true
+	srv.EnableDSN = true
+	srv.ErrorLog = slogAdapter{o.Logger}
+	if o.TLS != nil {
+		srv.TLSConfig = s.serverTLS()
+	}
+	s.smtp = srv
+	return s, nil
+}
+
+// serverTLS returns a tls.Config whose certificate can be swapped at run time
+// (SetTLS), so that a SIGHUP reloads certificates without dropping sessions.
+func (s *Server) serverTLS() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			c := s.tlsConf.Load()
+			if c == nil {
+				return nil, errors.New("no TLS configuration")
+			}
+			c = c.Clone()
+			if c.MinVersion < tls.VersionTLS12 {
+				c.MinVersion = tls.VersionTLS12
+			}
+			return c, nil
+		},
+	}
+}
+
+// SetPolicy replaces the trusted networks and users; sessions that are
+// already authenticated keep their state.
+func (s *Server) SetPolicy(p Policy) { s.policy.Store(&p) }
+
+// SetTLS replaces the certificate configuration used for new handshakes. It
+// has no effect when the server was built without TLS.
+func (s *Server) SetTLS(c *tls.Config) {
+	if c != nil {
+		s.tlsConf.Store(c)
+	}
+}
+
+// Listen opens a plain (STARTTLS-capable) listener on addr and serves it in
+// the background. It returns the bound address.
+func (s *Server) Listen(addr string) (net.Addr, error) {
+	return s.listen(addr, false)
+}
+
+// ListenTLS opens an implicit-TLS listener (RFC 8314) on addr.
+func (s *Server) ListenTLS(addr string) (net.Addr, error) {
+	if s.smtp.TLSConfig == nil {
+		return nil, fmt.Errorf("submission: %s: implicit TLS needs a certificate", addr)
+	}
+	return s.listen(addr, true)
+}
+
+func (s *Server) listen(addr string, implicitTLS bool) (net.Addr, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("submission: listen %s: %w", addr, err)
+	}
+	var ln net.Listener = &limitListener{Listener: l, limits: s.conns, log: s.log, obs: s.opts.Observer, auth: s.auth}
+	if implicitTLS {
+		ln = tls.NewListener(ln, s.smtp.TLSConfig)
+	}
+	s.mu.Lock()
+	s.listeners = append(s.listeners, ln)
+	s.mu.Unlock()
+	go func() {
+		if err := s.smtp.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
+			s.log.Error("submission listener stopped", "addr", addr, "err", err)
+		}
+	}()
+	s.log.Info("listening for SMTP", "addr", l.Addr().String(), "implicit_tls", implicitTLS)
+	return l.Addr(), nil
+}
+
+// Shutdown stops accepting connections and waits, until ctx ends, for
+// sessions to finish; then it closes whatever is left. A session cut off in
+// the middle of DATA never got its 250, so nothing is lost.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.smtp.Shutdown(ctx)
+	if err != nil {
+		s.smtp.Close()
+	}
+	if errors.Is(err, smtp.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close stops everything at once.
+func (s *Server) Close() error {
+	err := s.smtp.Close()
+	if errors.Is(err, smtp.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Printf(format string, v ...interface{}) {
+	a.l.Warn("smtp server", "msg", fmt.Sprintf(format, v...))
+}
+func (a slogAdapter) Println(v ...interface{}) { a.l.Warn("smtp server", "msg", fmt.Sprint(v...)) }

@@ -1,0 +1,267 @@
+package submission
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+
+	"github.com/relayq/relayq/queue"
+)
+
+// session is one SMTP conversation after HELO/EHLO. go-smtp makes a new one
+// after STARTTLS, which is what RFC 3207 section 4.2 asks for: everything
+// learnt before the handshake is forgotten.
+type session struct {
+	srv      *Server
+	conn     *smtp.Conn
+	ip       netip.Addr
+	log      *slog.Logger
+	tls      bool
+	authUser string
+
+	// current transaction
+	from     *string
+	mailOpts smtp.MailOptions
+	rcpts    []queue.Recipient
+}
+
+func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
+	ip := remoteIP(c.Conn())
+	_, isTLS := c.TLSConnectionState()
+	ss := &session{
+		srv:  s,
+		conn: c,
+		ip:   ip,
+		tls:  isTLS,
+		log:  s.log.With("client", ip.String()),
+	}
+	ss.log.Debug("session", "helo", c.Hostname(), "tls", isTLS)
+	return ss, nil
+}
+
+func remoteIP(c net.Conn) netip.Addr {
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		if a, ok := netip.AddrFromSlice(ta.IP); ok {
+			return a.Unmap()
+		}
+	}
+	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+func (s *session) trusted() bool {
+	if !s.ip.IsValid() {
+		return false
+	}
+	for _, p := range s.srv.policy.Load().Trusted {
+		if p.Contains(s.ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayRelay is the whole relay policy: relayq has no local domains, so a
+// client either may send anywhere or nowhere.
+func (s *session) mayRelay() bool { return s.authUser != "" || s.trusted() }
+
+func (s *session) reject(reason string, err *smtp.SMTPError, args ...any) error {
+	s.log.Info("rejected", append([]any{"reason", reason, "reply", err.Code}, args...)...)
+	if o := s.srv.opts.Observer; o != nil {
+		o.Rejected(reason)
+	}
+	return err
+}
+
+func (s *session) Mail(from string, opts *smtp.MailOptions) error {
+	if !s.mayRelay() {
+		return s.reject("relay", errAuthRequired, "from", from)
+	}
+	if from != "" && !validAddress(from) {
+		return s.reject("syntax", errBadSender, "from", from)
+	}
+	if opts != nil && opts.Size > s.srv.opts.MaxMessageBytes {
+		return s.reject("size", errTooBig, "declared_size", opts.Size)
+	}
+	f := from
+	s.from = &f
+	if opts != nil {
+		s.mailOpts = *opts
+	}
+	s.rcpts = s.rcpts[:0]
+	return nil
+}
+
+func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
+	// Second fence: Mail already refused strangers, but a future code path
+	// must not be able to skip it.
+	if !s.mayRelay() {
+		return s.reject("relay", errRelayDenied, "to", to)
+	}
+	if !validAddress(to) {
+		return s.reject("syntax", errBadRecipient, "to", to)
+	}
+	r := queue.Recipient{Address: to}
+	if opts != nil {
+		if opts.OriginalRecipient != "" {
+			// RFC 3461 section 4.2: the address type is case-insensitive.
+			typ := strings.ToLower(string(opts.OriginalRecipientType))
+			if typ == "" {
+				typ = "rfc822"
+			}
+			r.ORCPT = typ + ";" + opts.OriginalRecipient
+		}
+		for _, n := range opts.Notify {
+			r.Notify = append(r.Notify, string(n))
+		}
+	}
+	s.rcpts = append(s.rcpts, r)
+	return nil
+}
+
+// validAddress accepts user@domain with a non-empty local part and domain and
+// no characters that would let an address smuggle routing or header syntax.
+// go-smtp has already parsed and unquoted the path; source routes
+// (<@a,@b:user@c>) arrive without their route, which RFC 5321 section 4.1.1.3
+// says to ignore.
+func validAddress(a string) bool {
+	at := strings.LastIndexByte(a, '@')
+	if at <= 0 || at == len(a)-1 || len(a) > 320 {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		c := a[i]
+		if c < 0x20 || c == 0x7f || c == '<' || c == '>' || c == ' ' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *session) Data(r io.Reader) error {
+	if s.from == nil || len(s.rcpts) == 0 {
+		return &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "Bad sequence of commands"}
+	}
+	srv := s.srv
+	// go-smtp's ReadTimeout is set once per command and is not refreshed
+	// during DATA, so it would bound the whole upload; give DATA its own budget.
+	_ = s.conn.Conn().SetReadDeadline(srv.opts.Now().Add(srv.opts.DataTimeout))
+
+	d := srv.opts.Queue.NewDraft()
+	now := srv.opts.Now()
+	hdr := receivedHeader(receivedInfo{
+		Helo: s.conn.Hostname(), IP: s.ip, Hostname: srv.opts.Hostname, ID: d.ID(),
+		TLS: s.tls, Auth: s.authUser != "", Rcpts: s.rcpts, UTF8: s.mailOpts.UTF8, Now: now,
+	})
+	if _, err := d.Write(hdr); err != nil {
+		d.Abort()
+		s.log.Error("queue write failed", "err", err)
+		return s.reject("storage", errQueueUnavailable)
+	}
+	bw := &bodyWriter{w: d, limit: srv.opts.MaxMessageBytes}
+	_, err := io.Copy(bw, r)
+	if err == nil {
+		err = bw.finish()
+	}
+	if err != nil {
+		d.Abort()
+		var se *smtp.SMTPError
+		switch {
+		case errors.Is(err, errBareNewlineFound):
+			return s.reject("bare_newline", errBareNewline)
+		case errors.Is(err, errTooBigFound), errors.Is(err, smtp.ErrDataTooLarge):
+			return s.reject("size", errTooBig)
+		case errors.Is(err, smtp.ErrTooLongLine):
+			return s.reject("line_length", errLineTooLong)
+		case errors.As(err, &se):
+			return se
+		case errors.Is(err, errWriteFailed):
+			s.log.Error("queue write failed", "err", err)
+			return s.reject("storage", errQueueUnavailable)
+		default:
+			// The client went away or timed out mid-DATA: it never saw a 250.
+			s.log.Info("data aborted", "err", err)
+			return errIncomplete
+		}
+	}
+	env := queue.Envelope{
+		From:       *s.from,
+		Recipients: append([]queue.Recipient(nil), s.rcpts...),
+		RET:        string(s.mailOpts.Return),
+		EnvID:      s.mailOpts.EnvelopeID,
+		SMTPUTF8:   s.mailOpts.UTF8,
+		Body:       string(s.mailOpts.Body),
+		AuthUser:   s.authUser,
+		ClientAddr: s.ip.String(),
+		Helo:       s.conn.Hostname(),
+		Created:    now,
+	}
+	if err := d.Commit(env); err != nil {
+		d.Abort()
+		s.log.Error("queue commit failed", "err", err)
+		return s.reject("storage", errQueueUnavailable)
+	}
+	env.ID = d.ID()
+	env.Size = int64(len(hdr)) + bw.n
+	rcpts := make([]string, len(env.Recipients))
+	for i, r := range env.Recipients {
+		rcpts[i] = r.Address
+	}
+	s.log.Info("queued", "id", env.ID, "from", env.From, "to", strings.Join(rcpts, ","), "size", env.Size, "auth", s.authUser)
+	if o := srv.opts.Observer; o != nil {
+		o.Accepted(env.Size)
+	}
+	if srv.opts.OnQueued != nil {
+		srv.opts.OnQueued(&env)
+	}
+	_ = s.conn.Conn().SetReadDeadline(time.Time{})
+	// RFC 5321 section 4.2: the text is free; "queued as ID" is what Postfix
+	// users grep for.
+	return &smtp.SMTPError{Code: 250, EnhancedCode: smtp.EnhancedCode{2, 0, 0}, Message: "Ok: queued as " + env.ID}
+}
+
+func (s *session) Reset() {
+	s.from = nil
+	s.mailOpts = smtp.MailOptions{}
+	s.rcpts = s.rcpts[:0]
+}
+
+func (s *session) Logout() error { return nil }
+
+// AuthMechanisms implements smtp.AuthSession. go-smtp offers them only on TLS
+// connections unless AllowInsecureAuth (RFC 4954 section 4).
+func (s *session) AuthMechanisms() []string {
+	if len(s.srv.policy.Load().Users) == 0 {
+		return nil
+	}
+	return []string{sasl.Plain, sasl.Login}
+}
+
+// Auth implements smtp.AuthSession.
+func (s *session) Auth(mech string) (sasl.Server, error) {
+	if s.authUser != "" {
+		return nil, &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "Already authenticated"}
+	}
+	check := func(username, password string) error { return s.checkPassword(username, password) }
+	switch strings.ToUpper(mech) {
+	case sasl.Plain:
+		return sasl.NewPlainServer(func(identity, username, password string) error {
+			if identity != "" && identity != username {
+				return s.authFail(username, "authorization identity differs")
+			}
+			return check(username, password)
+		}), nil
+	case sasl.Login:
+		return newLoginServer(check), nil
+	}
+	return nil, smtp.ErrAuthUnknownMechanism
+}
