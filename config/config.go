@@ -1,0 +1,202 @@
+package config
+
+import (
+	"net/netip"
+	"os"
+	"time"
+)
+
+// Config is the whole relayq configuration after defaults, file and
+// environment have been merged and validated. The other packages take the
+// parts they need as plain values; none of them sees viper.
+type Config struct {
+	// Hostname is the name used in the greeting, EHLO, Received: and DSNs.
+	// Never empty after Load: "" in the file means os.Hostname().
+	Hostname string
+	// ShutdownTimeout bounds a graceful shutdown.
+	ShutdownTimeout time.Duration
+	Submission      Submission
+	Queue           Queue
+	Admin           Admin
+	Retry           Retry
+	Delivery        Delivery
+	Log             Log
+	// File is the path Load read, "" when only defaults and environment apply.
+	File string
+}
+
+// Submission configures the SMTP server applications submit mail to.
+type Submission struct {
+	// Listen are plain SMTP listeners (host:port); STARTTLS is offered when TLS is set.
+	Listen []string
+	// TLSListen are implicit-TLS listeners (RFC 8314); non-empty only when TLS is set.
+	TLSListen []string
+	TLS       TLSFiles
+	// TrustedNetworks may relay without AUTH. Prefixes are masked (10.1.2.3/8 → 10.0.0.0/8).
+	TrustedNetworks []netip.Prefix
+	// Users may AUTH and then relay from anywhere. Usernames are unique.
+	Users             []User
+	AllowInsecureAuth bool
+	MaxMessageBytes   int64
+	MaxRecipients     int
+	// MaxConnections and MaxConnectionsPerIP bound concurrent client connections.
+	MaxConnections      int
+	MaxConnectionsPerIP int
+	// ReadTimeout bounds each command (RFC 5321 4.5.3.2); DataTimeout the whole DATA upload.
+	ReadTimeout time.Duration
+	DataTimeout time.Duration
+	// AuthMaxFailures failed AUTH attempts from one IP lock it out for AuthLockout.
+	AuthMaxFailures int
+	AuthLockout     time.Duration
+}
+
+// TLSFiles names a PEM certificate chain and its private key. Either both
+// are set and Load has checked that they load as a key pair, or neither is.
+type TLSFiles struct {
+	CertFile string
+	KeyFile  string
+}
+
+// Enabled reports whether a certificate is configured.
+func (t TLSFiles) Enabled() bool { return t.CertFile != "" }
+
+// User is one SMTP AUTH account.
+type User struct {
+	Username string
+	// PasswordHash is a bcrypt hash ($2a$, $2b$ or $2y$); Load checked its form.
+	PasswordHash string
+}
+
+// Queue configures the durable message store.
+type Queue struct {
+	// Path is the bbolt file, created with its directory if missing.
+	Path string
+}
+
+// Admin configures the HTTP admin API.
+type Admin struct {
+	// Listen is host:port, or "" to disable the admin API.
+	Listen string
+	// Token is the required bearer token, or "" for none.
+	Token string
+}
+
+// Retry is the backoff schedule for transient delivery failures: the n-th
+// retry waits InitialDelay*Multiplier^(n-1) capped at MaxDelay, plus up to Jitter.
+type Retry struct {
+	InitialDelay time.Duration // > 0
+	Multiplier   float64       // >= 1
+	Jitter       time.Duration // >= 0
+	MaxDelay     time.Duration // >= InitialDelay
+	// MaxAttempts bounces after this many attempts; 0 means no limit.
+	MaxAttempts int
+	// MaxAge bounces a message still undelivered this long after acceptance.
+	MaxAge time.Duration
+	// WarnAfter sends a "delayed" DSN at this age; 0 disables.
+	WarnAfter time.Duration
+}
+
+// Values of Delivery.TLS.
+const (
+	DeliveryTLSOpportunistic = "opportunistic"
+	DeliveryTLSRequired      = "required"
+	DeliveryTLSNone          = "none"
+)
+
+// Values of Smarthost.TLS.
+const (
+	SmarthostTLSNone     = "none"
+	SmarthostTLSStartTLS = "starttls"
+	SmarthostTLSImplicit = "implicit"
+)
+
+// Delivery configures outbound SMTP.
+type Delivery struct {
+	Workers           int
+	MaxConnsPerDomain int
+	// Routes maps a lower-case recipient domain (or "*" for every other
+	// domain) to a next hop host:port.
+	Routes    map[string]string
+	Smarthost Smarthost
+	// DNSServer is a host:port replacing the system resolver, or "".
+	DNSServer string
+	// TLS is DeliveryTLSOpportunistic, DeliveryTLSRequired or DeliveryTLSNone.
+	TLS            string
+	ConnectTimeout time.Duration
+	CommandTimeout time.Duration
+}
+
+// Smarthost is a relay all mail goes through instead of MX lookups.
+type Smarthost struct {
+	// Address is host:port, or "" for no smarthost.
+	Address string
+	// Fallback are further host:port tried in order after a transient failure.
+	Fallback []string
+	// Username and Password are sent with AUTH when Username is set.
+	Username string
+	Password string
+	// TLS is SmarthostTLSNone, SmarthostTLSStartTLS or SmarthostTLSImplicit.
+	TLS string
+	// AllowInsecureAuth permits credentials over a connection without TLS.
+	AllowInsecureAuth bool
+}
+
+// Log configures the process log.
+type Log struct {
+	Format string // "text" or "json"
+	Level  string // "debug", "info", "warn" or "error"
+}
+
+// Default returns the built-in configuration, the same values as the
+// embedded defaults.yaml (a test keeps the two equal), with Hostname
+// resolved as Load does. Each call returns a fresh copy.
+func Default() *Config {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return &Config{
+		Hostname:        host,
+		ShutdownTimeout: 30 * time.Second,
+		Submission: Submission{
+			Listen:    []string{"127.0.0.1:2525"},
+			TLSListen: []string{},
+			TrustedNetworks: []netip.Prefix{
+				netip.MustParsePrefix("127.0.0.0/8"),
+				netip.MustParsePrefix("::1/128"),
+			},
+			Users:               []User{},
+			MaxMessageBytes:     25 << 20,
+			MaxRecipients:       100,
+			MaxConnections:      1000,
+			MaxConnectionsPerIP: 50,
+			ReadTimeout:         5 * time.Minute,
+			DataTimeout:         10 * time.Minute,
+			AuthMaxFailures:     5,
+			AuthLockout:         5 * time.Minute,
+		},
+		Queue: Queue{Path: "./relayq-data/queue.db"},
+		Admin: Admin{Listen: "127.0.0.1:8025"},
+		Retry: Retry{
+			InitialDelay: 2 * time.Second,
+			Multiplier:   2,
+			Jitter:       time.Second,
+			MaxDelay:     64 * time.Second,
+			MaxAge:       24 * time.Hour,
+			WarnAfter:    time.Hour,
+		},
+		Delivery: Delivery{
+			Workers:           32,
+			MaxConnsPerDomain: 10,
+			Routes:            map[string]string{},
+			Smarthost: Smarthost{
+				Fallback: []string{},
+				TLS:      SmarthostTLSStartTLS,
+			},
+			TLS:            DeliveryTLSOpportunistic,
+			ConnectTimeout: 30 * time.Second,
+			CommandTimeout: 5 * time.Minute,
+		},
+		Log: Log{Format: "text", Level: "info"},
+	}
+}

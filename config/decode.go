@@ -1,0 +1,120 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+)
+
+// decode reads every key into a Config. Reading a key that defaults.yaml
+// lacks, or not reading one it has, is reported as an internal error, so
+// the documented example and the code cannot drift apart.
+func (l *loader) decode() *Config {
+	c := &Config{
+		File:            l.file,
+		Hostname:        strings.TrimSpace(l.str("hostname")),
+		ShutdownTimeout: l.duration("shutdown_timeout"),
+		Submission: Submission{
+			Listen:    l.strList("submission.listen"),
+			TLSListen: l.strList("submission.tls_listen"),
+			TLS: TLSFiles{
+				CertFile: l.str("submission.tls.cert_file"),
+				KeyFile:  l.str("submission.tls.key_file"),
+			},
+			TrustedNetworks:     l.prefixes("submission.trusted_networks"),
+			Users:               l.users("submission.users"),
+			AllowInsecureAuth:   l.boolean("submission.allow_insecure_auth"),
+			MaxMessageBytes:     l.integer("submission.max_message_bytes"),
+			MaxRecipients:       l.intKey("submission.max_recipients"),
+			MaxConnections:      l.intKey("submission.max_connections"),
+			MaxConnectionsPerIP: l.intKey("submission.max_connections_per_ip"),
+			ReadTimeout:         l.duration("submission.read_timeout"),
+			DataTimeout:         l.duration("submission.data_timeout"),
+			AuthMaxFailures:     l.intKey("submission.auth_max_failures"),
+			AuthLockout:         l.duration("submission.auth_lockout"),
+		},
+		Queue: Queue{Path: l.str("queue.path")},
+		Admin: Admin{
+			Listen: l.str("admin.listen"),
+			Token:  l.str("admin.token"),
+		},
+		Retry: Retry{
+			InitialDelay: l.duration("retry.initial_delay"),
+			Multiplier:   l.float("retry.multiplier"),
+			Jitter:       l.duration("retry.jitter"),
+			MaxDelay:     l.duration("retry.max_delay"),
+			MaxAttempts:  l.intKey("retry.max_attempts"),
+			MaxAge:       l.duration("retry.max_age"),
+			WarnAfter:    l.duration("retry.warn_after"),
+		},
+		Delivery: Delivery{
+			Workers:           l.intKey("delivery.workers"),
+			MaxConnsPerDomain: l.intKey("delivery.max_conns_per_domain"),
+			Routes:            l.routes("delivery.routes"),
+			Smarthost: Smarthost{
+				Address:           l.str("delivery.smarthost.address"),
+				Fallback:          l.strList("delivery.smarthost.fallback"),
+				Username:          l.str("delivery.smarthost.username"),
+				Password:          l.str("delivery.smarthost.password"),
+				TLS:               strings.ToLower(l.str("delivery.smarthost.tls")),
+				AllowInsecureAuth: l.boolean("delivery.smarthost.allow_insecure_auth"),
+			},
+			DNSServer:      l.str("delivery.dns_server"),
+			TLS:            strings.ToLower(l.str("delivery.tls")),
+			ConnectTimeout: l.duration("delivery.connect_timeout"),
+			CommandTimeout: l.duration("delivery.command_timeout"),
+		},
+		Log: Log{
+			Format: strings.ToLower(l.str("log.format")),
+			Level:  strings.ToLower(l.str("log.level")),
+		},
+	}
+	if l.err == nil {
+		var unread []string
+		for k := range l.leaves {
+			if !l.read[k] {
+				unread = append(unread, dotted(k))
+			}
+		}
+		if len(unread) > 0 {
+			sort.Strings(unread)
+			l.err = fmt.Errorf("config: internal error: keys in defaults.yaml never read: %s", strings.Join(unread, ", "))
+		}
+	}
+	return c
+}
+
+// prefixes reads a list of CIDRs. A bare address means that one host, and
+// host bits are masked off, because membership tests compare masked prefixes.
+func (l *loader) prefixes(key string) []netip.Prefix {
+	items := l.strList(key)
+	out := make([]netip.Prefix, 0, len(items))
+	for i, s := range items {
+		p, err := parsePrefix(s)
+		if err != nil {
+			l.failAt(key, fmt.Sprintf("[%d]", i), "%q is not a network such as 10.0.0.0/8 or 192.0.2.1", s)
+			return nil
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func parsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, err
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if a.Zone() != "" {
+		return netip.Prefix{}, fmt.Errorf("zone not allowed")
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}

@@ -1,0 +1,24 @@
+// Package config turns the embedded defaults, a YAML file and RELAYQ_*
+// environment variables into plain, validated structs for the other
+// packages. It is the only package that imports viper.
+//
+// Invariants:
+//
+//   - Precedence is environment over file over defaults.yaml. A variable
+//     that is set but empty is a value (it empties the key).
+//   - defaults.yaml is the schema: a key exists exactly when it appears
+//     there, every Load reads each of them, and a file key that is not
+//     there is an error, never ignored. Default() equals defaults.yaml
+//     (tested), and the file doubles as the annotated example config.
+//   - Load returns either a Config that passed every check or an error, one
+//     line long, naming the file and key ("config F: retry.max_delay: ...")
+//     or the variable ("environment RELAYQ_RETRY_MAX_DELAY: ...").
+//   - Durations carry a unit; a bare number other than 0 is refused,
+//     because decoded as a time.Duration it would mean nanoseconds.
+//   - Each Load uses its own viper instance with the key delimiter "::",
+//     so that domain names in delivery.routes keep their dots.
+//   - After Load, Hostname is never empty, map keys of Routes are
+//     lower-case without a trailing dot, TrustedNetworks are masked
+//     prefixes, and the TLS certificate and key loaded as a pair (the
+//     submission server loads them again when it starts).
+package config
