@@ -12,6 +12,7 @@ const (
 	Permanent
 )
 
+// String names the class for logs and metrics labels.
 func (c Class) String() string {
 	switch c {
 	case Success:
@@ -27,14 +28,16 @@ func (c Class) String() string {
 // Stage is the point of an SMTP transaction at which a reply or error occurred.
 type Stage string
 
+// The stages, in transaction order. Classify treats some codes differently
+// by stage (552 at RCPT, 5xx at AUTH or greeting, 3xx at DATA).
 const (
-	StageDNS      Stage = "dns"
-	StageConnect  Stage = "connect"
-	StageGreeting Stage = "greeting"
-	StageHello    Stage = "ehlo"
-	StageStartTLS Stage = "starttls"
-	StageAuth     Stage = "auth"
-	StageMail     Stage = "mail"
-	StageRcpt     Stage = "rcpt"
-	StageData     Stage = "data"
+	StageDNS      Stage = "dns"      // looking up MX/A/AAAA for the next hop
+	StageConnect  Stage = "connect"  // the TCP dial
+	StageGreeting Stage = "greeting" // waiting for the server's 220
+	StageHello    Stage = "ehlo"     // EHLO/HELO
+	StageStartTLS Stage = "starttls" // STARTTLS and the TLS handshake
+	StageAuth     Stage = "auth"     // AUTH to a smarthost
+	StageMail     Stage = "mail"     // MAIL FROM
+	StageRcpt     Stage = "rcpt"     // RCPT TO, per recipient
+	StageData     Stage = "data"     // DATA, the body, and the final reply
 )

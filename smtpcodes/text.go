@@ -1,0 +1,29 @@
+package smtpcodes
+
+import (
+	"strings"
+	"unicode"
+)
+
+// oneLine turns arbitrary text into the single-line form Reply.Text promises:
+// valid UTF-8, every control character (CR and LF included) replaced by a
+// space, runs of those spaces and the ends trimmed. Log lines and DSN fields
+// built from it can then not be split or forged by what a server sent.
+func oneLine(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for _, r := range s {
+		if unicode.IsControl(r) || r == ' ' {
+			space = true
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
