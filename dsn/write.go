@@ -1,0 +1,144 @@
+package dsn
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Write writes r as an RFC 3464 delivery status notification to w, returning
+// the original message read from original (nil for none) as the third part.
+// It checks r first and writes nothing when r cannot make a valid DSN; the
+// message is built in memory (bounded by MaxReturn) and written with one
+// Write call, so w never sees half a report from a failed build.
+func Write(w io.Writer, r Report, original io.Reader) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	var orig *returned
+	max := r.MaxReturn
+	if max == 0 {
+		max = DefaultMaxReturn
+	}
+	if original != nil && max > 0 {
+		o, err := readOriginal(original, max, !r.ReturnFull)
+		if err != nil {
+			return err
+		}
+		orig = &o
+	}
+
+	human := humanText(&r, orig)
+	status := deliveryStatus(&r)
+	parts := [][]byte{human, status}
+	if orig != nil {
+		parts = append(parts, orig.body)
+	}
+	boundary := pickBoundary(boundaryBase(r.Boundary), parts...)
+	humanEightBit := !isASCII(human)
+	eightBit := humanEightBit || (orig != nil && orig.eightBit)
+
+	var b bytes.Buffer
+	b.Grow(len(human) + len(status) + len(parts[len(parts)-1]) + 2048)
+	from := r.From
+	if from == "" {
+		from = "Mail Delivery System <MAILER-DAEMON@" + r.ReportingMTA + ">"
+	}
+	writeField(&b, "From", clean(from))
+	writeField(&b, "To", "<"+clean(r.To)+">")
+	writeField(&b, "Subject", r.subject())
+	writeField(&b, "Date", r.Date.Format(dateFormat))
+	writeField(&b, "Message-ID", "<"+messageID(r.MessageID)+">")
+	// RFC 3834 §5: a DSN is an automatic response; autoresponders must not
+	// answer it.
+	writeField(&b, "Auto-Submitted", "auto-replied")
+	if r.QueueID != "" {
+		writeField(&b, "X-Relayq-Queue-ID", clean(r.QueueID))
+	}
+	writeField(&b, "MIME-Version", "1.0")
+	writeField(&b, "Content-Type", `multipart/report; report-type=delivery-status; boundary="`+boundary+`"`)
+	if eightBit {
+		// RFC 2045 §6.4: a multipart's encoding is the widest of its parts'.
+		writeField(&b, "Content-Transfer-Encoding", "8bit")
+	}
+	b.WriteString("\r\nThis is a MIME-encapsulated message.\r\n")
+
+	delim := "\r\n--" + boundary + "\r\n"
+	b.WriteString(delim)
+	writeField(&b, "Content-Description", "Notification")
+	writeField(&b, "Content-Type", "text/plain; charset=utf-8")
+	if humanEightBit {
+		writeField(&b, "Content-Transfer-Encoding", "8bit")
+	}
+	b.WriteString("\r\n")
+	b.Write(human)
+
+	b.WriteString(delim)
+	writeField(&b, "Content-Description", "Delivery report")
+	writeField(&b, "Content-Type", "message/delivery-status")
+	b.WriteString("\r\n")
+	b.Write(status)
+
+	if orig != nil {
+		b.WriteString(delim)
+		if r.ReturnFull {
+			writeField(&b, "Content-Description", "Original message")
+			writeField(&b, "Content-Type", "message/rfc822")
+		} else {
+			writeField(&b, "Content-Description", "Original message headers")
+			writeField(&b, "Content-Type", "text/rfc822-headers")
+		}
+		if orig.eightBit {
+			writeField(&b, "Content-Transfer-Encoding", "8bit")
+		}
+		b.WriteString("\r\n")
+		b.Write(orig.body)
+	}
+	b.WriteString("\r\n--" + boundary + "--\r\n")
+
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("dsn: write report: %w", err)
+	}
+	return nil
+}
+
+// pickBoundary returns base unless a part contains "--"+base (checking
+// anywhere, not only at line starts as RFC 2046 §5.1.1 needs, is simpler to
+// be sure of); then it appends a hash of the content, which content cannot
+// contain except by a hash collision. A counter suffix would let a hostile
+// original holding "--b=1", "--b=2", ... make this loop for long.
+func pickBoundary(base string, parts ...[]byte) string {
+	b := base
+	for n := 0; ; n++ {
+		clash := false
+		for _, p := range parts {
+			if bytes.Contains(p, []byte("--"+b)) {
+				clash = true
+				break
+			}
+		}
+		if !clash {
+			return b
+		}
+		h := sha256.New()
+		fmt.Fprintf(h, "%d\x00", n)
+		for _, p := range parts {
+			h.Write(p)
+		}
+		suffix := "=_" + hex.EncodeToString(h.Sum(nil))[:24]
+		b = base[:min(len(base), 70-len(suffix))] + suffix
+	}
+}
+
+// messageID strips what cannot be inside <...> of a msg-id (RFC 5322 §3.6.4).
+func messageID(id string) string {
+	return strings.Map(func(r rune) rune {
+		if r <= ' ' || r == '<' || r == '>' || r >= 0x7f {
+			return -1
+		}
+		return r
+	}, id)
+}
