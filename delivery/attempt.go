@@ -1,0 +1,149 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpcodes"
+)
+
+// attempt runs one job: record the attempt, find the hops, talk SMTP,
+// record the outcome per recipient (and any DSN in the same transaction).
+func (e *Engine) attempt(ctx context.Context, j *job) result {
+	set := e.settings.Load()
+	start := e.clock.Now()
+	env := j.env
+
+	if set.Policy.MaxAge > 0 && start.After(env.Created.Add(set.Policy.MaxAge)) {
+		// It waited out its whole life behind a suspended destination.
+		return e.giveUpUnattempted(j, set, start)
+	}
+
+	// Record the attempt before dialing (design invariant): if we crash from
+	// here on, the recipients become due again at retryAt, once — never a
+	// hot loop, never lost.
+	n := 0
+	for _, r := range env.Recipients {
+		if contains(j.addrs, r.Address) && r.Attempts+1 > n {
+			n = r.Attempts + 1
+		}
+	}
+	claimed, err := e.store.Claim(j.id, j.addrs, start, start.Add(e.delay(set.Policy.Backoff, n)))
+	if errors.Is(err, queue.ErrHeld) || errors.Is(err, queue.ErrNotFound) {
+		return result{job: j} // an operator held or deleted it meanwhile
+	}
+	if err != nil {
+		e.log.Error("claim failed", "id", j.id, "err", err)
+		return result{job: j}
+	}
+	env = claimed
+	var rcpts []queue.Recipient
+	for _, r := range env.Recipients {
+		if contains(j.addrs, r.Address) && !r.Status.Final() {
+			rcpts = append(rcpts, r)
+		}
+	}
+	if len(rcpts) == 0 {
+		return result{job: j}
+	}
+
+	results := e.transact(ctx, set, j, env, rcpts)
+	end := e.clock.Now()
+	if ctx.Err() != nil {
+		// Shutdown abandoned the attempt: leave the recipients as claimed
+		// (due again at retryAt) rather than count a failure we caused.
+		return result{job: j}
+	}
+	res := result{job: j}
+	allDown := true
+	for _, r := range results {
+		if r.Reply.SuspendsDestination() || (r.Reply.Class == smtpcodes.Transient && !r.Reply.Remote() && isConnTrouble(r.Reply)) {
+			continue
+		}
+		allDown = false
+	}
+	if len(results) > 0 && allDown {
+		res.suspend = true
+	} else {
+		res.alive = true
+	}
+
+	outcomes, notices := e.outcomes(set, env, rcpts, results, end)
+	if _, err := e.store.Record(j.id, outcomes, notices...); err != nil {
+		e.log.Error("recording outcome failed; the recipients stay due", "id", j.id, "err", err)
+		return res
+	}
+	e.report(j, outcomes, end, end.Sub(start))
+	if len(notices) > 0 {
+		e.Kick()
+	}
+	return res
+}
+
+// isConnTrouble: a locally synthesized failure to reach the destination at
+// all (connection refused, timeout, DNS), as opposed to a refusal of this
+// message.
+func isConnTrouble(r smtpcodes.Reply) bool {
+	switch r.Enhanced {
+	case "4.4.1", "4.4.2", "4.4.3":
+		return true
+	}
+	return false
+}
+
+// transact finds the hops and runs the SMTP transaction.
+func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue.Envelope, rcpts []queue.Recipient) []RcptResult {
+	hops, err := set.Router.Lookup(ctx, domainOf(rcpts[0].Address))
+	if err != nil {
+		reply := smtpcodes.Classify(smtpcodes.StageDNS, err)
+		out := make([]RcptResult, len(rcpts))
+		for i, r := range rcpts {
+			out[i] = RcptResult{Address: r.Address, Reply: reply}
+		}
+		return out
+	}
+	denv := Envelope{From: env.From, RET: env.RET, EnvID: env.EnvID, SMTPUTF8: env.SMTPUTF8, Body: env.Body, Size: env.Size}
+	for _, r := range rcpts {
+		denv.Recipients = append(denv.Recipients, RcptReq{Address: r.Address, ORCPT: r.ORCPT, Notify: r.Notify})
+	}
+	body := func() (io.ReadCloser, error) { return e.store.Body(j.id) }
+	return set.Dialer.Deliver(ctx, hops, denv, body)
+}
+
+// giveUpUnattempted bounces the job's recipients whose max_age passed while
+// their destination was suspended, with the last reply they had.
+func (e *Engine) giveUpUnattempted(j *job, set *Settings, now time.Time) result {
+	var outcomes []queue.Outcome
+	var failed []queue.Recipient
+	for _, r := range j.env.Recipients {
+		if !contains(j.addrs, r.Address) || r.Status.Final() {
+			continue
+		}
+		reply := r.LastReply
+		if reply == "" {
+			reply = "4.4.7 message expired before it could be attempted"
+		}
+		outcomes = append(outcomes, queue.Outcome{Address: r.Address, Status: queue.StatusBounced, Reply: reply, RemoteMTA: r.RemoteMTA})
+		r.LastReply = reply
+		failed = append(failed, r)
+	}
+	notices := e.bounceNotices(j.env, failed, now)
+	if _, err := e.store.Record(j.id, outcomes, notices...); err != nil {
+		e.log.Error("recording expiry failed", "id", j.id, "err", err)
+		return result{job: j}
+	}
+	e.report(j, outcomes, now, 0)
+	return result{job: j}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,752 @@
+package delivery
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/textproto"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+
+	"github.com/relayq/relayq/smtpcodes"
+)
+
+// Outbound TLS policies for MX and route hops (Dialer.TLS).
+const (
+	// TLSOpportunistic uses STARTTLS when offered and plaintext otherwise
+	// (RFC 7435). The certificate is not verified: MX certificates are
+	// rarely valid for the MX name, and encryption without authentication
+	// still beats cleartext. A failed handshake is transient (no fallback to
+	// plaintext on the same host, which an attacker could force).
+	TLSOpportunistic = "opportunistic"
+	// TLSRequired refuses to deliver without STARTTLS (4.7.10, transient)
+	// and verifies the certificate against Dialer.RootCAs and the hop name.
+	TLSRequired = "required"
+	// TLSNone never starts TLS.
+	TLSNone = "none"
+)
+
+// Defaults for the Dialer's timeouts, as RFC 5321 section 4.5.3.2 suggests
+// for commands (5 minutes) and a usual connect timeout.
+const (
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultCommandTimeout = 5 * time.Minute
+)
+
+// Dialer makes delivery attempts: one SMTP transaction for one message to the
+// first of a list of hops that will take it. The zero value is usable.
+type Dialer struct {
+	// Hostname is our EHLO name; "" means os.Hostname.
+	Hostname string
+	// TLS is the policy for MX and route hops: TLSOpportunistic (""),
+	// TLSRequired or TLSNone. Smarthost hops follow Smarthost.TLS instead.
+	TLS string
+	// RootCAs verifies certificates; nil means the system pool.
+	RootCAs *x509.CertPool
+	// ConnectTimeout bounds the TCP connect (and an implicit TLS
+	// handshake); 0 means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// CommandTimeout bounds every command's reply, every write of the body
+	// (refreshed per write, so a large body only needs to make progress)
+	// and the reply to the final dot; 0 means DefaultCommandTimeout.
+	CommandTimeout time.Duration
+	// Smarthost supplies TLS mode and credentials for hops marked
+	// Hop.Smarthost; nil means those hops are treated like routes.
+	Smarthost *Smarthost
+	// Resolver resolves hop host names at dial time; nil means the system
+	// resolver. Router.Resolver gives one that uses the configured DNS.
+	Resolver *net.Resolver
+}
+
+// Envelope is the part of a queued message a delivery attempt needs.
+type Envelope struct {
+	// From is the reverse path; "" is the null sender.
+	From string
+	// RET and EnvID are the RFC 3461 parameters, passed on only to servers
+	// that advertise DSN. EnvID is in decoded form (not xtext).
+	RET, EnvID string
+	// SMTPUTF8 is what the submitting client declared; it is passed on when
+	// the server supports it.
+	SMTPUTF8 bool
+	// Body is "7BIT", "8BITMIME" or "" as declared at submission.
+	// Informational: go-smtp adds BODY=8BITMIME whenever the server offers it.
+	Body string
+	// Size is the stored body's length in bytes, 0 if unknown. It is sent
+	// as SIZE= and checked against the server's SIZE limit (RFC 1870).
+	Size int64
+	// Recipients are the recipients to try in this transaction.
+	Recipients []RcptReq
+}
+
+// RcptReq is one recipient to deliver to.
+type RcptReq struct {
+	// Address is the forward path.
+	Address string
+	// ORCPT is "rfc822;addr" or "utf-8;addr" with addr decoded; passed on
+	// to servers that advertise DSN.
+	ORCPT string
+	// Notify is the RFC 3461 NOTIFY list; an invalid list is not sent.
+	Notify []string
+}
+
+// RcptResult is the outcome of one attempt for one recipient.
+type RcptResult struct {
+	Address string
+	// Reply is the server's reply, or one synthesized from a local error;
+	// its Class says delivered, retry or bounce.
+	Reply smtpcodes.Reply
+	// RemoteMTA is the host of the hop that gave Reply ("" if none was
+	// reached before the failure, e.g. no hops at all).
+	RemoteMTA string
+}
+
+// Deliver tries hops in order and returns one result per env.Recipients
+// entry, in the same order.
+//
+// A hop that fails before the server has accepted MAIL (connect, greeting,
+// EHLO, STARTTLS, AUTH, a 4xx MAIL) is skipped for the next one: failover,
+// RFC 5321 section 5.1. Once MAIL is accepted, or the server refuses the
+// sender permanently, that hop's per-recipient replies are final for this
+// attempt, so a message never reaches two hops in one attempt. When every
+// hop fails, all recipients get the last transient failure (or, if every
+// hop failed permanently, the last failure).
+//
+// body is opened only when at least one recipient was accepted. Cancelling
+// ctx closes the connection; every recipient then gets a transient 4.4.2.
+func (d *Dialer) Deliver(ctx context.Context, hops []Hop, env Envelope, body func() (io.ReadCloser, error)) []RcptResult {
+	results := make([]RcptResult, len(env.Recipients))
+	for i, r := range env.Recipients {
+		results[i].Address = r.Address
+	}
+	if len(results) == 0 {
+		return results
+	}
+	var failure RcptResult
+	tried := false
+	for _, hop := range hops {
+		if ctx.Err() != nil {
+			break
+		}
+		s := &session{d: d, ctx: ctx, hop: hop}
+		reply, final := s.run(env, body, results)
+		if final {
+			return results
+		}
+		if !tried || reply.Class == smtpcodes.Transient || failure.Reply.Class != smtpcodes.Transient {
+			failure = RcptResult{Reply: reply, RemoteMTA: hop.Host}
+		}
+		tried = true
+	}
+	if !tried {
+		err := smtpcodes.Transientf("4.4.4", "delivery: no next hop to try")
+		if ctx.Err() != nil {
+			err = smtpcodes.Transientf("4.4.2", "delivery: attempt abandoned: %v", ctx.Err())
+		}
+		failure = RcptResult{Reply: smtpcodes.Classify(smtpcodes.StageConnect, err)}
+	}
+	for i := range results {
+		results[i].Reply, results[i].RemoteMTA = failure.Reply, failure.RemoteMTA
+	}
+	return results
+}
+
+func (d *Dialer) connectTimeout() time.Duration {
+	if d.ConnectTimeout > 0 {
+		return d.ConnectTimeout
+	}
+	return DefaultConnectTimeout
+}
+
+func (d *Dialer) commandTimeout() time.Duration {
+	if d.CommandTimeout > 0 {
+		return d.CommandTimeout
+	}
+	return DefaultCommandTimeout
+}
+
+func (d *Dialer) hostname() string {
+	if d.Hostname != "" {
+		return d.Hostname
+	}
+	if h, err := os.Hostname(); err == nil && h != "" && !strings.ContainsAny(h, "\r\n ") {
+		return h
+	}
+	return "localhost"
+}
+
+// tlsMode is how one session secures its connection.
+type tlsMode struct {
+	starttls string // TLSOpportunistic, TLSRequired or TLSNone before the greeting
+	implicit bool   // TLS from the first byte
+	verify   bool   // verify the certificate chain and name
+	auth     *Smarthost
+}
+
+// policy decides TLS and AUTH for hop. Smarthost hops always verify: we send
+// a password there, and a man in the middle must not get it.
+func (d *Dialer) policy(hop Hop) tlsMode {
+	if hop.Smarthost && d.Smarthost != nil {
+		sh := d.Smarthost
+		m := tlsMode{starttls: TLSRequired, verify: true, auth: sh, implicit: hop.ImplicitTLS}
+		switch strings.ToLower(sh.TLS) {
+		case "none":
+			m.starttls = TLSNone
+		case "implicit":
+			m.implicit = true
+		}
+		if m.implicit {
+			m.starttls = TLSNone
+		}
+		return m
+	}
+	m := tlsMode{starttls: TLSOpportunistic, implicit: hop.ImplicitTLS}
+	switch strings.ToLower(d.TLS) {
+	case TLSRequired:
+		m.starttls, m.verify = TLSRequired, true
+	case TLSNone:
+		m.starttls = TLSNone
+	}
+	if m.implicit {
+		m.starttls = TLSNone
+	}
+	return m
+}
+
+// session is one connection to one hop.
+type session struct {
+	d    *Dialer
+	ctx  context.Context
+	hop  Hop
+	mode tlsMode
+
+	raw  net.Conn // the TCP connection, closed when ctx ends
+	conn net.Conn // raw, or the TLS connection over it
+	c    *smtp.Client
+	stop func() bool // ends the ctx watch that closes raw
+}
+
+// run makes one attempt on s.hop. final reports whether results were filled
+// in (the attempt is over); otherwise reply says why the hop failed.
+func (s *session) run(env Envelope, body func() (io.ReadCloser, error), results []RcptResult) (reply smtpcodes.Reply, final bool) {
+	s.mode = s.d.policy(s.hop)
+	defer s.close()
+	if stage, err := s.open(); err != nil {
+		var local *smtpcodes.StatusError
+		if s.c != nil && s.ctx.Err() == nil && (isServerReply(err) || errors.As(err, &local)) {
+			_ = s.c.Quit() // the connection still works: say goodbye
+		}
+		return s.classify(stage, err), false
+	}
+	return s.transact(env, body, results)
+}
+
+// close releases the connection, politely when it still works.
+func (s *session) close() {
+	if s.stop != nil {
+		s.stop()
+	}
+	if s.c != nil {
+		_ = s.c.Close()
+	}
+	if s.raw != nil {
+		_ = s.raw.Close()
+	}
+}
+
+// classify turns an error at stage into a reply, reporting a cancelled
+// attempt as such rather than as whatever the closed socket said.
+func (s *session) classify(stage smtpcodes.Stage, err error) smtpcodes.Reply {
+	if s.ctx.Err() != nil {
+		err = smtpcodes.Transientf("4.4.2", "delivery: attempt to %s abandoned: %v", s.hop.Addr(), s.ctx.Err())
+	}
+	return smtpcodes.Classify(stage, err)
+}
+
+// deadline arms the command timeout for the next read or write.
+func (s *session) deadline() {
+	_ = s.conn.SetDeadline(time.Now().Add(s.d.commandTimeout()))
+}
+
+// open connects, reads the greeting, secures the connection as the policy
+// says and authenticates to a smarthost. The stage says where it failed.
+func (s *session) open() (smtpcodes.Stage, error) {
+	dialer := net.Dialer{Timeout: s.d.connectTimeout(), Resolver: s.d.Resolver}
+	raw, err := dialer.DialContext(s.ctx, "tcp", s.hop.Addr())
+	if err != nil {
+		return smtpcodes.StageConnect, fmt.Errorf("delivery: connect to %s: %w", s.hop.Addr(), err)
+	}
+	s.raw, s.conn = raw, raw
+	// Cancelling ctx closes the socket, which unblocks any read or write:
+	// shutdown can abandon an attempt without waiting for a timeout.
+	s.stop = context.AfterFunc(s.ctx, func() { _ = raw.Close() })
+
+	if s.mode.implicit {
+		_ = raw.SetDeadline(time.Now().Add(s.d.connectTimeout()))
+		if err := s.handshake(); err != nil {
+			return smtpcodes.StageStartTLS, err
+		}
+	}
+
+	// The greeting and, for STARTTLS, the first EHLO are read here rather
+	// than by go-smtp: it has no exported STARTTLS after a Hello of our own
+	// (NewClientStartTLS says "EHLO localhost"), and reading the greeting
+	// ourselves tells a refused greeting from a refused EHLO.
+	tp := textproto.NewConn(s.conn)
+	s.deadline()
+	if _, _, err := tp.ReadResponse(220); err != nil {
+		return smtpcodes.StageGreeting, replyError(err)
+	}
+	var rest io.Reader = tp.R
+	if s.mode.starttls != TLSNone {
+		secured, stage, err := s.startTLS(tp)
+		if err != nil {
+			return stage, err
+		}
+		if secured {
+			rest = s.conn
+		}
+	}
+
+	// Hand the connection to go-smtp with a stand-in greeting: the real one
+	// was read above, and after STARTTLS there is none (RFC 3207 section 4.2).
+	s.c = smtp.NewClient(&handoffConn{Conn: s.conn, r: io.MultiReader(strings.NewReader("220 relayq handoff\r\n"), rest)})
+	s.c.CommandTimeout = s.d.commandTimeout()
+	s.c.SubmissionTimeout = s.d.commandTimeout()
+	if err := s.c.Hello(s.d.hostname()); err != nil {
+		return smtpcodes.StageHello, err
+	}
+	return s.auth()
+}
+
+// startTLS sends EHLO and, when offered, STARTTLS and the handshake. It
+// reports whether the connection is now encrypted. Without STARTTLS on
+// offer, opportunistic mode goes on in plaintext (go-smtp then sends EHLO
+// again, which RFC 5321 section 4.1.4 permits); required mode fails.
+func (s *session) startTLS(tp *textproto.Conn) (bool, smtpcodes.Stage, error) {
+	s.deadline()
+	if err := tp.PrintfLine("EHLO %s", s.d.hostname()); err != nil {
+		return false, smtpcodes.StageHello, err
+	}
+	_, msg, err := tp.ReadResponse(250)
+	offered := false
+	var te *textproto.Error
+	switch {
+	case errors.As(err, &te) && (te.Code == 500 || te.Code == 502):
+		// An RFC 821 server: no extensions, so no STARTTLS.
+	case err != nil:
+		return false, smtpcodes.StageHello, replyError(err)
+	default:
+		for _, line := range strings.Split(msg, "\n")[1:] {
+			if f := strings.Fields(line); len(f) > 0 && strings.EqualFold(f[0], "STARTTLS") {
+				offered = true
+			}
+		}
+	}
+	if !offered {
+		if s.mode.starttls == TLSRequired {
+			return false, smtpcodes.StageStartTLS, smtpcodes.Transientf("4.7.10",
+				"delivery: %s does not offer STARTTLS and TLS is required", s.hop.Addr())
+		}
+		return false, "", nil
+	}
+	s.deadline()
+	if err := tp.PrintfLine("STARTTLS"); err != nil {
+		return false, smtpcodes.StageStartTLS, err
+	}
+	if _, _, err := tp.ReadResponse(220); err != nil {
+		return false, smtpcodes.StageStartTLS, replyError(err)
+	}
+	if tp.R.Buffered() > 0 {
+		// Plaintext sent after the 220 would be taken as coming over TLS:
+		// the command injection of RFC 3207 section 5 (CVE-2011-0411).
+		return false, smtpcodes.StageStartTLS, smtpcodes.Transientf("4.7.5",
+			"delivery: %s sent data after its STARTTLS reply", s.hop.Addr())
+	}
+	if err := s.handshake(); err != nil {
+		return false, smtpcodes.StageStartTLS, err
+	}
+	return true, "", nil
+}
+
+// handshake starts TLS on the raw connection, bounded by the deadline
+// already set and by ctx.
+func (s *session) handshake() error {
+	cfg := &tls.Config{
+		ServerName:         s.hop.Host,
+		MinVersion:         tls.VersionTLS12,
+		RootCAs:            s.d.RootCAs,
+		InsecureSkipVerify: !s.mode.verify, // opportunistic only, see TLSOpportunistic
+	}
+	tc := tls.Client(s.raw, cfg)
+	if !s.mode.implicit {
+		s.deadline()
+	}
+	if err := tc.HandshakeContext(s.ctx); err != nil {
+		return fmt.Errorf("delivery: TLS with %s: %w", s.hop.Addr(), err)
+	}
+	s.conn = tc
+	return nil
+}
+
+// auth authenticates to a smarthost, never sending the password in clear
+// unless the operator allowed it: the mail waits (4.7.11, RFC 4954 section
+// 6) instead, so that fixing TLS releases it.
+func (s *session) auth() (smtpcodes.Stage, error) {
+	sh := s.mode.auth
+	if sh == nil || sh.Username == "" {
+		return "", nil
+	}
+	// go-smtp's TLSConnectionState cannot see through handoffConn.
+	if _, secure := s.conn.(*tls.Conn); !secure && !sh.AllowInsecureAuth {
+		return smtpcodes.StageAuth, smtpcodes.Transientf("4.7.11",
+			"delivery: not sending smarthost credentials to %s without TLS (allow_insecure_auth is off)", s.hop.Addr())
+	}
+	var client sasl.Client
+	switch {
+	case s.c.SupportsAuth(sasl.Plain):
+		client = sasl.NewPlainClient("", sh.Username, sh.Password)
+	case s.c.SupportsAuth(sasl.Login):
+		client = newLoginClient(sh.Username, sh.Password)
+	default:
+		_, mechs := s.c.Extension("AUTH")
+		return smtpcodes.StageAuth, smtpcodes.Transientf("4.7.0",
+			"delivery: smarthost %s offers no AUTH PLAIN or LOGIN (AUTH %q)", s.hop.Addr(), mechs)
+	}
+	if err := s.c.Auth(client); err != nil {
+		return smtpcodes.StageAuth, err
+	}
+	return "", nil
+}
+
+// transact runs MAIL, RCPT and DATA. It returns final=false only when the
+// server did not accept MAIL for a reason worth trying another hop for.
+func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), results []RcptResult) (smtpcodes.Reply, bool) {
+	c := s.c
+	mta := s.hop.Host
+	set := func(i int, r smtpcodes.Reply) { results[i].Reply, results[i].RemoteMTA = r, mta }
+	setAll := func(r smtpcodes.Reply) (smtpcodes.Reply, bool) {
+		for i := range results {
+			set(i, r)
+		}
+		_ = c.Quit()
+		return r, true
+	}
+	// failOpen ends the attempt after a 421 or a lost connection: everyone
+	// not already bounced gets r (RFC 5321 section 3.8).
+	failOpen := func(r smtpcodes.Reply) (smtpcodes.Reply, bool) {
+		for i := range results {
+			if results[i].Reply.Class != smtpcodes.Permanent {
+				set(i, r)
+			}
+		}
+		return r, true
+	}
+
+	hasUTF8, _ := c.Extension("SMTPUTF8")
+	hasDSN, _ := c.Extension("DSN")
+	if !isASCII(env.From) && !hasUTF8 {
+		// RFC 6531 section 3.2: a UTF-8 envelope cannot be downgraded here.
+		return setAll(smtpcodes.Classify(smtpcodes.StageMail, smtpcodes.Permanentf("5.6.7",
+			"delivery: %s does not support SMTPUTF8, needed for sender %s", s.hop.Addr(), env.From)))
+	}
+	if limit, ok := c.MaxMessageSize(); ok && limit > 0 && env.Size > int64(limit) {
+		return setAll(smtpcodes.Classify(smtpcodes.StageMail, smtpcodes.Permanentf("5.3.4",
+			"delivery: message of %d bytes exceeds the %d bytes %s accepts (RFC 1870)", env.Size, limit, s.hop.Addr())))
+	}
+
+	utf8 := env.SMTPUTF8 || !isASCII(env.From)
+	for _, r := range env.Recipients {
+		utf8 = utf8 || !isASCII(r.Address)
+	}
+	opts := &smtp.MailOptions{Size: env.Size, UTF8: utf8 && hasUTF8}
+	if hasDSN {
+		if ret := smtp.DSNReturn(strings.ToUpper(env.RET)); ret == smtp.DSNReturnFull || ret == smtp.DSNReturnHeaders {
+			opts.Return = ret
+		}
+		if isPrintableASCII(env.EnvID) {
+			opts.EnvelopeID = env.EnvID
+		}
+	}
+	if err := c.Mail(env.From, opts); err != nil {
+		r := s.classify(smtpcodes.StageMail, err)
+		if r.Class == smtpcodes.Permanent {
+			return setAll(r)
+		}
+		if isServerReply(err) {
+			_ = c.Quit()
+		}
+		return r, false
+	}
+
+	var accepted []int
+	for i, rq := range env.Recipients {
+		if strings.ContainsAny(rq.Address, "\r\n") {
+			set(i, smtpcodes.Classify(smtpcodes.StageRcpt, smtpcodes.Permanentf("5.1.3", "delivery: recipient address contains a line break")))
+			continue
+		}
+		if !isASCII(rq.Address) && !hasUTF8 {
+			set(i, smtpcodes.Classify(smtpcodes.StageRcpt, smtpcodes.Permanentf("5.6.7",
+				"delivery: %s does not support SMTPUTF8, needed for recipient %s", s.hop.Addr(), rq.Address)))
+			continue
+		}
+		var ro *smtp.RcptOptions
+		if hasDSN {
+			ro = rcptOptions(rq)
+		}
+		err := c.Rcpt(rq.Address, ro)
+		if err == nil {
+			accepted = append(accepted, i)
+			continue
+		}
+		r := s.classify(smtpcodes.StageRcpt, err)
+		if !isServerReply(err) || r.SuspendsDestination() {
+			return failOpen(r)
+		}
+		set(i, r)
+	}
+	if len(accepted) == 0 {
+		_ = c.Reset()
+		_ = c.Quit()
+		return smtpcodes.Reply{}, true
+	}
+	setAccepted := func(r smtpcodes.Reply) {
+		for _, i := range accepted {
+			set(i, r)
+		}
+	}
+
+	rc, err := body()
+	if err != nil {
+		setAccepted(smtpcodes.Classify(smtpcodes.StageData, smtpcodes.Transientf("4.3.0", "delivery: open queued body: %v", err)))
+		_ = c.Reset()
+		_ = c.Quit()
+		return smtpcodes.Reply{}, true
+	}
+	defer rc.Close()
+
+	w, err := c.Data()
+	if err != nil {
+		r := s.classify(smtpcodes.StageData, err)
+		if !isServerReply(err) || r.SuspendsDestination() {
+			return failOpen(r)
+		}
+		setAccepted(r)
+		_ = c.Quit()
+		return r, true
+	}
+	src := &trackedReader{r: rc}
+	dst := &crlfWriter{w: &deadlineWriter{w: w, s: s}}
+	_, err = io.Copy(dst, src)
+	if err == nil {
+		err = dst.flush()
+	}
+	if src.err != nil {
+		// Without the final dot the server discards what it got; closing
+		// is the only way to abort DATA (RFC 5321 section 4.1.1.4).
+		_ = s.raw.Close()
+		r := smtpcodes.Classify(smtpcodes.StageData, smtpcodes.Transientf("4.3.0", "delivery: read queued body: %v", src.err))
+		setAccepted(r)
+		return r, true
+	}
+	if err != nil {
+		return failOpen(s.classify(smtpcodes.StageData, err))
+	}
+	s.deadline()
+	resp, err := w.CloseWithResponse()
+	if err != nil {
+		r := s.classify(smtpcodes.StageData, err)
+		if !isServerReply(err) || r.SuspendsDestination() {
+			return failOpen(r)
+		}
+		setAccepted(r)
+		_ = c.Quit()
+		return r, true
+	}
+	r := smtpcodes.Classify(smtpcodes.StageData, serverReply(250, resp.StatusText))
+	setAccepted(r)
+	_ = c.Quit()
+	return r, true
+}
+
+// rcptOptions builds the DSN parameters for rq, leaving out what the
+// server would refuse as malformed rather than failing the recipient.
+func rcptOptions(rq RcptReq) *smtp.RcptOptions {
+	ro := &smtp.RcptOptions{}
+	seen := map[smtp.DSNNotify]bool{}
+	valid := len(rq.Notify) > 0
+	for _, n := range rq.Notify {
+		v := smtp.DSNNotify(strings.ToUpper(strings.TrimSpace(n)))
+		switch v {
+		case smtp.DSNNotifyNever, smtp.DSNNotifyDelayed, smtp.DSNNotifyFailure, smtp.DSNNotifySuccess:
+		default:
+			valid = false
+		}
+		if seen[v] {
+			valid = false
+		}
+		seen[v] = true
+		ro.Notify = append(ro.Notify, v)
+	}
+	if !valid || (seen[smtp.DSNNotifyNever] && len(seen) > 1) {
+		// RFC 3461 section 4.1: NEVER stands alone.
+		ro.Notify = nil
+	}
+	if typ, addr, ok := strings.Cut(rq.ORCPT, ";"); ok && addr != "" && !strings.ContainsAny(addr, "\r\n") {
+		switch {
+		case strings.EqualFold(typ, "rfc822") && isPrintableASCII(addr):
+			ro.OriginalRecipientType, ro.OriginalRecipient = smtp.DSNAddressTypeRFC822, addr
+		case strings.EqualFold(typ, "rfc822"), strings.EqualFold(typ, "utf-8"):
+			ro.OriginalRecipientType, ro.OriginalRecipient = smtp.DSNAddressTypeUTF8, addr
+		}
+	}
+	return ro
+}
+
+// isServerReply reports whether err is a reply the server sent, as opposed
+// to a broken or timed-out connection, after which nothing more can be said.
+func isServerReply(err error) bool {
+	var se *smtp.SMTPError
+	return errors.As(err, &se)
+}
+
+// replyError converts a textproto reply error into go-smtp's form, which
+// smtpcodes.Classify reads; other errors pass through.
+func replyError(err error) error {
+	var te *textproto.Error
+	if errors.As(err, &te) {
+		return serverReply(te.Code, te.Msg)
+	}
+	return err
+}
+
+// serverReply builds an *smtp.SMTPError from a code and reply text, taking a
+// leading RFC 3463 enhanced code as go-smtp's client does.
+func serverReply(code int, msg string) *smtp.SMTPError {
+	e := &smtp.SMTPError{Code: code, Message: msg}
+	first, rest, ok := strings.Cut(msg, " ")
+	parts := strings.Split(first, ".")
+	if !ok || len(parts) != 3 {
+		return e
+	}
+	var ec smtp.EnhancedCode
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return e
+		}
+		ec[i] = n
+	}
+	e.EnhancedCode = ec
+	e.Message = strings.ReplaceAll(rest, "\n"+first+" ", "\n")
+	return e
+}
+
+// handoffConn is a connection whose first bytes come from r, so that go-smtp
+// can start on a connection whose greeting was already read.
+type handoffConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (h *handoffConn) Read(p []byte) (int, error) { return h.r.Read(p) }
+
+// deadlineWriter refreshes the command timeout before every write of the
+// body: go-smtp sets no deadline of its own there.
+type deadlineWriter struct {
+	w io.Writer
+	s *session
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.s.deadline()
+	return d.w.Write(p)
+}
+
+// trackedReader remembers a read error so that a failing disk is told
+// apart from a failing network after io.Copy.
+type trackedReader struct {
+	r   io.Reader
+	err error
+}
+
+func (t *trackedReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && err != io.EOF {
+		t.err = err
+	}
+	return n, err
+}
+
+// crlfWriter turns every bare CR and bare LF into CRLF. RFC 5321 section
+// 2.3.8 forbids them on the wire and a bare CR or LF is what SMTP smuggling
+// relies on; go-smtp's dot writer fixes bare LF but passes bare CR through.
+// State carries across writes, so a CR at the end of one write and an LF at
+// the start of the next are one line end.
+type crlfWriter struct {
+	w   io.Writer
+	cr  bool // the last byte written was a CR not yet followed by LF
+	buf []byte
+}
+
+func (c *crlfWriter) Write(p []byte) (int, error) {
+	c.buf = c.buf[:0]
+	for _, b := range p {
+		if c.cr {
+			c.cr = false
+			c.buf = append(c.buf, '\r', '\n')
+			if b == '\n' {
+				continue
+			}
+		}
+		switch b {
+		case '\r':
+			c.cr = true
+		case '\n':
+			c.buf = append(c.buf, '\r', '\n')
+		default:
+			c.buf = append(c.buf, b)
+		}
+	}
+	if _, err := c.w.Write(c.buf); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// flush ends a body that ended in CR with the LF it lacked.
+func (c *crlfWriter) flush() error {
+	if !c.cr {
+		return nil
+	}
+	c.cr = false
+	_, err := c.w.Write([]byte("\r\n"))
+	return err
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// isPrintableASCII is RFC 3461's condition for ENVID and rfc822 ORCPT.
+func isPrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}

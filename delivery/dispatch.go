@@ -1,0 +1,167 @@
+package delivery
+
+import (
+	"context"
+	"time"
+
+	"github.com/relayq/relayq/queue"
+)
+
+// job is one attempt to come: the due recipients of one message that share
+// a destination, so they go in one SMTP transaction.
+type job struct {
+	id    string
+	env   *queue.Envelope
+	dest  string
+	addrs []string
+}
+
+// result is what an attempt reports back to the scheduler.
+type result struct {
+	job *job
+	// suspend: the destination said 421 or could not be reached at all;
+	// back off the whole destination.
+	suspend bool
+	// alive: some server answered for the recipients (any reply other than
+	// a destination-wide failure), so the destination works again.
+	alive bool
+}
+
+// dest is the scheduler's view of one destination: the unit of concurrency
+// and of back-off.
+type dest struct {
+	name    string
+	active  int
+	queue   []*job
+	until   time.Time // suspended until; zero when not suspended
+	strikes int       // consecutive destination-wide failures
+}
+
+// limit is how many attempts the destination may have in flight. After a
+// suspension a single probe goes first: a struggling server sees one
+// connection per back-off period, not one per queued message.
+func (e *Engine) limitOf(d *dest) int {
+	if d.strikes > 0 {
+		return 1
+	}
+	return e.perDest
+}
+
+func (e *Engine) enqueue(j *job) {
+	d := e.dests[j.dest]
+	if d == nil {
+		d = &dest{name: j.dest}
+		e.dests[j.dest] = d
+	}
+	d.queue = append(d.queue, j)
+	e.busy[j.id]++
+	e.pending++
+}
+
+// start launches attempts while workers and destination limits allow,
+// taking one job per destination in turn so one big destination cannot
+// starve the others.
+func (e *Engine) start(ctx context.Context, now time.Time) {
+	for e.active < e.workers {
+		started := false
+		for _, d := range e.dests {
+			if e.active >= e.workers {
+				break
+			}
+			if len(d.queue) == 0 || d.active >= e.limitOf(d) || now.Before(d.until) {
+				continue
+			}
+			j := d.queue[0]
+			d.queue[0] = nil
+			d.queue = d.queue[1:]
+			d.active++
+			e.active++
+			e.pending--
+			started = true
+			go func() { e.done <- e.attempt(ctx, j) }()
+		}
+		if !started {
+			break
+		}
+	}
+	if e.obs != nil {
+		e.obs.Active(e.active)
+	}
+}
+
+// finish books a finished attempt and adjusts the destination's back-off.
+func (e *Engine) finish(r result) {
+	e.finishOnly(r)
+	d := e.dests[r.job.dest]
+	if d == nil {
+		return
+	}
+	now := e.clock.Now()
+	switch {
+	case r.suspend && !now.Before(d.until):
+		// Attempts that were already in flight when the destination was
+		// suspended report the same trouble; count it once.
+		d.strikes++
+		delay := e.delay(e.settings.Load().Policy.Backoff, d.strikes)
+		if u := now.Add(delay); u.After(d.until) {
+			d.until = u
+		}
+		e.log.Warn("destination suspended", "destination", d.name, "until", d.until.Format(time.RFC3339), "strikes", d.strikes, "waiting", len(d.queue))
+	case r.suspend:
+	case r.alive:
+		if d.strikes > 0 {
+			e.log.Info("destination recovered", "destination", d.name)
+		}
+		d.strikes = 0
+		d.until = time.Time{}
+	}
+	e.forget(d, now)
+}
+
+func (e *Engine) finishOnly(r result) {
+	e.active--
+	if n := e.busy[r.job.id] - 1; n > 0 {
+		e.busy[r.job.id] = n
+	} else {
+		delete(e.busy, r.job.id)
+	}
+	if d := e.dests[r.job.dest]; d != nil {
+		d.active--
+	}
+	if e.obs != nil {
+		e.obs.Active(e.active)
+	}
+}
+
+// forget drops a destination with nothing to remember, so the map does not
+// grow with every domain ever seen.
+func (e *Engine) forget(d *dest, now time.Time) {
+	if d.active == 0 && len(d.queue) == 0 && !now.Before(d.until) && d.strikes == 0 {
+		delete(e.dests, d.name)
+	}
+}
+
+// nextWake is the earliest of: the next due message on disk that is not
+// already in memory, and the end of a suspension with jobs waiting on it.
+func (e *Engine) nextWake() (time.Time, bool) {
+	var at time.Time
+	ok := false
+	// With the in-memory queue full, a finishing attempt is what makes room;
+	// waking for due mail before that would only spin.
+	if e.pending < maxPending {
+		var err error
+		at, ok, err = e.store.NextDue(func(id string) bool { return e.busy[id] > 0 })
+		if err != nil {
+			e.log.Error("queue scan failed", "err", err)
+			ok = false
+		}
+	}
+	for _, d := range e.dests {
+		if len(d.queue) > 0 && d.active < e.limitOf(d) && !d.until.IsZero() {
+			if !ok || d.until.Before(at) {
+				at, ok = d.until, true
+			}
+		}
+	}
+	return at, ok
+}

@@ -1,0 +1,28 @@
+// Package delivery hands queued mail to the next hop: it schedules due
+// recipients, routes them (static route, smarthost or MX), runs the SMTP
+// client transaction and records per-recipient outcomes in the queue.
+//
+// Invariants:
+//   - One scheduler goroutine owns all scheduling state. It sleeps on one
+//     timer set to the earliest due attempt (or the end of a destination's
+//     suspension) and is woken early by Kick; it never polls.
+//   - An attempt is recorded in the queue (Claim: attempts+1, next attempt
+//     pushed to the retry time) before any connection is made, so a crash
+//     causes at most one duplicate delivery per attempt in flight, never a
+//     loss and never a hot retry loop.
+//   - Recipients of one message that share a destination go in one SMTP
+//     transaction. A message goes to at most one hop per attempt: later hops
+//     are failover, never copies.
+//   - 2xx delivered, 5xx bounced, 4xx and connection/DNS/TLS trouble deferred
+//     by the backoff (or the reply's own wait, up to 30 minutes) until
+//     max_attempts or max_age. A 421, or a destination that cannot be reached
+//     at all, suspends the whole destination for its backoff; then a single
+//     probe goes first.
+//   - Bounced recipients of a message produce one RFC 3464 DSN from <>,
+//     enqueued in the same queue transaction as the outcome. A message from
+//     the null sender never produces a DSN.
+//   - Credentials are never sent in clear unless the operator allows it, and
+//     nothing with a bare CR or LF is ever sent.
+//   - Every error carries a class and enhanced code smtpcodes.Classify
+//     understands.
+package delivery

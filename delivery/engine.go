@@ -1,0 +1,273 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/relayq/relayq/clock"
+	"github.com/relayq/relayq/queue"
+)
+
+// Observer is told about delivery events; cmd wires it to Prometheus.
+type Observer interface {
+	// Attempted is called once per recipient per attempt with its status
+	// ("delivered", "deferred", "bounced") and how long the attempt took.
+	Attempted(status string, took time.Duration)
+	// Active is called with the number of deliveries in flight whenever it changes.
+	Active(n int)
+}
+
+// Options configure an Engine.
+type Options struct {
+	Store    *queue.Store
+	Router   *Router
+	Dialer   *Dialer
+	Policy   queue.Policy
+	Hostname string
+	// WarnAfter sends one "delayed" DSN for a recipient still deferred this
+	// long after acceptance; 0 disables.
+	WarnAfter time.Duration
+	// Workers bounds concurrent delivery attempts (default 32).
+	Workers int
+	// MaxConnsPerDest bounds concurrent attempts per destination (default 10).
+	MaxConnsPerDest int
+	// MaxHintDelay caps a reply's own "try again in N" (default 30m).
+	MaxHintDelay time.Duration
+	Clock        clock.Clock
+	Rand         *rand.Rand
+	Logger       *slog.Logger
+	Observer     Observer
+}
+
+// Settings are the parts of Options a SIGHUP may replace while running.
+type Settings struct {
+	Router    *Router
+	Dialer    *Dialer
+	Policy    queue.Policy
+	WarnAfter time.Duration
+}
+
+// Engine delivers queued mail: one scheduler goroutine finds due messages
+// and hands them to a bounded pool of attempts, per destination.
+type Engine struct {
+	store    *queue.Store
+	clock    clock.Clock
+	log      *slog.Logger
+	obs      Observer
+	hostname string
+	workers  int
+	perDest  int
+	maxHint  time.Duration
+
+	settings atomic.Pointer[Settings]
+
+	rndMu sync.Mutex
+	rnd   *rand.Rand
+
+	kick chan struct{}
+	done chan result
+
+	// Owned by the scheduler goroutine.
+	busy    map[string]int // message ID → jobs in memory
+	dests   map[string]*dest
+	active  int
+	pending int
+	cancel  context.CancelFunc
+}
+
+// New builds an Engine; Run starts it.
+func New(o Options) (*Engine, error) {
+	if o.Store == nil || o.Router == nil || o.Dialer == nil {
+		return nil, errors.New("delivery: engine needs a store, a router and a dialer")
+	}
+	if o.Workers <= 0 {
+		o.Workers = 32
+	}
+	if o.MaxConnsPerDest <= 0 {
+		o.MaxConnsPerDest = 10
+	}
+	if o.MaxHintDelay <= 0 {
+		o.MaxHintDelay = 30 * time.Minute
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Hostname == "" {
+		o.Hostname = "localhost"
+	}
+	e := &Engine{
+		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, hostname: o.Hostname,
+		workers: o.Workers, perDest: o.MaxConnsPerDest, maxHint: o.MaxHintDelay, rnd: o.Rand,
+		kick:  make(chan struct{}, 1),
+		done:  make(chan result),
+		busy:  map[string]int{},
+		dests: map[string]*dest{},
+	}
+	e.settings.Store(&Settings{Router: o.Router, Dialer: o.Dialer, Policy: o.Policy, WarnAfter: o.WarnAfter})
+	return e, nil
+}
+
+// Update replaces routing and retry settings (SIGHUP). Attempts in flight
+// finish with the settings they started with.
+func (e *Engine) Update(s Settings) { e.settings.Store(&s) }
+
+// Kick wakes the scheduler: new mail was queued or an operator made
+// something due. It never blocks.
+func (e *Engine) Kick() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Engine) random() *rand.Rand { return e.rnd }
+
+// delay draws a backoff delay; the shared *rand.Rand is not safe for
+// concurrent use, so draws are serialised.
+func (e *Engine) delay(b queue.Backoff, n int) time.Duration {
+	e.rndMu.Lock()
+	defer e.rndMu.Unlock()
+	return b.Delay(n, e.rnd)
+}
+
+func (e *Engine) next(p queue.Policy, r queue.Recipient, created, now time.Time) (time.Time, bool) {
+	e.rndMu.Lock()
+	defer e.rndMu.Unlock()
+	return p.Next(r, created, now, e.rnd)
+}
+
+// maxPending bounds how many due jobs the scheduler holds in memory at once
+// (like Postfix's active queue limit); the rest stay on disk until room frees.
+const maxPending = 10000
+
+// scanBatch is how many due messages one store scan returns.
+const scanBatch = 256
+
+// Run schedules and delivers until ctx is cancelled. Then it stops starting
+// attempts, gives those in flight up to grace to finish, cancels the rest
+// (their recipients stay due: the attempt was recorded before dialing) and
+// returns.
+func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
+	workCtx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	defer cancel()
+	var timer clock.Timer
+	stopTimer := func() {
+		if timer != nil {
+			timer.Stop()
+			timer = nil
+		}
+	}
+	for {
+		e.fill(workCtx)
+		wake, ok := e.nextWake()
+		stopTimer()
+		var tc <-chan time.Time
+		if ok {
+			timer = e.clock.NewTimer(wake.Sub(e.clock.Now()))
+			tc = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			stopTimer()
+			return e.drain(grace, cancel)
+		case <-e.kick:
+		case r := <-e.done:
+			e.finish(r)
+		case <-tc:
+			timer = nil
+		}
+	}
+}
+
+// drain waits for attempts in flight, cancelling them after grace.
+func (e *Engine) drain(grace time.Duration, cancel context.CancelFunc) error {
+	if e.active == 0 {
+		return nil
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	for e.active > 0 {
+		select {
+		case r := <-e.done:
+			e.finishOnly(r)
+		case <-t.C:
+			e.log.Warn("abandoning deliveries in flight at shutdown; they stay due", "count", e.active)
+			cancel()
+			for e.active > 0 {
+				e.finishOnly(<-e.done)
+			}
+		}
+	}
+	return nil
+}
+
+// fill moves due messages from the store into destination queues and starts
+// what the limits allow.
+func (e *Engine) fill(ctx context.Context) {
+	now := e.clock.Now()
+	skip := func(id string) bool { return e.busy[id] > 0 }
+	for e.pending < maxPending {
+		ids, err := e.store.Due(now, scanBatch, skip)
+		if err != nil {
+			e.log.Error("queue scan failed", "err", err)
+			break
+		}
+		for _, id := range ids {
+			e.load(id, now)
+		}
+		if len(ids) < scanBatch {
+			break
+		}
+	}
+	e.start(ctx, now)
+}
+
+// load turns one due message into one job per destination.
+func (e *Engine) load(id string, now time.Time) {
+	env, err := e.store.Get(id)
+	if err != nil {
+		if !errors.Is(err, queue.ErrNotFound) {
+			e.log.Error("queue load failed", "id", id, "err", err)
+		}
+		return
+	}
+	if env.Held {
+		return
+	}
+	router := e.settings.Load().Router
+	groups := map[string][]string{}
+	var order []string
+	for _, r := range env.Recipients {
+		if r.Status.Final() || r.NextAttempt.After(now) {
+			continue
+		}
+		d := router.Destination(domainOf(r.Address))
+		if _, ok := groups[d]; !ok {
+			order = append(order, d)
+		}
+		groups[d] = append(groups[d], r.Address)
+	}
+	for _, d := range order {
+		e.enqueue(&job{id: id, env: env, dest: d, addrs: groups[d]})
+	}
+}
+
+func domainOf(addr string) string {
+	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
+		return strings.ToLower(addr[i+1:])
+	}
+	return ""
+}

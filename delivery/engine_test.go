@@ -1,0 +1,503 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relayq/relayq/clock"
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtptest"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// rig is a relay under test: a real queue file, the engine with a fake
+// clock, and a scriptable SMTP server every domain is routed to.
+type rig struct {
+	t      *testing.T
+	clk    *clock.Fake
+	store  *queue.Store
+	path   string
+	srv    *smtptest.Server
+	eng    *Engine
+	stop   func()
+	events chan string
+	opts   Options
+}
+
+type chanObserver struct{ ch chan string }
+
+func (o chanObserver) Attempted(status string, _ time.Duration) { o.ch <- status }
+func (o chanObserver) Active(int)                               {}
+
+func defaultPolicy() queue.Policy {
+	return queue.Policy{
+		Backoff: queue.Backoff{Initial: 2 * time.Second, Multiplier: 2, Jitter: time.Second, Max: 64 * time.Second},
+		MaxAge:  24 * time.Hour,
+	}
+}
+
+func newRig(t *testing.T, srvOpts []smtptest.Option, mod func(*Options)) *rig {
+	t.Helper()
+	clk := clock.NewFake(t0)
+	srvOpts = append([]smtptest.Option{smtptest.WithClock(clk.Now)}, srvOpts...)
+	srv := smtptest.NewServer(t, srvOpts...)
+	r := &rig{t: t, clk: clk, srv: srv, path: filepath.Join(t.TempDir(), "queue.db"), events: make(chan string, 100000)}
+	r.opts = Options{
+		Router:   NewRouter(RouteConfig{Routes: map[string]string{"*": srv.Addr()}}),
+		Dialer:   &Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second, ConnectTimeout: 5 * time.Second},
+		Policy:   defaultPolicy(),
+		Hostname: "relay.test",
+		Clock:    clk,
+		Rand:     rand.New(rand.NewPCG(1, 2)),
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Observer: chanObserver{r.events},
+	}
+	if mod != nil {
+		mod(&r.opts)
+	}
+	r.start()
+	return r
+}
+
+func (r *rig) start() {
+	r.t.Helper()
+	st, err := queue.Open(r.path, queue.Options{Now: r.clk.Now})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.store = st
+	o := r.opts
+	o.Store = st
+	eng, err := New(o)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.eng = eng
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { eng.Run(ctx, time.Second); close(done) }()
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			st.Close()
+		})
+	}
+	r.t.Cleanup(r.stop)
+}
+
+// submit queues a message as the submission server would and kicks the engine.
+func (r *rig) submit(from string, to ...string) string {
+	r.t.Helper()
+	d := r.store.NewDraft()
+	fmt.Fprintf(d, "From: <%s>\r\nTo: <%s>\r\nSubject: test %s\r\nMessage-ID: <%s@client.test>\r\n\r\nHello.\r\n", from, strings.Join(to, ">, <"), d.ID(), d.ID())
+	env := queue.Envelope{From: from, Created: r.clk.Now()}
+	for _, a := range to {
+		env.Recipients = append(env.Recipients, queue.Recipient{Address: a})
+	}
+	if err := d.Commit(env); err != nil {
+		r.t.Fatal(err)
+	}
+	r.eng.Kick()
+	return d.ID()
+}
+
+// outcome waits for the next recorded per-recipient outcome.
+func (r *rig) outcome() string {
+	r.t.Helper()
+	select {
+	case s := <-r.events:
+		return s
+	case <-time.After(10 * time.Second):
+		r.t.Fatal("no delivery attempt within 10s")
+		return ""
+	}
+}
+
+// expectOutcomes waits for n outcomes and returns how many of each status.
+func (r *rig) expectOutcomes(n int) map[string]int {
+	r.t.Helper()
+	got := map[string]int{}
+	for i := 0; i < n; i++ {
+		got[r.outcome()]++
+	}
+	return got
+}
+
+// nextTimer waits until the scheduler has set its timer for a time after
+// the current fake time, and returns that time.
+func (r *rig) nextTimer() time.Time {
+	r.t.Helper()
+	at, ok := r.clk.WaitTimer(r.clk.Now(), 10*time.Second)
+	if !ok {
+		r.t.Fatal("scheduler set no timer")
+	}
+	return at
+}
+
+// rcptAttempts counts RCPT events at the server for an address.
+func (r *rig) rcptAttempts(addr string) []smtptest.Event {
+	var out []smtptest.Event
+	for _, e := range r.srv.Events() {
+		if e.Stage == smtptest.StageRcpt && strings.Contains(e.Arg, addr) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// advanceToOutcome moves the fake clock from timer to timer until an
+// attempt reports, and returns its status and the time it happened.
+func (r *rig) advanceToOutcome() (string, time.Time) {
+	r.t.Helper()
+	for i := 0; i < 20; i++ {
+		select {
+		case s := <-r.events:
+			return s, r.clk.Now()
+		default:
+		}
+		at, ok := r.clk.WaitTimer(r.clk.Now(), 200*time.Millisecond)
+		if !ok {
+			continue // the attempt is in flight; its outcome is coming
+		}
+		r.clk.Set(at)
+	}
+	return r.outcome(), r.clk.Now()
+}
+
+func within(t *testing.T, what string, got, lo, hi time.Time) {
+	t.Helper()
+	if got.Before(lo) || !got.Before(hi) {
+		t.Fatalf("%s at t0+%v, want in [t0+%v, t0+%v)", what, got.Sub(t0), lo.Sub(t0), hi.Sub(t0))
+	}
+}
+
+func TestGreylistedRecipientRetriedOnBackoff(t *testing.T) {
+	r := newRig(t, []smtptest.Option{smtptest.Greylist(5 * time.Second), smtptest.GreylistText("Greylisted, see https://greylist.example/help")}, nil)
+	r.submit("app@example.org", "bob@example.net")
+	if s := r.outcome(); s != "deferred" {
+		t.Fatalf("first attempt: %s, want deferred", s)
+	}
+	at := r.nextTimer()
+	within(t, "second attempt", at, t0.Add(2*time.Second), t0.Add(3*time.Second))
+	r.clk.Set(at)
+	if s := r.outcome(); s != "deferred" {
+		t.Fatalf("second attempt: %s, want deferred", s)
+	}
+	at2 := r.nextTimer()
+	within(t, "third attempt", at2, at.Add(4*time.Second), at.Add(5*time.Second))
+	r.clk.Set(at2)
+	if s := r.outcome(); s != "delivered" {
+		t.Fatalf("third attempt: %s, want delivered", s)
+	}
+	msgs := r.srv.WaitMessages(t, 1, 5*time.Second)
+	if len(msgs) != 1 || len(r.rcptAttempts("bob@example.net")) != 3 {
+		t.Fatalf("%d messages, %d RCPT attempts; want 1 message after 3 attempts", len(msgs), len(r.rcptAttempts("bob@example.net")))
+	}
+	times := r.rcptAttempts("bob@example.net")
+	if !times[0].Time.Equal(t0) {
+		t.Fatalf("first attempt at t0+%v, want immediately", times[0].Time.Sub(t0))
+	}
+}
+
+func TestRetryHintHonoured(t *testing.T) {
+	r := newRig(t, []smtptest.Option{smtptest.Sequence(smtptest.StageRcpt, "bob@", "451 4.7.1 Greylisted, try again in 10 seconds")}, nil)
+	r.submit("app@example.org", "bob@example.net")
+	if s := r.outcome(); s != "deferred" {
+		t.Fatalf("first attempt: %s", s)
+	}
+	at := r.nextTimer()
+	within(t, "second attempt", at, t0.Add(10*time.Second), t0.Add(11*time.Second))
+	r.clk.Set(at)
+	if s := r.outcome(); s != "delivered" {
+		t.Fatalf("second attempt: %s", s)
+	}
+}
+
+func TestPerRecipientOutcomesInOneTransaction(t *testing.T) {
+	r := newRig(t, []smtptest.Option{
+		smtptest.Reply("rcpt:nobody@=550 5.1.1 No such user"),
+		smtptest.Sequence(smtptest.StageRcpt, "later@", "451 4.3.0 Try later"),
+	}, nil)
+	id := r.submit("app@example.org", "nobody@example.net", "ok@example.net", "later@example.net")
+	// First attempt: one bounce, one delivery, one deferral; then the DSN to
+	// the sender is delivered (through the same route).
+	got := r.expectOutcomes(4)
+	if got["bounced"] != 1 || got["delivered"] != 2 || got["deferred"] != 1 {
+		t.Fatalf("outcomes %v", got)
+	}
+	r.clk.Set(r.nextTimer())
+	if s := r.outcome(); s != "delivered" {
+		t.Fatalf("retry of later@: %s", s)
+	}
+	msgs := r.srv.WaitMessages(t, 3, 5*time.Second)
+	var dsns, copies int
+	for _, m := range msgs {
+		if m.From == "" {
+			dsns++
+			body := string(m.Data)
+			if len(m.To) != 1 || m.To[0] != "app@example.org" {
+				t.Errorf("DSN sent to %v", m.To)
+			}
+			if !strings.Contains(body, "Final-Recipient: rfc822; nobody@example.net") || strings.Count(body, "Final-Recipient:") != 1 {
+				t.Errorf("DSN must name only nobody@:\n%s", body)
+			}
+			if !strings.Contains(body, "550 5.1.1 No such user") || !strings.Contains(body, "report-type=delivery-status") || !strings.Contains(body, id) {
+				t.Errorf("DSN lacks the diagnostic or the report type:\n%s", body)
+			}
+			continue
+		}
+		copies++
+	}
+	if dsns != 1 || copies != 2 {
+		t.Fatalf("%d DSNs and %d copies, want 1 and 2", dsns, copies)
+	}
+	if n := len(r.rcptAttempts("nobody@")); n != 1 {
+		t.Errorf("bounced recipient attempted %d times", n)
+	}
+	if n := len(r.rcptAttempts("ok@")); n != 1 {
+		t.Errorf("delivered recipient attempted %d times", n)
+	}
+	if n := len(r.rcptAttempts("later@")); n != 2 {
+		t.Errorf("deferred recipient attempted %d times, want 2", n)
+	}
+	if _, err := r.store.Get(id); err == nil {
+		t.Errorf("message still queued after every recipient reached a final state")
+	}
+}
+
+func Test421GreetingThenDelivered(t *testing.T) {
+	r := newRig(t, []smtptest.Option{smtptest.Sequence(smtptest.StageGreeting, "", "421 4.3.2 Busy")}, nil)
+	r.submit("app@example.org", "bob@example.net")
+	if s := r.outcome(); s != "deferred" {
+		t.Fatalf("after 421 greeting: %s", s)
+	}
+	s, at := r.advanceToOutcome()
+	if s != "delivered" {
+		t.Fatalf("retry: %s", s)
+	}
+	within(t, "retry after 421", at, t0.Add(2*time.Second), t0.Add(4*time.Second))
+}
+
+func Test552AtRcptIsRetried(t *testing.T) {
+	r := newRig(t, []smtptest.Option{smtptest.Sequence(smtptest.StageRcpt, "bob@", "552 5.2.2 Mailbox full")}, nil)
+	r.submit("app@example.org", "bob@example.net")
+	if s := r.outcome(); s != "deferred" {
+		t.Fatalf("552 at RCPT: %s, want deferred (RFC 5321 4.5.3.1.10)", s)
+	}
+	r.clk.Set(r.nextTimer())
+	if s := r.outcome(); s != "delivered" {
+		t.Fatalf("retry: %s", s)
+	}
+}
+
+func TestMaxAttemptsThenBounce(t *testing.T) {
+	r := newRig(t, []smtptest.Option{smtptest.Reply("rcpt:bob@=451 4.3.0 Temporary trouble here")}, func(o *Options) {
+		o.Policy.MaxAttempts = 3
+	})
+	r.submit("app@example.org", "bob@example.net")
+	for i := 1; i <= 2; i++ {
+		if s := r.outcome(); s != "deferred" {
+			t.Fatalf("attempt %d: %s", i, s)
+		}
+		r.clk.Set(r.nextTimer())
+	}
+	if s := r.outcome(); s != "bounced" {
+		t.Fatalf("attempt 3: %s, want bounced", s)
+	}
+	if s := r.outcome(); s != "delivered" { // the DSN
+		t.Fatalf("DSN: %s", s)
+	}
+	if n := len(r.rcptAttempts("bob@")); n != 3 {
+		t.Fatalf("%d attempts, want exactly 3", n)
+	}
+	msgs := r.srv.WaitMessages(t, 1, 5*time.Second)
+	if msgs[0].From != "" || !strings.Contains(string(msgs[0].Data), "451 4.3.0 Temporary trouble here") || !strings.Contains(string(msgs[0].Data), "Action: failed") {
+		t.Fatalf("DSN does not carry the last reply:\n%s", msgs[0].Data)
+	}
+}
+
+func TestNullSenderNeverBounced(t *testing.T) {
+	r := newRig(t, []smtptest.Option{smtptest.Reply("rcpt:nobody@=550 5.1.1 No such user")}, nil)
+	id := r.submit("", "nobody@example.net")
+	if s := r.outcome(); s != "bounced" {
+		t.Fatalf("%s", s)
+	}
+	// Nothing else is queued: a bounce is never bounced.
+	msgs, _, err := r.store.List(queue.ListOptions{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 0 {
+		t.Fatalf("queue holds %d messages after bouncing %s from <>", len(msgs), id)
+	}
+}
+
+// A destination that answers 421 is suspended as a whole: 1,000 queued
+// messages cost a handful of connections per back-off period, not 1,000.
+func Test421SuspendsDestination(t *testing.T) {
+	r := newRig(t, []smtptest.Option{smtptest.Reply("greeting=421 4.3.2 Overloaded"), smtptest.DiscardEvents()}, nil)
+	const n = 1000
+	for i := 0; i < n; i++ {
+		d := r.store.NewDraft()
+		io.WriteString(d, "Subject: x\r\n\r\nx\r\n")
+		if err := d.Commit(queue.Envelope{From: "app@example.org", Created: t0, Recipients: []queue.Recipient{{Address: fmt.Sprintf("u%d@busy.example", i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.eng.Kick()
+	// The first wave: at most max_conns_per_domain attempts before the first
+	// 421 comes back and suspends the destination; then one probe per period.
+	if s := r.outcome(); s != "deferred" {
+		t.Fatalf("first attempt: %s", s)
+	}
+	periods := 4
+	for p := 0; p < periods; p++ {
+		r.clk.Set(r.nextTimer())
+	}
+	r.nextTimer() // the last probe has finished and the destination is suspended again
+	conns := r.srv.Connections()
+	if limit := 10 + periods + 2; conns > limit {
+		t.Fatalf("%d connections for %d messages over %d back-off periods, want at most %d", conns, n, periods, limit)
+	}
+	t.Logf("%d connections for %d queued messages over %d back-off periods", conns, n, periods+1)
+}
+
+// Killed after the remote accepted DATA but before the outcome was saved:
+// the recipient is delivered again after restart (at least once, never lost).
+func TestCrashAfterDataBeforeRecord(t *testing.T) {
+	var r *rig
+	var once sync.Once
+	crashed := make(chan struct{})
+	r = newRig(t, []smtptest.Option{smtptest.OnMessage(func(smtptest.Message) {
+		once.Do(func() {
+			r.store.Close() // the process dies: nothing after this reaches the disk
+			close(crashed)
+		})
+	})}, nil)
+	id := r.submit("app@example.org", "bob@example.net")
+	<-crashed
+	r.srv.WaitMessages(t, 1, 5*time.Second)
+	r.stop()
+	select {
+	case s := <-r.events:
+		t.Fatalf("the dying process reported %q though nothing was saved", s)
+	default:
+	}
+	// Restart on the same file.
+	r.clk.Advance(time.Minute)
+	r.start()
+	e, err := r.store.Get(id)
+	if err != nil {
+		t.Fatalf("message lost across the crash: %v", err)
+	}
+	if e.Recipients[0].Status.Final() {
+		t.Fatalf("recipient final (%s) though its outcome was never saved", e.Recipients[0].Status)
+	}
+	r.eng.Kick()
+	for {
+		if s := r.outcome(); s == "delivered" {
+			break
+		}
+	}
+	if n := len(r.srv.WaitMessages(t, 2, 5*time.Second)); n != 2 {
+		t.Fatalf("%d deliveries, want 2 (one duplicate from the crash)", n)
+	}
+}
+
+// A message still deferred after warn_after gets one "delayed" report, so
+// mail is never stuck silently; the recipient keeps being retried.
+func TestDelayWarningSentOnce(t *testing.T) {
+	r := newRig(t, []smtptest.Option{smtptest.Reply("rcpt:slow@=451 4.3.0 Not now")}, func(o *Options) {
+		o.WarnAfter = 5 * time.Second
+	})
+	r.submit("app@example.org", "slow@example.net")
+	warnings := 0
+	for i := 0; i < 5; i++ {
+		s, _ := r.advanceToOutcome()
+		if s == "delivered" { // only the warning can be delivered
+			warnings++
+		}
+	}
+	if warnings != 1 {
+		t.Fatalf("%d delay warnings, want exactly 1", warnings)
+	}
+	msgs := r.srv.WaitMessages(t, 1, 5*time.Second)
+	b := string(msgs[0].Data)
+	if msgs[0].From != "" || !strings.Contains(b, "Action: delayed") || !strings.Contains(b, "451 4.3.0 Not now") {
+		t.Fatalf("delay warning:\n%s", b)
+	}
+}
+
+// NOTIFY=NEVER suppresses the bounce report.
+func TestNotifyNeverSuppressesBounce(t *testing.T) {
+	r := newRig(t, []smtptest.Option{smtptest.Reply("rcpt:nobody@=550 5.1.1 No such user")}, nil)
+	d := r.store.NewDraft()
+	io.WriteString(d, "Subject: x\r\n\r\nx\r\n")
+	if err := d.Commit(queue.Envelope{From: "app@example.org", Created: t0, Recipients: []queue.Recipient{{Address: "nobody@example.net", Notify: []string{"NEVER"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	r.eng.Kick()
+	if s := r.outcome(); s != "bounced" {
+		t.Fatalf("%s", s)
+	}
+	msgs, _, _ := r.store.List(queue.ListOptions{})
+	if len(msgs) != 0 {
+		t.Fatalf("a report was queued despite NOTIFY=NEVER")
+	}
+}
+
+// With the real clock and short delays: greylisted, retried, delivered.
+func TestRealDelaysEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("uses real time")
+	}
+	srv := smtptest.NewServer(t, smtptest.Greylist(300*time.Millisecond), smtptest.GreylistText("Greylisted"))
+	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	eng, err := New(Options{
+		Store:  st,
+		Router: NewRouter(RouteConfig{Routes: map[string]string{"*": srv.Addr()}}),
+		Dialer: &Dialer{Hostname: "relay.test", TLS: "none"},
+		Policy: queue.Policy{Backoff: queue.Backoff{Initial: 100 * time.Millisecond, Multiplier: 2, Jitter: 50 * time.Millisecond, Max: time.Second}},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { eng.Run(ctx, time.Second); close(done) }()
+	defer func() { cancel(); <-done }()
+	d := st.NewDraft()
+	io.WriteString(d, "Subject: real time\r\n\r\nx\r\n")
+	if err := d.Commit(queue.Envelope{From: "a@example.org", Recipients: []queue.Recipient{{Address: "b@example.net"}}}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	eng.Kick()
+	m := srv.WaitMessages(t, 1, 10*time.Second)
+	var attempts int
+	for _, e := range srv.Events() {
+		if e.Stage == smtptest.StageRcpt {
+			attempts++
+		}
+	}
+	if attempts < 2 || len(m) != 1 {
+		t.Fatalf("%d attempts, %d messages", attempts, len(m))
+	}
+	t.Logf("delivered after %d attempts in %v", attempts, time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,303 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/relayq/relayq/smtpcodes"
+)
+
+// dnsZone is what the loopback DNS server answers: records in zone-file
+// syntax per owner name, and forced response codes per name.
+type dnsZone struct {
+	records []string       // "mx.example.test. 300 IN MX 10 a.example.test."
+	rcodes  map[string]int // fqdn → rcode (SERVFAIL, NXDOMAIN, ...)
+}
+
+// startDNS runs a real miekg/dns server on a loopback UDP port and returns
+// its "127.0.0.1:port". Names not in the zone get NXDOMAIN; names with
+// records, but not of the asked type, get NOERROR with no answer (NODATA).
+func startDNS(t *testing.T, zone dnsZone) string {
+	t.Helper()
+	byName := map[string][]dns.RR{}
+	for _, s := range zone.records {
+		rr, err := dns.NewRR(s)
+		if err != nil {
+			t.Fatalf("bad test record %q: %v", s, err)
+		}
+		name := strings.ToLower(rr.Header().Name)
+		byName[name] = append(byName[name], rr)
+	}
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(req)
+		m.RecursionAvailable = true
+		q := req.Question[0]
+		name := strings.ToLower(q.Name)
+		if rc, ok := zone.rcodes[name]; ok {
+			m.Rcode = rc
+		} else if rrs, ok := byName[name]; !ok {
+			m.Rcode = dns.RcodeNameError
+		} else {
+			for _, rr := range rrs {
+				if rr.Header().Rrtype == q.Qtype {
+					m.Answer = append(m.Answer, rr)
+				}
+			}
+		}
+		_ = w.WriteMsg(m)
+	})
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	srv := &dns.Server{PacketConn: pc, Handler: handler, NotifyStartedFunc: func() { close(started) }}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.ActivateAndServe()
+	}()
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("DNS server did not start")
+	}
+	t.Cleanup(func() {
+		_ = srv.Shutdown()
+		<-done
+	})
+	return pc.LocalAddr().String()
+}
+
+func hostsOf(hops []Hop) []string {
+	var s []string
+	for _, h := range hops {
+		s = append(s, h.Host)
+	}
+	return s
+}
+
+func TestLookupMXOrderAndShuffle(t *testing.T) {
+	addr := startDNS(t, dnsZone{records: []string{
+		"pref.test. 300 IN MX 20 b.pref.test.",
+		"pref.test. 300 IN MX 10 a.pref.test.",
+		"pref.test. 300 IN MX 30 c.pref.test.",
+		"eq.test. 300 IN MX 20 last.eq.test.",
+		"eq.test. 300 IN MX 10 x1.eq.test.",
+		"eq.test. 300 IN MX 10 x2.eq.test.",
+		"eq.test. 300 IN MX 10 x3.eq.test.",
+	}})
+
+	r := NewRouter(RouteConfig{DNSServer: addr, Port: "2525", Rand: rand.New(rand.NewPCG(1, 2))})
+	hops, err := r.Lookup(context.Background(), "Pref.Test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(hostsOf(hops), ","); got != "a.pref.test,b.pref.test,c.pref.test" {
+		t.Errorf("MX order = %s, want by preference", got)
+	}
+	if hops[0].Port != "2525" || hops[0].MX != "a.pref.test" || hops[0].Addr() != "a.pref.test:2525" {
+		t.Errorf("hop = %+v", hops[0])
+	}
+
+	// Equal preferences come in every order over many lookups, while the
+	// worse preference always stays last.
+	orders := map[string]bool{}
+	for i := 0; i < 60; i++ {
+		hops, err := r.Lookup(context.Background(), "eq.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hops) != 4 || hops[3].Host != "last.eq.test" {
+			t.Fatalf("hops = %v, want 3 equal then last.eq.test", hostsOf(hops))
+		}
+		orders[strings.Join(hostsOf(hops[:3]), ",")] = true
+	}
+	if len(orders) != 6 {
+		t.Errorf("saw %d of 6 orders of equal-preference MX hosts: %v", len(orders), orders)
+	}
+
+	// The same seed gives the same order: the randomness is injected.
+	a := NewRouter(RouteConfig{DNSServer: addr, Rand: rand.New(rand.NewPCG(7, 7))})
+	b := NewRouter(RouteConfig{DNSServer: addr, Rand: rand.New(rand.NewPCG(7, 7))})
+	for i := 0; i < 5; i++ {
+		ha, _ := a.Lookup(context.Background(), "eq.test")
+		hb, _ := b.Lookup(context.Background(), "eq.test")
+		if strings.Join(hostsOf(ha), ",") != strings.Join(hostsOf(hb), ",") {
+			t.Fatalf("same seed, different order: %v vs %v", hostsOf(ha), hostsOf(hb))
+		}
+	}
+}
+
+func TestLookupOutcomes(t *testing.T) {
+	addr := startDNS(t, dnsZone{
+		records: []string{
+			"implicit.test. 300 IN A 127.0.0.1",
+			"v6only.test. 300 IN AAAA ::1",
+			"nomail.test. 300 IN TXT \"no mail here\"",
+			"null.test. 300 IN MX 0 .",
+			"mixed.test. 300 IN MX 0 .",
+			"mixed.test. 300 IN MX 10 real.mixed.test.",
+		},
+		rcodes: map[string]int{
+			"broken.test.":  dns.RcodeServerFailure,
+			"refused.test.": dns.RcodeRefused,
+		},
+	})
+	r := NewRouter(RouteConfig{DNSServer: addr})
+
+	tests := []struct {
+		domain    string
+		wantHosts string
+		wantClass smtpcodes.Class
+		wantEnh   string
+	}{
+		{domain: "implicit.test", wantHosts: "implicit.test"},
+		{domain: "v6only.test", wantHosts: "v6only.test"},
+		{domain: "mixed.test", wantHosts: "real.mixed.test"},
+		{domain: "[127.0.0.1]", wantHosts: "127.0.0.1"},
+		{domain: "[IPv6:::1]", wantHosts: "::1"},
+		{domain: "null.test", wantClass: smtpcodes.Permanent, wantEnh: "5.1.10"},
+		{domain: "missing.test", wantClass: smtpcodes.Permanent, wantEnh: "5.1.2"},
+		{domain: "nomail.test", wantClass: smtpcodes.Permanent, wantEnh: "5.1.2"},
+		{domain: "[not-an-ip]", wantClass: smtpcodes.Permanent, wantEnh: "5.1.2"},
+		{domain: "broken.test", wantClass: smtpcodes.Transient, wantEnh: "4.4.3"},
+		{domain: "refused.test", wantClass: smtpcodes.Transient, wantEnh: "4.4.3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.domain, func(t *testing.T) {
+			hops, err := r.Lookup(context.Background(), tc.domain)
+			if tc.wantClass == 0 {
+				if err != nil {
+					t.Fatalf("Lookup: %v", err)
+				}
+				if got := strings.Join(hostsOf(hops), ","); got != tc.wantHosts {
+					t.Fatalf("hosts = %s, want %s", got, tc.wantHosts)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Lookup = %v, want an error", hostsOf(hops))
+			}
+			rep := smtpcodes.Classify(smtpcodes.StageDNS, err)
+			if rep.Class != tc.wantClass || rep.Enhanced != tc.wantEnh {
+				t.Fatalf("Classify = %+v, want %v %s (err %v)", rep, tc.wantClass, tc.wantEnh, err)
+			}
+		})
+	}
+}
+
+func TestLookupDNSUnreachableIsTransient(t *testing.T) {
+	// A UDP port with nothing listening: the query fails with ICMP refused
+	// or times out; either way the mail must wait, not bounce.
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := pc.LocalAddr().String()
+	pc.Close()
+	r := NewRouter(RouteConfig{DNSServer: addr})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = r.Lookup(ctx, "example.test")
+	rep := smtpcodes.Classify(smtpcodes.StageDNS, err)
+	if rep.Class != smtpcodes.Transient || rep.Enhanced != "4.4.3" {
+		t.Fatalf("Classify = %+v, want transient 4.4.3 (err %v)", rep, err)
+	}
+}
+
+func TestRoutesAndSmarthost(t *testing.T) {
+	routes := map[string]string{
+		"Internal.Test": "127.0.0.1:2526",
+		"*":             "relay.test:26",
+	}
+	r := NewRouter(RouteConfig{Routes: routes})
+	for _, tc := range []struct{ domain, dest, addr string }{
+		{"internal.test", "route:127.0.0.1:2526", "127.0.0.1:2526"},
+		{"INTERNAL.TEST.", "route:127.0.0.1:2526", "127.0.0.1:2526"},
+		{"other.test", "route:relay.test:26", "relay.test:26"},
+	} {
+		if got := r.Destination(tc.domain); got != tc.dest {
+			t.Errorf("Destination(%s) = %s, want %s", tc.domain, got, tc.dest)
+		}
+		hops, err := r.Lookup(context.Background(), tc.domain)
+		if err != nil || len(hops) != 1 || hops[0].Addr() != tc.addr || hops[0].Smarthost {
+			t.Errorf("Lookup(%s) = %+v, %v; want one route hop %s", tc.domain, hops, err, tc.addr)
+		}
+	}
+
+	sh := NewRouter(RouteConfig{
+		Routes: routes,
+		Smarthost: Smarthost{Address: "smart.test:587", Fallback: []string{"backup.test:2587", "last.test"},
+			TLS: "implicit"},
+	})
+	if got := sh.Destination("Example.COM"); got != "smarthost" {
+		t.Errorf("Destination = %s, want smarthost", got)
+	}
+	// A listed domain keeps its route: the smarthost only replaces "*".
+	if got := sh.Destination("internal.test"); got != "route:127.0.0.1:2526" {
+		t.Errorf("Destination(internal.test) = %s, want its route", got)
+	}
+	hops, err := sh.Lookup(context.Background(), "example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []string
+	for _, h := range hops {
+		if !h.Smarthost || !h.ImplicitTLS {
+			t.Errorf("hop %+v: want Smarthost and ImplicitTLS", h)
+		}
+		addrs = append(addrs, h.Addr())
+	}
+	if got := strings.Join(addrs, ","); got != "smart.test:587,backup.test:2587,last.test:465" {
+		t.Errorf("smarthost hops = %s", got)
+	}
+}
+
+func TestRouterResolverUsesDNSServer(t *testing.T) {
+	addr := startDNS(t, dnsZone{records: []string{"mx1.example.test. 300 IN A 127.0.0.1"}})
+	r := NewRouter(RouteConfig{DNSServer: addr})
+	if NewRouter(RouteConfig{}).Resolver() != nil {
+		t.Error("Resolver() without DNSServer should be nil (system resolver)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ips, err := r.Resolver().LookupHost(ctx, "mx1.example.test")
+	if err != nil || len(ips) != 1 || ips[0] != "127.0.0.1" {
+		t.Fatalf("LookupHost = %v, %v; want [127.0.0.1]", ips, err)
+	}
+	_, err = r.Resolver().LookupHost(ctx, "nowhere.example.test")
+	var dnsErr *net.DNSError
+	if !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {
+		t.Fatalf("LookupHost(nowhere) err = %v, want not found", err)
+	}
+}
+
+// Concurrent lookups share the Router's random source; -race checks the lock.
+func TestLookupConcurrent(t *testing.T) {
+	addr := startDNS(t, dnsZone{records: []string{
+		"eq.test. 300 IN MX 10 a.eq.test.",
+		"eq.test. 300 IN MX 10 b.eq.test.",
+	}})
+	r := NewRouter(RouteConfig{DNSServer: addr})
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if hops, err := r.Lookup(context.Background(), "eq.test"); err != nil || len(hops) != 2 {
+				t.Errorf("Lookup = %v, %v", hops, err)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,100 @@
+package delivery
+
+import (
+	"strings"
+	"time"
+
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpcodes"
+)
+
+// outcomes turns per-recipient replies into queue outcomes: 2xx delivered,
+// 5xx bounced, 4xx deferred by the backoff (or the reply's own "try again
+// in N", whichever is later) until max_attempts or max_age, then bounced with
+// the last reply. It also builds the DSNs those outcomes call for.
+func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
+	var outcomes []queue.Outcome
+	var failed, delayed []queue.Recipient
+	for i, r := range rcpts {
+		var res RcptResult
+		if i < len(results) {
+			res = results[i]
+		} else {
+			res = RcptResult{Address: r.Address, Reply: smtpcodes.Classify(smtpcodes.StageData, smtpcodes.Transientf("4.3.0", "no result for recipient"))}
+		}
+		reply := res.Reply.String()
+		o := queue.Outcome{Address: r.Address, Reply: reply, RemoteMTA: res.RemoteMTA}
+		r.LastReply, r.RemoteMTA = reply, res.RemoteMTA
+		switch res.Reply.Class {
+		case smtpcodes.Success:
+			o.Status = queue.StatusDelivered
+		case smtpcodes.Permanent:
+			o.Status = queue.StatusBounced
+			failed = append(failed, r)
+		default:
+			next, giveUp := e.next(set.Policy, r, env.Created, end)
+			if h, ok := smtpcodes.RetryHint(res.Reply.Text); ok {
+				// A greylisting server that names its window: retrying inside
+				// it would only waste an attempt.
+				if h > e.maxHint {
+					h = e.maxHint
+				}
+				if t := end.Add(h); t.After(next) {
+					next = t
+				}
+			}
+			if giveUp {
+				o.Status = queue.StatusBounced
+				failed = append(failed, r)
+				break
+			}
+			o.Status = queue.StatusDeferred
+			o.NextAttempt = next
+			if set.WarnAfter > 0 && !r.Warned && end.Sub(env.Created) >= set.WarnAfter && notifies(r.Notify, "DELAY") {
+				o.Warned = true
+				delayed = append(delayed, r)
+			}
+		}
+		outcomes = append(outcomes, o)
+	}
+	var notices []queue.Notice
+	notices = append(notices, e.bounceNotices(env, failed, end)...)
+	notices = append(notices, e.delayNotices(env, delayed, end, set)...)
+	return outcomes, notices
+}
+
+// notifies reports whether a recipient's RFC 3461 NOTIFY list asks for a
+// report of this kind. No NOTIFY means the default, FAILURE and DELAY
+// (RFC 3461 section 4.1).
+func notifies(list []string, kind string) bool {
+	if len(list) == 0 {
+		return kind == "FAILURE" || kind == "DELAY"
+	}
+	for _, n := range list {
+		if strings.EqualFold(n, kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// report logs and counts recorded outcomes. It runs only after the queue
+// has them, so what the log and metrics say is what a restart would find.
+func (e *Engine) report(j *job, outcomes []queue.Outcome, end time.Time, took time.Duration) {
+	for _, o := range outcomes {
+		e.logAttempt(j, o.Address, o.RemoteMTA, end, string(o.Status), o.Reply, o.NextAttempt)
+		if e.obs != nil {
+			e.obs.Attempted(string(o.Status), took)
+		}
+	}
+}
+
+// logAttempt writes the one line per recipient per attempt that lets
+// `grep <queue ID>` tell a message's whole story.
+func (e *Engine) logAttempt(j *job, rcpt, hop string, now time.Time, status, reply string, next time.Time) {
+	args := []any{"id", j.id, "rcpt", rcpt, "hop", hop, "delay", now.Sub(j.env.Created).Round(time.Millisecond).String(), "status", status, "reply", reply}
+	if !next.IsZero() {
+		args = append(args, "next_attempt", next.Sub(now).Round(time.Millisecond).String())
+	}
+	e.log.Info("delivery", args...)
+}
