@@ -43,5 +43,9 @@ fuzz:
 bench: build
 	$(GO) test -run='^$$' -bench=. -benchmem ./queue/ ./smtpcodes/ ./dsn/
 
+# demo: fakemx greylists one recipient and refuses another; watch relayq retry and bounce.
+demo: build
+	./scripts/demo.sh
+
 clean:
 	rm -rf $(BIN)

@@ -84,10 +84,12 @@ func parseFlags(args []string, stderr io.Writer) (cfg smtptest.Config, record, c
 		fmt.Fprintf(stderr, "usage: fakemx [flags]\n\nReply rules: STAGE[:MATCH][#ATTEMPT]=[delay DUR] (drop | CODE [ENH] [TEXT])\n  STAGE is greeting, ehlo, mail, rcpt or data; e.g. 'rcpt:nobody@=550 5.1.1 No such user'\n\n")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&cfg.Addr, "listen", "127.0.0.1:2525", "address to listen on")
+	// 2526, next to relayq's own default 2525, so both run side by side.
+	fs.StringVar(&cfg.Addr, "listen", "127.0.0.1:2526", "address to listen on")
 	fs.StringVar(&cfg.Hostname, "hostname", "", "name announced in the greeting (default fakemx.localhost)")
 	fs.DurationVar(&cfg.Greylist, "greylist", 0, "greylist new (IP, sender, recipient) triplets for this long (0: off)")
 	fs.DurationVar(&cfg.GreylistExpiry, "greylist-expiry", 0, "forget unconfirmed triplets retried later than this (0: never)")
+	fs.StringVar(&cfg.GreylistText, "greylist-text", "", "text of the greylisting 451 (default names the remaining wait)")
 	fs.StringVar(&record, "record", "", "append accepted messages to this file as JSON lines")
 	fs.BoolVar(&cfg.StartTLS, "tls", false, "offer STARTTLS with a self-signed certificate for 127.0.0.1/localhost")
 	fs.BoolVar(&cfg.ImplicitTLS, "implicit-tls", false, "serve TLS from the first byte instead of STARTTLS")
