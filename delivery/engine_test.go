@@ -501,3 +501,38 @@ func TestRealDelaysEndToEnd(t *testing.T) {
 	}
 	t.Logf("delivered after %d attempts in %v", attempts, time.Since(start).Round(time.Millisecond))
 }
+
+type maxActive struct {
+	chanObserver
+	mu  sync.Mutex
+	max int
+}
+
+func (m *maxActive) Active(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n > m.max {
+		m.max = n
+	}
+}
+
+// One destination never gets more than max_conns_per_domain attempts at once.
+func TestConcurrencyPerDestinationIsBounded(t *testing.T) {
+	obs := &maxActive{}
+	r := newRig(t, []smtptest.Option{smtptest.Reply("data=delay 100ms 250 2.0.0 Ok")}, func(o *Options) {
+		o.MaxConnsPerDest = 3
+		obs.chanObserver = o.Observer.(chanObserver)
+		o.Observer = obs
+	})
+	for i := 0; i < 12; i++ {
+		r.submit("app@example.org", fmt.Sprintf("u%d@example.net", i))
+	}
+	if got := r.expectOutcomes(12); got["delivered"] != 12 {
+		t.Fatalf("outcomes %v", got)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.max != 3 {
+		t.Fatalf("at most %d attempts in flight, want exactly the limit 3", obs.max)
+	}
+}
