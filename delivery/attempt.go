@@ -17,7 +17,7 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	start := e.clock.Now()
 	env := j.env
 
-	if set.Policy.MaxAge > 0 && start.After(env.Created.Add(set.Policy.MaxAge)) {
+	if j.expired || (set.Policy.MaxAge > 0 && start.After(env.Created.Add(set.Policy.MaxAge))) {
 		// It waited out its whole life behind a suspended destination.
 		return e.giveUpUnattempted(j, set, start)
 	}

@@ -14,6 +14,9 @@ type job struct {
 	env   *queue.Envelope
 	dest  string
 	addrs []string
+	// expired: past max_age; bounce without an attempt, whatever the
+	// destination's state.
+	expired bool
 }
 
 // result is what an attempt reports back to the scheduler.
@@ -68,7 +71,10 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 			if e.active >= e.workers {
 				break
 			}
-			if len(d.queue) == 0 || d.active >= e.limitOf(d) || now.Before(d.until) {
+			if len(d.queue) == 0 {
+				continue
+			}
+			if (d.active >= e.limitOf(d) || now.Before(d.until)) && !d.queue[0].expired {
 				continue
 			}
 			j := d.queue[0]
@@ -107,6 +113,7 @@ func (e *Engine) finish(r result) {
 			d.until = u
 		}
 		e.log.Warn("destination suspended", "destination", d.name, "until", d.until.Format(time.RFC3339), "strikes", d.strikes, "waiting", len(d.queue))
+		e.parkQueue(d)
 	case r.suspend:
 	case r.alive:
 		if d.strikes > 0 {
@@ -131,6 +138,31 @@ func (e *Engine) finishOnly(r result) {
 	if e.obs != nil {
 		e.obs.Active(e.active)
 	}
+}
+
+// parkQueue postpones the jobs waiting in memory for a destination that was
+// just suspended: they wait on disk for the suspension to end.
+func (e *Engine) parkQueue(d *dest) {
+	if len(d.queue) == 0 {
+		return
+	}
+	jobs := map[string][]string{}
+	keep := d.queue[:0]
+	for _, j := range d.queue {
+		if j.expired {
+			keep = append(keep, j)
+			continue
+		}
+		jobs[j.id] = append(jobs[j.id], j.addrs...)
+		e.pending--
+		if n := e.busy[j.id] - 1; n > 0 {
+			e.busy[j.id] = n
+		} else {
+			delete(e.busy, j.id)
+		}
+	}
+	d.queue = keep
+	e.postpone(map[string]map[string][]string{d.name: jobs})
 }
 
 // forget drops a destination with nothing to remember, so the map does not

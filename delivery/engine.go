@@ -215,10 +215,13 @@ func (e *Engine) drain(grace time.Duration, cancel context.CancelFunc) error {
 }
 
 // fill moves due messages from the store into destination queues and starts
-// what the limits allow.
+// what the limits allow. Mail for a suspended destination is postponed on
+// disk to the end of the suspension rather than held in memory, so scans
+// stay short however much mail waits.
 func (e *Engine) fill(ctx context.Context) {
 	now := e.clock.Now()
 	skip := func(id string) bool { return e.busy[id] > 0 }
+	postpone := map[string]map[string][]string{} // destination → id → addrs
 	for e.pending < maxPending {
 		ids, err := e.store.Due(now, scanBatch, skip)
 		if err != nil {
@@ -226,17 +229,39 @@ func (e *Engine) fill(ctx context.Context) {
 			break
 		}
 		for _, id := range ids {
-			e.load(id, now)
+			e.load(id, now, postpone)
 		}
 		if len(ids) < scanBatch {
 			break
 		}
+		if len(postpone) > 0 {
+			// Postponed messages are still in the index until written.
+			e.postpone(postpone)
+			postpone = map[string]map[string][]string{}
+		}
 	}
+	e.postpone(postpone)
 	e.start(ctx, now)
 }
 
+// postpone writes waiting mail for suspended destinations forward to the
+// end of their suspension, one transaction per destination.
+func (e *Engine) postpone(batch map[string]map[string][]string) {
+	for name, jobs := range batch {
+		d := e.dests[name]
+		if d == nil || len(jobs) == 0 {
+			continue
+		}
+		if err := e.store.Postpone(jobs, d.until); err != nil {
+			e.log.Error("postponing mail for a suspended destination failed", "destination", name, "err", err)
+			continue
+		}
+		e.log.Debug("postponed mail for a suspended destination", "destination", name, "messages", len(jobs), "until", d.until)
+	}
+}
+
 // load turns one due message into one job per destination.
-func (e *Engine) load(id string, now time.Time) {
+func (e *Engine) load(id string, now time.Time, postpone map[string]map[string][]string) {
 	env, err := e.store.Get(id)
 	if err != nil {
 		if !errors.Is(err, queue.ErrNotFound) {
@@ -247,21 +272,30 @@ func (e *Engine) load(id string, now time.Time) {
 	if env.Held {
 		return
 	}
-	router := e.settings.Load().Router
+	set := e.settings.Load()
+	expired := set.Policy.MaxAge > 0 && now.After(env.Created.Add(set.Policy.MaxAge))
 	groups := map[string][]string{}
 	var order []string
 	for _, r := range env.Recipients {
 		if r.Status.Final() || r.NextAttempt.After(now) {
 			continue
 		}
-		d := router.Destination(domainOf(r.Address))
+		d := set.Router.Destination(domainOf(r.Address))
 		if _, ok := groups[d]; !ok {
 			order = append(order, d)
 		}
 		groups[d] = append(groups[d], r.Address)
 	}
-	for _, d := range order {
-		e.enqueue(&job{id: id, env: env, dest: d, addrs: groups[d]})
+	for _, name := range order {
+		j := &job{id: id, env: env, dest: name, addrs: groups[name], expired: expired}
+		if d := e.dests[name]; d != nil && now.Before(d.until) && !expired {
+			if postpone[name] == nil {
+				postpone[name] = map[string][]string{}
+			}
+			postpone[name][id] = append(postpone[name][id], j.addrs...)
+			continue
+		}
+		e.enqueue(j)
 	}
 }
 

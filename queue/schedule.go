@@ -1,7 +1,9 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -157,4 +159,40 @@ func cloneEnvelope(env *Envelope) *Envelope {
 	c.Recipients = make([]Recipient, len(env.Recipients))
 	copy(c.Recipients, env.Recipients)
 	return &c
+}
+
+// Postpone moves the named non-final recipients of many messages to until,
+// without counting an attempt, in one transaction. The scheduler uses it
+// when their destination is suspended (it answered 421 or cannot be
+// reached): the mail waits on disk with the destination instead of in
+// memory, and the next scan does not see it again until then.
+// Unknown IDs are skipped (they may have been deleted meanwhile).
+func (s *Store) Postpone(jobs map[string][]string, until time.Time) error {
+	return s.submit(func(w *writeTx) error {
+		for id, addrs := range jobs {
+			old, err := w.load(id)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			env := cloneEnvelope(old)
+			changed := false
+			for i := range env.Recipients {
+				r := &env.Recipients[i]
+				if r.Status.Final() || !slices.Contains(addrs, r.Address) || !r.NextAttempt.Before(until) {
+					continue
+				}
+				r.NextAttempt = until
+				changed = true
+			}
+			if changed {
+				if err := w.put(old, env); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }

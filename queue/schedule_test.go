@@ -243,3 +243,33 @@ func TestRecordIsAtomic(t *testing.T) {
 		t.Errorf("Record of unknown ID: %v", err)
 	}
 }
+
+func TestPostponeMovesOnlyNamedRecipientsWithoutCountingAttempts(t *testing.T) {
+	c := newClock()
+	st, _ := openTemp(t, testOpts(c))
+	clk := c.Now
+	d := st.NewDraft()
+	d.Write([]byte("x\r\n"))
+	if err := d.Commit(Envelope{From: "a@example.org", Recipients: []Recipient{{Address: "a@one.example"}, {Address: "b@two.example"}}}); err != nil {
+		t.Fatal(err)
+	}
+	until := clk().Add(time.Minute)
+	if err := st.Postpone(map[string][]string{d.ID(): {"a@one.example"}, "NOSUCHID": {"x@y"}}, until); err != nil {
+		t.Fatal(err)
+	}
+	e, err := st.Get(d.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.Recipients[0].NextAttempt.Equal(until) || e.Recipients[0].Attempts != 0 {
+		t.Fatalf("postponed recipient: next %v attempts %d", e.Recipients[0].NextAttempt, e.Recipients[0].Attempts)
+	}
+	if e.Recipients[1].NextAttempt.After(clk()) {
+		t.Fatalf("other recipient moved too")
+	}
+	// The message is still due now (for b@two), and nothing else is due.
+	ids, err := st.Due(clk(), 10, nil)
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("due %v %v", ids, err)
+	}
+}
