@@ -1,0 +1,199 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultURL is where `relayq queue` looks for the admin API when neither
+// --admin nor RELAYQ_ADMIN_URL says otherwise (config's default listen).
+const DefaultURL = "http://127.0.0.1:8025"
+
+// Client talks to a running relay's admin API.
+type Client struct {
+	// BaseURL is the API's root, e.g. "http://127.0.0.1:8025"; a bare
+	// host:port gets "http://".
+	BaseURL string
+	// Token is sent as a bearer token when not empty.
+	Token string
+	// HTTP is the client to use; nil means one with a 30 s timeout.
+	HTTP *http.Client
+}
+
+// ListQuery filters GET /api/v1/queue; zero fields are left out.
+type ListQuery struct {
+	// Status is queued, deferred, delivered, bounced or held.
+	Status string
+	Domain string
+	Limit  int
+	// After is the cursor from the previous Page.Next.
+	After string
+}
+
+// APIError is an error answer from the API.
+type APIError struct {
+	// Status is the HTTP status code.
+	Status int
+	// Message is the API's {"error"} text (or the raw body if not JSON).
+	Message string
+}
+
+// Error says what the API answered.
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
+}
+
+// UnreachableError means no HTTP answer came back at all.
+type UnreachableError struct {
+	URL string
+	Err error
+}
+
+// Error reads "cannot reach the admin API at URL: cause".
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach the admin API at %s: %v", e.URL, e.Err)
+}
+
+// Unwrap returns the transport error.
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// List fetches one page.
+func (c *Client) List(ctx context.Context, q ListQuery) (*Page, error) {
+	v := url.Values{}
+	if q.Status != "" {
+		v.Set("status", q.Status)
+	}
+	if q.Domain != "" {
+		v.Set("domain", q.Domain)
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.After != "" {
+		v.Set("after", q.After)
+	}
+	path := "/api/v1/queue"
+	if len(v) > 0 {
+		path += "?" + v.Encode()
+	}
+	var p Page
+	return &p, c.do(ctx, http.MethodGet, path, &p)
+}
+
+// Show fetches one message.
+func (c *Client) Show(ctx context.Context, id string) (*Message, error) {
+	var m Message
+	return &m, c.do(ctx, http.MethodGet, messagePath(id, ""), &m)
+}
+
+// Retry makes id's waiting recipients due now and returns its new state.
+func (c *Client) Retry(ctx context.Context, id string) (*Message, error) {
+	var m Message
+	return &m, c.do(ctx, http.MethodPost, messagePath(id, "retry"), &m)
+}
+
+// Hold keeps id from being attempted until released.
+func (c *Client) Hold(ctx context.Context, id string) (*Message, error) {
+	var m Message
+	return &m, c.do(ctx, http.MethodPost, messagePath(id, "hold"), &m)
+}
+
+// Release puts a held id back in the schedule, due now.
+func (c *Client) Release(ctx context.Context, id string) (*Message, error) {
+	var m Message
+	return &m, c.do(ctx, http.MethodPost, messagePath(id, "release"), &m)
+}
+
+// Delete removes id without a DSN.
+func (c *Client) Delete(ctx context.Context, id string) error {
+	var d DeleteResult
+	return c.do(ctx, http.MethodDelete, messagePath(id, ""), &d)
+}
+
+// Flush makes every waiting recipient due now and returns how many
+// messages that changed.
+func (c *Client) Flush(ctx context.Context) (int, error) {
+	var f FlushResult
+	err := c.do(ctx, http.MethodPost, "/api/v1/queue/flush", &f)
+	return f.Flushed, err
+}
+
+// messagePath is /api/v1/queue/{id}[/action] with id escaped.
+func messagePath(id, action string) string {
+	p := "/api/v1/queue/" + url.PathEscape(id)
+	if action != "" {
+		p += "/" + action
+	}
+	return p
+}
+
+// base is BaseURL without a trailing slash, with a scheme.
+func (c *Client) base() string {
+	b := strings.TrimRight(c.BaseURL, "/")
+	if b == "" {
+		b = DefaultURL
+	}
+	if !strings.Contains(b, "://") {
+		b = "http://" + b
+	}
+	return b
+}
+
+// maxResponse bounds what the client reads from one answer (a 1000
+// message page with long replies is well under this).
+const maxResponse = 64 << 20
+
+// do sends one request and decodes the JSON answer into out.
+func (c *Client) do(ctx context.Context, method, path string, out any) error {
+	base := c.base()
+	req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
+	if err != nil {
+		return fmt.Errorf("admin API URL %q: %w", base, err)
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	req.Header.Set("Accept", "application/json")
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL is said once, by UnreachableError
+		}
+		return &UnreachableError{URL: base, Err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		return &UnreachableError{URL: base, Err: fmt.Errorf("reading the answer: %w", err)}
+	}
+	if resp.StatusCode >= 300 {
+		var e errorBody
+		msg := strings.TrimSpace(string(body))
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		if msg == "" {
+			msg = http.StatusText(resp.StatusCode)
+		}
+		return &APIError{Status: resp.StatusCode, Message: msg}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("admin API at %s: unreadable answer to %s %s: %w", base, method, path, err)
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/relayq/relayq/queue"
+)
+
+// maxListLimit caps one page so a single request cannot make the relay
+// decode and send the whole queue at once.
+const maxListLimit = 1000
+
+// defaultListLimit is the page size when none is asked for.
+const defaultListLimit = 100
+
+// parseList turns the query string of GET /api/v1/queue into ListOptions.
+func parseList(r *http.Request) (queue.ListOptions, error) {
+	q := r.URL.Query()
+	o := queue.ListOptions{Limit: defaultListLimit}
+	switch s := q.Get("status"); s {
+	case "":
+	case "held":
+		o.Held = true
+	case string(queue.StatusQueued), string(queue.StatusDeferred), string(queue.StatusDelivered), string(queue.StatusBounced):
+		o.Status = queue.Status(s)
+	default:
+		return o, fmt.Errorf("bad status %q: want queued, deferred, delivered, bounced or held", s)
+	}
+	if d := q.Get("domain"); d != "" {
+		if len(d) > 255 || strings.ContainsAny(d, "@/ \t\r\n") {
+			return o, fmt.Errorf("bad domain %q", d)
+		}
+		o.Domain = d
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxListLimit {
+			return o, fmt.Errorf("bad limit %q: want 1 to %d", l, maxListLimit)
+		}
+		o.Limit = n
+	}
+	if a := q.Get("after"); a != "" {
+		if !validID(a) {
+			return o, fmt.Errorf("bad cursor %q", a)
+		}
+		o.After = a
+	}
+	return o, nil
+}
+
+// validID accepts what a queue ID or cursor can look like (upper-case hex,
+// see queue/doc.go) with room to spare, so garbage is refused as a bad
+// request instead of being looked up.
+func validID(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// store returns the queue or answers 503 when there is none.
+func (h *handler) store(w http.ResponseWriter) *queue.Store {
+	if h.o.Store == nil {
+		writeError(w, http.StatusServiceUnavailable, "no queue attached")
+	}
+	return h.o.Store
+}
+
+// list answers GET /api/v1/queue.
+func (h *handler) list(w http.ResponseWriter, r *http.Request) {
+	st := h.store(w)
+	if st == nil {
+		return
+	}
+	o, err := parseList(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	envs, next, err := st.List(o)
+	if err != nil {
+		h.fail(w, "list", "", err)
+		return
+	}
+	p := Page{Messages: make([]Message, 0, len(envs)), Next: next}
+	for i := range envs {
+		p.Messages = append(p.Messages, messageFrom(&envs[i]))
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// pathID reads {id}; an impossible ID is as unknown as a missing one.
+func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if !validID(id) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("message %q not found", id))
+		return "", false
+	}
+	return id, true
+}
+
+// show answers GET /api/v1/queue/{id}.
+func (h *handler) show(w http.ResponseWriter, r *http.Request) {
+	st := h.store(w)
+	if st == nil {
+		return
+	}
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	h.answer(w, st, "show", id)
+}
+
+// answer sends the current state of id (after a change, its new state).
+func (h *handler) answer(w http.ResponseWriter, st *queue.Store, op, id string) {
+	env, err := st.Get(id)
+	if err != nil {
+		h.fail(w, op, id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, messageFrom(env))
+}
+
+// retry answers POST /api/v1/queue/{id}/retry: every waiting recipient due
+// now, attempts and everything else unchanged (so MaxAttempts still counts).
+func (h *handler) retry(w http.ResponseWriter, r *http.Request) {
+	h.change(w, r, "retry", func(st *queue.Store, id string) error { return st.Retry(id, h.o.Now()) }, true)
+}
+
+// hold answers POST /api/v1/queue/{id}/hold.
+func (h *handler) hold(w http.ResponseWriter, r *http.Request) {
+	h.change(w, r, "hold", func(st *queue.Store, id string) error { return st.Hold(id) }, false)
+}
+
+// release answers POST /api/v1/queue/{id}/release.
+func (h *handler) release(w http.ResponseWriter, r *http.Request) {
+	h.change(w, r, "release", func(st *queue.Store, id string) error { return st.Release(id, h.o.Now()) }, true)
+}
+
+// change applies one operator action to {id}, logs it, wakes the scheduler
+// when asked to and answers with the message's new state.
+func (h *handler) change(w http.ResponseWriter, r *http.Request, op string, f func(*queue.Store, string) error, kick bool) {
+	st := h.store(w)
+	if st == nil {
+		return
+	}
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	if err := f(st, id); err != nil {
+		h.fail(w, op, id, err)
+		return
+	}
+	h.o.Logger.Info("admin: "+op, "id", id, "client", r.RemoteAddr)
+	if kick {
+		h.kick()
+	}
+	h.answer(w, st, op, id)
+}
+
+// remove answers DELETE /api/v1/queue/{id}: gone for good, no DSN.
+func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
+	st := h.store(w)
+	if st == nil {
+		return
+	}
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	if err := st.Delete(id); err != nil {
+		h.fail(w, "delete", id, err)
+		return
+	}
+	h.o.Logger.Info("admin: delete", "id", id, "client", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, DeleteResult{Deleted: id})
+}
+
+// flush answers POST /api/v1/queue/flush: every waiting recipient of every
+// message that is not held becomes due now.
+func (h *handler) flush(w http.ResponseWriter, r *http.Request) {
+	st := h.store(w)
+	if st == nil {
+		return
+	}
+	n, err := st.Flush(h.o.Now())
+	if err != nil {
+		h.fail(w, "flush", "", err)
+		return
+	}
+	h.o.Logger.Info("admin: flush", "messages", n, "client", r.RemoteAddr)
+	h.kick()
+	writeJSON(w, http.StatusOK, FlushResult{Flushed: n})
+}
+
+// kick wakes the scheduler if there is one.
+func (h *handler) kick() {
+	if h.o.Kicker != nil {
+		h.o.Kicker.Kick()
+	}
+}
+
+// fail maps a queue error to its status code.
+func (h *handler) fail(w http.ResponseWriter, op, id string, err error) {
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("message %s not found", id))
+	case errors.Is(err, queue.ErrClosed):
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	default:
+		h.o.Logger.Error("admin: "+op+" failed", "err", err)
+		writeError(w, http.StatusInternalServerError, err.Error())
+	}
+}

@@ -1,0 +1,59 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/relayq/relayq/queue"
+)
+
+// readyProbeID is looked up by StoreReady; no message ever has this ID
+// (IDs are hex), so the answer is "not found" exactly when the file is
+// open and readable.
+const readyProbeID = "readyz-probe"
+
+// StoreReady returns a readiness check for st: it does one read
+// transaction, so it fails once the store is closed or its file is
+// unreadable, and costs no disk write.
+func StoreReady(st *queue.Store) func() error {
+	return func() error {
+		if st == nil {
+			return errors.New("no queue")
+		}
+		_, err := st.Get(readyProbeID)
+		if err == nil || errors.Is(err, queue.ErrNotFound) {
+			return nil
+		}
+		return fmt.Errorf("queue unavailable: %w", err)
+	}
+}
+
+// Serve runs h on l in a new goroutine and returns the server, whose
+// Shutdown stops it. The caller listens first (net.Listen) so that a bad
+// or busy address is an error at start-up, not a log line later.
+func Serve(l net.Listener, h http.Handler, log *slog.Logger) *http.Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &http.Server{
+		Handler: h,
+		// Bound slow or idle clients; /metrics and list pages are small
+		// and quick, so a minute of writing is plenty.
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := s.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("admin API stopped", "addr", l.Addr().String(), "err", err)
+		}
+	}()
+	return s
+}

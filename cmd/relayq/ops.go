@@ -1,0 +1,63 @@
+package main
+
+// Wiring of the operator side: Prometheus metrics and the admin API. The
+// logic lives in the metrics and admin packages; this file only connects
+// them to the queue and the delivery engine.
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"github.com/relayq/relayq/admin"
+	"github.com/relayq/relayq/config"
+	"github.com/relayq/relayq/delivery"
+	relaymetrics "github.com/relayq/relayq/metrics"
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/submission"
+)
+
+// metrics is the process's metrics registry and observers.
+type metrics struct{ m *relaymetrics.Metrics }
+
+func newMetrics() *metrics { return &metrics{m: relaymetrics.New()} }
+
+// watchQueue exports the store's in-memory stats at every scrape.
+func (m *metrics) watchQueue(st *queue.Store) { m.m.WatchQueue(st.Stats) }
+
+func (m *metrics) submission() submission.Observer { return m.m.Submission() }
+
+func (m *metrics) delivery() delivery.Observer { return m.m.Delivery() }
+
+// startAdmin listens on c.Listen now (so a busy or bad address fails the
+// start) and serves the admin API, /metrics and the probes in the background.
+func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, m *metrics, log *slog.Logger) (*http.Server, error) {
+	o := admin.Options{
+		Store:  st,
+		Token:  c.Token,
+		Ready:  admin.StoreReady(st),
+		Logger: log,
+	}
+	if eng != nil { // a nil *Engine in the interface would not compare nil
+		o.Kicker = eng
+	}
+	if m != nil {
+		o.Metrics = m.m.Handler()
+	}
+	l, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("admin.listen %s: %w", c.Listen, err)
+	}
+	if c.Token == "" && !isLoopback(l.Addr()) {
+		log.Warn("admin API listens beyond loopback without a token: anyone who can reach it can delete mail", "addr", l.Addr().String())
+	}
+	log.Info("admin API listening", "addr", l.Addr().String(), "token", c.Token != "")
+	return admin.Serve(l, admin.NewHandler(o), log), nil
+}
+
+// isLoopback reports whether a listener is reachable from this host only.
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}

@@ -1,0 +1,119 @@
+package metrics
+
+import (
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/relayq/relayq/queue"
+)
+
+// namespace prefixes every relayq metric name.
+const namespace = "relayq"
+
+// Metrics holds relayq's collectors and the registry they are served from.
+// All methods are safe for concurrent use.
+type Metrics struct {
+	reg *prometheus.Registry
+	now func() time.Time
+
+	received      prometheus.Counter
+	accepted      prometheus.Counter
+	acceptedBytes prometheus.Counter
+	rejected      *prometheus.CounterVec
+	sessions      prometheus.Gauge
+
+	attempts        *prometheus.CounterVec
+	attemptDuration *prometheus.HistogramVec
+	active          prometheus.Gauge
+
+	stats atomic.Pointer[func() queue.Stats]
+}
+
+// New builds the metrics in a fresh registry, with the Go runtime and
+// process collectors alongside relayq's own.
+func New() *Metrics {
+	return newWithClock(time.Now)
+}
+
+// newWithClock is New with an injected clock (the oldest-message age is
+// computed at scrape time).
+func newWithClock(now func() time.Time) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), now: now}
+	m.received = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "messages_received_total",
+		Help: "Mail transactions that reached a verdict: messages accepted plus transaction-level rejections (relay, syntax, size, storage, bare_newline, line_length).",
+	})
+	m.accepted = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "messages_accepted_total",
+		Help: "Messages accepted and queued (a 250 was sent after fsync).",
+	})
+	m.acceptedBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "messages_accepted_bytes_total",
+		Help: "Bytes of accepted message bodies as stored (trace header included).",
+	})
+	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "messages_rejected_total",
+		Help: "Refusals by the submission server, by reason; one per refused command or connection.",
+	}, []string{"reason"})
+	m.sessions = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "submission_sessions_active",
+		Help: "Inbound SMTP connections currently open.",
+	})
+	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "delivery_attempts_total",
+		Help: "Delivery attempts per recipient, by result (delivered, deferred, bounced).",
+	}, []string{"result"})
+	m.attemptDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "delivery_attempt_duration_seconds",
+		Help:    "Time one delivery attempt took, from connect to the final reply, by result.",
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
+	}, []string{"result"})
+	m.active = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "delivery_active",
+		Help: "Outbound deliveries currently in flight.",
+	})
+	// Pre-create every label value so a rate() over a reason or result
+	// that has not happened yet is 0, not "no data".
+	for _, r := range rejectReasons {
+		m.rejected.WithLabelValues(r)
+	}
+	m.rejected.WithLabelValues(other)
+	for _, r := range attemptResults {
+		m.attempts.WithLabelValues(r)
+		m.attemptDuration.WithLabelValues(r)
+	}
+	m.reg.MustRegister(
+		m.received, m.accepted, m.acceptedBytes, m.rejected, m.sessions,
+		m.attempts, m.attemptDuration, m.active,
+		&queueCollector{m: m},
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Registry returns the registry, for callers that want to add their own
+// collectors next to relayq's.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// WatchQueue makes every scrape read statsFunc (queue.Store.Stats) once and
+// export the queue gauges and commit counters from that one snapshot. A
+// later call replaces the function; before any call the queue metrics are
+// absent.
+func (m *Metrics) WatchQueue(statsFunc func() queue.Stats) {
+	if statsFunc == nil {
+		m.stats.Store(nil)
+		return
+	}
+	m.stats.Store(&statsFunc)
+}

@@ -1,0 +1,158 @@
+package metrics
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayq/relayq/queue"
+)
+
+// scrape fetches /metrics through the handler and returns the text body.
+func scrape(t *testing.T, m *Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("scrape: status %d: %s", rec.Code, rec.Body)
+	}
+	b, _ := io.ReadAll(rec.Body)
+	return string(b)
+}
+
+// wantLines fails for every expected exposition line missing from body.
+func wantLines(t *testing.T, body string, lines ...string) {
+	t.Helper()
+	have := make(map[string]bool)
+	for _, l := range strings.Split(body, "\n") {
+		have[l] = true
+	}
+	for _, l := range lines {
+		if !have[l] {
+			t.Errorf("scrape lacks %q", l)
+		}
+	}
+}
+
+func TestObserversMoveCounters(t *testing.T) {
+	m := New()
+	// Before anything happens every reason and result is already exported as 0.
+	wantLines(t, scrape(t, m),
+		`relayq_messages_rejected_total{reason="auth_lockout"} 0`,
+		`relayq_delivery_attempts_total{result="bounced"} 0`,
+		`relayq_messages_accepted_total 0`,
+	)
+
+	sub := m.Submission()
+	sub.SessionOpened()
+	sub.SessionOpened()
+	sub.SessionClosed()
+	sub.Accepted(1000)
+	sub.Accepted(500)
+	sub.Rejected("relay")
+	sub.Rejected("size")
+	sub.Rejected("auth")
+	sub.Rejected("connections")
+	sub.Rejected("something-new@example.com") // never becomes a label value
+
+	del := m.Delivery()
+	del.Attempted("delivered", 300*time.Millisecond)
+	del.Attempted("delivered", 2*time.Second)
+	del.Attempted("deferred", 40*time.Millisecond)
+	del.Attempted("bounced", 90*time.Second)
+	del.Active(3)
+
+	body := scrape(t, m)
+	wantLines(t, body,
+		`relayq_submission_sessions_active 1`,
+		`relayq_messages_accepted_total 2`,
+		`relayq_messages_accepted_bytes_total 1500`,
+		// accepted 2 + transaction rejections relay and size; auth and
+		// connections happen before any message.
+		`relayq_messages_received_total 4`,
+		`relayq_messages_rejected_total{reason="relay"} 1`,
+		`relayq_messages_rejected_total{reason="size"} 1`,
+		`relayq_messages_rejected_total{reason="auth"} 1`,
+		`relayq_messages_rejected_total{reason="connections"} 1`,
+		`relayq_messages_rejected_total{reason="other"} 1`,
+		`relayq_messages_rejected_total{reason="storage"} 0`,
+		`relayq_delivery_attempts_total{result="delivered"} 2`,
+		`relayq_delivery_attempts_total{result="deferred"} 1`,
+		`relayq_delivery_attempts_total{result="bounced"} 1`,
+		`relayq_delivery_attempt_duration_seconds_count{result="delivered"} 2`,
+		`relayq_delivery_attempt_duration_seconds_sum{result="delivered"} 2.3`,
+		`relayq_delivery_attempt_duration_seconds_bucket{result="delivered",le="0.5"} 1`,
+		`relayq_delivery_attempt_duration_seconds_bucket{result="bounced",le="60"} 0`,
+		`relayq_delivery_attempt_duration_seconds_bucket{result="bounced",le="120"} 1`,
+		`relayq_delivery_active 3`,
+	)
+	if strings.Contains(body, "something-new") {
+		t.Error("an unknown reason leaked into a label value")
+	}
+	// Runtime collectors share the registry.
+	if !strings.Contains(body, "go_goroutines ") {
+		t.Error("Go runtime metrics missing")
+	}
+}
+
+func TestQueueGaugesFromStats(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	m := newWithClock(func() time.Time { return now })
+	if strings.Contains(scrape(t, m), "relayq_queue_") {
+		t.Error("queue metrics exported before WatchQueue")
+	}
+	calls := 0
+	m.WatchQueue(func() queue.Stats {
+		calls++
+		return queue.Stats{
+			Messages:        5,
+			Held:            2,
+			Recipients:      map[queue.Status]int{queue.StatusQueued: 3, queue.StatusDeferred: 4},
+			Oldest:          now.Add(-90 * time.Second),
+			Commits:         10,
+			CommittedWrites: 25,
+		}
+	})
+	wantLines(t, scrape(t, m),
+		`relayq_queue_messages 5`,
+		`relayq_queue_held_messages 2`,
+		`relayq_queue_recipients{state="queued"} 3`,
+		`relayq_queue_recipients{state="deferred"} 4`,
+		`relayq_queue_recipients{state="delivered"} 0`,
+		`relayq_queue_recipients{state="bounced"} 0`,
+		`relayq_queue_oldest_message_age_seconds 90`,
+		`relayq_queue_commits_total 10`,
+		`relayq_queue_committed_writes_total 25`,
+	)
+	if calls != 1 {
+		t.Errorf("one scrape read the stats %d times, want once (one consistent snapshot)", calls)
+	}
+}
+
+// TestQueueGaugesRealStore checks the wiring against a real queue: a
+// committed message shows up in the next scrape.
+func TestQueueGaugesRealStore(t *testing.T) {
+	st, err := queue.Open(t.TempDir()+"/queue.db", queue.Options{LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := New()
+	m.WatchQueue(st.Stats)
+	wantLines(t, scrape(t, m), `relayq_queue_messages 0`, `relayq_queue_oldest_message_age_seconds 0`)
+
+	d := st.NewDraft()
+	d.Write([]byte("Subject: x\r\n\r\nhi\r\n"))
+	if err := d.Commit(queue.Envelope{From: "a@example.org", Recipients: []queue.Recipient{{Address: "b@example.net"}, {Address: "c@example.net"}}}); err != nil {
+		t.Fatal(err)
+	}
+	wantLines(t, scrape(t, m),
+		`relayq_queue_messages 1`,
+		`relayq_queue_recipients{state="queued"} 2`,
+		`relayq_queue_commits_total 1`,
+		`relayq_queue_committed_writes_total 1`,
+	)
+}
