@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -50,6 +51,7 @@ type limitListener struct {
 	log    *slog.Logger
 	obs    Observer
 	auth   *authLimiter
+	live   *liveConns
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -75,12 +77,17 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if l.obs != nil {
 			l.obs.SessionOpened()
 		}
-		return &limitedConn{Conn: c, release: func() {
+		l.log.Info("connect", "client", ip.String())
+		lc := &limitedConn{Conn: c}
+		lc.release = func() {
 			l.limits.release(ip)
+			l.live.remove(lc)
 			if l.obs != nil {
 				l.obs.SessionClosed()
 			}
-		}}, nil
+		}
+		l.live.add(lc)
+		return lc, nil
 	}
 }
 
@@ -96,6 +103,59 @@ type limitedConn struct {
 	net.Conn
 	once    sync.Once
 	release func()
+	// inData is set while the session is receiving a message, so a
+	// graceful shutdown lets that message finish and closes the rest.
+	inData atomic.Bool
+}
+
+// liveConns is the set of open client connections.
+type liveConns struct {
+	mu    sync.Mutex
+	conns map[*limitedConn]struct{}
+}
+
+func (l *liveConns) add(c *limitedConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conns == nil {
+		l.conns = map[*limitedConn]struct{}{}
+	}
+	l.conns[c] = struct{}{}
+}
+
+func (l *liveConns) remove(c *limitedConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.conns, c)
+}
+
+// closeIdle closes every connection that is not in the middle of DATA.
+func (l *liveConns) closeIdle() {
+	l.mu.Lock()
+	var idle []*limitedConn
+	for c := range l.conns {
+		if !c.inData.Load() {
+			idle = append(idle, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range idle {
+		c.Close()
+	}
+}
+
+// underlying finds our limitedConn below a TLS connection, if any.
+func underlying(c net.Conn) *limitedConn {
+	for {
+		switch v := c.(type) {
+		case *limitedConn:
+			return v
+		case interface{ NetConn() net.Conn }:
+			c = v.NetConn()
+		default:
+			return nil
+		}
+	}
 }
 
 func (c *limitedConn) Close() error {

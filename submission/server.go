@@ -81,6 +81,8 @@ type Server struct {
 
 	mu        sync.Mutex
 	listeners []net.Listener
+	live      liveConns
+	closing   atomic.Bool
 }
 
 // New builds a Server; call Serve or Listen to accept connections.
@@ -203,7 +205,7 @@ func (s *Server) listen(addr string, implicitTLS bool) (net.Addr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("submission: listen %s: %w", addr, err)
 	}
-	var ln net.Listener = &limitListener{Listener: l, limits: s.conns, log: s.log, obs: s.opts.Observer, auth: s.auth}
+	var ln net.Listener = &limitListener{Listener: l, limits: s.conns, log: s.log, obs: s.opts.Observer, auth: s.auth, live: &s.live}
 	if implicitTLS {
 		ln = tls.NewListener(ln, s.smtp.TLSConfig)
 	}
@@ -219,10 +221,13 @@ func (s *Server) listen(addr string, implicitTLS bool) (net.Addr, error) {
 	return l.Addr(), nil
 }
 
-// Shutdown stops accepting connections and waits, until ctx ends, for
-// sessions to finish; then it closes whatever is left. A session cut off in
-// the middle of DATA never got its 250, so nothing is lost.
+// Shutdown stops accepting connections, closes idle sessions, lets sessions
+// in the middle of DATA finish their message (and get its 250), and waits
+// until ctx ends; then it closes whatever is left. A session cut off in the
+// middle of DATA never got its 250, so nothing is lost.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.live.closeIdle()
 	err := s.smtp.Shutdown(ctx)
 	if err != nil {
 		s.smtp.Close()

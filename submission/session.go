@@ -152,6 +152,10 @@ func (s *session) Data(r io.Reader) error {
 		return &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "Bad sequence of commands"}
 	}
 	srv := s.srv
+	if lc := underlying(s.conn.Conn()); lc != nil {
+		lc.inData.Store(true)
+		defer lc.inData.Store(false)
+	}
 	// go-smtp's ReadTimeout is set once per command and is not refreshed
 	// during DATA, so it would bound the whole upload; give DATA its own budget.
 	_ = s.conn.Conn().SetReadDeadline(srv.opts.Now().Add(srv.opts.DataTimeout))
@@ -230,6 +234,13 @@ func (s *session) Data(r io.Reader) error {
 }
 
 func (s *session) Reset() {
+	if s.srv.closing.Load() {
+		// go-smtp resets the session right after writing the reply to
+		// DATA: the message is safe, so this is the moment to hang up.
+		// (Close the socket, not the smtp.Conn: go-smtp holds its lock
+		// while calling Reset.)
+		s.conn.Conn().Close()
+	}
 	s.from = nil
 	s.mailOpts = smtp.MailOptions{}
 	s.rcpts = s.rcpts[:0]

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
@@ -457,3 +458,39 @@ func rawDialNoGreeting(t *testing.T, addr string) *rawConn {
 }
 
 var _ = netip.Addr{}
+
+// Graceful shutdown closes idle sessions at once and lets a message being
+// transferred finish and get its 250.
+func TestShutdownFinishesDataClosesIdle(t *testing.T) {
+	env := startServer(t, nil)
+	idle := rawDial(t, env.addr)
+	idle.cmd("EHLO idle", "250")
+	busy := rawDial(t, env.addr)
+	busy.cmd("EHLO busy", "250")
+	busy.cmd("MAIL FROM:<a@example.org>", "250")
+	busy.cmd("RCPT TO:<b@example.net>", "250")
+	busy.cmd("DATA", "354")
+	busy.send("Subject: in flight\r\n\r\nfirst half\r\n")
+
+	done := make(chan error, 1)
+	go func() { done <- env.srv.Shutdown(context.Background()) }()
+
+	// The idle client is hung up on.
+	_ = idle.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle.r.ReadString('\n'); err == nil {
+		t.Fatal("idle session still open during shutdown")
+	}
+	busy.send("second half\r\n.\r\n")
+	reply := busy.expect("250 2.0.0 Ok: queued as ")
+	if _, err := env.store.Get(strings.TrimPrefix(reply, "250 2.0.0 Ok: queued as ")); err != nil {
+		t.Fatalf("message accepted during shutdown not stored: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("shutdown did not finish after the last message")
+	}
+}
