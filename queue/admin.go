@@ -36,7 +36,7 @@ func (s *Store) List(o ListOptions) (msgs []Envelope, next string, err error) {
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketEnvelopes)
 		if b == nil {
 			return nil

@@ -52,7 +52,7 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 
 // load copies the next chunk into r.cur.
 func (r *bodyReader) load() error {
-	err := r.s.db.View(func(tx *bolt.Tx) error {
+	err := r.s.view(func(tx *bolt.Tx) error {
 		var v []byte
 		if bodies := tx.Bucket(bucketBodies); bodies != nil {
 			if b := bodies.Bucket([]byte(r.id)); b != nil {

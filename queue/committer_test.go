@@ -169,3 +169,14 @@ func TestClosedStoreRefusesWrites(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+func TestReadsAfterCloseSayClosed(t *testing.T) {
+	s, _ := openTemp(t, testOpts(newClock()))
+	s.Close()
+	if _, err := s.Get("X"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Get after Close: %v, want ErrClosed", err)
+	}
+	if _, _, err := s.List(ListOptions{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("List after Close: %v, want ErrClosed", err)
+	}
+}

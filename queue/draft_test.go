@@ -14,7 +14,7 @@ import (
 func bodyChunks(t *testing.T, s *Store, id string) int {
 	t.Helper()
 	n := 0
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketBodies).Bucket([]byte(id)); b != nil {
 			b.ForEachBucket(func([]byte) error { n++; return nil })
 		}

@@ -11,7 +11,7 @@ import (
 // Get returns a copy of message id's envelope.
 func (s *Store) Get(id string) (*Envelope, error) {
 	var env *Envelope
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketEnvelopes)
 		var v []byte
 		if b != nil {
@@ -46,7 +46,7 @@ func (s *Store) scanSchedule(visit func(at time.Time, id string) bool) error {
 		page := make([]entry, 0, schedulePage)
 		var last []byte
 		more := false
-		err := s.db.View(func(tx *bolt.Tx) error {
+		err := s.view(func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucketSchedule)
 			if b == nil {
 				return nil

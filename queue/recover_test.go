@@ -72,7 +72,7 @@ func TestOpenQuarantinesCorruptRecord(t *testing.T) {
 	if st := s.Stats(); st.Messages != 1 {
 		t.Errorf("Stats.Messages = %d", st.Messages)
 	}
-	s.db.View(func(tx *bolt.Tx) error {
+	s.view(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketQuarantine).Get([]byte(badID)); !bytes.Equal(v, garbage) {
 			t.Errorf("quarantined bytes = %q", v)
 		}

@@ -141,3 +141,13 @@ func (s *Store) Close() error {
 
 // now reads the store's clock.
 func (s *Store) now() time.Time { return s.opts.Now() }
+
+// view runs a read transaction; after Close it reports ErrClosed like every
+// write does, rather than bbolt's own error.
+func (s *Store) view(fn func(tx *bolt.Tx) error) error {
+	err := s.db.View(fn)
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		return fmt.Errorf("queue: %w", ErrClosed)
+	}
+	return err
+}
