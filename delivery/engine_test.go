@@ -536,3 +536,33 @@ func TestConcurrencyPerDestinationIsBounded(t *testing.T) {
 		t.Fatalf("at most %d attempts in flight, want exactly the limit 3", obs.max)
 	}
 }
+
+// An operator's retry (admin API: Store.Retry + Kick) makes the attempt
+// happen now, without waiting for the backoff; hold stops delivery until
+// release.
+func TestOperatorRetryHoldRelease(t *testing.T) {
+	r := newRig(t, []smtptest.Option{smtptest.Sequence(smtptest.StageRcpt, "bob@", "451 4.3.0 Later")}, nil)
+	id := r.submit("app@example.org", "bob@example.net")
+	if s := r.outcome(); s != "deferred" {
+		t.Fatalf("%s", s)
+	}
+	r.nextTimer() // the scheduler is waiting for the backoff
+	if err := r.store.Hold(id); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.store.Retry(id, r.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r.clk.Advance(time.Hour)
+	// Held, it is out of the schedule: nothing is due however late it gets.
+	if _, ok, err := r.store.NextDue(nil); ok || err != nil {
+		t.Fatalf("held message still scheduled (err %v)", err)
+	}
+	if err := r.store.Release(id, r.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r.eng.Kick()
+	if s := r.outcome(); s != "delivered" {
+		t.Fatalf("after release: %s", s)
+	}
+}
