@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
@@ -247,6 +245,3 @@ func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *
 		Logger: log, Observer: m.delivery(),
 	}
 }
-
-var _ = errors.New
-var _ = time.Second
