@@ -16,5 +16,7 @@
 //     relayq forwards only CRLF-clean messages, which closes the SMTP
 //     smuggling family of attacks (CVE-2023-51764) at the door.
 //   - Limits (size, recipients, connections, timeouts) answer with the right
-//     reply code and affect only the offending session.
+//     reply code and affect only the offending session. A DATA upload that
+//     breaks off (timeout, lost connection) ends the session with 421: the
+//     rest of an unfinished body is never read as commands.
 package submission

@@ -25,5 +25,9 @@ var (
 	errAuthFailed = &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "Authentication credentials invalid"}
 	// Too many failures from this address: temporary, so a legitimate client retries later.
 	errAuthLocked = &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many authentication failures, try again later"}
-	errIncomplete = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 4, 2}, Message: "Connection lost during DATA"}
+	// The DATA upload broke off (timeout or lost connection); the session
+	// ends, as RFC 5321 section 4.5.3.2 asks after a timeout.
+	errIncomplete = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 4, 2}, Message: "Timeout or connection lost during DATA, closing connection"}
+	// RFC 5321 section 4.1.4: no MAIL while a transaction is open.
+	errNestedMail = &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "Nested MAIL command"}
 )

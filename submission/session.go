@@ -2,6 +2,7 @@ package submission
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -85,6 +86,11 @@ func (s *session) reject(reason string, err *smtp.SMTPError, args ...any) error 
 func (s *session) Mail(from string, opts *smtp.MailOptions) error {
 	if !s.mayRelay() {
 		return s.reject("relay", errAuthRequired, "from", from)
+	}
+	if s.from != nil {
+		// RFC 5321 section 4.1.4: MAIL must not be sent while a
+		// transaction is open; go-smtp would let it replace the sender.
+		return s.reject("sequence", errNestedMail, "from", from)
 	}
 	if from != "" && !validAddress(from) {
 		return s.reject("syntax", errBadSender, "from", from)
@@ -193,7 +199,12 @@ func (s *session) Data(r io.Reader) error {
 			return s.reject("storage", errQueueUnavailable)
 		default:
 			// The client went away or timed out mid-DATA: it never saw a 250.
+			// Hang up: go-smtp would otherwise answer and go on to parse the
+			// rest of the unfinished body as commands, which lets a body
+			// smuggle in a second transaction (RFC 5321 section 4.5.3.2
+			// says to close on a timeout anyway).
 			s.log.Info("data aborted", "err", err)
+			hangUp(s.conn.Conn(), errIncomplete)
 			return errIncomplete
 		}
 	}
@@ -231,6 +242,16 @@ func (s *session) Data(r io.Reader) error {
 	// RFC 5321 section 4.2: the text is free; "queued as ID" is what Postfix
 	// users grep for.
 	return &smtp.SMTPError{Code: 250, EnhancedCode: smtp.EnhancedCode{2, 0, 0}, Message: "Ok: queued as " + env.ID}
+}
+
+// hangUp writes e as the last reply and closes the socket, so that nothing
+// more is read from the client. It closes the socket, not the smtp.Conn:
+// go-smtp holds its lock while calling the session. go-smtp's own reply
+// afterwards goes nowhere.
+func hangUp(c net.Conn, e *smtp.SMTPError) {
+	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_, _ = fmt.Fprintf(c, "%d %d.%d.%d %s\r\n", e.Code, e.EnhancedCode[0], e.EnhancedCode[1], e.EnhancedCode[2], e.Message)
+	c.Close()
 }
 
 func (s *session) Reset() {
