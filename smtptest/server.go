@@ -27,7 +27,7 @@ type Server struct {
 	rules *ruleSet
 	grey  *greylist // nil without greylisting
 	rec   *recorder
-	cert  *serverCert // nil without TLS
+	cert  *Cert // nil without TLS
 
 	smtp *smtp.Server
 	tl   *trackListener
@@ -101,12 +101,12 @@ func Start(cfg Config) (*Server, error) {
 		srv.ErrorLog = cfg.ErrorLog
 	}
 	if cfg.StartTLS || cfg.ImplicitTLS {
-		cert, err := newServerCert()
+		cert, err := NewCert()
 		if err != nil {
 			return nil, err
 		}
 		s.cert = cert
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert.tls}}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
 	}
 	s.smtp = srv
 

@@ -14,15 +14,26 @@ import (
 	"time"
 )
 
-// serverCert is a self-signed certificate for 127.0.0.1, ::1 and localhost,
-// made fresh at every start so no key material lives in the repository.
-type serverCert struct {
-	tls  tls.Certificate
-	pool *x509.CertPool
-	pem  []byte
+// Cert is a self-signed certificate for 127.0.0.1, ::1 and localhost, made
+// fresh each time so that no key material lives in the repository. Tests of
+// any package use it for their TLS servers and clients.
+type Cert struct {
+	// TLS is the certificate with its private key, for a tls.Config.
+	TLS tls.Certificate
+	// Pool trusts the certificate, for clients.
+	Pool *x509.CertPool
+	// CertPEM and KeyPEM are the certificate and its PKCS#8 key in PEM form,
+	// for programs that read files.
+	CertPEM, KeyPEM []byte
 }
 
-func newServerCert() (*serverCert, error) {
+// ServerConfig returns a server configuration presenting the certificate.
+func (c *Cert) ServerConfig() *tls.Config {
+	return &tls.Config{Certificates: []tls.Certificate{c.TLS}, MinVersion: tls.VersionTLS12}
+}
+
+// NewCert generates a fresh self-signed certificate.
+func NewCert() (*Cert, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("smtptest: generate key: %w", err)
@@ -55,10 +66,15 @@ func newServerCert() (*serverCert, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(leaf)
-	return &serverCert{
-		tls:  tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf},
-		pool: pool,
-		pem:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("smtptest: marshal key: %w", err)
+	}
+	return &Cert{
+		TLS:     tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf},
+		Pool:    pool,
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
 	}, nil
 }
 
@@ -68,7 +84,7 @@ func (s *Server) CertPool() *x509.CertPool {
 	if s.cert == nil {
 		return nil
 	}
-	return s.cert.pool
+	return s.cert.Pool
 }
 
 // CertPEM returns the server's certificate in PEM form (nil without TLS), so
@@ -77,7 +93,7 @@ func (s *Server) CertPEM() []byte {
 	if s.cert == nil {
 		return nil
 	}
-	return append([]byte(nil), s.cert.pem...)
+	return append([]byte(nil), s.cert.CertPEM...)
 }
 
 // ClientTLSConfig returns a client configuration that verifies the server's
@@ -86,5 +102,5 @@ func (s *Server) ClientTLSConfig() *tls.Config {
 	if s.cert == nil {
 		return nil
 	}
-	return &tls.Config{RootCAs: s.cert.pool, ServerName: "127.0.0.1"}
+	return &tls.Config{RootCAs: s.cert.Pool, ServerName: "127.0.0.1"}
 }

@@ -2,17 +2,12 @@ package submission
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -24,6 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtptest"
 )
 
 type testEnv struct {
@@ -68,28 +64,11 @@ func startServer(t *testing.T, mod func(*Options)) *testEnv {
 // testCert makes a self-signed certificate for 127.0.0.1 and a pool that trusts it.
 func testCert(t testing.TB) (*tls.Config, *x509.CertPool) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	c, err := smtptest.NewCert()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "relay.test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:     []string{"localhost"},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, pool
+	return &tls.Config{Certificates: []tls.Certificate{c.TLS}}, c.Pool
 }
 
 func hash(t testing.TB, pw string) string {
