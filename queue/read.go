@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -34,10 +35,15 @@ func (s *Store) Get(id string) (*Envelope, error) {
 // so skip functions run outside any transaction (they may call the Store).
 const schedulePage = 256
 
-// scanSchedule walks the schedule index in due order, calling visit for
-// each entry until visit returns false.
-func (s *Store) scanSchedule(visit func(at time.Time, id string) bool) error {
+// scanSchedule walks the schedule index in due order from the entries due
+// at start (the zero time: from the beginning), calling visit for each entry
+// until visit returns false.
+func (s *Store) scanSchedule(start time.Time, visit func(at time.Time, id string) bool) error {
 	var from []byte
+	var seek []byte
+	if !start.IsZero() {
+		seek = binary.BigEndian.AppendUint64(nil, unixNanos(start))
+	}
 	for {
 		type entry struct {
 			at time.Time
@@ -53,9 +59,12 @@ func (s *Store) scanSchedule(visit func(at time.Time, id string) bool) error {
 			}
 			c := b.Cursor()
 			var k []byte
-			if from == nil {
+			switch {
+			case from == nil && seek == nil:
 				k, _ = c.First()
-			} else {
+			case from == nil:
+				k, _ = c.Seek(seek)
+			default:
 				k, _ = c.Seek(from)
 				if bytes.Equal(k, from) {
 					k, _ = c.Next()
@@ -90,7 +99,14 @@ func (s *Store) scanSchedule(visit func(at time.Time, id string) bool) error {
 // and not skipped (skip may be nil; the scheduler skips messages in flight).
 // ok is false when nothing is scheduled.
 func (s *Store) NextDue(skip func(id string) bool) (at time.Time, ok bool, err error) {
-	err = s.scanSchedule(func(t time.Time, id string) bool {
+	return s.NextDueSince(time.Time{}, skip)
+}
+
+// NextDueSince is NextDue looking only at entries due at or after since. The
+// scheduler knows that everything due earlier is already in its hands, so it
+// need not step over those entries again.
+func (s *Store) NextDueSince(since time.Time, skip func(id string) bool) (at time.Time, ok bool, err error) {
+	err = s.scanSchedule(since, func(t time.Time, id string) bool {
 		if skip != nil && skip(id) {
 			return true
 		}
@@ -105,8 +121,13 @@ func (s *Store) NextDue(skip func(id string) bool) (at time.Time, ok bool, err e
 // walk over the index, so its cost depends on what is due, not on the
 // queue's size.
 func (s *Store) Due(now time.Time, limit int, skip func(id string) bool) ([]string, error) {
+	return s.DueSince(time.Time{}, now, limit, skip)
+}
+
+// DueSince is Due looking only at entries due at or after since.
+func (s *Store) DueSince(since, now time.Time, limit int, skip func(id string) bool) ([]string, error) {
 	var ids []string
-	err := s.scanSchedule(func(t time.Time, id string) bool {
+	err := s.scanSchedule(since, func(t time.Time, id string) bool {
 		if t.After(now) {
 			return false
 		}

@@ -8,8 +8,9 @@ import (
 )
 
 // Claim records an attempt before the connection is made: each named
-// recipient that is not final gets Attempts+1, LastAttempt=now and
-// NextAttempt=retryAt. If relayq crashes mid-attempt the message is due
+// recipient that is not final and is due (NextAttempt at or before now) gets
+// Attempts+1, LastAttempt=now and NextAttempt=retryAt; the others are left
+// alone, so a stale job can never attempt a recipient early. If relayq crashes mid-attempt the message is due
 // again at retryAt: at most one duplicate delivery per in-flight attempt,
 // never a loss and never a hot loop. Durable before it returns. A held
 // message is refused with ErrHeld.
@@ -30,7 +31,7 @@ func (s *Store) Claim(id string, addrs []string, now, retryAt time.Time) (*Envel
 		env := cloneEnvelope(old)
 		for i := range env.Recipients {
 			r := &env.Recipients[i]
-			if r.Status.Final() || !want[r.Address] {
+			if r.Status.Final() || !want[r.Address] || r.NextAttempt.After(now) {
 				continue
 			}
 			r.Attempts++

@@ -273,3 +273,31 @@ func TestPostponeMovesOnlyNamedRecipientsWithoutCountingAttempts(t *testing.T) {
 		t.Fatalf("due %v %v", ids, err)
 	}
 }
+
+func TestDueSinceAndClaimOnlyDue(t *testing.T) {
+	c := newClock()
+	st, _ := openTemp(t, testOpts(c))
+	early := enqueue(t, st, []byte("x\r\n"), "a@example.net")
+	c.Advance(time.Second)
+	late := enqueue(t, st, []byte("y\r\n"), "b@example.net")
+	ids, err := st.DueSince(c.Now(), c.Now(), 10, nil)
+	if err != nil || len(ids) != 1 || ids[0] != late {
+		t.Fatalf("DueSince(now) = %v %v, want only %s", ids, err, late)
+	}
+	at, ok, err := st.NextDueSince(c.Now(), nil)
+	if err != nil || !ok || !at.Equal(c.Now()) {
+		t.Fatalf("NextDueSince = %v %v %v", at, ok, err)
+	}
+	// A claim for a recipient that is not due changes nothing.
+	retry := c.Now().Add(time.Minute)
+	if _, err := st.Claim(early, []string{"a@example.net"}, c.Now(), retry); err != nil {
+		t.Fatal(err)
+	}
+	e, err := st.Claim(early, []string{"a@example.net"}, c.Now(), retry.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Recipients[0]; r.Attempts != 1 || !r.NextAttempt.Equal(retry) {
+		t.Fatalf("second claim of a recipient not due: attempts %d next %v", r.Attempts, r.NextAttempt)
+	}
+}
