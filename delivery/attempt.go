@@ -33,7 +33,8 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	}
 	claimed, err := e.store.Claim(j.id, j.addrs, start, start.Add(e.delay(set.Policy.Backoff, n)))
 	if errors.Is(err, queue.ErrHeld) || errors.Is(err, queue.ErrNotFound) {
-		return result{job: j} // an operator held or deleted it meanwhile
+		// An operator held or deleted it meanwhile: it left the schedule.
+		return result{job: j, recorded: true}
 	}
 	if err != nil {
 		e.log.Error("claim failed", "id", j.id, "err", err)
@@ -42,7 +43,9 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	env = claimed
 	var rcpts []queue.Recipient
 	for _, r := range env.Recipients {
-		if contains(j.addrs, r.Address) && !r.Status.Final() {
+		// Claim stamps LastAttempt only on the recipients it claimed (due
+		// and not final); a stale job claims nothing.
+		if contains(j.addrs, r.Address) && !r.Status.Final() && r.LastAttempt.Equal(start) {
 			rcpts = append(rcpts, r)
 		}
 	}
@@ -55,9 +58,9 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	if ctx.Err() != nil {
 		// Shutdown abandoned the attempt: leave the recipients as claimed
 		// (due again at retryAt) rather than count a failure we caused.
-		return result{job: j}
+		return result{job: j, recorded: true}
 	}
-	res := result{job: j}
+	res := result{job: j, recorded: true}
 	allDown := true
 	for _, r := range results {
 		if r.Reply.SuspendsDestination() || (r.Reply.Class == smtpcodes.Transient && !r.Reply.Remote() && isConnTrouble(r.Reply)) {
@@ -78,7 +81,7 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	}
 	e.report(j, outcomes, end, end.Sub(start))
 	if len(notices) > 0 {
-		e.Kick()
+		e.wake() // the report is due now, after the scan position
 	}
 	return res
 }
@@ -136,7 +139,10 @@ func (e *Engine) giveUpUnattempted(j *job, set *Settings, now time.Time) result 
 		return result{job: j}
 	}
 	e.report(j, outcomes, now, 0)
-	return result{job: j}
+	if len(notices) > 0 {
+		e.wake()
+	}
+	return result{job: j, recorded: true}
 }
 
 func contains(list []string, s string) bool {

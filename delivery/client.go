@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/emersion/go-sasl"
@@ -65,6 +66,9 @@ type Dialer struct {
 	// Resolver resolves hop host names at dial time; nil means the system
 	// resolver. Router.Resolver gives one that uses the configured DNS.
 	Resolver *net.Resolver
+
+	poolOnce sync.Once
+	pool     *connPool
 }
 
 // Envelope is the part of a queued message a delivery attempt needs.
@@ -135,6 +139,14 @@ func (d *Dialer) Deliver(ctx context.Context, hops []Hop, env Envelope, body fun
 	for _, hop := range hops {
 		if ctx.Err() != nil {
 			break
+		}
+		if s := d.cache().take(poolKey(hop)); s != nil {
+			// A cached connection may have been closed by the server in
+			// the meantime; if MAIL fails on it, a fresh one is tried.
+			s.attach(ctx)
+			if _, final := s.again(env, body, results); final {
+				return results
+			}
 		}
 		s := &session{d: d, ctx: ctx, hop: hop}
 		reply, final := s.run(env, body, results)
@@ -232,13 +244,19 @@ type session struct {
 	conn net.Conn // raw, or the TLS connection over it
 	c    *smtp.Client
 	stop func() bool // ends the ctx watch that closes raw
+
+	// reusable is set when a transaction ended cleanly and the server is
+	// ready for the next MAIL; uses counts transactions on the connection.
+	reusable  bool
+	uses      int
+	idleTimer *time.Timer
 }
 
 // run makes one attempt on s.hop. final reports whether results were filled
 // in (the attempt is over); otherwise reply says why the hop failed.
 func (s *session) run(env Envelope, body func() (io.ReadCloser, error), results []RcptResult) (reply smtpcodes.Reply, final bool) {
 	s.mode = s.d.policy(s.hop)
-	defer s.close()
+	defer s.finish()
 	if stage, err := s.open(); err != nil {
 		var local *smtpcodes.StatusError
 		if s.c != nil && s.ctx.Err() == nil && (isServerReply(err) || errors.As(err, &local)) {
@@ -249,7 +267,35 @@ func (s *session) run(env Envelope, body func() (io.ReadCloser, error), results 
 	return s.transact(env, body, results)
 }
 
-// close releases the connection, politely when it still works.
+// finish caches the connection for the next message when the transaction
+// ended cleanly, and closes it otherwise.
+func (s *session) finish() {
+	if s.reusable && s.ctx.Err() == nil && s.stop != nil && s.stop() {
+		s.stop = nil
+		s.reusable = false
+		s.d.cache().put(poolKey(s.hop), s)
+		return
+	}
+	s.close()
+}
+
+// again runs a transaction on a cached, already open session.
+func (s *session) again(env Envelope, body func() (io.ReadCloser, error), results []RcptResult) (smtpcodes.Reply, bool) {
+	defer s.finish()
+	return s.transact(env, body, results)
+}
+
+// cache returns the Dialer's connection cache.
+func (d *Dialer) cache() *connPool {
+	d.poolOnce.Do(func() { d.pool = &connPool{} })
+	return d.pool
+}
+
+// Close quits the cached connections; sessions that finish later are
+// closed instead of cached. Deliveries still work, one connection each.
+func (d *Dialer) Close() { d.cache().close() }
+
+// close releases the connection.
 func (s *session) close() {
 	if s.stop != nil {
 		s.stop()
@@ -514,8 +560,12 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 		set(i, r)
 	}
 	if len(accepted) == 0 {
-		_ = c.Reset()
-		_ = c.Quit()
+		if err := c.Reset(); err == nil {
+			s.uses++
+			s.reusable = true
+		} else {
+			_ = c.Quit()
+		}
 		return smtpcodes.Reply{}, true
 	}
 	setAccepted := func(r smtpcodes.Reply) {
@@ -573,7 +623,8 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 	}
 	r := smtpcodes.Classify(smtpcodes.StageData, serverReply(250, resp.StatusText))
 	setAccepted(r)
-	_ = c.Quit()
+	s.uses++
+	s.reusable = true // QUIT is sent when the cached connection is closed
 	return r, true
 }
 

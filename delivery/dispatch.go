@@ -28,6 +28,10 @@ type result struct {
 	// alive: some server answered for the recipients (any reply other than
 	// a destination-wide failure), so the destination works again.
 	alive bool
+	// recorded: the attempt's outcome (or its claim) moved the message's
+	// schedule entry forward. When not, the entry may still be due before
+	// the scan position, so the next scan starts from the beginning.
+	recorded bool
 }
 
 // dest is the scheduler's view of one destination: the unit of concurrency
@@ -126,6 +130,9 @@ func (e *Engine) finish(r result) {
 }
 
 func (e *Engine) finishOnly(r result) {
+	if !r.recorded {
+		e.rescanAll.Store(true)
+	}
 	e.active--
 	if n := e.busy[r.job.id] - 1; n > 0 {
 		e.busy[r.job.id] = n
@@ -182,7 +189,7 @@ func (e *Engine) nextWake() (time.Time, bool) {
 	// waking for due mail before that would only spin.
 	if e.pending < maxPending {
 		var err error
-		at, ok, err = e.store.NextDue(func(id string) bool { return e.busy[id] > 0 })
+		at, ok, err = e.store.NextDueSince(e.scanFrom, func(id string) bool { return e.busy[id] > 0 })
 		if err != nil {
 			e.log.Error("queue scan failed", "err", err)
 			ok = false

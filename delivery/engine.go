@@ -70,8 +70,10 @@ type Engine struct {
 	rndMu sync.Mutex
 	rnd   *rand.Rand
 
-	kick chan struct{}
-	done chan result
+	kick      chan struct{}
+	rescanAll atomic.Bool
+	incoming  chan *queue.Envelope
+	done      chan result
 
 	// Owned by the scheduler goroutine.
 	busy    map[string]int // message ID → jobs in memory
@@ -79,6 +81,11 @@ type Engine struct {
 	active  int
 	pending int
 	cancel  context.CancelFunc
+	arrived []*queue.Envelope // new messages handed over by Enqueue
+	// scanFrom: every schedule entry due before it is already in memory (a
+	// complete scan up to that time saw them all), so scans start there
+	// instead of stepping over the mail in flight again and again.
+	scanFrom time.Time
 }
 
 // New builds an Engine; Run starts it.
@@ -110,22 +117,47 @@ func New(o Options) (*Engine, error) {
 	e := &Engine{
 		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, hostname: o.Hostname,
 		workers: o.Workers, perDest: o.MaxConnsPerDest, maxHint: o.MaxHintDelay, rnd: o.Rand,
-		kick:  make(chan struct{}, 1),
-		done:  make(chan result),
-		busy:  map[string]int{},
-		dests: map[string]*dest{},
+		kick:     make(chan struct{}, 1),
+		incoming: make(chan *queue.Envelope, 4096),
+		done:     make(chan result),
+		busy:     map[string]int{},
+		dests:    map[string]*dest{},
 	}
 	e.settings.Store(&Settings{Router: o.Router, Dialer: o.Dialer, Policy: o.Policy, WarnAfter: o.WarnAfter})
 	return e, nil
 }
 
 // Update replaces routing and retry settings (SIGHUP). Attempts in flight
-// finish with the settings they started with.
-func (e *Engine) Update(s Settings) { e.settings.Store(&s) }
+// finish with the settings they started with; the old dialer's cached
+// connections are closed.
+func (e *Engine) Update(s Settings) {
+	old := e.settings.Swap(&s)
+	if old != nil && old.Dialer != s.Dialer {
+		old.Dialer.Close()
+	}
+}
 
-// Kick wakes the scheduler: new mail was queued or an operator made
-// something due. It never blocks.
+// Kick wakes the scheduler and makes it look at the whole queue again: an
+// operator made something due (retry, release, flush) or the store changed
+// behind its back. It never blocks.
 func (e *Engine) Kick() {
+	e.rescanAll.Store(true)
+	e.wake()
+}
+
+// Enqueue hands a message just queued (its 250 sent) straight to the
+// scheduler, so its first attempt starts at once without a queue scan. It
+// never blocks: if the hand-over is full, a Kick makes the scan find it.
+func (e *Engine) Enqueue(env *queue.Envelope) {
+	select {
+	case e.incoming <- env:
+	default:
+		e.Kick()
+	}
+}
+
+// wake wakes the scheduler without a full rescan.
+func (e *Engine) wake() {
 	select {
 	case e.kick <- struct{}{}:
 	default:
@@ -182,12 +214,33 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		select {
 		case <-ctx.Done():
 			stopTimer()
-			return e.drain(grace, cancel)
+			err := e.drain(grace, cancel)
+			e.settings.Load().Dialer.Close()
+			return err
 		case <-e.kick:
+		case env := <-e.incoming:
+			e.arrived = append(e.arrived, env)
 		case r := <-e.done:
 			e.finish(r)
 		case <-tc:
 			timer = nil
+		}
+		e.absorb()
+	}
+}
+
+// absorb takes every event already waiting, so one fill serves them all
+// instead of one scan per event.
+func (e *Engine) absorb() {
+	for {
+		select {
+		case <-e.kick:
+		case env := <-e.incoming:
+			e.arrived = append(e.arrived, env)
+		case r := <-e.done:
+			e.finish(r)
+		default:
+			return
 		}
 	}
 }
@@ -220,10 +273,20 @@ func (e *Engine) drain(grace time.Duration, cancel context.CancelFunc) error {
 // stay short however much mail waits.
 func (e *Engine) fill(ctx context.Context) {
 	now := e.clock.Now()
-	skip := func(id string) bool { return e.busy[id] > 0 }
 	postpone := map[string]map[string][]string{} // destination → id → addrs
+	for _, env := range e.arrived {
+		if e.busy[env.ID] == 0 {
+			e.loadEnvelope(env, now, postpone)
+		}
+	}
+	e.arrived = e.arrived[:0]
+	if e.rescanAll.Swap(false) {
+		e.scanFrom = time.Time{}
+	}
+	skip := func(id string) bool { return e.busy[id] > 0 }
+	complete := false
 	for e.pending < maxPending {
-		ids, err := e.store.Due(now, scanBatch, skip)
+		ids, err := e.store.DueSince(e.scanFrom, now, scanBatch, skip)
 		if err != nil {
 			e.log.Error("queue scan failed", "err", err)
 			break
@@ -232,6 +295,7 @@ func (e *Engine) fill(ctx context.Context) {
 			e.load(id, now, postpone)
 		}
 		if len(ids) < scanBatch {
+			complete = true
 			break
 		}
 		if len(postpone) > 0 {
@@ -241,6 +305,9 @@ func (e *Engine) fill(ctx context.Context) {
 		}
 	}
 	e.postpone(postpone)
+	if complete && now.After(e.scanFrom) {
+		e.scanFrom = now
+	}
 	e.start(ctx, now)
 }
 
@@ -254,13 +321,14 @@ func (e *Engine) postpone(batch map[string]map[string][]string) {
 		}
 		if err := e.store.Postpone(jobs, d.until); err != nil {
 			e.log.Error("postponing mail for a suspended destination failed", "destination", name, "err", err)
+			e.rescanAll.Store(true)
 			continue
 		}
 		e.log.Debug("postponed mail for a suspended destination", "destination", name, "messages", len(jobs), "until", d.until)
 	}
 }
 
-// load turns one due message into one job per destination.
+// load reads one due message and turns it into jobs.
 func (e *Engine) load(id string, now time.Time, postpone map[string]map[string][]string) {
 	env, err := e.store.Get(id)
 	if err != nil {
@@ -269,6 +337,13 @@ func (e *Engine) load(id string, now time.Time, postpone map[string]map[string][
 		}
 		return
 	}
+	e.loadEnvelope(env, now, postpone)
+}
+
+// loadEnvelope turns a due message into one job per destination, or
+// postpones the part whose destination is suspended.
+func (e *Engine) loadEnvelope(env *queue.Envelope, now time.Time, postpone map[string]map[string][]string) {
+	id := env.ID
 	if env.Held {
 		return
 	}

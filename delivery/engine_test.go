@@ -108,7 +108,12 @@ func (r *rig) submit(from string, to ...string) string {
 	if err := d.Commit(env); err != nil {
 		r.t.Fatal(err)
 	}
-	r.eng.Kick()
+	// Hand it over as the submission server does (no queue scan needed).
+	stored, err := r.store.Get(d.ID())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.eng.Enqueue(stored)
 	return d.ID()
 }
 

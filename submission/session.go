@@ -225,8 +225,13 @@ func (s *session) Data(r io.Reader) error {
 		s.log.Error("queue commit failed", "err", err)
 		return s.reject("storage", errQueueUnavailable)
 	}
+	// The same state Commit stored, for the scheduler's hand-over.
 	env.ID = d.ID()
 	env.Size = int64(len(hdr)) + bw.n
+	for i := range env.Recipients {
+		env.Recipients[i].Status = queue.StatusQueued
+		env.Recipients[i].NextAttempt = env.Created
+	}
 	rcpts := make([]string, len(env.Recipients))
 	for i, r := range env.Recipients {
 		rcpts[i] = r.Address

@@ -201,7 +201,7 @@ func submissionOptions(cfg *config.Config, store *queue.Store, tlsConf *tls.Conf
 		AuthMaxFailures:   s.AuthMaxFailures,
 		AuthLockout:       s.AuthLockout,
 		Logger:            log,
-		OnQueued:          func(*queue.Envelope) { eng.Kick() },
+		OnQueued:          eng.Enqueue,
 		Observer:          m.submission(),
 	}
 }

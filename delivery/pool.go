@@ -1,0 +1,127 @@
+package delivery
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Connection reuse: after a clean transaction the session stays open for
+// the next message to the same hop, as Postfix's connection cache does. A
+// busy destination then costs one TCP and TLS handshake, greeting and EHLO
+// per connection rather than per message (RFC 5321 section 3.3 allows any
+// number of transactions in one session).
+const (
+	// idleTimeout closes a cached connection nobody has used for this long;
+	// servers drop idle clients themselves, and a short cache is enough to
+	// carry a burst (Postfix uses 2s).
+	idleTimeout = 2 * time.Second
+	// maxUses bounds the messages sent over one connection.
+	maxUses = 100
+	// maxIdlePerHop bounds the idle connections kept per hop.
+	maxIdlePerHop = 32
+)
+
+// connPool holds idle sessions by hop.
+type connPool struct {
+	mu     sync.Mutex
+	idle   map[string][]*session
+	closed bool
+}
+
+func poolKey(h Hop) string {
+	k := h.Addr()
+	if h.Smarthost {
+		k += "|smarthost"
+	}
+	if h.ImplicitTLS {
+		k += "|tls"
+	}
+	return k
+}
+
+// take returns an idle session for key, detached from any attempt, or nil.
+func (p *connPool) take(key string) *session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	list := p.idle[key]
+	if len(list) == 0 {
+		return nil
+	}
+	s := list[len(list)-1]
+	p.idle[key] = list[:len(list)-1]
+	s.idleTimer.Stop()
+	return s
+}
+
+// put keeps s for reuse, or closes it when the pool is full or closed.
+func (p *connPool) put(key string, s *session) {
+	p.mu.Lock()
+	if p.closed || s.uses >= maxUses || len(p.idle[key]) >= maxIdlePerHop {
+		p.mu.Unlock()
+		s.quit()
+		return
+	}
+	if p.idle == nil {
+		p.idle = map[string][]*session{}
+	}
+	p.idle[key] = append(p.idle[key], s)
+	s.idleTimer = time.AfterFunc(idleTimeout, func() { p.expire(key, s) })
+	p.mu.Unlock()
+}
+
+// expire closes s if it is still idle in the pool.
+func (p *connPool) expire(key string, s *session) {
+	p.mu.Lock()
+	list := p.idle[key]
+	found := false
+	for i, x := range list {
+		if x == s {
+			p.idle[key] = append(list[:i], list[i+1:]...)
+			found = true
+			break
+		}
+	}
+	if len(p.idle[key]) == 0 {
+		delete(p.idle, key)
+	}
+	p.mu.Unlock()
+	if found {
+		s.quit()
+	}
+}
+
+// close quits every idle session and refuses new ones.
+func (p *connPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	var all []*session
+	for _, list := range p.idle {
+		for _, s := range list {
+			s.idleTimer.Stop()
+			all = append(all, s)
+		}
+	}
+	p.idle = nil
+	p.mu.Unlock()
+	for _, s := range all {
+		s.quit()
+	}
+}
+
+// attach ties a cached session to a new attempt's context, so cancelling
+// the attempt closes the socket.
+func (s *session) attach(ctx context.Context) {
+	s.ctx = ctx
+	raw := s.raw
+	s.stop = context.AfterFunc(ctx, func() { _ = raw.Close() })
+}
+
+// quit says goodbye and closes, bounded by the command timeout.
+func (s *session) quit() {
+	if s.c != nil {
+		s.deadline()
+		_ = s.c.Quit()
+	}
+	s.close()
+}
