@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -66,6 +67,13 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/retry", h.retry)
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/hold", h.hold)
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/release", h.release)
+	// Go's profiler, for "why is it slow" questions in production; behind
+	// the same token as everything else.
+	h.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	h.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	h.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	h.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	h.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return h
 }
 
