@@ -211,3 +211,34 @@ func TestStatsOldest(t *testing.T) {
 		t.Errorf("after deleting the oldest: Stats = %+v, want Oldest %v", st, t1)
 	}
 }
+
+func TestCommitKeepsFirstAttemptClaim(t *testing.T) {
+	c := newClock()
+	st, _ := openTemp(t, testOpts(c))
+	d := st.NewDraft()
+	d.Write([]byte("x\r\n"))
+	now := c.Now()
+	retry := now.Add(2 * time.Second)
+	err := d.Commit(Envelope{From: "a@example.org", Created: now, Recipients: []Recipient{
+		{Address: "claimed@example.net", Attempts: 1, LastAttempt: now, NextAttempt: retry},
+		{Address: "plain@example.net", Attempts: 7, NextAttempt: now.Add(time.Hour)}, // junk is reset
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := st.Get(d.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Recipients[0]; r.Attempts != 1 || !r.NextAttempt.Equal(retry) {
+		t.Fatalf("claimed recipient: %+v", r)
+	}
+	if r := e.Recipients[1]; r.Attempts != 0 || !r.NextAttempt.Equal(now) {
+		t.Fatalf("plain recipient: %+v", r)
+	}
+	// Not due before the claim runs out.
+	if ids, _ := st.Due(now.Add(time.Second), 10, nil); len(ids) != 1 {
+		// plain@ is due, so the message is due; its key is the earliest.
+		t.Fatalf("due: %v", ids)
+	}
+}
