@@ -52,7 +52,12 @@ type Options struct {
 	// recent failures from the same address; default 1s. Tests set it tiny.
 	AuthFailureDelay time.Duration
 	Logger           *slog.Logger
-	// OnQueued is called after a message is durably queued, to kick delivery.
+	// BeforeCommit may fill in the envelope's delivery state just before it
+	// is written (the delivery engine records the first attempt there, so
+	// that attempt needs no write of its own).
+	BeforeCommit func(env *queue.Envelope)
+	// OnQueued is called after a message is durably queued, to hand it to
+	// delivery.
 	OnQueued func(env *queue.Envelope)
 	// Observer, if set, is told about each session event (for metrics).
 	Observer Observer
