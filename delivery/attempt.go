@@ -31,7 +31,13 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 			n = r.Attempts + 1
 		}
 	}
-	claimed, err := e.store.Claim(j.id, j.addrs, start, start.Add(e.delay(set.Policy.Backoff, n)))
+	var claimed *queue.Envelope
+	var err error
+	if first := e.usableFirstClaim(j, start); first != nil {
+		claimed = first
+	} else {
+		claimed, err = e.store.Claim(j.id, j.addrs, start, start.Add(e.delay(set.Policy.Backoff, n)))
+	}
 	if errors.Is(err, queue.ErrHeld) || errors.Is(err, queue.ErrNotFound) {
 		// An operator held or deleted it meanwhile: it left the schedule.
 		return result{job: j, recorded: true}
@@ -45,7 +51,7 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	for _, r := range env.Recipients {
 		// Claim stamps LastAttempt only on the recipients it claimed (due
 		// and not final); a stale job claims nothing.
-		if contains(j.addrs, r.Address) && !r.Status.Final() && r.LastAttempt.Equal(start) {
+		if contains(j.addrs, r.Address) && !r.Status.Final() && (r.LastAttempt.Equal(start) || (j.preclaimed && firstClaimed(env, r))) {
 			rcpts = append(rcpts, r)
 		}
 	}
@@ -58,7 +64,7 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	if ctx.Err() != nil {
 		// Shutdown abandoned the attempt: leave the recipients as claimed
 		// (due again at retryAt) rather than count a failure we caused.
-		return result{job: j, recorded: true}
+		return result{job: j, recorded: true, next: earliest(env)}
 	}
 	res := result{job: j, recorded: true}
 	allDown := true
@@ -75,15 +81,35 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	}
 
 	outcomes, notices := e.outcomes(set, env, rcpts, results, end)
-	if _, err := e.store.Record(j.id, outcomes, notices...); err != nil {
+	after, err := e.store.Record(j.id, outcomes, notices...)
+	if err != nil {
 		e.log.Error("recording outcome failed; the recipients stay due", "id", j.id, "err", err)
+		res.recorded = false
 		return res
 	}
+	res.next = earliest(after)
 	e.report(j, outcomes, end, end.Sub(start))
 	if len(notices) > 0 {
 		e.wake() // the report is due now, after the scan position
 	}
 	return res
+}
+
+// usableFirstClaim returns the job's envelope when its recipients carry the
+// first-attempt claim made at acceptance and that claim still protects them
+// (its retry time is ahead), so the attempt may start without a Claim.
+func (e *Engine) usableFirstClaim(j *job, start time.Time) *queue.Envelope {
+	if !j.preclaimed {
+		return nil
+	}
+	for _, r := range j.env.Recipients {
+		if contains(j.addrs, r.Address) && !r.Status.Final() {
+			if !firstClaimed(j.env, r) || !start.Before(r.NextAttempt) {
+				return nil
+			}
+		}
+	}
+	return j.env
 }
 
 // isConnTrouble: a locally synthesized failure to reach the destination at
@@ -134,7 +160,8 @@ func (e *Engine) giveUpUnattempted(j *job, set *Settings, now time.Time) result 
 		failed = append(failed, r)
 	}
 	notices := e.bounceNotices(j.env, failed, now)
-	if _, err := e.store.Record(j.id, outcomes, notices...); err != nil {
+	after, err := e.store.Record(j.id, outcomes, notices...)
+	if err != nil {
 		e.log.Error("recording expiry failed", "id", j.id, "err", err)
 		return result{job: j}
 	}
@@ -142,7 +169,22 @@ func (e *Engine) giveUpUnattempted(j *job, set *Settings, now time.Time) result 
 	if len(notices) > 0 {
 		e.wake()
 	}
-	return result{job: j, recorded: true}
+	return result{job: j, recorded: true, next: earliest(after)}
+}
+
+// earliest is when env is next due: its earliest non-final recipient's
+// next attempt (zero when every recipient is final).
+func earliest(env *queue.Envelope) time.Time {
+	var t time.Time
+	if env == nil || env.Held {
+		return t
+	}
+	for _, r := range env.Recipients {
+		if !r.Status.Final() && (t.IsZero() || r.NextAttempt.Before(t)) {
+			t = r.NextAttempt
+		}
+	}
+	return t
 }
 
 func contains(list []string, s string) bool {

@@ -17,6 +17,9 @@ type job struct {
 	// expired: past max_age; bounce without an attempt, whatever the
 	// destination's state.
 	expired bool
+	// preclaimed: the first attempt was recorded when the message was
+	// queued (Engine.ClaimFirst); while that claim holds, no Claim is needed.
+	preclaimed bool
 }
 
 // result is what an attempt reports back to the scheduler.
@@ -32,6 +35,9 @@ type result struct {
 	// schedule entry forward. When not, the entry may still be due before
 	// the scan position, so the next scan starts from the beginning.
 	recorded bool
+	// next is the message's earliest next attempt after the outcome was
+	// recorded (zero when it is done).
+	next time.Time
 }
 
 // dest is the scheduler's view of one destination: the unit of concurrency
@@ -132,7 +138,9 @@ func (e *Engine) finish(r result) {
 func (e *Engine) finishOnly(r result) {
 	if !r.recorded {
 		e.rescanAll.Store(true)
+		e.nextKnown = false
 	}
+	e.expect(r.next)
 	e.active--
 	if n := e.busy[r.job.id] - 1; n > 0 {
 		e.busy[r.job.id] = n
@@ -182,19 +190,31 @@ func (e *Engine) forget(d *dest, now time.Time) {
 
 // nextWake is the earliest of: the next due message on disk that is not
 // already in memory, and the end of a suspension with jobs waiting on it.
-func (e *Engine) nextWake() (time.Time, bool) {
-	var at time.Time
-	ok := false
+//
+// The first is kept in memory (nextAt) and updated from what the scheduler
+// itself writes (outcomes, postponements); the index is only read again
+// when that time has come, after a Kick or after a write the scheduler could
+// not follow. Reading it on every event would step over all the mail in
+// flight each time.
+func (e *Engine) nextWake(now time.Time) (time.Time, bool) {
 	// With the in-memory queue full, a finishing attempt is what makes room;
 	// waking for due mail before that would only spin.
-	if e.pending < maxPending {
-		var err error
-		at, ok, err = e.store.NextDueSince(e.scanFrom, func(id string) bool { return e.busy[id] > 0 })
+	if e.pending >= maxPending {
+		return e.suspensionEnd(time.Time{}, false)
+	}
+	if !e.nextKnown || (e.nextOK && !now.Before(e.nextAt)) {
+		at, ok, err := e.store.NextDueSince(e.scanFrom, func(id string) bool { return e.busy[id] > 0 })
 		if err != nil {
 			e.log.Error("queue scan failed", "err", err)
 			ok = false
 		}
+		e.nextAt, e.nextOK, e.nextKnown = at, ok, true
 	}
+	return e.suspensionEnd(e.nextAt, e.nextOK)
+}
+
+// suspensionEnd folds in the end of suspensions that jobs wait on.
+func (e *Engine) suspensionEnd(at time.Time, ok bool) (time.Time, bool) {
 	for _, d := range e.dests {
 		if len(d.queue) > 0 && d.active < e.limitOf(d) && !d.until.IsZero() {
 			if !ok || d.until.Before(at) {
@@ -203,4 +223,14 @@ func (e *Engine) nextWake() (time.Time, bool) {
 		}
 	}
 	return at, ok
+}
+
+// expect notes that the scheduler itself made something due at t.
+func (e *Engine) expect(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if !e.nextOK || t.Before(e.nextAt) {
+		e.nextAt, e.nextOK = t, true
+	}
 }

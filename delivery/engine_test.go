@@ -105,6 +105,7 @@ func (r *rig) submit(from string, to ...string) string {
 	for _, a := range to {
 		env.Recipients = append(env.Recipients, queue.Recipient{Address: a})
 	}
+	r.eng.ClaimFirst(&env)
 	if err := d.Commit(env); err != nil {
 		r.t.Fatal(err)
 	}
@@ -569,5 +570,23 @@ func TestOperatorRetryHoldRelease(t *testing.T) {
 	r.eng.Kick()
 	if s := r.outcome(); s != "delivered" {
 		t.Fatalf("after release: %s", s)
+	}
+}
+
+// The first attempt uses the claim recorded with the message itself: a
+// delivered message costs two queue writes (accept, outcome), not three.
+func TestFirstAttemptNeedsNoClaimWrite(t *testing.T) {
+	r := newRig(t, nil, nil)
+	before := r.store.Stats().CommittedWrites
+	r.submit("app@example.org", "bob@example.net")
+	if s := r.outcome(); s != "delivered" {
+		t.Fatalf("%s", s)
+	}
+	if n := r.store.Stats().CommittedWrites - before; n != 2 {
+		t.Fatalf("%d queue writes for one delivered message, want 2", n)
+	}
+	// Record deleted it: nothing left, nothing due.
+	if _, ok, _ := r.store.NextDue(nil); ok {
+		t.Fatal("delivered message still scheduled")
 	}
 }

@@ -201,6 +201,7 @@ func submissionOptions(cfg *config.Config, store *queue.Store, tlsConf *tls.Conf
 		AuthMaxFailures:   s.AuthMaxFailures,
 		AuthLockout:       s.AuthLockout,
 		Logger:            log,
+		BeforeCommit:      eng.ClaimFirst,
 		OnQueued:          eng.Enqueue,
 		Observer:          m.submission(),
 	}
