@@ -5,7 +5,7 @@ BIN       := bin
 PKGS      := ./...
 FUZZTIME  ?= 5s
 
-.PHONY: all build run test fmt-check vet test-race fuzz fuzz-short bench demo clean
+.PHONY: all build run test fmt-check vet test-race fuzz fuzz-short bench bench-go bench-postfix demo clean
 
 all: build
 
@@ -45,8 +45,19 @@ fuzz:
 	  done; \
 	done
 
-bench: build
-	$(GO) test -run='^$$' -bench=. -benchmem ./queue/ ./smtpcodes/ ./dsn/
+# bench: the Go micro-benchmarks, then relaybench's standard scenarios
+# (a-e and the hand-off latency) against the built relay. Takes several
+# minutes; see the README's Performance section.
+bench: build bench-go
+	./$(BIN)/relaybench --relay-bin $(BIN)/relayq --scenario all
+
+bench-go:
+	$(GO) test -run='^$$' -bench=. -benchmem ./queue/ ./smtpcodes/ ./dsn/ ./smtptest/
+
+# bench-postfix: relayq and Postfix side by side with Postfix's own
+# smtp-source and smtp-sink (installs Debian's postfix; needs root).
+bench-postfix: build
+	bench/compare-postfix.sh --install --rounds 3
 
 # demo: fakemx greylists one recipient and refuses another; watch relayq retry and bounce.
 demo: build

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// mode says where the load goes and whether anything is delivered.
+type mode int
+
+const (
+	viaRelay   mode = iota // client -> relay -> sink
+	direct                 // client -> sink, the ceiling
+	acceptOnly             // client -> relay, next hop down
+)
+
+func (m mode) String() string {
+	switch m {
+	case direct:
+		return "direct"
+	case acceptOnly:
+		return "relay, next hop down"
+	}
+	return "relay"
+}
+
+// flowSpec is one load scenario.
+type flowSpec struct {
+	Name                  string
+	Mode                  mode
+	Sessions, Count, Size int
+	InitialDelay          string // retry.initial_delay for a spawned relay
+	MaxDelay              string // retry.max_delay, at least InitialDelay
+	KeepRelay             bool   // leave the spawned relay running for the caller
+}
+
+// flowResult is what one flow scenario measured.
+type flowResult struct {
+	Spec      flowSpec
+	OK        int // transactions answered 250
+	Failed    int
+	FirstErr  error
+	Delivered int
+	Accepted  float64 // msgs/s: 250s / (last 250 - first MAIL)
+	E2E       float64 // msgs/s: delivered / (last arrival - first MAIL); 0 unless all arrived
+	Lat250    latencies
+	S2D       latencies // first MAIL to arrival at the sink
+	Handoff   latencies // 250 to arrival at the sink
+	Usage     usage
+	HaveUsage bool
+	Elapsed   time.Duration
+	TimedOut  bool
+
+	relay *relayProc // set when Spec.KeepRelay
+	dir   string
+	cfg   relayConfig
+}
+
+// newRunID names one run so the sink can tell its messages apart.
+func newRunID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// runFlow runs one scenario: start sink and relay as the mode needs, submit,
+// wait for delivery, stop what it started and summarise.
+func runFlow(ctx context.Context, o *options, spec flowSpec) (*flowResult, error) {
+	res := &flowResult{Spec: spec}
+	run, base := newRunID(), time.Now()
+
+	var sk *sink
+	if spec.Mode != acceptOnly {
+		addr := "127.0.0.1:0"
+		if o.relayAddr != "" && spec.Mode == viaRelay {
+			addr = o.sinkAddr
+		}
+		var err error
+		if sk, err = startSink(addr, run, base, spec.Count); err != nil {
+			return nil, err
+		}
+		defer sk.Close()
+	}
+
+	target, pid := "", 0
+	switch {
+	case spec.Mode == direct:
+		target = sk.Addr()
+	case o.relayAddr != "":
+		target, pid = o.relayAddr, o.relayPid
+	default:
+		dir, err := os.MkdirTemp(o.workDir, "relaybench-"+spec.Name+"-")
+		if err != nil {
+			return nil, fmt.Errorf("%s: temp dir: %w", spec.Name, err)
+		}
+		listen, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		hop := ""
+		if sk != nil {
+			hop = sk.Addr()
+		} else if hop, err = freeAddr(); err != nil { // closed port: next hop down
+			return nil, err
+		}
+		cfg := relayConfig{Listen: listen, QueuePath: filepath.Join(dir, "queue.db"), NextHop: hop, InitialDelay: spec.InitialDelay, MaxDelay: spec.MaxDelay}
+		r, err := startRelay(o.relayBin, dir, cfg, 30*time.Second)
+		if err != nil {
+			if !o.keep {
+				os.RemoveAll(dir)
+			}
+			return nil, fmt.Errorf("%s: %w", spec.Name, err)
+		}
+		res.dir, res.cfg = dir, cfg
+		if spec.KeepRelay {
+			res.relay = r
+		} else {
+			defer func() {
+				r.Stop(15 * time.Second)
+				if !o.keep {
+					os.RemoveAll(dir)
+				}
+			}()
+		}
+		target, pid = listen, r.Pid()
+	}
+
+	u := startUsage(pid)
+	res.HaveUsage = u != nil
+	lr := newLoadResult(spec.Count)
+	lctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	stopProgress := make(chan struct{})
+	recv := func() int64 { return 0 }
+	if sk != nil {
+		recv = sk.count.Load
+	}
+	go progress(os.Stderr, spec.Name, spec.Count, o.progress, lr.sent.Load, recv, stopProgress)
+	t0 := time.Now()
+	runLoad(lctx, loadSpec{Addr: target, Sessions: spec.Sessions, Count: spec.Count, Size: spec.Size,
+		Run: run, Base: base, From: "bench@src.relaybench.localhost", To: "sink@dst.relaybench.localhost"}, lr)
+	if sk != nil && int(lr.sent.Load()) == spec.Count {
+		select {
+		case <-sk.Done():
+		case <-lctx.Done():
+		}
+	}
+	res.TimedOut = lctx.Err() != nil
+	res.Elapsed = time.Since(t0)
+	close(stopProgress)
+	if res.HaveUsage {
+		res.Usage = u.finish()
+	}
+	summarizeFlow(res, lr, sk)
+	return res, nil
+}
+
+// summarizeFlow turns per-message times into rates and latencies.
+func summarizeFlow(res *flowResult, lr *loadResult, sk *sink) {
+	res.OK, res.Failed, res.FirstErr = int(lr.sent.Load()), int(lr.failed.Load()), lr.firstError()
+	var first, last250, lastRecv time.Duration = -1, 0, 0
+	var l250, s2d, hand []time.Duration
+	for seq := range lr.ok {
+		if !lr.ok[seq] {
+			continue
+		}
+		st, dn := lr.start[seq], lr.done[seq]
+		if first < 0 || st < first {
+			first = st
+		}
+		last250 = max(last250, dn)
+		l250 = append(l250, dn-st)
+		if sk == nil {
+			continue
+		}
+		if at, ok := sk.received(seq); ok {
+			res.Delivered++
+			lastRecv = max(lastRecv, at)
+			s2d = append(s2d, at-st)
+			if res.Spec.Mode != direct {
+				hand = append(hand, at-dn)
+			}
+		}
+	}
+	if first < 0 {
+		return
+	}
+	res.Accepted = rate(res.OK, last250-first)
+	if sk != nil && res.Delivered == res.Spec.Count {
+		res.E2E = rate(res.Delivered, lastRecv-first)
+	}
+	res.Lat250, res.S2D, res.Handoff = summarize(l250), summarize(s2d), summarize(hand)
+}

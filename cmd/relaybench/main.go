@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command-line settings shared by all scenarios.
+type options struct {
+	scenarios  []string
+	direct     bool
+	relayBin   string
+	relayAddr  string
+	relayPid   int
+	sinkAddr   string
+	timeout    time.Duration
+	sessions   int
+	count      int
+	size       int
+	deferred   int
+	idle       time.Duration
+	progress   time.Duration
+	workDir    string
+	keep       bool
+	fsyncProbe int
+	cpuProfile string
+}
+
+// usageText is printed for -h.
+const usageText = `relaybench measures relayq: throughput, latency, memory and CPU.
+
+  relaybench [flags]                      # scenario all, relay started from bin/relayq
+  relaybench --scenario a --direct        # the no-relay ceiling only
+  relaybench --relay 127.0.0.1:2525 --relay-pid PID --sink 127.0.0.1:2600 --scenario a,b,e,handoff
+
+Scenarios: a (20 sessions x 1 KiB x 10,000), b (20 x 20 KiB x 5,000),
+c (accept-only, next hop down), d (100,000 deferred, restart, idle),
+e (5 x 20 MiB), handoff (1 session, 200 sequential), all.
+With --relay the relay must route every domain to --sink; c and d need
+--relay-bin because they reconfigure and restart the relay.
+
+Flags:
+`
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("relaybench", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText); fs.PrintDefaults() }
+	scen := fs.String("scenario", "all", "comma-separated: a,b,c,d,e,handoff or all")
+	handoff := fs.Bool("handoff", false, "also measure the 250-to-delivered handoff time")
+	fs.BoolVar(&o.direct, "direct", false, "send the load straight into the sink (no relay): the ceiling")
+	fs.StringVar(&o.relayBin, "relay-bin", "bin/relayq", "relayq binary to start, one fresh instance per scenario")
+	fs.StringVar(&o.relayAddr, "relay", "", "measure an already running relay at this loopback host:port instead")
+	fs.IntVar(&o.relayPid, "relay-pid", 0, "process id of the --relay relay, for memory and CPU")
+	fs.StringVar(&o.sinkAddr, "sink", "127.0.0.1:2600", "sink address the --relay relay delivers to")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "upper bound for each scenario's load")
+	fs.IntVar(&o.sessions, "sessions", 0, "override the concurrent sessions of a, b and c")
+	fs.IntVar(&o.count, "count", 0, "override the message count of a, b and c")
+	fs.IntVar(&o.size, "size", 0, "override the message size in bytes of a, b and c")
+	fs.IntVar(&o.deferred, "deferred", 100000, "messages held deferred in scenario d")
+	fs.DurationVar(&o.idle, "idle", 30*time.Second, "idle window after the restart in scenario d")
+	fs.DurationVar(&o.progress, "progress", 2*time.Second, "progress line interval on stderr; 0 for none")
+	fs.StringVar(&o.workDir, "workdir", "", "where temporary relay directories go (default the system temp dir)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the relays' temporary directories")
+	fs.IntVar(&o.fsyncProbe, "fsync-samples", 200, "append+fdatasync samples for the fsync reference")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write relaybench's own CPU profile here (to see whether the load generator is the limit)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	for _, s := range strings.Split(*scen, ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "all":
+			o.scenarios = append(o.scenarios, "a", "b", "c", "handoff", "e", "d")
+		case "a", "b", "c", "d", "e", "handoff":
+			o.scenarios = append(o.scenarios, s)
+		default:
+			return nil, fmt.Errorf("unknown scenario %q", s)
+		}
+	}
+	if *handoff {
+		o.scenarios = append(o.scenarios, "handoff")
+	}
+	if o.relayAddr != "" && (!isLoopback(o.relayAddr) || !isLoopback(o.sinkAddr)) {
+		return nil, errors.New("--relay and --sink must be loopback addresses")
+	}
+	if o.relayAddr == "" && !o.direct {
+		if _, err := os.Stat(o.relayBin); err != nil {
+			return nil, fmt.Errorf("--relay-bin: %w (run `make build` first)", err)
+		}
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relaybench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "relaybench: cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	rep := runAll(ctx, o)
+	rep.print(os.Stdout)
+	if rep.failed {
+		pprof.StopCPUProfile()
+		os.Exit(1)
+	}
+}
