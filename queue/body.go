@@ -54,9 +54,16 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 func (r *bodyReader) load() error {
 	err := r.s.view(func(tx *bolt.Tx) error {
 		var v []byte
-		if bodies := tx.Bucket(bucketBodies); bodies != nil {
-			if b := bodies.Bucket([]byte(r.id)); b != nil {
-				v = getChunk(b, r.next)
+		if r.next == 0 {
+			if sb := tx.Bucket(bucketSmallBodies); sb != nil {
+				v = sb.Get([]byte(r.id))
+			}
+		}
+		if v == nil {
+			if bodies := tx.Bucket(bucketBodies); bodies != nil {
+				if b := bodies.Bucket([]byte(r.id)); b != nil {
+					v = getChunk(b, r.next)
+				}
 			}
 		}
 		if len(v) == 0 {

@@ -91,6 +91,17 @@ func (d *Draft) Write(p []byte) (int, error) {
 // makes it reachable comes later).
 func (d *Draft) spill(chunk []byte) error {
 	err := d.s.db.Update(func(tx *bolt.Tx) error {
+		if d.next == 0 {
+			// Remembered so that Open can delete the chunks if the draft
+			// never gets committed (a crash mid-upload).
+			drafts, err := tx.CreateBucketIfNotExists(bucketDrafts)
+			if err != nil {
+				return err
+			}
+			if err := drafts.Put([]byte(d.id), nil); err != nil {
+				return err
+			}
+		}
 		b, err := bodyBucket(tx, d.id)
 		if err != nil {
 			return err

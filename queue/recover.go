@@ -13,8 +13,8 @@ import (
 //   - an envelope that fails to decode is moved (with its body) to the
 //     quarantine buckets and logged, never fatal, so a bad record cannot
 //     cause a crash loop;
-//   - body chunks without an envelope (a draft interrupted by a crash, or a
-//     failed abort) are deleted;
+//   - body chunks of drafts that were never committed (an upload
+//     interrupted by a crash, or a failed abort) are deleted;
 //   - the schedule index is rebuilt from the envelopes: entries pointing
 //     nowhere or at the wrong time are dropped, missing ones added;
 //   - the Stats counters and the ID generator's floor are rebuilt.
@@ -27,7 +27,7 @@ func (s *Store) recover() error {
 	var oldest time.Time
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		buckets := map[string]*bolt.Bucket{}
-		for _, name := range [][]byte{bucketEnvelopes, bucketBodies, bucketSchedule, bucketQuarantine, bucketQuarantineBodies} {
+		for _, name := range [][]byte{bucketEnvelopes, bucketBodies, bucketSmallBodies, bucketDrafts, bucketSchedule, bucketQuarantine, bucketQuarantineBodies} {
 			b, err := tx.CreateBucketIfNotExists(name)
 			if err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
@@ -82,6 +82,14 @@ func (s *Store) recover() error {
 					return fmt.Errorf("quarantine %q: %w", b.key, err)
 				}
 			}
+			if v := buckets[string(bucketSmallBodies)].Get(b.key); v != nil {
+				if err := qBody.Put(b.key, bytes.Clone(v)); err != nil {
+					return fmt.Errorf("quarantine body %q: %w", b.key, err)
+				}
+				if err := buckets[string(bucketSmallBodies)].Delete(b.key); err != nil {
+					return fmt.Errorf("quarantine body %q: %w", b.key, err)
+				}
+			}
 			if bodies.Bucket(b.key) != nil {
 				if qBody.Bucket(b.key) != nil {
 					if err := qBody.DeleteBucket(b.key); err != nil {
@@ -96,29 +104,33 @@ func (s *Store) recover() error {
 				"file", s.path, "id", string(b.key), "reason", b.reason)
 		}
 
-		var orphans, junk [][]byte
-		cur = bodies.Cursor()
-		for k, v := cur.First(); k != nil; k, v = cur.Next() {
-			switch {
-			case v != nil:
-				junk = append(junk, bytes.Clone(k))
-			case envs.Get(k) == nil:
+		// Only drafts that spilled chunks can leave a body without a
+		// message: small bodies are written with their envelope. So the
+		// bodies themselves are never walked here, and Open does not read
+		// the whole queue file into memory.
+		drafts := buckets[string(bucketDrafts)]
+		var orphans, done [][]byte
+		cur = drafts.Cursor()
+		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+			if envs.Get(k) == nil {
 				orphans = append(orphans, bytes.Clone(k))
+			} else {
+				done = append(done, bytes.Clone(k))
 			}
 		}
 		for _, k := range orphans {
-			if err := bodies.DeleteBucket(k); err != nil {
+			if err := deleteBody(tx, string(k)); err != nil {
 				return fmt.Errorf("delete orphaned body %q: %w", k, err)
 			}
 		}
-		for _, k := range junk {
-			if err := bodies.Delete(k); err != nil {
-				return fmt.Errorf("delete stray body key %q: %w", k, err)
+		for _, k := range done {
+			if err := drafts.Delete(k); err != nil {
+				return fmt.Errorf("forget committed draft %q: %w", k, err)
 			}
 		}
-		if len(orphans)+len(junk) > 0 {
+		if len(orphans) > 0 {
 			log.Warn("queue: removed bodies without a message (interrupted submissions)",
-				"file", s.path, "count", len(orphans)+len(junk))
+				"file", s.path, "count", len(orphans))
 		}
 
 		var stale [][]byte

@@ -15,8 +15,15 @@ import (
 
 // Bucket names. See doc.go for the layout.
 var (
-	bucketEnvelopes  = []byte("envelopes")
-	bucketBodies     = []byte("bodies")
+	bucketEnvelopes = []byte("envelopes")
+	bucketBodies    = []byte("bodies")
+	// bucketSmallBodies holds bodies up to smallBodyMax as plain values,
+	// keyed by ID: no bucket per message, so a small message costs its
+	// bytes, not a page, and Open never needs to touch them.
+	bucketSmallBodies = []byte("small_bodies")
+	// bucketDrafts lists drafts that have spilled chunks but are not
+	// committed yet; Open deletes the chunks of those a crash left behind.
+	bucketDrafts     = []byte("drafts")
 	bucketSchedule   = []byte("schedule")
 	bucketQuarantine = []byte("quarantine")
 	// bucketQuarantineBodies keeps the body of a quarantined envelope so an

@@ -118,6 +118,24 @@ func (w *writeTx) insert(env *Envelope, first uint32, body []byte, chunkSize int
 	if err := validate(env); err != nil {
 		return fmt.Errorf("queue: insert %s: %w", env.ID, err)
 	}
+	if first == 0 && len(body) > 0 && len(body) <= smallBodyMax {
+		sb, err := w.bucket(bucketSmallBodies)
+		if err != nil {
+			return err
+		}
+		if err := sb.Put([]byte(env.ID), body); err != nil {
+			return fmt.Errorf("queue: insert %s body: %w", env.ID, err)
+		}
+		body = nil
+	}
+	if first > 0 {
+		// The spilled chunks now belong to a committed message.
+		if d := w.tx.Bucket(bucketDrafts); d != nil {
+			if err := d.Delete([]byte(env.ID)); err != nil {
+				return err
+			}
+		}
+	}
 	if len(body) > 0 {
 		bb, err := bodyBucket(w.tx, env.ID)
 		if err != nil {
@@ -169,8 +187,23 @@ func getChunk(body *bolt.Bucket, i uint32) []byte {
 	return cb.Get(chunkValueKey)
 }
 
-// deleteBody drops a message's body bucket, if any.
+// smallBodyMax is the largest body kept as a plain value in
+// bucketSmallBodies. Larger ones get a bucket of chunk buckets (see
+// bodyBucket), where bbolt's leaf rewriting stays cheap.
+const smallBodyMax = 16 << 10
+
+// deleteBody drops a message's body, wherever it is.
 func deleteBody(tx *bolt.Tx, id string) error {
+	if sb := tx.Bucket(bucketSmallBodies); sb != nil {
+		if err := sb.Delete([]byte(id)); err != nil {
+			return err
+		}
+	}
+	if d := tx.Bucket(bucketDrafts); d != nil {
+		if err := d.Delete([]byte(id)); err != nil {
+			return err
+		}
+	}
 	bodies := tx.Bucket(bucketBodies)
 	if bodies == nil || bodies.Bucket([]byte(id)) == nil {
 		return nil
