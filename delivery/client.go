@@ -18,6 +18,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
+	"github.com/relayq/relayq/crlf"
 	"github.com/relayq/relayq/smtpcodes"
 )
 
@@ -751,6 +752,28 @@ type crlfWriter struct {
 }
 
 func (c *crlfWriter) Write(p []byte) (int, error) {
+	// Stored bodies are CRLF-clean (submission refuses anything else), so
+	// the common case is one fast check and no copy. A CR is held back until
+	// the byte after it is seen, in both paths.
+	total, q := len(p), p
+	if c.cr && len(q) > 0 && q[0] == '\n' {
+		if _, err := c.w.Write(crlfBytes); err != nil {
+			return 0, err
+		}
+		c.cr, q = false, q[1:]
+	}
+	if ok, endsCR := crlf.Clean(q, c.cr); ok && !c.cr {
+		n := len(q)
+		if endsCR {
+			n--
+		}
+		if _, err := c.w.Write(q[:n]); err != nil {
+			return 0, err
+		}
+		c.cr = endsCR
+		return total, nil
+	}
+	p = q
 	c.buf = c.buf[:0]
 	for _, b := range p {
 		if c.cr {
@@ -772,8 +795,10 @@ func (c *crlfWriter) Write(p []byte) (int, error) {
 	if _, err := c.w.Write(c.buf); err != nil {
 		return 0, err
 	}
-	return len(p), nil
+	return total, nil
 }
+
+var crlfBytes = []byte("\r\n")
 
 // flush ends a body that ended in CR with the LF it lacked.
 func (c *crlfWriter) flush() error {

@@ -3,6 +3,8 @@ package submission
 import (
 	"errors"
 	"io"
+
+	"github.com/relayq/relayq/crlf"
 )
 
 var (
@@ -28,14 +30,9 @@ func (b *bodyWriter) Write(p []byte) (int, error) {
 	if b.n > b.limit {
 		return 0, errTooBigFound
 	}
-	for _, c := range p {
-		switch {
-		case b.prevCR && c != '\n':
-			b.bad = true
-		case !b.prevCR && c == '\n':
-			b.bad = true
-		}
-		b.prevCR = c == '\r'
+	if !b.bad {
+		ok, endsCR := crlf.Clean(p, b.prevCR)
+		b.bad, b.prevCR = !ok, endsCR
 	}
 	if b.bad {
 		// Keep reading (go-smtp drains anyway) but report at the end, so
