@@ -45,8 +45,14 @@ func (s *Store) recover() error {
 		}
 		var bads []bad
 		first := true
+		seen := 0
 		cur := envs.Cursor()
 		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			if seen++; seen%1024 == 0 {
+				// Keep the scan's footprint small on a big queue (see
+				// releaseMapping); what it read is copied out already.
+				_ = releaseMapping(s.db, s.path)
+			}
 			if v == nil {
 				bads = append(bads, bad{bytes.Clone(k), nil, "nested bucket in envelope bucket"})
 				continue
@@ -136,6 +142,9 @@ func (s *Store) recover() error {
 		var stale [][]byte
 		cur = sched.Cursor()
 		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+			if seen++; seen%1024 == 0 {
+				_ = releaseMapping(s.db, s.path)
+			}
 			if want[string(k)] {
 				delete(want, string(k))
 			} else {

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package queue
+
+import bolt "go.etcd.io/bbolt"
+
+// releaseMapping is a Linux-only refinement (see mapping_linux.go).
+func releaseMapping(db *bolt.DB, path string) error { return nil }
