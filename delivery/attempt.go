@@ -74,11 +74,9 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 		}
 		allDown = false
 	}
-	if len(results) > 0 && allDown {
-		res.suspend = true
-	} else {
-		res.alive = true
-	}
+	// The conversation is over: the slot goes back now, the outcome is
+	// written after.
+	e.free(release{job: j, suspend: len(results) > 0 && allDown, alive: len(results) == 0 || !allDown})
 
 	outcomes, notices := e.outcomes(set, env, rcpts, results, end)
 	after, err := e.store.Record(j.id, outcomes, notices...)

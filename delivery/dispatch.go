@@ -20,10 +20,14 @@ type job struct {
 	// preclaimed: the first attempt was recorded when the message was
 	// queued (Engine.ClaimFirst); while that claim holds, no Claim is needed.
 	preclaimed bool
+	// freed is set by the worker once it has given its slot back.
+	freed bool
 }
 
-// result is what an attempt reports back to the scheduler.
-type result struct {
+// release gives a job's worker and destination slot back to the scheduler
+// as soon as the SMTP conversation is over, before the outcome is written:
+// the next message for the destination need not wait for that fsync.
+type release struct {
 	job *job
 	// suspend: the destination said 421 or could not be reached at all;
 	// back off the whole destination.
@@ -31,6 +35,12 @@ type result struct {
 	// alive: some server answered for the recipients (any reply other than
 	// a destination-wide failure), so the destination works again.
 	alive bool
+}
+
+// result is what an attempt reports back to the scheduler when it is
+// completely done (after its release).
+type result struct {
+	job *job
 	// recorded: the attempt's outcome (or its claim) moved the message's
 	// schedule entry forward. When not, the entry may still be due before
 	// the scan position, so the next scan starts from the beginning.
@@ -94,7 +104,12 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 			e.active++
 			e.pending--
 			started = true
-			go func() { e.done <- e.attempt(ctx, j) }()
+			e.running++
+			go func() {
+				r := e.attempt(ctx, j)
+				e.free(release{job: j}) // if the attempt did not already
+				e.done <- r
+			}()
 		}
 		if !started {
 			break
@@ -106,12 +121,26 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 }
 
 // finish books a finished attempt and adjusts the destination's back-off.
-func (e *Engine) finish(r result) {
-	e.finishOnly(r)
+// free hands the job's slot back, once (called by the worker).
+func (e *Engine) free(r release) {
+	if r.job.freed {
+		return
+	}
+	r.job.freed = true
+	e.freed <- r
+}
+
+// released books a slot given back and adjusts the destination's back-off.
+func (e *Engine) released(r release) {
+	e.active--
+	if e.obs != nil {
+		e.obs.Active(e.active)
+	}
 	d := e.dests[r.job.dest]
 	if d == nil {
 		return
 	}
+	d.active--
 	now := e.clock.Now()
 	switch {
 	case r.suspend && !now.Before(d.until):
@@ -135,23 +164,18 @@ func (e *Engine) finish(r result) {
 	e.forget(d, now)
 }
 
-func (e *Engine) finishOnly(r result) {
+// finish books a job that is completely done: its outcome is on disk.
+func (e *Engine) finish(r result) {
+	e.running--
 	if !r.recorded {
 		e.rescanAll.Store(true)
 		e.nextKnown = false
 	}
 	e.expect(r.next)
-	e.active--
 	if n := e.busy[r.job.id] - 1; n > 0 {
 		e.busy[r.job.id] = n
 	} else {
 		delete(e.busy, r.job.id)
-	}
-	if d := e.dests[r.job.dest]; d != nil {
-		d.active--
-	}
-	if e.obs != nil {
-		e.obs.Active(e.active)
 	}
 }
 

@@ -73,12 +73,14 @@ type Engine struct {
 	kick      chan struct{}
 	rescanAll atomic.Bool
 	incoming  chan *queue.Envelope
+	freed     chan release
 	done      chan result
 
 	// Owned by the scheduler goroutine.
 	busy    map[string]int // message ID → jobs in memory
 	dests   map[string]*dest
-	active  int
+	active  int // jobs holding a worker slot (talking SMTP)
+	running int // jobs not done yet (their outcome may still be being written)
 	pending int
 	cancel  context.CancelFunc
 	arrived []*queue.Envelope // new messages handed over by Enqueue
@@ -124,6 +126,7 @@ func New(o Options) (*Engine, error) {
 		workers: o.Workers, perDest: o.MaxConnsPerDest, maxHint: o.MaxHintDelay, rnd: o.Rand,
 		kick:     make(chan struct{}, 1),
 		incoming: make(chan *queue.Envelope, 4096),
+		freed:    make(chan release),
 		done:     make(chan result),
 		busy:     map[string]int{},
 		dests:    map[string]*dest{},
@@ -249,6 +252,8 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		case <-e.kick:
 		case env := <-e.incoming:
 			e.arrived = append(e.arrived, env)
+		case r := <-e.freed:
+			e.released(r)
 		case r := <-e.done:
 			e.finish(r)
 		case <-tc:
@@ -266,6 +271,8 @@ func (e *Engine) absorb() {
 		case <-e.kick:
 		case env := <-e.incoming:
 			e.arrived = append(e.arrived, env)
+		case r := <-e.freed:
+			e.released(r)
 		case r := <-e.done:
 			e.finish(r)
 		default:
@@ -276,21 +283,17 @@ func (e *Engine) absorb() {
 
 // drain waits for attempts in flight, cancelling them after grace.
 func (e *Engine) drain(grace time.Duration, cancel context.CancelFunc) error {
-	if e.active == 0 {
-		return nil
-	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
-	for e.active > 0 {
+	for e.running > 0 {
 		select {
+		case r := <-e.freed:
+			e.released(r)
 		case r := <-e.done:
-			e.finishOnly(r)
+			e.finish(r)
 		case <-t.C:
 			e.log.Warn("abandoning deliveries in flight at shutdown; they stay due", "count", e.active)
 			cancel()
-			for e.active > 0 {
-				e.finishOnly(<-e.done)
-			}
 		}
 	}
 	return nil
