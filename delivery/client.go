@@ -584,8 +584,9 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 	}
 	defer rc.Close()
 
-	w, err := c.Data()
-	if err != nil {
+	// dataFailed ends the attempt when the server refuses DATA or the
+	// message: its reply applies to every recipient it accepted.
+	dataFailed := func(err error) (smtpcodes.Reply, bool) {
 		r := s.classify(smtpcodes.StageData, err)
 		if !isServerReply(err) || r.SuspendsDestination() {
 			return failOpen(r)
@@ -593,6 +594,10 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 		setAccepted(r)
 		_ = c.Quit()
 		return r, true
+	}
+	w, err := c.Data()
+	if err != nil {
+		return dataFailed(err)
 	}
 	src := &trackedReader{r: rc}
 	dst := &crlfWriter{w: &deadlineWriter{w: w, s: s}}
@@ -616,13 +621,7 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 	s.deadline()
 	resp, err := w.CloseWithResponse()
 	if err != nil {
-		r := s.classify(smtpcodes.StageData, err)
-		if !isServerReply(err) || r.SuspendsDestination() {
-			return failOpen(r)
-		}
-		setAccepted(r)
-		_ = c.Quit()
-		return r, true
+		return dataFailed(err)
 	}
 	r := smtpcodes.Classify(smtpcodes.StageData, serverReply(250, resp.StatusText))
 	setAccepted(r)
