@@ -5,11 +5,18 @@
 // Invariants:
 //   - One scheduler goroutine owns all scheduling state. It sleeps on one
 //     timer set to the earliest due attempt (or the end of a destination's
-//     suspension) and is woken early by Kick; it never polls.
+//     suspension) and is woken early by Kick, Enqueue and finishing
+//     attempts; it never polls. New mail is handed over directly (Enqueue)
+//     rather than found by scanning the queue; scans start where everything
+//     earlier is known to be in memory.
 //   - An attempt is recorded in the queue (Claim: attempts+1, next attempt
 //     pushed to the retry time) before any connection is made, so a crash
 //     causes at most one duplicate delivery per attempt in flight, never a
-//     loss and never a hot retry loop.
+//     loss and never a hot retry loop. The first attempt is recorded by
+//     ClaimFirst in the very write that queues the message.
+//   - A worker and destination slot is held only while talking SMTP; the
+//     message stays in flight (never scheduled twice) until its outcome is
+//     on disk. Connections to a hop are cached for the next message.
 //   - Recipients of one message that share a destination go in one SMTP
 //     transaction. A message goes to at most one hop per attempt: later hops
 //     are failover, never copies.

@@ -82,7 +82,6 @@ type Engine struct {
 	active  int // jobs holding a worker slot (talking SMTP)
 	running int // jobs not done yet (their outcome may still be being written)
 	pending int
-	cancel  context.CancelFunc
 	arrived []*queue.Envelope // new messages handed over by Enqueue
 	// scanFrom: every schedule entry due before it is already in memory (a
 	// complete scan up to that time saw them all), so scans start there
@@ -179,7 +178,9 @@ func firstClaimed(env *queue.Envelope, r queue.Recipient) bool {
 
 // Enqueue hands a message just queued (its 250 sent) straight to the
 // scheduler, so its first attempt starts at once without a queue scan. It
-// never blocks: if the hand-over is full, a Kick makes the scan find it.
+// never blocks: if the hand-over is full (thousands waiting), a Kick makes
+// a scan find the message instead, once the first-attempt claim recorded
+// by ClaimFirst runs out (one backoff step later).
 func (e *Engine) Enqueue(env *queue.Envelope) {
 	select {
 	case e.incoming <- env:
@@ -195,8 +196,6 @@ func (e *Engine) wake() {
 	default:
 	}
 }
-
-func (e *Engine) random() *rand.Rand { return e.rnd }
 
 // delay draws a backoff delay; the shared *rand.Rand is not safe for
 // concurrent use, so draws are serialised.
@@ -225,7 +224,6 @@ const scanBatch = 256
 // returns.
 func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	workCtx, cancel := context.WithCancel(context.Background())
-	e.cancel = cancel
 	defer cancel()
 	var timer clock.Timer
 	stopTimer := func() {
