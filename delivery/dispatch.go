@@ -78,6 +78,11 @@ func (e *Engine) enqueue(j *job) {
 	}
 	d.queue = append(d.queue, j)
 	e.busy[j.id]++
+	if j.id == e.nextID {
+		// The message the wake-up time was for is in hand now; that time
+		// says nothing any more.
+		e.nextKnown = false
+	}
 	e.pending++
 }
 
@@ -227,12 +232,12 @@ func (e *Engine) nextWake(now time.Time) (time.Time, bool) {
 		return e.suspensionEnd(time.Time{}, false)
 	}
 	if !e.nextKnown || (e.nextOK && !now.Before(e.nextAt)) {
-		at, ok, err := e.store.NextDueSince(e.scanFrom, func(id string) bool { return e.busy[id] > 0 })
+		at, id, ok, err := e.store.NextDueSince(e.scanFrom, func(id string) bool { return e.busy[id] > 0 })
 		if err != nil {
 			e.log.Error("queue scan failed", "err", err)
 			ok = false
 		}
-		e.nextAt, e.nextOK, e.nextKnown = at, ok, true
+		e.nextAt, e.nextID, e.nextOK, e.nextKnown = at, id, ok, true
 	}
 	return e.suspensionEnd(e.nextAt, e.nextOK)
 }
@@ -255,6 +260,6 @@ func (e *Engine) expect(t time.Time) {
 		return
 	}
 	if !e.nextOK || t.Before(e.nextAt) {
-		e.nextAt, e.nextOK = t, true
+		e.nextAt, e.nextID, e.nextOK = t, "", true
 	}
 }

@@ -90,6 +90,7 @@ type Engine struct {
 	// nextAt is the earliest schedule time on disk not in memory, as far as
 	// the scheduler knows (nextKnown); see nextWake.
 	nextAt    time.Time
+	nextID    string // the message nextAt is for, when known
 	nextOK    bool
 	nextKnown bool
 }

@@ -99,21 +99,23 @@ func (s *Store) scanSchedule(start time.Time, visit func(at time.Time, id string
 // and not skipped (skip may be nil; the scheduler skips messages in flight).
 // ok is false when nothing is scheduled.
 func (s *Store) NextDue(skip func(id string) bool) (at time.Time, ok bool, err error) {
-	return s.NextDueSince(time.Time{}, skip)
+	at, _, ok, err = s.NextDueSince(time.Time{}, skip)
+	return at, ok, err
 }
 
-// NextDueSince is NextDue looking only at entries due at or after since. The
-// scheduler knows that everything due earlier is already in its hands, so it
-// need not step over those entries again.
-func (s *Store) NextDueSince(since time.Time, skip func(id string) bool) (at time.Time, ok bool, err error) {
-	err = s.scanSchedule(since, func(t time.Time, id string) bool {
-		if skip != nil && skip(id) {
+// NextDueSince is NextDue looking only at entries due at or after since,
+// and also says which message is due then. The scheduler knows that
+// everything due earlier is already in its hands, so it need not step over
+// those entries again.
+func (s *Store) NextDueSince(since time.Time, skip func(id string) bool) (at time.Time, id string, ok bool, err error) {
+	err = s.scanSchedule(since, func(t time.Time, mid string) bool {
+		if skip != nil && skip(mid) {
 			return true
 		}
-		at, ok = t, true
+		at, id, ok = t, mid, true
 		return false
 	})
-	return at, ok, err
+	return at, id, ok, err
 }
 
 // Due returns up to limit IDs (limit <= 0: no limit) whose schedule time is

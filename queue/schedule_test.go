@@ -284,8 +284,8 @@ func TestDueSinceAndClaimOnlyDue(t *testing.T) {
 	if err != nil || len(ids) != 1 || ids[0] != late {
 		t.Fatalf("DueSince(now) = %v %v, want only %s", ids, err, late)
 	}
-	at, ok, err := st.NextDueSince(c.Now(), nil)
-	if err != nil || !ok || !at.Equal(c.Now()) {
+	at, id, ok, err := st.NextDueSince(c.Now(), nil)
+	if err != nil || !ok || !at.Equal(c.Now()) || id != late {
 		t.Fatalf("NextDueSince = %v %v %v", at, ok, err)
 	}
 	// A claim for a recipient that is not due changes nothing.
