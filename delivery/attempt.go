@@ -79,6 +79,7 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	e.free(release{job: j, suspend: len(results) > 0 && allDown, alive: len(results) == 0 || !allDown})
 
 	outcomes, notices := e.outcomes(set, env, rcpts, results, end)
+	before := e.clock.Now()
 	after, err := e.store.Record(j.id, outcomes, notices...)
 	if err != nil {
 		e.log.Error("recording outcome failed; the recipients stay due", "id", j.id, "err", err)
@@ -86,9 +87,12 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 		return res
 	}
 	res.next = earliest(after)
+	if len(notices) > 0 {
+		res.notices = before // a lower bound of the reports' due time
+	}
 	e.report(j, outcomes, end, end.Sub(start))
 	if len(notices) > 0 {
-		e.wake() // the report is due now, after the scan position
+		e.wake()
 	}
 	return res
 }
@@ -158,6 +162,7 @@ func (e *Engine) giveUpUnattempted(j *job, set *Settings, now time.Time) result 
 		failed = append(failed, r)
 	}
 	notices := e.bounceNotices(j.env, failed, now)
+	before := e.clock.Now()
 	after, err := e.store.Record(j.id, outcomes, notices...)
 	if err != nil {
 		e.log.Error("recording expiry failed", "id", j.id, "err", err)
@@ -167,7 +172,11 @@ func (e *Engine) giveUpUnattempted(j *job, set *Settings, now time.Time) result 
 	if len(notices) > 0 {
 		e.wake()
 	}
-	return result{job: j, recorded: true, next: earliest(after)}
+	res := result{job: j, recorded: true, next: earliest(after)}
+	if len(notices) > 0 {
+		res.notices = before
+	}
+	return res
 }
 
 // earliest is when env is next due: its earliest non-final recipient's

@@ -48,6 +48,9 @@ type result struct {
 	// next is the message's earliest next attempt after the outcome was
 	// recorded (zero when it is done).
 	next time.Time
+	// notices, when not zero, is a time no later than the due time of the
+	// reports (DSNs) the outcome queued.
+	notices time.Time
 }
 
 // dest is the scheduler's view of one destination: the unit of concurrency
@@ -177,6 +180,14 @@ func (e *Engine) finish(r result) {
 		e.nextKnown = false
 	}
 	e.expect(r.next)
+	// What the outcome wrote may be due before the scan position: the
+	// scheduler may have scanned up to a later time while the outcome was
+	// being committed. Move the position back so the next scan sees it.
+	for _, t := range []time.Time{r.next, r.notices} {
+		if !t.IsZero() && t.Before(e.scanFrom) {
+			e.scanFrom = t
+		}
+	}
 	if n := e.busy[r.job.id] - 1; n > 0 {
 		e.busy[r.job.id] = n
 	} else {
