@@ -10,9 +10,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/logbuf"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
 )
@@ -42,14 +44,18 @@ func checkConfig(args []string) error {
 	return nil
 }
 
+// logOut batches log lines to standard error (see logbuf); serve flushes
+// it on the way out.
+var logOut = logbuf.New(os.Stderr, 50*time.Millisecond, 64<<10)
+
 func newLogger(c config.Log) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
 	o := &slog.HandlerOptions{Level: level}
 	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, o))
+		return slog.New(slog.NewJSONHandler(logOut, o))
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, o))
+	return slog.New(slog.NewTextHandler(logOut, o))
 }
 
 func serve(args []string) error {
@@ -63,6 +69,7 @@ func serve(args []string) error {
 	}
 	log := newLogger(cfg.Log)
 	slog.SetDefault(log)
+	defer logOut.Flush()
 
 	metrics := newMetrics()
 	store, err := queue.Open(cfg.Queue.Path, queue.Options{Logger: log})
