@@ -169,7 +169,7 @@ delivery:
     "*": 127.0.0.1:$2
   tls: none
 log:
-  level: warn
+  level: info
 CF
 	env -i PATH="$PATH" HOME="$d" "$WORK/relayq" serve --config "$d/relayq.yaml" >"$d/log" 2>&1 &
 	RELAYQ_PID=$!

@@ -43,7 +43,7 @@ delivery:
     "*": %q
   tls: none
 log:
-  level: warn
+  level: info
 `, cfg.Listen, cfg.QueuePath, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop)
 }
 
