@@ -216,6 +216,16 @@ func (r *rawConn) send(s string) {
 	}
 }
 
+// openData greets and opens a transaction up to DATA's 354, from a
+// trusted client with ordinary addresses.
+func (r *rawConn) openData() {
+	r.t.Helper()
+	r.cmd("EHLO client.test", "250")
+	r.cmd("MAIL FROM:<a@example.org>", "250")
+	r.cmd("RCPT TO:<b@example.net>", "250")
+	r.cmd("DATA", "354")
+}
+
 func (r *rawConn) cmd(line, prefix string) string {
 	r.t.Helper()
 	r.send(line + "\r\n")

@@ -64,10 +64,7 @@ func TestOverlongCommandLine(t *testing.T) {
 	}
 	// An over-long line inside DATA is refused, not truncated into the queue.
 	r = rawDial(t, env.addr)
-	r.cmd("EHLO client.test", "250")
-	r.cmd("MAIL FROM:<a@example.org>", "250")
-	r.cmd("RCPT TO:<b@example.net>", "250")
-	r.cmd("DATA", "354")
+	r.openData()
 	r.send("Subject: long\r\n\r\n" + strings.Repeat("x", 50_000) + "\r\n.\r\n")
 	if l := r.reply(); !strings.HasPrefix(l, "5") {
 		t.Fatalf("50 kB line in DATA: %q, want a 5xx", l)
@@ -229,10 +226,7 @@ func TestSlowloris(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rawDial(t, env.addr)
 			if tc.inData {
-				r.cmd("EHLO client.test", "250")
-				r.cmd("MAIL FROM:<a@example.org>", "250")
-				r.cmd("RCPT TO:<b@example.net>", "250")
-				r.cmd("DATA", "354")
+				r.openData()
 			}
 			closed := make(chan string, 1)
 			go func() {
@@ -713,10 +707,7 @@ func TestDataTimeoutEndsSession(t *testing.T) {
 func TestLongLineInDataEndsSession(t *testing.T) {
 	env := startServer(t, nil)
 	r := rawDial(t, env.addr)
-	r.cmd("EHLO client.test", "250")
-	r.cmd("MAIL FROM:<a@example.org>", "250")
-	r.cmd("RCPT TO:<b@example.net>", "250")
-	r.cmd("DATA", "354")
+	r.openData()
 	r.send("Subject: long\r\n\r\n" + strings.Repeat("x", 2001) + "\r\n.\r\nMAIL FROM:<ceo@example.org>\r\nRCPT TO:<victim@example.net>\r\nDATA\r\nSubject: forged\r\n\r\nforged\r\n.\r\n")
 	r.expect("5")
 	if ok, rest := closedWithin(r.c, 5*time.Second); !ok || strings.Contains(rest, "250") || strings.Contains(rest, "354") {

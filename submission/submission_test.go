@@ -274,10 +274,7 @@ func TestBareNewlinesRefused(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := rawDial(t, env.addr)
-			r.cmd("EHLO client.test", "250")
-			r.cmd("MAIL FROM:<a@example.org>", "250")
-			r.cmd("RCPT TO:<b@example.net>", "250")
-			r.cmd("DATA", "354")
+			r.openData()
 			r.send(body + ".\r\n")
 			r.expect("550 5.7.0")
 			// The session is still usable and in a clean state.
@@ -295,10 +292,7 @@ func TestBareNewlinesRefused(t *testing.T) {
 func TestSmugglingNeverMakesSecondMessage(t *testing.T) {
 	env := startServer(t, nil)
 	r := rawDial(t, env.addr)
-	r.cmd("EHLO client.test", "250")
-	r.cmd("MAIL FROM:<a@example.org>", "250")
-	r.cmd("RCPT TO:<b@example.net>", "250")
-	r.cmd("DATA", "354")
+	r.openData()
 	r.send("Subject: one\r\n\r\nbody\n.\r\nMAIL FROM:<admin@example.org>\r\nRCPT TO:<victim@example.net>\r\nDATA\r\nSubject: forged\r\n\r\nforged\r\n.\r\n")
 	r.expect("550")
 	r.cmd("QUIT", "221")
