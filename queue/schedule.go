@@ -163,7 +163,11 @@ func cloneEnvelope(env *Envelope) *Envelope {
 }
 
 // Postpone moves the named non-final recipients of many messages to until,
-// without counting an attempt, in one transaction. The scheduler uses it
+// without counting an attempt, in one transaction. A recipient whose only
+// recorded attempt is the claim made when the message was accepted (see
+// Draft.Commit: Attempts 1, LastAttempt at Created, no reply yet) loses that
+// claim, since it was never tried: an outage must not eat into
+// max_attempts for mail that waited it out. The scheduler uses it
 // when their destination is suspended (it answered 421 or cannot be
 // reached): the mail waits on disk with the destination instead of in
 // memory, and the next scan does not see it again until then.
@@ -186,6 +190,9 @@ func (s *Store) Postpone(jobs map[string][]string, until time.Time) error {
 					continue
 				}
 				r.NextAttempt = until
+				if r.Attempts == 1 && r.LastAttempt.Equal(env.Created) && r.LastReply == "" {
+					r.Attempts, r.LastAttempt = 0, time.Time{}
+				}
 				changed = true
 			}
 			if changed {

@@ -301,3 +301,27 @@ func TestDueSinceAndClaimOnlyDue(t *testing.T) {
 		t.Fatalf("second claim of a recipient not due: attempts %d next %v", r.Attempts, r.NextAttempt)
 	}
 }
+
+func TestPostponeUndoesAnUnusedAcceptanceClaim(t *testing.T) {
+	c := newClock()
+	st, _ := openTemp(t, testOpts(c))
+	now := c.Now()
+	d := st.NewDraft()
+	d.Write([]byte("x\r\n"))
+	if err := d.Commit(Envelope{From: "a@example.org", Created: now, Recipients: []Recipient{
+		{Address: "a@down.example", Attempts: 1, LastAttempt: now, NextAttempt: now.Add(2 * time.Second)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	until := now.Add(time.Minute)
+	if err := st.Postpone(map[string][]string{d.ID(): {"a@down.example"}}, until); err != nil {
+		t.Fatal(err)
+	}
+	e, err := st.Get(d.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Recipients[0]; r.Attempts != 0 || !r.NextAttempt.Equal(until) {
+		t.Fatalf("never-tried recipient after Postpone: attempts %d next %v", r.Attempts, r.NextAttempt)
+	}
+}
