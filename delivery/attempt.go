@@ -98,8 +98,10 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 }
 
 // usableFirstClaim returns the job's envelope when its recipients carry the
-// first-attempt claim made at acceptance and that claim still protects them
-// (its retry time is ahead), so the attempt may start without a Claim.
+// first-attempt claim made at acceptance, that claim still protects them
+// (its retry time is ahead) and nothing changed the message since it was
+// handed over (an operator's hold or delete), so the attempt may start
+// without a Claim.
 func (e *Engine) usableFirstClaim(j *job, start time.Time) *queue.Envelope {
 	if !j.preclaimed {
 		return nil
@@ -110,6 +112,9 @@ func (e *Engine) usableFirstClaim(j *job, start time.Time) *queue.Envelope {
 				return nil
 			}
 		}
+	}
+	if ok, err := e.store.Scheduled(j.env); err != nil || !ok {
+		return nil // Claim will say what happened (held, deleted, ...)
 	}
 	return j.env
 }

@@ -31,6 +31,25 @@ func (s *Store) Get(id string) (*Envelope, error) {
 	return env, err
 }
 
+// Scheduled reports whether env's schedule entry is in the index exactly as
+// env has it: false when the message has been held, deleted or rescheduled
+// since env was read. It is one key lookup, no decoding, so the scheduler
+// can afford it on every hand-over.
+func (s *Store) Scheduled(env *Envelope) (bool, error) {
+	key := scheduleKey(env)
+	if key == nil {
+		return false, nil
+	}
+	found := false
+	err := s.view(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketSchedule); b != nil {
+			found = b.Get(key) != nil
+		}
+		return nil
+	})
+	return found, err
+}
+
 // schedulePage is how many index entries one read transaction copies out,
 // so skip functions run outside any transaction (they may call the Store).
 const schedulePage = 256

@@ -325,3 +325,42 @@ func TestPostponeUndoesAnUnusedAcceptanceClaim(t *testing.T) {
 		t.Fatalf("never-tried recipient after Postpone: attempts %d next %v", r.Attempts, r.NextAttempt)
 	}
 }
+
+func TestScheduledSeesHoldDeleteAndReschedule(t *testing.T) {
+	c := newClock()
+	st, _ := openTemp(t, testOpts(c))
+	id := enqueue(t, st, []byte("x\r\n"), "a@example.net")
+	env, err := st.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.Scheduled(env); !ok || err != nil {
+		t.Fatalf("fresh message not scheduled: %v %v", ok, err)
+	}
+	if err := st.Hold(id); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := st.Scheduled(env); ok {
+		t.Fatal("held message still reported scheduled")
+	}
+	if err := st.Release(id, c.Advance(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// Released, it is due when it was before: the same entry is back.
+	if ok, _ := st.Scheduled(env); !ok {
+		t.Fatal("released message not scheduled")
+	}
+	if err := st.Retry(id, c.Now().Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := st.Scheduled(env); ok {
+		t.Fatal("rescheduled message reported as its old entry")
+	}
+	if err := st.Delete(id); err != nil {
+		t.Fatal(err)
+	}
+	env2, _ := st.Get(id)
+	if ok, _ := st.Scheduled(&Envelope{ID: id, Recipients: env.Recipients}); ok || env2 != nil {
+		t.Fatal("deleted message still reported scheduled")
+	}
+}
