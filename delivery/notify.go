@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/relayq/relayq/dsn"
@@ -46,28 +45,13 @@ func dsnRecipient(r queue.Recipient, action string, now, until time.Time) dsn.Re
 	if action == "delayed" {
 		status = "4.0.0"
 	}
-	if rep, err := smtpcodes.ParseReply(r.LastReply); err == nil && rep.Enhanced != "" {
-		status = rep.Enhanced
-	} else if f := strings.Fields(r.LastReply); len(f) > 0 && isEnhanced(f[0]) {
-		status = f[0]
+	if s, ok := smtpcodes.StatusOf(r.LastReply); ok {
+		status = s
 	}
 	return dsn.Recipient{
 		Final: r.Address, Original: r.ORCPT, Action: action, Status: status,
 		RemoteMTA: r.RemoteMTA, Diagnostic: r.LastReply, LastAttempt: now, WillRetryUntil: until,
 	}
-}
-
-func isEnhanced(s string) bool {
-	p := strings.Split(s, ".")
-	if len(p) != 3 || (p[0] != "2" && p[0] != "4" && p[0] != "5") {
-		return false
-	}
-	for _, x := range p[1:] {
-		if x == "" || strings.Trim(x, "0123456789") != "" {
-			return false
-		}
-	}
-	return true
 }
 
 func (e *Engine) notice(env *queue.Envelope, rs []dsn.Recipient, now time.Time, full bool, kind string) []queue.Notice {

@@ -101,3 +101,18 @@ func enhancedPrefix(text string) (token, rest string, ok bool) {
 	}
 	return token, rest, true
 }
+
+// StatusOf returns the RFC 3463 status code a recorded reply carries: the
+// enhanced code of a server reply ("550 5.1.1 No such user") or of a local
+// one ("4.4.1 connection refused", the form Reply.String gives when no
+// server answered). ok is false when there is none; the DSN writer then
+// falls back to a generic code.
+func StatusOf(reply string) (status string, ok bool) {
+	if r, err := ParseReply(reply); err == nil && r.Enhanced != "" {
+		return r.Enhanced, true
+	}
+	if token, _, ok := enhancedPrefix(reply); ok {
+		return token, true
+	}
+	return "", false
+}

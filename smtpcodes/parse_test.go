@@ -104,3 +104,19 @@ func FuzzParseReply(f *testing.F) {
 		checkReplyInvariants(t, in, r)
 	})
 }
+
+func TestStatusOf(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"550 5.1.1 No such user", "5.1.1"},
+		{"451 4.7.1 Greylisted", "4.7.1"},
+		{"4.4.1 connection refused", "4.4.1"},
+		{"250 OK", "2.0.0"},
+		{"garbage", ""},
+		{"", ""},
+	} {
+		got, ok := StatusOf(tc.in)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("StatusOf(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
+		}
+	}
+}
