@@ -66,7 +66,6 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 		// (due again at retryAt) rather than count a failure we caused.
 		return result{job: j, recorded: true, next: earliest(env)}
 	}
-	res := result{job: j, recorded: true}
 	allDown := true
 	for _, r := range results {
 		if r.Reply.SuspendsDestination() || (r.Reply.Class == smtpcodes.Transient && !r.Reply.Remote() && isConnTrouble(r.Reply)) {
@@ -79,19 +78,23 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	e.free(release{job: j, suspend: len(results) > 0 && allDown, alive: len(results) == 0 || !allDown})
 
 	outcomes, notices := e.outcomes(set, env, rcpts, results, end)
-	before := e.clock.Now()
+	return e.record(j, outcomes, notices, end, end.Sub(start))
+}
+
+// record writes the outcomes and the reports they caused in one
+// transaction, then logs and counts them, and tells the scheduler what it
+// must look at next (see result).
+func (e *Engine) record(j *job, outcomes []queue.Outcome, notices []queue.Notice, end time.Time, took time.Duration) result {
+	before := e.clock.Now() // no later than the reports' due time
 	after, err := e.store.Record(j.id, outcomes, notices...)
 	if err != nil {
 		e.log.Error("recording outcome failed; the recipients stay due", "id", j.id, "err", err)
-		res.recorded = false
-		return res
+		return result{job: j}
 	}
-	res.next = earliest(after)
+	res := result{job: j, recorded: true, next: earliest(after)}
+	e.report(j, outcomes, end, took)
 	if len(notices) > 0 {
-		res.notices = before // a lower bound of the reports' due time
-	}
-	e.report(j, outcomes, end, end.Sub(start))
-	if len(notices) > 0 {
+		res.notices = before
 		e.wake()
 	}
 	return res
@@ -166,22 +169,7 @@ func (e *Engine) giveUpUnattempted(j *job, set *Settings, now time.Time) result 
 		r.LastReply = reply
 		failed = append(failed, r)
 	}
-	notices := e.bounceNotices(j.env, failed, now)
-	before := e.clock.Now()
-	after, err := e.store.Record(j.id, outcomes, notices...)
-	if err != nil {
-		e.log.Error("recording expiry failed", "id", j.id, "err", err)
-		return result{job: j}
-	}
-	e.report(j, outcomes, now, 0)
-	if len(notices) > 0 {
-		e.wake()
-	}
-	res := result{job: j, recorded: true, next: earliest(after)}
-	if len(notices) > 0 {
-		res.notices = before
-	}
-	return res
+	return e.record(j, outcomes, e.bounceNotices(j.env, failed, now), now, 0)
 }
 
 // earliest is when env is next due: its earliest non-final recipient's
