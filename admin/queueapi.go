@@ -108,13 +108,20 @@ func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return id, true
 }
 
-// show answers GET /api/v1/queue/{id}.
-func (h *handler) show(w http.ResponseWriter, r *http.Request) {
+// target finds the store and the {id} a per-message request is about,
+// answering the error itself when either is missing.
+func (h *handler) target(w http.ResponseWriter, r *http.Request) (*queue.Store, string, bool) {
 	st := h.store(w)
 	if st == nil {
-		return
+		return nil, "", false
 	}
 	id, ok := pathID(w, r)
+	return st, id, ok
+}
+
+// show answers GET /api/v1/queue/{id}.
+func (h *handler) show(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := h.target(w, r)
 	if !ok {
 		return
 	}
@@ -150,11 +157,7 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 // change applies one operator action to {id}, logs it, wakes the scheduler
 // when asked to and answers with the message's new state.
 func (h *handler) change(w http.ResponseWriter, r *http.Request, op string, f func(*queue.Store, string) error, kick bool) {
-	st := h.store(w)
-	if st == nil {
-		return
-	}
-	id, ok := pathID(w, r)
+	st, id, ok := h.target(w, r)
 	if !ok {
 		return
 	}
@@ -171,11 +174,7 @@ func (h *handler) change(w http.ResponseWriter, r *http.Request, op string, f fu
 
 // remove answers DELETE /api/v1/queue/{id}: gone for good, no DSN.
 func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
-	st := h.store(w)
-	if st == nil {
-		return
-	}
-	id, ok := pathID(w, r)
+	st, id, ok := h.target(w, r)
 	if !ok {
 		return
 	}
