@@ -26,6 +26,7 @@ type Draft struct {
 	next     uint32 // index of the next chunk to write
 	done     bool
 	err      error
+	stored   Envelope // what Commit wrote
 }
 
 // NewDraft starts a message with a fresh ID (see id.go for the format).
@@ -158,9 +159,13 @@ func (d *Draft) Commit(env Envelope) error {
 		d.discard()
 		return fmt.Errorf("queue: commit %s: %w", d.id, err)
 	}
-	d.done, d.buf = true, nil
+	d.done, d.buf, d.stored = true, nil, env
 	return nil
 }
+
+// Committed returns the envelope exactly as Commit stored it (ID, size,
+// recipient states), for handing the message on without reading it back.
+func (d *Draft) Committed() Envelope { return d.stored }
 
 // Abort discards the draft and any chunks it spilled.
 func (d *Draft) Abort() error {

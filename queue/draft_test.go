@@ -242,3 +242,22 @@ func TestCommitKeepsFirstAttemptClaim(t *testing.T) {
 		t.Fatalf("due: %v", ids)
 	}
 }
+
+func TestCommittedIsWhatGetReturns(t *testing.T) {
+	c := newClock()
+	st, _ := openTemp(t, testOpts(c))
+	d := st.NewDraft()
+	d.Write([]byte("hello\r\n"))
+	if err := d.Commit(Envelope{From: "a@example.org", Recipients: []Recipient{{Address: "b@example.net"}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Get(d.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := d.Committed()
+	if want.ID != got.ID || want.Size != got.Size || !want.Created.Equal(got.Created) ||
+		want.Recipients[0].Status != got.Recipients[0].Status || !want.Recipients[0].NextAttempt.Equal(got.Recipients[0].NextAttempt) {
+		t.Fatalf("Committed %+v, stored %+v", want, *got)
+	}
+}

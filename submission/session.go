@@ -231,16 +231,7 @@ func (s *session) Data(r io.Reader) error {
 		s.log.Error("queue commit failed", "err", err)
 		return s.reject("storage", errQueueUnavailable)
 	}
-	// The same state Commit stored, for the scheduler's hand-over.
-	env.ID = d.ID()
-	env.Size = int64(len(hdr)) + bw.n
-	for i := range env.Recipients {
-		r := &env.Recipients[i]
-		r.Status = queue.StatusQueued
-		if r.Attempts == 0 {
-			r.NextAttempt = env.Created
-		}
-	}
+	env = d.Committed()
 	rcpts := make([]string, len(env.Recipients))
 	for i, r := range env.Recipients {
 		rcpts[i] = r.Address
