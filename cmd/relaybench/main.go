@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -95,6 +96,13 @@ func parseFlags(args []string) (*options, error) {
 		if _, err := os.Stat(o.relayBin); err != nil {
 			return nil, fmt.Errorf("--relay-bin: %w (run `make build` first)", err)
 		}
+		// The relay runs with its own temporary directory as working
+		// directory, where a relative path would no longer resolve.
+		abs, err := filepath.Abs(o.relayBin)
+		if err != nil {
+			return nil, fmt.Errorf("--relay-bin: %w", err)
+		}
+		o.relayBin = abs
 	}
 	return o, nil
 }
