@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/textproto"
 	"os"
 	"strconv"
 	"strings"
@@ -241,9 +240,9 @@ type session struct {
 	hop  Hop
 	mode tlsMode
 
-	raw  net.Conn // the TCP connection, closed when ctx ends
-	conn net.Conn // raw, or the TLS connection over it
-	c    *smtp.Client
+	raw  net.Conn    // the TCP connection, closed when ctx ends
+	conn net.Conn    // raw, or the TLS connection over it
+	w    *wire       // the SMTP conversation on conn; nil before the greeting
 	stop func() bool // ends the ctx watch that closes raw
 
 	// reusable is set when a transaction ended cleanly and the server is
@@ -260,8 +259,8 @@ func (s *session) run(env Envelope, body func() (io.ReadCloser, error), results 
 	defer s.finish()
 	if stage, err := s.open(); err != nil {
 		var local *smtpcodes.StatusError
-		if s.c != nil && s.ctx.Err() == nil && (isServerReply(err) || errors.As(err, &local)) {
-			_ = s.c.Quit() // the connection still works: say goodbye
+		if s.w != nil && s.ctx.Err() == nil && (isServerReply(err) || errors.As(err, &local)) {
+			s.w.quit() // the connection still works: say goodbye
 		}
 		return s.classify(stage, err), false
 	}
@@ -301,8 +300,8 @@ func (s *session) close() {
 	if s.stop != nil {
 		s.stop()
 	}
-	if s.c != nil {
-		_ = s.c.Close()
+	if s.conn != nil {
+		_ = s.conn.Close()
 	}
 	if s.raw != nil {
 		_ = s.raw.Close()
@@ -343,85 +342,52 @@ func (s *session) open() (smtpcodes.Stage, error) {
 		}
 	}
 
-	// The greeting and, for STARTTLS, the first EHLO are read here rather
-	// than by go-smtp: it has no exported STARTTLS after a Hello of our own
-	// (NewClientStartTLS says "EHLO localhost"), and reading the greeting
-	// ourselves tells a refused greeting from a refused EHLO.
-	tp := textproto.NewConn(s.conn)
-	s.deadline()
-	if _, _, err := tp.ReadResponse(220); err != nil {
-		return smtpcodes.StageGreeting, replyError(err)
+	s.w = newWire(s.conn, s.d.commandTimeout())
+	if code, text, err := s.w.reply(); err != nil || code != 220 {
+		if err == nil {
+			err = serverReply(code, text)
+		}
+		return smtpcodes.StageGreeting, err
 	}
-	var rest io.Reader = tp.R
+	if err := s.w.hello(s.d.hostname()); err != nil {
+		return smtpcodes.StageHello, err
+	}
 	if s.mode.starttls != TLSNone {
-		secured, stage, err := s.startTLS(tp)
-		if err != nil {
+		if stage, err := s.startTLS(); err != nil {
 			return stage, err
 		}
-		if secured {
-			rest = s.conn
-		}
-	}
-
-	// Hand the connection to go-smtp with a stand-in greeting: the real one
-	// was read above, and after STARTTLS there is none (RFC 3207 section 4.2).
-	s.c = smtp.NewClient(&handoffConn{Conn: s.conn, r: io.MultiReader(strings.NewReader("220 relayq handoff\r\n"), rest)})
-	s.c.CommandTimeout = s.d.commandTimeout()
-	s.c.SubmissionTimeout = s.d.commandTimeout()
-	if err := s.c.Hello(s.d.hostname()); err != nil {
-		return smtpcodes.StageHello, err
 	}
 	return s.auth()
 }
 
-// startTLS sends EHLO and, when offered, STARTTLS and the handshake. It
-// reports whether the connection is now encrypted. Without STARTTLS on
-// offer, opportunistic mode goes on in plaintext (go-smtp then sends EHLO
-// again, which RFC 5321 section 4.1.4 permits); required mode fails.
-func (s *session) startTLS(tp *textproto.Conn) (bool, smtpcodes.Stage, error) {
-	s.deadline()
-	if err := tp.PrintfLine("EHLO %s", s.d.hostname()); err != nil {
-		return false, smtpcodes.StageHello, err
-	}
-	_, msg, err := tp.ReadResponse(250)
-	offered := false
-	var te *textproto.Error
-	switch {
-	case errors.As(err, &te) && (te.Code == 500 || te.Code == 502):
-		// An RFC 821 server: no extensions, so no STARTTLS.
-	case err != nil:
-		return false, smtpcodes.StageHello, replyError(err)
-	default:
-		for _, line := range strings.Split(msg, "\n")[1:] {
-			if f := strings.Fields(line); len(f) > 0 && strings.EqualFold(f[0], "STARTTLS") {
-				offered = true
-			}
-		}
-	}
-	if !offered {
+// startTLS sends STARTTLS when the server offers it and says EHLO again over
+// TLS (RFC 3207 section 4.2). Without STARTTLS on offer, opportunistic mode
+// goes on in plaintext; required mode fails.
+func (s *session) startTLS() (smtpcodes.Stage, error) {
+	if !s.w.has("STARTTLS") {
 		if s.mode.starttls == TLSRequired {
-			return false, smtpcodes.StageStartTLS, smtpcodes.Transientf("4.7.10",
+			return smtpcodes.StageStartTLS, smtpcodes.Transientf("4.7.10",
 				"delivery: %s does not offer STARTTLS and TLS is required", s.hop.Addr())
 		}
-		return false, "", nil
+		return "", nil
 	}
-	s.deadline()
-	if err := tp.PrintfLine("STARTTLS"); err != nil {
-		return false, smtpcodes.StageStartTLS, err
+	if _, _, err := s.w.cmd(2, "STARTTLS"); err != nil {
+		return smtpcodes.StageStartTLS, err
 	}
-	if _, _, err := tp.ReadResponse(220); err != nil {
-		return false, smtpcodes.StageStartTLS, replyError(err)
-	}
-	if tp.R.Buffered() > 0 {
+	if s.w.r.Buffered() > 0 {
 		// Plaintext sent after the 220 would be taken as coming over TLS:
 		// the command injection of RFC 3207 section 5 (CVE-2011-0411).
-		return false, smtpcodes.StageStartTLS, smtpcodes.Transientf("4.7.5",
+		return smtpcodes.StageStartTLS, smtpcodes.Transientf("4.7.5",
 			"delivery: %s sent data after its STARTTLS reply", s.hop.Addr())
 	}
 	if err := s.handshake(); err != nil {
-		return false, smtpcodes.StageStartTLS, err
+		return smtpcodes.StageStartTLS, err
 	}
-	return true, "", nil
+	s.w = newWire(s.conn, s.d.commandTimeout())
+	if err := s.w.hello(s.d.hostname()); err != nil {
+		return smtpcodes.StageHello, err
+	}
+	return "", nil
 }
 
 // handshake starts TLS on the raw connection, bounded by the deadline
@@ -452,39 +418,38 @@ func (s *session) auth() (smtpcodes.Stage, error) {
 	if sh == nil || sh.Username == "" {
 		return "", nil
 	}
-	// go-smtp's TLSConnectionState cannot see through handoffConn.
 	if _, secure := s.conn.(*tls.Conn); !secure && !sh.AllowInsecureAuth {
 		return smtpcodes.StageAuth, smtpcodes.Transientf("4.7.11",
 			"delivery: not sending smarthost credentials to %s without TLS (allow_insecure_auth is off)", s.hop.Addr())
 	}
 	var client sasl.Client
 	switch {
-	case s.c.SupportsAuth(sasl.Plain):
+	case s.w.supportsAuth(sasl.Plain):
 		client = sasl.NewPlainClient("", sh.Username, sh.Password)
-	case s.c.SupportsAuth(sasl.Login):
+	case s.w.supportsAuth(sasl.Login):
 		client = newLoginClient(sh.Username, sh.Password)
 	default:
-		_, mechs := s.c.Extension("AUTH")
 		return smtpcodes.StageAuth, smtpcodes.Transientf("4.7.0",
-			"delivery: smarthost %s offers no AUTH PLAIN or LOGIN (AUTH %q)", s.hop.Addr(), mechs)
+			"delivery: smarthost %s offers no AUTH PLAIN or LOGIN (AUTH %q)", s.hop.Addr(), s.w.ext["AUTH"])
 	}
-	if err := s.c.Auth(client); err != nil {
+	if err := s.w.auth(client); err != nil {
 		return smtpcodes.StageAuth, err
 	}
 	return "", nil
 }
 
-// transact runs MAIL, RCPT and DATA. It returns final=false only when the
+// transact runs MAIL, RCPT and DATA, pipelined in one round trip when the
+// server offers PIPELINING (RFC 2920). It returns final=false only when the
 // server did not accept MAIL for a reason worth trying another hop for.
 func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), results []RcptResult) (smtpcodes.Reply, bool) {
-	c := s.c
+	w := s.w
 	mta := s.hop.Host
 	set := func(i int, r smtpcodes.Reply) { results[i].Reply, results[i].RemoteMTA = r, mta }
 	setAll := func(r smtpcodes.Reply) (smtpcodes.Reply, bool) {
 		for i := range results {
 			set(i, r)
 		}
-		_ = c.Quit()
+		w.quit()
 		return r, true
 	}
 	// failOpen ends the attempt after a 421 or a lost connection: everyone
@@ -498,58 +463,76 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 		return r, true
 	}
 
-	hasUTF8, _ := c.Extension("SMTPUTF8")
-	hasDSN, _ := c.Extension("DSN")
+	hasUTF8, hasDSN := w.has("SMTPUTF8"), w.has("DSN")
+	if strings.ContainsAny(env.From, "\r\n") {
+		return setAll(smtpcodes.Classify(smtpcodes.StageMail, smtpcodes.Permanentf("5.1.7", "delivery: sender address contains a line break")))
+	}
 	if !isASCII(env.From) && !hasUTF8 {
 		// RFC 6531 section 3.2: a UTF-8 envelope cannot be downgraded here.
 		return setAll(smtpcodes.Classify(smtpcodes.StageMail, smtpcodes.Permanentf("5.6.7",
 			"delivery: %s does not support SMTPUTF8, needed for sender %s", s.hop.Addr(), env.From)))
 	}
-	if limit, ok := c.MaxMessageSize(); ok && limit > 0 && env.Size > int64(limit) {
+	if limit := w.maxSize(); limit > 0 && env.Size > limit {
 		return setAll(smtpcodes.Classify(smtpcodes.StageMail, smtpcodes.Permanentf("5.3.4",
 			"delivery: message of %d bytes exceeds the %d bytes %s accepts (RFC 1870)", env.Size, limit, s.hop.Addr())))
 	}
 
+	// asked are the recipients the server is asked about; the others fail
+	// here, without a command.
+	var asked []int
+	var rcptLines []string
 	utf8 := env.SMTPUTF8 || !isASCII(env.From)
-	for _, r := range env.Recipients {
-		utf8 = utf8 || !isASCII(r.Address)
-	}
-	opts := &smtp.MailOptions{Size: env.Size, UTF8: utf8 && hasUTF8}
-	if hasDSN {
-		if ret := smtp.DSNReturn(strings.ToUpper(env.RET)); ret == smtp.DSNReturnFull || ret == smtp.DSNReturnHeaders {
-			opts.Return = ret
+	for i, rq := range env.Recipients {
+		switch {
+		case strings.ContainsAny(rq.Address, "\r\n"):
+			set(i, smtpcodes.Classify(smtpcodes.StageRcpt, smtpcodes.Permanentf("5.1.3", "delivery: recipient address contains a line break")))
+		case !isASCII(rq.Address) && !hasUTF8:
+			set(i, smtpcodes.Classify(smtpcodes.StageRcpt, smtpcodes.Permanentf("5.6.7",
+				"delivery: %s does not support SMTPUTF8, needed for recipient %s", s.hop.Addr(), rq.Address)))
+		default:
+			asked = append(asked, i)
+			rcptLines = append(rcptLines, rcptCommand(rq, hasDSN, hasUTF8))
+			utf8 = utf8 || !isASCII(rq.Address)
 		}
-		if isPrintableASCII(env.EnvID) {
-			opts.EnvelopeID = env.EnvID
-		}
 	}
-	if err := c.Mail(env.From, opts); err != nil {
+	if len(asked) == 0 {
+		s.reusable = true // nothing was said: the connection is as it was
+		return smtpcodes.Reply{}, true
+	}
+
+	pipelined := w.has("PIPELINING")
+	_ = w.queue(mailCommand(env, w, utf8 && hasUTF8, hasDSN))
+	if pipelined {
+		for _, l := range rcptLines {
+			_ = w.queue(l)
+		}
+		_ = w.queue("DATA")
+	}
+	if err := w.flush(); err != nil {
+		return s.classify(smtpcodes.StageMail, err), false
+	}
+	if _, _, err := w.expect(2); err != nil {
 		r := s.classify(smtpcodes.StageMail, err)
+		if isServerReply(err) && pipelined && !r.SuspendsDestination() {
+			w.drain(len(rcptLines) + 1) // the RCPTs' and DATA's replies
+		}
 		if r.Class == smtpcodes.Permanent {
 			return setAll(r)
 		}
 		if isServerReply(err) {
-			_ = c.Quit()
+			w.quit()
 		}
 		return r, false
 	}
 
 	var accepted []int
-	for i, rq := range env.Recipients {
-		if strings.ContainsAny(rq.Address, "\r\n") {
-			set(i, smtpcodes.Classify(smtpcodes.StageRcpt, smtpcodes.Permanentf("5.1.3", "delivery: recipient address contains a line break")))
-			continue
+	for k, i := range asked {
+		var err error
+		if pipelined {
+			_, _, err = w.expect(2)
+		} else {
+			_, _, err = w.cmd(2, rcptLines[k])
 		}
-		if !isASCII(rq.Address) && !hasUTF8 {
-			set(i, smtpcodes.Classify(smtpcodes.StageRcpt, smtpcodes.Permanentf("5.6.7",
-				"delivery: %s does not support SMTPUTF8, needed for recipient %s", s.hop.Addr(), rq.Address)))
-			continue
-		}
-		var ro *smtp.RcptOptions
-		if hasDSN {
-			ro = rcptOptions(rq)
-		}
-		err := c.Rcpt(rq.Address, ro)
 		if err == nil {
 			accepted = append(accepted, i)
 			continue
@@ -560,12 +543,24 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 		}
 		set(i, r)
 	}
+	// dataErr is the reply to a pipelined DATA, read here to stay in step.
+	var dataErr error
+	if pipelined {
+		if _, _, dataErr = w.expect(3); dataErr != nil && !isServerReply(dataErr) {
+			return failOpen(s.classify(smtpcodes.StageData, dataErr))
+		}
+	}
 	if len(accepted) == 0 {
-		if err := c.Reset(); err == nil {
+		if pipelined && dataErr == nil {
+			// DATA was taken with no recipient: end it with a lone dot
+			// (RFC 2920 section 3.1); the server has nobody to deliver to.
+			_, _, _ = w.cmd(0, ".")
+		}
+		if _, _, err := w.cmd(2, "RSET"); err == nil {
 			s.uses++
 			s.reusable = true
 		} else {
-			_ = c.Quit()
+			w.quit()
 		}
 		return smtpcodes.Reply{}, true
 	}
@@ -574,16 +569,6 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 			set(i, r)
 		}
 	}
-
-	rc, err := body()
-	if err != nil {
-		setAccepted(smtpcodes.Classify(smtpcodes.StageData, smtpcodes.Transientf("4.3.0", "delivery: open queued body: %v", err)))
-		_ = c.Reset()
-		_ = c.Quit()
-		return smtpcodes.Reply{}, true
-	}
-	defer rc.Close()
-
 	// dataFailed ends the attempt when the server refuses DATA or the
 	// message: its reply applies to every recipient it accepted.
 	dataFailed := func(err error) (smtpcodes.Reply, bool) {
@@ -592,15 +577,34 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 			return failOpen(r)
 		}
 		setAccepted(r)
-		_ = c.Quit()
+		w.quit()
 		return r, true
 	}
-	w, err := c.Data()
+
+	rc, err := body()
 	if err != nil {
-		return dataFailed(err)
+		setAccepted(smtpcodes.Classify(smtpcodes.StageData, smtpcodes.Transientf("4.3.0", "delivery: open queued body: %v", err)))
+		if pipelined && dataErr == nil {
+			// The server waits for content we cannot send; only closing
+			// aborts DATA (RFC 5321 section 4.1.1.4).
+			_ = s.raw.Close()
+		} else {
+			_, _, _ = w.cmd(0, "RSET")
+			w.quit()
+		}
+		return smtpcodes.Reply{}, true
 	}
+	defer rc.Close()
+	if !pipelined {
+		_, _, dataErr = w.cmd(3, "DATA")
+	}
+	if dataErr != nil {
+		return dataFailed(dataErr)
+	}
+
+	dw := &dataWriter{w: w.w}
 	src := &trackedReader{r: rc}
-	dst := &crlfWriter{w: &deadlineWriter{w: w, s: s}}
+	dst := &crlfWriter{w: &deadlineWriter{w: dw, s: s}}
 	buf := copyBuffers.Get().(*[]byte)
 	_, err = io.CopyBuffer(dst, src, *buf)
 	copyBuffers.Put(buf)
@@ -615,31 +619,70 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 		setAccepted(r)
 		return r, true
 	}
+	if err == nil {
+		err = dw.close()
+	}
+	if err == nil {
+		err = w.flush()
+	}
 	if err != nil {
 		return failOpen(s.classify(smtpcodes.StageData, err))
 	}
-	s.deadline()
-	resp, err := w.CloseWithResponse()
+	code, text, err := w.expect(2)
 	if err != nil {
 		return dataFailed(err)
 	}
-	r := smtpcodes.Classify(smtpcodes.StageData, serverReply(250, resp.StatusText))
+	r := smtpcodes.Classify(smtpcodes.StageData, serverReply(code, text))
 	setAccepted(r)
 	s.uses++
 	s.reusable = true // QUIT is sent when the cached connection is closed
 	return r, true
 }
 
-// rcptOptions builds the DSN parameters for rq, leaving out what the
-// server would refuse as malformed rather than failing the recipient.
-func rcptOptions(rq RcptReq) *smtp.RcptOptions {
-	ro := &smtp.RcptOptions{}
-	seen := map[smtp.DSNNotify]bool{}
+// mailCommand is the MAIL command for env with the parameters the server
+// offers (RFC 1652, RFC 1870, RFC 6531, RFC 3461 section 4.3 and 4.4).
+func mailCommand(env Envelope, w *wire, utf8, dsn bool) string {
+	var b strings.Builder
+	b.WriteString("MAIL FROM:<")
+	b.WriteString(env.From)
+	b.WriteByte('>')
+	if w.has("8BITMIME") {
+		b.WriteString(" BODY=8BITMIME")
+	}
+	if w.has("SIZE") && env.Size > 0 {
+		b.WriteString(" SIZE=")
+		b.WriteString(strconv.FormatInt(env.Size, 10))
+	}
+	if utf8 {
+		b.WriteString(" SMTPUTF8")
+	}
+	if dsn {
+		if ret := strings.ToUpper(env.RET); ret == "FULL" || ret == "HDRS" {
+			b.WriteString(" RET=" + ret)
+		}
+		if env.EnvID != "" && isPrintableASCII(env.EnvID) {
+			b.WriteString(" ENVID=" + xtext(env.EnvID))
+		}
+	}
+	return b.String()
+}
+
+// rcptCommand is the RCPT command for rq, with its DSN parameters when the
+// server takes them (RFC 3461 section 4.1 and 4.2). A NOTIFY or ORCPT the
+// server would refuse as malformed is left out rather than failing the
+// recipient.
+func rcptCommand(rq RcptReq, dsn, utf8 bool) string {
+	line := "RCPT TO:<" + rq.Address + ">"
+	if !dsn {
+		return line
+	}
+	seen := map[string]bool{}
 	valid := len(rq.Notify) > 0
+	var notify []string
 	for _, n := range rq.Notify {
-		v := smtp.DSNNotify(strings.ToUpper(strings.TrimSpace(n)))
+		v := strings.ToUpper(strings.TrimSpace(n))
 		switch v {
-		case smtp.DSNNotifyNever, smtp.DSNNotifyDelayed, smtp.DSNNotifyFailure, smtp.DSNNotifySuccess:
+		case "NEVER", "DELAY", "FAILURE", "SUCCESS":
 		default:
 			valid = false
 		}
@@ -647,21 +690,21 @@ func rcptOptions(rq RcptReq) *smtp.RcptOptions {
 			valid = false
 		}
 		seen[v] = true
-		ro.Notify = append(ro.Notify, v)
+		notify = append(notify, v)
 	}
-	if !valid || (seen[smtp.DSNNotifyNever] && len(seen) > 1) {
-		// RFC 3461 section 4.1: NEVER stands alone.
-		ro.Notify = nil
+	// RFC 3461 section 4.1: NEVER stands alone.
+	if valid && !(seen["NEVER"] && len(seen) > 1) {
+		line += " NOTIFY=" + strings.Join(notify, ",")
 	}
 	if typ, addr, ok := strings.Cut(rq.ORCPT, ";"); ok && addr != "" && !strings.ContainsAny(addr, "\r\n") {
 		switch {
 		case strings.EqualFold(typ, "rfc822") && isPrintableASCII(addr):
-			ro.OriginalRecipientType, ro.OriginalRecipient = smtp.DSNAddressTypeRFC822, addr
+			line += " ORCPT=rfc822;" + xtext(addr)
 		case strings.EqualFold(typ, "rfc822"), strings.EqualFold(typ, "utf-8"):
-			ro.OriginalRecipientType, ro.OriginalRecipient = smtp.DSNAddressTypeUTF8, addr
+			line += " ORCPT=utf-8;" + utf8AddrXtext(addr, utf8)
 		}
 	}
-	return ro
+	return line
 }
 
 // isServerReply reports whether err is a reply the server sent, as opposed
@@ -669,16 +712,6 @@ func rcptOptions(rq RcptReq) *smtp.RcptOptions {
 func isServerReply(err error) bool {
 	var se *smtp.SMTPError
 	return errors.As(err, &se)
-}
-
-// replyError converts a textproto reply error into go-smtp's form, which
-// smtpcodes.Classify reads; other errors pass through.
-func replyError(err error) error {
-	var te *textproto.Error
-	if errors.As(err, &te) {
-		return serverReply(te.Code, te.Msg)
-	}
-	return err
 }
 
 // serverReply builds an *smtp.SMTPError from a code and reply text, taking a
@@ -703,17 +736,8 @@ func serverReply(code int, msg string) *smtp.SMTPError {
 	return e
 }
 
-// handoffConn is a connection whose first bytes come from r, so that go-smtp
-// can start on a connection whose greeting was already read.
-type handoffConn struct {
-	net.Conn
-	r io.Reader
-}
-
-func (h *handoffConn) Read(p []byte) (int, error) { return h.r.Read(p) }
-
 // deadlineWriter refreshes the command timeout before every write of the
-// body: go-smtp sets no deadline of its own there.
+// body, so that a long message is bounded per write, not as a whole.
 type deadlineWriter struct {
 	w io.Writer
 	s *session

@@ -119,9 +119,9 @@ func (s *session) attach(ctx context.Context) {
 
 // quit says goodbye and closes, bounded by the command timeout.
 func (s *session) quit() {
-	if s.c != nil {
+	if s.w != nil {
 		s.deadline()
-		_ = s.c.Quit()
+		s.w.quit()
 	}
 	s.close()
 }
