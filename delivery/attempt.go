@@ -148,7 +148,7 @@ func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue
 	for _, r := range rcpts {
 		denv.Recipients = append(denv.Recipients, RcptReq{Address: r.Address, ORCPT: r.ORCPT, Notify: r.Notify})
 	}
-	body := func() (io.ReadCloser, error) { return e.store.Body(j.id) }
+	body := func() (io.ReadCloser, error) { return e.store.BodyOf(env), nil }
 	return set.Dialer.Deliver(ctx, hops, denv, body)
 }
 

@@ -17,7 +17,15 @@ func (s *Store) Body(id string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bodyReader{s: s, id: id, size: env.Size}, nil
+	return s.BodyOf(env), nil
+}
+
+// BodyOf streams the body of env, a message already read from the store,
+// without reading its envelope again: delivery has it in hand, and decoding
+// it a second time per attempt was 4% of the relay's CPU. A message deleted
+// meanwhile fails on the first Read, as in Body.
+func (s *Store) BodyOf(env *Envelope) io.ReadCloser {
+	return &bodyReader{s: s, id: env.ID, size: env.Size}
 }
 
 // bodyReader reads a body chunk by chunk.

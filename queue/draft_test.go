@@ -261,3 +261,27 @@ func TestCommittedIsWhatGetReturns(t *testing.T) {
 		t.Fatalf("Committed %+v, stored %+v", want, *got)
 	}
 }
+
+func TestBodyOfReadsWithoutTheEnvelope(t *testing.T) {
+	for _, size := range []int{100, 10_000} { // a small body and a chunked one
+		o := testOpts(newClock())
+		o.InlineLimit, o.ChunkSize = 1024, 1024
+		s, _ := openTemp(t, o)
+		id := enqueue(t, s, pattern(size), "a@example.net")
+		env, err := s.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(s.BodyOf(env))
+		if err != nil || !bytes.Equal(got, pattern(size)) {
+			t.Fatalf("size %d: BodyOf read %d bytes, err %v; want the stored body", size, len(got), err)
+		}
+		// Deleted after the envelope was read: an error, never an empty body.
+		if err := s.Delete(id); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := io.ReadAll(s.BodyOf(env)); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("size %d: reading a deleted message's body gave %d bytes, err %v; want io.ErrUnexpectedEOF", size, len(b), err)
+		}
+	}
+}
