@@ -35,7 +35,8 @@ type bodyReader struct {
 	size   int64 // from the envelope, to tell end of body from a vanished one
 	read   int64
 	next   uint32
-	cur    []byte
+	cur    []byte // the unread part of buf
+	buf    []byte // the current chunk, from the buffer pool
 	closed bool
 }
 
@@ -78,7 +79,11 @@ func (r *bodyReader) load() error {
 			return fmt.Errorf("queue: body %s: chunk %d missing after %d of %d bytes: %w",
 				r.id, r.next, r.read, r.size, io.ErrUnexpectedEOF)
 		}
-		r.cur = append(r.cur[:0], v...)
+		if r.buf == nil {
+			r.buf = getBuffer()
+		}
+		r.buf = append(r.buf[:0], v...)
+		r.cur = r.buf
 		return nil
 	})
 	if err != nil {
@@ -90,6 +95,9 @@ func (r *bodyReader) load() error {
 
 // Close releases the reader.
 func (r *bodyReader) Close() error {
-	r.closed, r.cur = true, nil
+	if !r.closed {
+		putBuffer(r.buf)
+	}
+	r.closed, r.cur, r.buf = true, nil, nil
 	return nil
 }

@@ -51,6 +51,9 @@ func (d *Draft) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		if !d.spilling {
+			if d.buf == nil {
+				d.buf = getBuffer()
+			}
 			if len(d.buf)+len(p) <= inline {
 				d.buf = append(d.buf, p...)
 				d.size += int64(len(p))
@@ -159,6 +162,7 @@ func (d *Draft) Commit(env Envelope) error {
 		d.discard()
 		return fmt.Errorf("queue: commit %s: %w", d.id, err)
 	}
+	putBuffer(d.buf)
 	d.done, d.buf, d.stored = true, nil, env
 	return nil
 }
@@ -177,6 +181,7 @@ func (d *Draft) Abort() error {
 
 // discard ends the draft and removes spilled chunks.
 func (d *Draft) discard() error {
+	putBuffer(d.buf)
 	d.done, d.buf = true, nil
 	if d.next == 0 {
 		return nil
