@@ -16,6 +16,7 @@ type report struct {
 	flows   []*flowResult
 	restart *restartResult
 	fsync   time.Duration
+	commit  time.Duration // one bbolt commit, the floor of a durable 250
 	notes   []string
 	failed  bool
 }
@@ -87,6 +88,9 @@ func runAll(ctx context.Context, o *options) *report {
 			d, err := measureFsync(o.workDir, o.fsyncProbe)
 			rep.check("fsync probe", err)
 			rep.fsync = d
+			d, err = measureCommit(o.workDir, o.fsyncProbe)
+			rep.check("commit probe", err)
+			rep.commit = d
 		}
 		var modes []mode
 		switch {
@@ -189,6 +193,9 @@ func (rep *report) print(w io.Writer) {
 	tw.Flush()
 	if rep.fsync > 0 {
 		fmt.Fprintf(w, "\nfsync reference (512 B append + fdatasync, p50, same filesystem as the queue): %s\n", ms(rep.fsync))
+	}
+	if rep.commit > 0 {
+		fmt.Fprintf(w, "queue commit reference (one bbolt transaction storing 1 KiB, p50, same filesystem): %s\n", ms(rep.commit))
 	}
 	for _, f := range rep.flows {
 		if f.Spec.Name == "handoff" {
