@@ -30,6 +30,11 @@
 //     the null sender never produces a DSN.
 //   - Credentials are never sent in clear unless the operator allows it, and
 //     nothing with a bare CR or LF is ever sent.
+//   - With a server that offers PIPELINING, MAIL, every RCPT and DATA go in
+//     one write (RFC 2920) and every reply is read, in order, before the
+//     content or the next command; without it, each command waits for its
+//     reply. Content is sent only after a 354 and only to a transaction with
+//     an accepted recipient.
 //   - Every error carries a class and enhanced code smtpcodes.Classify
 //     understands.
 package delivery
