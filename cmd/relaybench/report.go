@@ -235,8 +235,12 @@ func (rep *report) printChecks(w io.Writer) {
 	for _, f := range rep.flows {
 		switch {
 		case f.Spec.Name == "a" && f.E2E > 0 && rep.directRate("a") > 0:
+			// The 45% target is set against smtp-source -> smtp-sink, which
+			// compare-postfix.sh measures; relaybench's in-process load and
+			// sink are several times faster than that pair, so this figure
+			// is for comparing runs, not for judging the target.
 			p := 100 * f.E2E / rep.directRate("a")
-			add(p >= 45, "a: e2e %.0f%% of the direct ceiling (target ≥ 45%%)", p)
+			lines = append(lines, fmt.Sprintf("INFO  a: e2e %.0f%% of relaybench's own direct rate (the ≥ 45%% target is judged against smtp-source → smtp-sink: bench/compare-postfix.sh)", p))
 		case f.Spec.Name == "c" && rep.fsync > 0:
 			add(f.Lat250.P99 < 3*rep.fsync, "c: 250 p99 %s vs 3 × fsync %s", ms(f.Lat250.P99), ms(3*rep.fsync))
 		case f.Spec.Name == "handoff":
