@@ -500,7 +500,10 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 		return smtpcodes.Reply{}, true
 	}
 
-	pipelined := w.has("PIPELINING")
+	// A group larger than maxPipelined waits for each reply instead: RFC
+	// 2920 section 3.1 warns that a client writing more than the TCP
+	// windows hold while the server's replies pile up can deadlock both.
+	pipelined := w.has("PIPELINING") && len(rcptLines) <= maxPipelined
 	_ = w.queue(mailCommand(env, w, utf8 && hasUTF8, hasDSN))
 	if pipelined {
 		for _, l := range rcptLines {

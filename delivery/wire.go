@@ -42,6 +42,11 @@ type wire struct {
 // in one write.
 const wireBuffer = 32 << 10
 
+// maxPipelined is the most RCPT commands sent in one pipelined group:
+// about 30 KiB of commands and 10 KiB of replies, well inside the socket
+// buffers at both ends.
+const maxPipelined = 500
+
 // maxReplyLines bounds a multi-line reply, so that a broken or hostile
 // server cannot make us buffer without end.
 const maxReplyLines = 200

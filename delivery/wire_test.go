@@ -3,6 +3,7 @@ package delivery
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -345,4 +346,22 @@ func scriptDialer(t *testing.T) *Dialer {
 	d := testDialer()
 	t.Cleanup(d.Close)
 	return d
+}
+
+func TestLargeRecipientListIsNotPipelined(t *testing.T) {
+	// More RCPTs than maxPipelined go one by one even to a PIPELINING
+	// server, so that neither side can fill the other's socket buffers.
+	srv := newScriptServer(t, &scriptServer{ext: []string{"PIPELINING"}})
+	var rcpts []string
+	for i := 0; i <= maxPipelined; i++ {
+		rcpts = append(rcpts, fmt.Sprintf("r%d@example.test", i))
+	}
+	res := deliver(t, scriptDialer(t), []Hop{hopTo(t, srv.addr)}, envelope(rcpts...), bodyOf(testBody))
+	wantAll(t, res, smtpcodes.Success, 250, "2.0.0")
+	cmds, buffered, _ := srv.log()
+	for i, c := range cmds {
+		if buffered[i] {
+			t.Fatalf("%q came with another command behind it; %d recipients should not be pipelined", c, len(rcpts))
+		}
+	}
 }
