@@ -51,6 +51,8 @@ const maxPipelined = 500
 // server cannot make us buffer without end.
 const maxReplyLines = 200
 
+// newWire starts the conversation on conn; every read and write gets
+// timeout, as RFC 5321 section 4.5.3.2 suggests for each command.
 func newWire(conn net.Conn, timeout time.Duration) *wire {
 	return &wire{
 		conn:    conn,
