@@ -365,3 +365,24 @@ func TestLargeRecipientListIsNotPipelined(t *testing.T) {
 		}
 	}
 }
+
+func TestHeloFallbackForServersWithoutEHLO(t *testing.T) {
+	// An RFC 821 server refuses EHLO with 500 or 502: say HELO and use no
+	// extension at all (RFC 5321 section 4.1.1.1).
+	srv := newScriptServer(t, &scriptServer{reply: func(cmd string) string {
+		if strings.HasPrefix(cmd, "EHLO") {
+			return "502 5.5.1 command not recognised"
+		}
+		return ""
+	}})
+	env := envelope("a@example.test")
+	env.RET, env.EnvID = "FULL", "env-1"
+	res := deliver(t, scriptDialer(t), []Hop{hopTo(t, srv.addr)}, env, bodyOf(testBody))
+	wantAll(t, res, smtpcodes.Success, 250, "2.0.0")
+	cmds, _, _ := srv.log()
+	for _, want := range []string{"EHLO relay.test", "HELO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>"} {
+		if !slices.Contains(cmds, want) {
+			t.Errorf("commands %q lack %q", cmds, want)
+		}
+	}
+}
