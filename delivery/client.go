@@ -605,9 +605,9 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 		return dataFailed(dataErr)
 	}
 
-	dw := &dataWriter{w: w.w}
+	dw := &dataWriter{wire: w}
 	src := &trackedReader{r: rc}
-	dst := &crlfWriter{w: &deadlineWriter{w: dw, s: s}}
+	dst := &crlfWriter{w: dw}
 	buf := copyBuffers.Get().(*[]byte)
 	_, err = io.CopyBuffer(dst, src, *buf)
 	copyBuffers.Put(buf)
@@ -737,18 +737,6 @@ func serverReply(code int, msg string) *smtp.SMTPError {
 	e.EnhancedCode = ec
 	e.Message = strings.ReplaceAll(rest, "\n"+first+" ", "\n")
 	return e
-}
-
-// deadlineWriter refreshes the command timeout before every write of the
-// body, so that a long message is bounded per write, not as a whole.
-type deadlineWriter struct {
-	w io.Writer
-	s *session
-}
-
-func (d *deadlineWriter) Write(p []byte) (int, error) {
-	d.s.deadline()
-	return d.w.Write(p)
 }
 
 // trackedReader remembers a read error so that a failing disk is told

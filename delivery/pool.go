@@ -120,7 +120,6 @@ func (s *session) attach(ctx context.Context) {
 // quit says goodbye and closes, bounded by the command timeout.
 func (s *session) quit() {
 	if s.w != nil {
-		s.deadline()
 		s.w.quit()
 	}
 	s.close()

@@ -264,27 +264,30 @@ func (w *wire) quit() { _, _, _ = w.cmd(0, "QUIT") }
 // dataWriter writes message content after a 354: it doubles a dot that
 // starts a line (RFC 5321 section 4.5.2) and adds the final dot on close.
 // It expects CRLF line ends (crlfWriter makes them), so an LF marks the
-// start of a line. It scans for "\n." a buffer at a time.
+// start of a line. It scans for "\n." a buffer at a time. Each Write
+// re-arms the command timeout, so a long message is bounded per write, not
+// as a whole.
 type dataWriter struct {
-	w   *bufio.Writer
-	mid bool // the last byte written did not end a line
+	wire *wire
+	mid  bool // the last byte written did not end a line
 }
 
 func (d *dataWriter) Write(p []byte) (int, error) {
-	n := len(p)
+	n, w := len(p), d.wire.w
+	d.wire.deadline()
 	for len(p) > 0 {
 		if !d.mid && p[0] == '.' {
-			d.w.WriteByte('.')
+			w.WriteByte('.')
 		}
 		i := bytes.Index(p, lfDot)
 		if i < 0 {
-			if _, err := d.w.Write(p); err != nil {
+			if _, err := w.Write(p); err != nil {
 				return 0, err
 			}
 			d.mid = p[len(p)-1] != '\n'
 			break
 		}
-		if _, err := d.w.Write(p[:i+1]); err != nil {
+		if _, err := w.Write(p[:i+1]); err != nil {
 			return 0, err
 		}
 		p, d.mid = p[i+1:], false
@@ -297,9 +300,9 @@ var lfDot = []byte("\n.")
 // close ends the content with the final dot, on a line of its own.
 func (d *dataWriter) close() error {
 	if d.mid {
-		d.w.WriteString("\r\n")
+		d.wire.w.WriteString("\r\n")
 	}
-	_, err := d.w.WriteString(".\r\n")
+	_, err := d.wire.w.WriteString(".\r\n")
 	return err
 }
 

@@ -49,7 +49,7 @@ func TestDataWriterStuffsDotsAcrossWrites(t *testing.T) {
 		}
 		var out bytes.Buffer
 		bw := bufio.NewWriterSize(&out, 16)
-		dw := &dataWriter{w: bw}
+		dw := &dataWriter{wire: &wire{w: bw, conn: nopDeadline{}}}
 		// Split the body at random points: the state at a write boundary
 		// must carry over.
 		rest := in
