@@ -584,12 +584,15 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 		return r, true
 	}
 
+	if dataErr != nil {
+		return dataFailed(dataErr)
+	}
 	rc, err := body()
 	if err != nil {
 		setAccepted(smtpcodes.Classify(smtpcodes.StageData, smtpcodes.Transientf("4.3.0", "delivery: open queued body: %v", err)))
-		if pipelined && dataErr == nil {
-			// The server waits for content we cannot send; only closing
-			// aborts DATA (RFC 5321 section 4.1.1.4).
+		if pipelined {
+			// The server took DATA and waits for content we cannot send;
+			// only closing aborts it (RFC 5321 section 4.1.1.4).
 			_ = s.raw.Close()
 		} else {
 			_, _, _ = w.cmd(0, "RSET")
@@ -599,10 +602,9 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 	}
 	defer rc.Close()
 	if !pipelined {
-		_, _, dataErr = w.cmd(3, "DATA")
-	}
-	if dataErr != nil {
-		return dataFailed(dataErr)
+		if _, _, err := w.cmd(3, "DATA"); err != nil {
+			return dataFailed(err)
+		}
 	}
 
 	dw := &dataWriter{wire: w}
