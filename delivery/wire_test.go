@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
+	"net/textproto"
 	"slices"
 	"strings"
 	"sync"
@@ -385,4 +387,36 @@ func TestHeloFallbackForServersWithoutEHLO(t *testing.T) {
 			t.Errorf("commands %q lack %q", cmds, want)
 		}
 	}
+}
+
+// BenchmarkDataWriter stuffs a 20 KiB message (issue 7's scenario b) with
+// relayq's writer and, for comparison, with net/textproto's DotWriter,
+// which go-smtp's client uses.
+func BenchmarkDataWriter(b *testing.B) {
+	var msg bytes.Buffer
+	for msg.Len() < 20<<10 {
+		msg.WriteString("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod.\r\n")
+		msg.WriteString(".a line that starts with a dot\r\n")
+	}
+	body := msg.Bytes()
+	b.Run("relayq", func(b *testing.B) {
+		bw := bufio.NewWriterSize(io.Discard, wireBuffer)
+		w := &wire{w: bw, conn: nopDeadline{}}
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			dw := &dataWriter{wire: w}
+			_, _ = dw.Write(body)
+			_ = dw.close()
+			_ = bw.Flush()
+		}
+	})
+	b.Run("textproto", func(b *testing.B) {
+		tw := textproto.NewWriter(bufio.NewWriterSize(io.Discard, 4096))
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			dw := tw.DotWriter()
+			_, _ = dw.Write(body)
+			_ = dw.Close()
+		}
+	})
 }
