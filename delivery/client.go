@@ -504,12 +504,12 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 	// 2920 section 3.1 warns that a client writing more than the TCP
 	// windows hold while the server's replies pile up can deadlock both.
 	pipelined := w.has("PIPELINING") && len(rcptLines) <= maxPipelined
-	_ = w.queue(mailCommand(env, w, utf8 && hasUTF8, hasDSN))
+	w.queue(mailCommand(env, w, utf8 && hasUTF8, hasDSN))
 	if pipelined {
 		for _, l := range rcptLines {
-			_ = w.queue(l)
+			w.queue(l)
 		}
-		_ = w.queue("DATA")
+		w.queue("DATA")
 	}
 	if err := w.flush(); err != nil {
 		return s.classify(smtpcodes.StageMail, err), false
@@ -714,10 +714,7 @@ func rcptCommand(rq RcptReq, dsn, utf8 bool) string {
 
 // isServerReply reports whether err is a reply the server sent, as opposed
 // to a broken or timed-out connection, after which nothing more can be said.
-func isServerReply(err error) bool {
-	var se *smtp.SMTPError
-	return errors.As(err, &se)
-}
+func isServerReply(err error) bool { return replyCode(err) != 0 }
 
 // serverReply builds an *smtp.SMTPError from a code and reply text, taking a
 // leading RFC 3463 enhanced code as go-smtp's client does.

@@ -36,6 +36,9 @@ type wire struct {
 	// ext holds the EHLO keywords, upper case, with their parameters;
 	// nil before EHLO and after a HELO.
 	ext map[string]string
+	// err is a command queue refused; flush returns it instead of sending,
+	// so a pipelined group is sent whole or not at all.
+	err error
 }
 
 // wireBuffer holds a typical message and its final dot, so that it goes out
@@ -67,20 +70,23 @@ func (w *wire) deadline() {
 	_ = w.conn.SetDeadline(time.Now().Add(w.timeout))
 }
 
-// queue buffers one command line without sending it.
-func (w *wire) queue(line string) error {
-	if strings.ContainsAny(line, "\r\n") {
-		// A line break would smuggle a second command (RFC 5321 section
-		// 4.1.1: a command is one line).
-		return textproto.ProtocolError("delivery: command contains a line break")
+// queue buffers one command line without sending it. A line with a line
+// break in it would smuggle a second command (RFC 5321 section 4.1.1: a
+// command is one line): it is refused, and so is every later flush, since
+// the replies would no longer match the commands.
+func (w *wire) queue(line string) {
+	if w.err == nil && strings.ContainsAny(line, "\r\n") {
+		w.err = textproto.ProtocolError("delivery: command contains a line break")
 	}
 	w.w.WriteString(line)
-	_, err := w.w.WriteString("\r\n")
-	return err
+	w.w.WriteString("\r\n")
 }
 
 // flush sends what is buffered.
 func (w *wire) flush() error {
+	if w.err != nil {
+		return w.err
+	}
 	w.deadline()
 	return w.w.Flush()
 }
@@ -144,9 +150,7 @@ func (w *wire) expect(class int) (int, string, error) {
 
 // cmd sends one command and reads its reply, which must be in class.
 func (w *wire) cmd(class int, line string) (int, string, error) {
-	if err := w.queue(line); err != nil {
-		return 0, "", err
-	}
+	w.queue(line)
 	if err := w.flush(); err != nil {
 		return 0, "", err
 	}

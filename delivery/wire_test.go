@@ -420,3 +420,16 @@ func BenchmarkDataWriter(b *testing.B) {
 		}
 	})
 }
+
+func TestCommandWithLineBreakIsNeverSent(t *testing.T) {
+	// A line break inside a command would smuggle a second one; the wire
+	// refuses to send it, whatever layer above forgot to check.
+	srv := newScriptServer(t, &scriptServer{})
+	d := scriptDialer(t)
+	d.Hostname = "relay.test\r\nRSET"
+	res := deliver(t, d, []Hop{hopTo(t, srv.addr)}, envelope("a@example.test"), bodyOf(testBody))
+	wantAll(t, res, smtpcodes.Transient, 0, "4.5.0")
+	if cmds, _, _ := srv.log(); slices.Contains(cmds, "RSET") || len(cmds) > 0 && strings.HasPrefix(cmds[0], "EHLO") {
+		t.Errorf("server got %q; nothing from the broken EHLO should reach it", cmds)
+	}
+}
