@@ -19,4 +19,7 @@
 //     reply code and affect only the offending session. A DATA upload that
 //     breaks off (timeout, lost connection) ends the session with 421: the
 //     rest of an unfinished body is never read as commands.
+//   - Shutdown hangs up on a session at its next command, never inside DATA:
+//     a client that has its 354 gets to send the message and receive its 250
+//     (see limitedConn for why that cannot be decided by the session alone).
 package submission

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -99,51 +98,6 @@ func refuse(c net.Conn, line string) {
 	}()
 }
 
-type limitedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-	// inData is set while the session is receiving a message, so a
-	// graceful shutdown lets that message finish and closes the rest.
-	inData atomic.Bool
-}
-
-// liveConns is the set of open client connections.
-type liveConns struct {
-	mu    sync.Mutex
-	conns map[*limitedConn]struct{}
-}
-
-func (l *liveConns) add(c *limitedConn) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.conns == nil {
-		l.conns = map[*limitedConn]struct{}{}
-	}
-	l.conns[c] = struct{}{}
-}
-
-func (l *liveConns) remove(c *limitedConn) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.conns, c)
-}
-
-// closeIdle closes every connection that is not in the middle of DATA.
-func (l *liveConns) closeIdle() {
-	l.mu.Lock()
-	var idle []*limitedConn
-	for c := range l.conns {
-		if !c.inData.Load() {
-			idle = append(idle, c)
-		}
-	}
-	l.mu.Unlock()
-	for _, c := range idle {
-		c.Close()
-	}
-}
-
 // underlying finds our limitedConn below a TLS connection, if any.
 func underlying(c net.Conn) *limitedConn {
 	for {
@@ -156,9 +110,4 @@ func underlying(c net.Conn) *limitedConn {
 			return nil
 		}
 	}
-}
-
-func (c *limitedConn) Close() error {
-	c.once.Do(c.release)
-	return c.Conn.Close()
 }

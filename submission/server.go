@@ -232,7 +232,7 @@ func (s *Server) listen(addr string, implicitTLS bool) (net.Addr, error) {
 // middle of DATA never got its 250, so nothing is lost.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
-	s.live.closeIdle()
+	s.live.shutdown()
 	err := s.smtp.Shutdown(ctx)
 	if err != nil {
 		s.smtp.Close()

@@ -160,8 +160,8 @@ func (s *session) Data(r io.Reader) error {
 	}
 	srv := s.srv
 	if lc := underlying(s.conn.Conn()); lc != nil {
-		lc.inData.Store(true)
-		defer lc.inData.Store(false)
+		lc.setInData(true)
+		defer lc.setInData(false)
 	}
 	// go-smtp's ReadTimeout is set once per command and is not refreshed
 	// during DATA, so it would bound the whole upload; give DATA its own budget.

@@ -455,6 +455,35 @@ var _ = netip.Addr{}
 
 // Graceful shutdown closes idle sessions at once and lets a message being
 // transferred finish and get its 250.
+// go-smtp writes the 354 before it hands the message to the session, so a
+// shutdown that lands right after the client reads its 354 is the tightest
+// case: the client has been told to send, and must still get its 250.
+func TestShutdownRightAfter354KeepsMessage(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		env := startServer(t, nil)
+		c := rawDial(t, env.addr)
+		c.cmd("EHLO busy", "250")
+		c.cmd("MAIL FROM:<a@example.org>", "250")
+		c.cmd("RCPT TO:<b@example.net>", "250")
+		c.cmd("DATA", "354")
+		done := make(chan error, 1)
+		go func() { done <- env.srv.Shutdown(context.Background()) }()
+		c.send("Subject: raced\r\n\r\nbody\r\n.\r\n")
+		reply := c.expect("250 2.0.0 Ok: queued as ")
+		if _, err := env.store.Get(strings.TrimPrefix(reply, "250 2.0.0 Ok: queued as ")); err != nil {
+			t.Fatalf("round %d: message accepted during shutdown not stored: %v", i, err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: shutdown did not finish after the message", i)
+		}
+	}
+}
+
 func TestShutdownFinishesDataClosesIdle(t *testing.T) {
 	env := startServer(t, nil)
 	idle := rawDial(t, env.addr)

@@ -1,0 +1,137 @@
+package submission
+
+import (
+	"net"
+	"sync"
+	"time"
+)
+
+// limitedConn is one client connection: it gives its limiter slot back when
+// closed, and it carries the state a graceful shutdown needs.
+//
+// Shutdown must hang up on every session waiting for a command but never on
+// one inside DATA. go-smtp writes the 354 before it calls Session.Data, so
+// "inside DATA" cannot be learnt from the session alone: closing the socket
+// of a session that is not yet marked would cut off a client that already
+// has its 354. Instead, once shutting down, the connection refuses to read
+// unless it is marked as in DATA. A session between its 354 and Data reads
+// nothing in that gap, so it is marked before it needs to read again.
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+
+	mu      sync.Mutex
+	inData  bool // receiving a message
+	closing bool // the server is shutting down
+}
+
+// aLongTimeAgo is a read deadline that has already passed, which wakes a
+// read blocked waiting for the next command.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// refusing reports whether the connection must not read any more: the
+// server is shutting down and no message is in flight.
+func (c *limitedConn) refusing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closing && !c.inData
+}
+
+// Read returns net.ErrClosed instead of the next command once the server is
+// shutting down; go-smtp then ends the session quietly.
+func (c *limitedConn) Read(p []byte) (int, error) {
+	if c.refusing() {
+		return 0, net.ErrClosed
+	}
+	n, err := c.Conn.Read(p)
+	if err != nil && c.refusing() {
+		return n, net.ErrClosed
+	}
+	return n, err
+}
+
+// SetReadDeadline keeps the expired deadline set by shutdown, so go-smtp
+// re-arming its per-command timeout cannot wake an idle session back up.
+func (c *limitedConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing && !c.inData {
+		t = aLongTimeAgo
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetDeadline is SetReadDeadline and SetWriteDeadline, so the read half
+// keeps the same rule.
+func (c *limitedConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// setInData marks the start or end of a message's DATA. At the end of a
+// message during shutdown, the next command read fails at once.
+func (c *limitedConn) setInData(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inData = on
+	if !on && c.closing {
+		_ = c.Conn.SetReadDeadline(aLongTimeAgo)
+	}
+}
+
+// shutdown stops the connection reading further commands: a read blocked
+// on the next command returns now, and a session in DATA may finish.
+func (c *limitedConn) shutdown() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closing = true
+	if !c.inData {
+		_ = c.Conn.SetReadDeadline(aLongTimeAgo)
+	}
+}
+
+// Close gives the limiter slot back once.
+func (c *limitedConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
+}
+
+// liveConns is the set of open client connections.
+type liveConns struct {
+	mu      sync.Mutex
+	conns   map[*limitedConn]struct{}
+	closing bool
+}
+
+func (l *liveConns) add(c *limitedConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conns == nil {
+		l.conns = map[*limitedConn]struct{}{}
+	}
+	l.conns[c] = struct{}{}
+	if l.closing {
+		// Accepted just before the listener closed: greet and hang up.
+		c.shutdown()
+	}
+}
+
+func (l *liveConns) remove(c *limitedConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.conns, c)
+}
+
+// shutdown ends every session at its next command; sessions in DATA finish
+// their message first.
+func (l *liveConns) shutdown() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closing = true
+	for c := range l.conns {
+		c.shutdown()
+	}
+}
