@@ -46,9 +46,10 @@ type flowResult struct {
 	Failed    int
 	FirstErr  error
 	Delivered int
-	Accepted  float64 // msgs/s: 250s / (last 250 - first MAIL)
-	E2E       float64 // msgs/s: delivered / (last arrival - first MAIL); 0 unless all arrived
-	Lat250    latencies
+	Accepted  float64   // msgs/s: 250s / (last 250 - first MAIL)
+	E2E       float64   // msgs/s: delivered / (last arrival - first MAIL); 0 unless all arrived
+	Lat250    latencies // message's end sent to 250 received: the wait for durability
+	Txn       latencies // MAIL FROM sent to 250 received: the whole transaction
 	S2D       latencies // first MAIL to arrival at the sink
 	Handoff   latencies // 250 to arrival at the sink
 	Usage     usage
@@ -164,17 +165,18 @@ func runFlow(ctx context.Context, o *options, spec flowSpec) (*flowResult, error
 func summarizeFlow(res *flowResult, lr *loadResult, sk *sink) {
 	res.OK, res.Failed, res.FirstErr = int(lr.sent.Load()), int(lr.failed.Load()), lr.firstError()
 	var first, last250, lastRecv time.Duration = -1, 0, 0
-	var l250, s2d, hand []time.Duration
+	var l250, txn, s2d, hand []time.Duration
 	for seq := range lr.ok {
 		if !lr.ok[seq] {
 			continue
 		}
-		st, dn := lr.start[seq], lr.done[seq]
+		st, dot, dn := lr.start[seq], lr.dot[seq], lr.done[seq]
 		if first < 0 || st < first {
 			first = st
 		}
 		last250 = max(last250, dn)
-		l250 = append(l250, dn-st)
+		l250 = append(l250, dn-dot)
+		txn = append(txn, dn-st)
 		if sk == nil {
 			continue
 		}
@@ -194,5 +196,6 @@ func summarizeFlow(res *flowResult, lr *loadResult, sk *sink) {
 	if sk != nil && res.Delivered == res.Spec.Count {
 		res.E2E = rate(res.Delivered, lastRecv-first)
 	}
-	res.Lat250, res.S2D, res.Handoff = summarize(l250), summarize(s2d), summarize(hand)
+	res.Lat250, res.Txn = summarize(l250), summarize(txn)
+	res.S2D, res.Handoff = summarize(s2d), summarize(hand)
 }

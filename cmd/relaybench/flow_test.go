@@ -23,6 +23,10 @@ func TestDirectFlow(t *testing.T) {
 	if res.Lat250.N != 200 || res.S2D.N != 200 || res.Lat250.P50 <= 0 {
 		t.Fatalf("latencies: 250 %+v, s2d %+v", res.Lat250, res.S2D)
 	}
+	// The 250 wait is the last part of each transaction.
+	if res.Txn.N != 200 || res.Txn.Max < res.Lat250.Max || res.Txn.P50 < res.Lat250.P50 {
+		t.Fatalf("latencies: 250 %+v, txn %+v", res.Lat250, res.Txn)
+	}
 }
 
 // TestSinkIgnoresForeignMessages checks that a message from another run, or

@@ -25,6 +25,7 @@ type loadSpec struct {
 // transaction failed has ok[seq] false.
 type loadResult struct {
 	start    []time.Duration // MAIL FROM sent
+	dot      []time.Duration // the message's end (last bytes and final dot) handed to the socket
 	done     []time.Duration // 250 after DATA read
 	ok       []bool
 	sent     atomic.Int64 // transactions finished with 250
@@ -34,7 +35,10 @@ type loadResult struct {
 }
 
 func newLoadResult(n int) *loadResult {
-	return &loadResult{start: make([]time.Duration, n), done: make([]time.Duration, n), ok: make([]bool, n)}
+	return &loadResult{
+		start: make([]time.Duration, n), dot: make([]time.Duration, n),
+		done: make([]time.Duration, n), ok: make([]bool, n),
+	}
 }
 
 func (r *loadResult) fail(err error) {
@@ -147,6 +151,10 @@ func submitOne(c *smtp.Client, spec loadSpec, seq int, body []byte, res *loadRes
 	if _, err := w.Write(body); err != nil {
 		return err
 	}
+	// Close sends what the client still buffers (all of a 1 KiB message)
+	// and the final dot, then reads the reply: from here on the client is
+	// waiting for the relay to make the message durable.
+	res.dot[seq] = time.Since(spec.Base)
 	if err := w.Close(); err != nil {
 		return err
 	}
