@@ -10,19 +10,22 @@ import (
 // closed, and it carries the state a graceful shutdown needs.
 //
 // Shutdown must hang up on every session waiting for a command but never on
-// one inside DATA. go-smtp writes the 354 before it calls Session.Data, so
-// "inside DATA" cannot be learnt from the session alone: closing the socket
-// of a session that is not yet marked would cut off a client that already
-// has its 354. Instead, once shutting down, the connection refuses to read
-// unless it is marked as in DATA. A session between its 354 and Data reads
-// nothing in that gap, so it is marked before it needs to read again.
+// one in the middle of a mail transaction. Closing sockets from outside
+// races go-smtp: it writes the 354 before it calls Session.Data, and with
+// BDAT (RFC 3030) it reads the first chunk while Data starts on another
+// goroutine, so a session that looked idle a moment ago may be receiving
+// a message. Instead, once shutting down, the connection refuses to read
+// unless a transaction is open: from the first accepted RCPT until Reset
+// (which go-smtp calls after the reply to DATA or BDAT LAST, and on RSET).
+// Both ends of that window are set by the session's own goroutine before
+// it reads again, so no read can slip between them.
 type limitedConn struct {
 	net.Conn
 	once    sync.Once
 	release func()
 
 	mu      sync.Mutex
-	inData  bool // receiving a message
+	inTxn   bool // a mail transaction is open: a recipient was accepted
 	closing bool // the server is shutting down
 }
 
@@ -31,11 +34,11 @@ type limitedConn struct {
 var aLongTimeAgo = time.Unix(1, 0)
 
 // refusing reports whether the connection must not read any more: the
-// server is shutting down and no message is in flight.
+// server is shutting down and no transaction is open.
 func (c *limitedConn) refusing() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.closing && !c.inData
+	return c.closing && !c.inTxn
 }
 
 // Read returns net.ErrClosed instead of the next command once the server is
@@ -56,7 +59,7 @@ func (c *limitedConn) Read(p []byte) (int, error) {
 func (c *limitedConn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closing && !c.inData {
+	if c.closing && !c.inTxn {
 		t = aLongTimeAgo
 	}
 	return c.Conn.SetReadDeadline(t)
@@ -71,24 +74,25 @@ func (c *limitedConn) SetDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(t)
 }
 
-// setInData marks the start or end of a message's DATA. At the end of a
-// message during shutdown, the next command read fails at once.
-func (c *limitedConn) setInData(on bool) {
+// setInTransaction marks a mail transaction opening (first recipient
+// accepted) or ending (Reset). When one ends during shutdown, the next
+// command read fails at once.
+func (c *limitedConn) setInTransaction(on bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.inData = on
+	c.inTxn = on
 	if !on && c.closing {
 		_ = c.Conn.SetReadDeadline(aLongTimeAgo)
 	}
 }
 
 // shutdown stops the connection reading further commands: a read blocked
-// on the next command returns now, and a session in DATA may finish.
+// on the next command returns now, and an open transaction may finish.
 func (c *limitedConn) shutdown() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closing = true
-	if !c.inData {
+	if !c.inTxn {
 		_ = c.Conn.SetReadDeadline(aLongTimeAgo)
 	}
 }
@@ -125,8 +129,8 @@ func (l *liveConns) remove(c *limitedConn) {
 	delete(l.conns, c)
 }
 
-// shutdown ends every session at its next command; sessions in DATA finish
-// their message first.
+// shutdown ends every session at its next command; a session with a
+// transaction open finishes its message first.
 func (l *liveConns) shutdown() {
 	l.mu.Lock()
 	defer l.mu.Unlock()

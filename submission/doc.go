@@ -19,7 +19,10 @@
 //     reply code and affect only the offending session. A DATA upload that
 //     breaks off (timeout, lost connection) ends the session with 421: the
 //     rest of an unfinished body is never read as commands.
-//   - Shutdown hangs up on a session at its next command, never inside DATA:
-//     a client that has its 354 gets to send the message and receive its 250
-//     (see limitedConn for why that cannot be decided by the session alone).
+//   - Shutdown hangs up on a session at its next command unless it has a
+//     mail transaction open (a recipient accepted): that client may still
+//     send its message, by DATA or BDAT, and receive its 250, and is hung up
+//     on after it. Only shutdown's own deadline cuts a transaction off, and a
+//     cut-off transaction never got its 250 (see limitedConn for why the
+//     rule lives in the connection, not in the session).
 package submission

@@ -248,3 +248,19 @@ func countMessages(t testing.TB, st *queue.Store) int {
 		after = next
 	}
 }
+
+// waitRefused polls addr until a dial is refused (the listener closed),
+// failing the test after five seconds.
+func waitRefused(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return
+		}
+		c.Close()
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("%s still accepts connections", addr)
+}

@@ -226,10 +226,11 @@ func (s *Server) listen(addr string, implicitTLS bool) (net.Addr, error) {
 	return l.Addr(), nil
 }
 
-// Shutdown stops accepting connections, closes idle sessions, lets sessions
-// in the middle of DATA finish their message (and get its 250), and waits
-// until ctx ends; then it closes whatever is left. A session cut off in the
-// middle of DATA never got its 250, so nothing is lost.
+// Shutdown stops accepting connections, hangs up on sessions at their next
+// command, lets a session with a transaction open (a recipient accepted)
+// finish its message and get its 250, and waits until ctx ends; then it
+// closes whatever is left. A session cut off in the middle of its
+// transaction never got its 250, so nothing is lost.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.live.shutdown()

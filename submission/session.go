@@ -131,6 +131,11 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 			r.Notify = append(r.Notify, string(n))
 		}
 	}
+	if len(s.rcpts) == 0 {
+		if lc := underlying(s.conn.Conn()); lc != nil {
+			lc.setInTransaction(true)
+		}
+	}
 	s.rcpts = append(s.rcpts, r)
 	return nil
 }
@@ -159,10 +164,6 @@ func (s *session) Data(r io.Reader) error {
 		return &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "Bad sequence of commands"}
 	}
 	srv := s.srv
-	if lc := underlying(s.conn.Conn()); lc != nil {
-		lc.setInData(true)
-		defer lc.setInData(false)
-	}
 	// go-smtp's ReadTimeout is set once per command and is not refreshed
 	// during DATA, so it would bound the whole upload; give DATA its own budget.
 	_ = s.conn.Conn().SetReadDeadline(srv.opts.Now().Add(srv.opts.DataTimeout))
@@ -266,6 +267,9 @@ func (s *session) Reset() {
 		// (Close the socket, not the smtp.Conn: go-smtp holds its lock
 		// while calling Reset.)
 		s.conn.Conn().Close()
+	}
+	if lc := underlying(s.conn.Conn()); lc != nil {
+		lc.setInTransaction(false)
 	}
 	s.from = nil
 	s.mailOpts = smtp.MailOptions{}

@@ -455,6 +455,56 @@ var _ = netip.Addr{}
 
 // Graceful shutdown closes idle sessions at once and lets a message being
 // transferred finish and get its 250.
+// A client that has its recipients accepted when shutdown begins may still
+// send its message, with DATA or with BDAT (RFC 3030), and gets its 250;
+// the session is hung up on after that reply.
+func TestShutdownLetsOpenTransactionFinish(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		finish func(c *rawConn) string
+	}{
+		{"DATA", func(c *rawConn) string {
+			c.cmd("DATA", "354")
+			c.send("Subject: late\r\n\r\nbody\r\n.\r\n")
+			return c.expect("250 2.0.0 Ok: queued as ")
+		}},
+		{"BDAT", func(c *rawConn) string {
+			c.send("BDAT 23\r\nSubject: late\r\n\r\nbody\r\n")
+			c.expect("250")
+			c.send("BDAT 0 LAST\r\n")
+			return c.expect("250 2.0.0 Ok: queued as ")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := startServer(t, nil)
+			c := rawDial(t, env.addr)
+			c.cmd("EHLO busy", "250")
+			c.cmd("MAIL FROM:<a@example.org>", "250")
+			c.cmd("RCPT TO:<b@example.net>", "250")
+			done := make(chan error, 1)
+			go func() { done <- env.srv.Shutdown(context.Background()) }()
+			// Once the listener is gone, shutdown is under way.
+			waitRefused(t, env.addr)
+			reply := tc.finish(c)
+			if _, err := env.store.Get(strings.TrimPrefix(reply, "250 2.0.0 Ok: queued as ")); err != nil {
+				t.Fatalf("message accepted during shutdown not stored: %v", err)
+			}
+			_ = c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if line, err := c.r.ReadString('\n'); err == nil {
+				t.Fatalf("session still open after its message: %q", line)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("shutdown did not finish after the message")
+			}
+		})
+	}
+}
+
 // go-smtp writes the 354 before it hands the message to the session, so a
 // shutdown that lands right after the client reads its 354 is the tightest
 // case: the client has been told to send, and must still get its 250.
