@@ -2,6 +2,7 @@ package submission
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -263,4 +264,44 @@ func waitRefused(t *testing.T, addr string) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	t.Fatalf("%s still accepts connections", addr)
+}
+
+// shutdownAsync starts a graceful shutdown and returns its result channel.
+func shutdownAsync(env *testEnv) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- env.srv.Shutdown(context.Background()) }()
+	return done
+}
+
+// waitShutdown fails the test unless the shutdown ends cleanly within five
+// seconds.
+func waitShutdown(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("shutdown did not finish")
+	}
+}
+
+// expectStored fails the test unless the message a 250 reply names is in
+// the queue.
+func expectStored(t *testing.T, env *testEnv, reply string) {
+	t.Helper()
+	if _, err := env.store.Get(queueIDFrom(t, reply)); err != nil {
+		t.Fatalf("message accepted (%q) not stored: %v", reply, err)
+	}
+}
+
+// expectHangUp fails the test unless the server closes the session without
+// another reply.
+func expectHangUp(t *testing.T, c *rawConn) {
+	t.Helper()
+	_ = c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if line, err := c.r.ReadString('\n'); err == nil {
+		t.Fatalf("session still open: read %q", line)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
@@ -455,6 +454,25 @@ var _ = netip.Addr{}
 
 // Graceful shutdown closes idle sessions at once and lets a message being
 // transferred finish and get its 250.
+func TestShutdownFinishesDataClosesIdle(t *testing.T) {
+	env := startServer(t, nil)
+	idle := rawDial(t, env.addr)
+	idle.cmd("EHLO idle", "250")
+	busy := rawDial(t, env.addr)
+	busy.cmd("EHLO busy", "250")
+	busy.cmd("MAIL FROM:<a@example.org>", "250")
+	busy.cmd("RCPT TO:<b@example.net>", "250")
+	busy.cmd("DATA", "354")
+	busy.send("Subject: in flight\r\n\r\nfirst half\r\n")
+
+	done := shutdownAsync(env)
+	// The idle client is hung up on.
+	expectHangUp(t, idle)
+	busy.send("second half\r\n.\r\n")
+	expectStored(t, env, busy.expect("250 2.0.0 Ok: queued as "))
+	waitShutdown(t, done)
+}
+
 // A client that has its recipients accepted when shutdown begins may still
 // send its message, with DATA or with BDAT (RFC 3030), and gets its 250;
 // the session is hung up on after that reply.
@@ -481,26 +499,12 @@ func TestShutdownLetsOpenTransactionFinish(t *testing.T) {
 			c.cmd("EHLO busy", "250")
 			c.cmd("MAIL FROM:<a@example.org>", "250")
 			c.cmd("RCPT TO:<b@example.net>", "250")
-			done := make(chan error, 1)
-			go func() { done <- env.srv.Shutdown(context.Background()) }()
+			done := shutdownAsync(env)
 			// Once the listener is gone, shutdown is under way.
 			waitRefused(t, env.addr)
-			reply := tc.finish(c)
-			if _, err := env.store.Get(strings.TrimPrefix(reply, "250 2.0.0 Ok: queued as ")); err != nil {
-				t.Fatalf("message accepted during shutdown not stored: %v", err)
-			}
-			_ = c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			if line, err := c.r.ReadString('\n'); err == nil {
-				t.Fatalf("session still open after its message: %q", line)
-			}
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("shutdown did not finish after the message")
-			}
+			expectStored(t, env, tc.finish(c))
+			expectHangUp(t, c)
+			waitShutdown(t, done)
 		})
 	}
 }
@@ -516,54 +520,9 @@ func TestShutdownRightAfter354KeepsMessage(t *testing.T) {
 		c.cmd("MAIL FROM:<a@example.org>", "250")
 		c.cmd("RCPT TO:<b@example.net>", "250")
 		c.cmd("DATA", "354")
-		done := make(chan error, 1)
-		go func() { done <- env.srv.Shutdown(context.Background()) }()
+		done := shutdownAsync(env)
 		c.send("Subject: raced\r\n\r\nbody\r\n.\r\n")
-		reply := c.expect("250 2.0.0 Ok: queued as ")
-		if _, err := env.store.Get(strings.TrimPrefix(reply, "250 2.0.0 Ok: queued as ")); err != nil {
-			t.Fatalf("round %d: message accepted during shutdown not stored: %v", i, err)
-		}
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("round %d: shutdown did not finish after the message", i)
-		}
-	}
-}
-
-func TestShutdownFinishesDataClosesIdle(t *testing.T) {
-	env := startServer(t, nil)
-	idle := rawDial(t, env.addr)
-	idle.cmd("EHLO idle", "250")
-	busy := rawDial(t, env.addr)
-	busy.cmd("EHLO busy", "250")
-	busy.cmd("MAIL FROM:<a@example.org>", "250")
-	busy.cmd("RCPT TO:<b@example.net>", "250")
-	busy.cmd("DATA", "354")
-	busy.send("Subject: in flight\r\n\r\nfirst half\r\n")
-
-	done := make(chan error, 1)
-	go func() { done <- env.srv.Shutdown(context.Background()) }()
-
-	// The idle client is hung up on.
-	_ = idle.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := idle.r.ReadString('\n'); err == nil {
-		t.Fatal("idle session still open during shutdown")
-	}
-	busy.send("second half\r\n.\r\n")
-	reply := busy.expect("250 2.0.0 Ok: queued as ")
-	if _, err := env.store.Get(strings.TrimPrefix(reply, "250 2.0.0 Ok: queued as ")); err != nil {
-		t.Fatalf("message accepted during shutdown not stored: %v", err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("shutdown did not finish after the last message")
+		expectStored(t, env, c.expect("250 2.0.0 Ok: queued as "))
+		waitShutdown(t, done)
 	}
 }
