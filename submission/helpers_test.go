@@ -217,13 +217,19 @@ func (r *rawConn) send(s string) {
 	}
 }
 
-// openData greets and opens a transaction up to DATA's 354, from a
-// trusted client with ordinary addresses.
-func (r *rawConn) openData() {
+// openTransaction greets and opens a transaction up to an accepted RCPT,
+// from a trusted client with ordinary addresses.
+func (r *rawConn) openTransaction() {
 	r.t.Helper()
 	r.cmd("EHLO client.test", "250")
 	r.cmd("MAIL FROM:<a@example.org>", "250")
 	r.cmd("RCPT TO:<b@example.net>", "250")
+}
+
+// openData is openTransaction followed by DATA's 354.
+func (r *rawConn) openData() {
+	r.t.Helper()
+	r.openTransaction()
 	r.cmd("DATA", "354")
 }
 

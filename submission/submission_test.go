@@ -459,10 +459,7 @@ func TestShutdownFinishesDataClosesIdle(t *testing.T) {
 	idle := rawDial(t, env.addr)
 	idle.cmd("EHLO idle", "250")
 	busy := rawDial(t, env.addr)
-	busy.cmd("EHLO busy", "250")
-	busy.cmd("MAIL FROM:<a@example.org>", "250")
-	busy.cmd("RCPT TO:<b@example.net>", "250")
-	busy.cmd("DATA", "354")
+	busy.openData()
 	busy.send("Subject: in flight\r\n\r\nfirst half\r\n")
 
 	done := shutdownAsync(env)
@@ -496,9 +493,7 @@ func TestShutdownLetsOpenTransactionFinish(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			env := startServer(t, nil)
 			c := rawDial(t, env.addr)
-			c.cmd("EHLO busy", "250")
-			c.cmd("MAIL FROM:<a@example.org>", "250")
-			c.cmd("RCPT TO:<b@example.net>", "250")
+			c.openTransaction()
 			done := shutdownAsync(env)
 			// Once the listener is gone, shutdown is under way.
 			waitRefused(t, env.addr)
@@ -516,10 +511,7 @@ func TestShutdownRightAfter354KeepsMessage(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		env := startServer(t, nil)
 		c := rawDial(t, env.addr)
-		c.cmd("EHLO busy", "250")
-		c.cmd("MAIL FROM:<a@example.org>", "250")
-		c.cmd("RCPT TO:<b@example.net>", "250")
-		c.cmd("DATA", "354")
+		c.openData()
 		done := shutdownAsync(env)
 		c.send("Subject: raced\r\n\r\nbody\r\n.\r\n")
 		expectStored(t, env, c.expect("250 2.0.0 Ok: queued as "))
