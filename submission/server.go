@@ -87,7 +87,6 @@ type Server struct {
 	mu        sync.Mutex
 	listeners []net.Listener
 	live      liveConns
-	closing   atomic.Bool
 }
 
 // New builds a Server; call Serve or Listen to accept connections.
@@ -232,7 +231,6 @@ func (s *Server) listen(addr string, implicitTLS bool) (net.Addr, error) {
 // closes whatever is left. A session cut off in the middle of its
 // transaction never got its 250, so nothing is lost.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.closing.Store(true)
 	s.live.shutdown()
 	err := s.smtp.Shutdown(ctx)
 	if err != nil {

@@ -260,14 +260,10 @@ func hangUp(c net.Conn, e *smtp.SMTPError) {
 	c.Close()
 }
 
+// Reset ends the transaction. go-smtp calls it right after the reply to
+// DATA or BDAT LAST, so during shutdown this is where the session's next
+// command read starts to fail and the session ends (see limitedConn).
 func (s *session) Reset() {
-	if s.srv.closing.Load() {
-		// go-smtp resets the session right after writing the reply to
-		// DATA: the message is safe, so this is the moment to hang up.
-		// (Close the socket, not the smtp.Conn: go-smtp holds its lock
-		// while calling Reset.)
-		s.conn.Conn().Close()
-	}
 	if lc := underlying(s.conn.Conn()); lc != nil {
 		lc.setInTransaction(false)
 	}
