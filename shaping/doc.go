@@ -1,0 +1,38 @@
+// Package shaping paces deliveries the way each receiver asks: limits on
+// connections, message rate and messages per connection for scopes
+// (provider blocks matched by MX host names, and domains), and rules that
+// match reply texts and suspend or throttle a scope for a while, or turn a
+// transient reply permanent. The policy is data (Config, from the
+// shaping: section of the configuration, plus an embedded file of
+// built-in provider blocks and rules); the limiter state sits behind the
+// State interface so that it can later be shared by several nodes.
+//
+// The delivery engine resolves a destination to a Target (Resolve), asks
+// Admit before each message and releases the Lease when the connection
+// ends, and hands every failure reply to React.
+//
+// Invariants:
+//   - A Policy never changes after NewPolicy; a new configuration is a new
+//     Policy. NewPolicy refuses what Config.Check refuses.
+//   - Rules are tried in order, user rules before built-in ones; the first
+//     match decides. Success replies never match. Matching is RE2 (linear
+//     time) and case-insensitive, on the reply's "code enhanced text".
+//   - A domain belongs to a provider only when every one of its MX hosts
+//     matches the provider's suffixes; the provider's scope is shared by
+//     all such domains. Every Target has a domain scope; all of a Target's
+//     limits apply at once.
+//   - Admit takes all or nothing: a connection in every scope and a token
+//     in every rate-limited scope, or none of them. It never blocks or
+//     sleeps; a refusal says until when (the next token, the end of the
+//     suspension) or, for connections, to ask again after a release.
+//   - Rates have no burst: two messages to a rate-limited scope are at
+//     least one interval (Per/N, rounded up) apart.
+//   - A throttle halves a scope's rate (not below 1/min unless it was
+//     slower already), or, without a rate, its connection limit. Matches
+//     during a suspension or throttle extend it; they never compound.
+//   - Every suspension or throttle that begins ends exactly once, by expiry
+//     or by Resume, and each beginning and end is one log line and one
+//     Observer call.
+//   - Time comes only from the injected clock.Clock; no metric label takes
+//     a value outside fixed sets and the configured provider names.
+package shaping

@@ -1,0 +1,247 @@
+package shaping
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// State is the limiter state: token buckets, connection counts, and
+// suspensions and throttles. Memory keeps it in this process; a shared
+// store (Redis, issue 19) can implement the same methods so that several
+// relayq nodes pace a provider together. Scopes are named by their key,
+// Scope.String(). Every method is safe for concurrent use and is given the
+// time by its caller (the Shaper's clock), never reads a clock itself.
+type State interface {
+	// Take takes one token from every bucket, all or none (GCRA, no
+	// burst: tokens come one Interval apart). When one is empty it takes
+	// none and returns false and the earliest time all could be taken.
+	Take(now time.Time, buckets []Bucket) (ok bool, next time.Time)
+	// Acquire counts one connection in every slot, all or none. When a
+	// slot is full it counts none and returns false and that slot's index.
+	Acquire(slots []Slot) (ok bool, full int)
+	// Release gives back one connection of each key.
+	Release(keys []string)
+	// Put records a suspension or throttle. When one of the same scope and
+	// action is active it is extended to the later Until (its cause kept)
+	// and Put returns false; otherwise it is stored and Put returns true.
+	Put(now time.Time, s Suspension) (created bool)
+	// Active returns the suspensions and throttles in force at now for
+	// the given scope keys.
+	Active(now time.Time, keys []string) []Suspension
+	// List returns every suspension and throttle in force at now, by scope.
+	List(now time.Time) []Suspension
+	// Expire removes the entries that ended by now and returns them; each
+	// stored entry is returned once, by Expire or by Remove.
+	Expire(now time.Time) []Suspension
+	// Remove ends every entry of a scope at once (an operator's resume)
+	// and returns them.
+	Remove(key string) []Suspension
+}
+
+// Bucket is one scope's token bucket for Take.
+type Bucket struct {
+	Key      string
+	Interval time.Duration
+}
+
+// Slot is one scope's connection limit for Acquire.
+type Slot struct {
+	Key string
+	Max int
+}
+
+// Suspension is a suspend or throttle in force on a scope.
+type Suspension struct {
+	Scope  Scope
+	Action Action // ActionSuspend or ActionThrottle
+	// Rule names the rule that matched, Cause the reply it matched.
+	Rule  string
+	Cause string
+	Since time.Time
+	Until time.Time
+}
+
+// Memory is the State of one relayq process. The zero value is ready.
+type Memory struct {
+	mu      sync.Mutex
+	tat     map[string]time.Time // theoretical arrival time of the next token
+	conns   map[string]int
+	entries map[entryKey]Suspension
+	takes   int // Take calls since the last sweep of tat
+}
+
+type entryKey struct {
+	scope  string
+	action Action
+}
+
+// sweepEvery is how many Take calls pass between sweeps of buckets that
+// are full again, so domains seen once do not stay in memory.
+const sweepEvery = 4096
+
+// Take implements State.
+func (m *Memory) Take(now time.Time, buckets []Bucket) (bool, time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tat == nil {
+		m.tat = map[string]time.Time{}
+	}
+	var next time.Time
+	for _, b := range buckets {
+		if t := m.tat[b.Key]; t.After(now) && t.After(next) {
+			next = t
+		}
+	}
+	if !next.IsZero() {
+		return false, next
+	}
+	for _, b := range buckets {
+		// The bucket was full (its time had come): the next token is one
+		// interval from now.
+		m.tat[b.Key] = now.Add(b.Interval)
+	}
+	m.takes++
+	if m.takes >= sweepEvery {
+		m.takes = 0
+		for k, t := range m.tat {
+			if !t.After(now) {
+				delete(m.tat, k)
+			}
+		}
+	}
+	return true, time.Time{}
+}
+
+// Acquire implements State.
+func (m *Memory) Acquire(slots []Slot) (bool, int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.conns == nil {
+		m.conns = map[string]int{}
+	}
+	for i, s := range slots {
+		if s.Max > 0 && m.conns[s.Key] >= s.Max {
+			return false, i
+		}
+	}
+	for _, s := range slots {
+		m.conns[s.Key]++
+	}
+	return true, -1
+}
+
+// Release implements State.
+func (m *Memory) Release(keys []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range keys {
+		if n := m.conns[k] - 1; n > 0 {
+			m.conns[k] = n
+		} else {
+			delete(m.conns, k)
+		}
+	}
+}
+
+// Conns returns the connections counted for a scope key (for tests and
+// the admin API).
+func (m *Memory) Conns(key string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.conns[key]
+}
+
+// Put implements State.
+func (m *Memory) Put(now time.Time, s Suspension) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.entries == nil {
+		m.entries = map[entryKey]Suspension{}
+	}
+	k := entryKey{s.Scope.String(), s.Action}
+	if old, ok := m.entries[k]; ok && old.Until.After(now) {
+		if s.Until.After(old.Until) {
+			old.Until = s.Until
+			m.entries[k] = old
+		}
+		return false
+	}
+	// An entry that ended but was not expired yet is replaced; Expire
+	// will not see it, so report it as created anyway: the caller logs a
+	// new suspension, which it is.
+	m.entries[k] = s
+	return true
+}
+
+// Active implements State.
+func (m *Memory) Active(now time.Time, keys []string) []Suspension {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.entries) == 0 {
+		return nil
+	}
+	var out []Suspension
+	for _, key := range keys {
+		for _, a := range []Action{ActionSuspend, ActionThrottle} {
+			if s, ok := m.entries[entryKey{key, a}]; ok && s.Until.After(now) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// List implements State.
+func (m *Memory) List(now time.Time) []Suspension {
+	m.mu.Lock()
+	var out []Suspension
+	for _, s := range m.entries {
+		if s.Until.After(now) {
+			out = append(out, s)
+		}
+	}
+	m.mu.Unlock()
+	sortSuspensions(out)
+	return out
+}
+
+// Expire implements State.
+func (m *Memory) Expire(now time.Time) []Suspension {
+	m.mu.Lock()
+	var out []Suspension
+	for k, s := range m.entries {
+		if !s.Until.After(now) {
+			out = append(out, s)
+			delete(m.entries, k)
+		}
+	}
+	m.mu.Unlock()
+	sortSuspensions(out)
+	return out
+}
+
+// Remove implements State.
+func (m *Memory) Remove(key string) []Suspension {
+	m.mu.Lock()
+	var out []Suspension
+	for _, a := range []Action{ActionSuspend, ActionThrottle} {
+		k := entryKey{key, a}
+		if s, ok := m.entries[k]; ok {
+			out = append(out, s)
+			delete(m.entries, k)
+		}
+	}
+	m.mu.Unlock()
+	return out
+}
+
+func sortSuspensions(list []Suspension) {
+	sort.Slice(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if a.Scope != b.Scope {
+			return a.Scope.String() < b.Scope.String()
+		}
+		return a.Action < b.Action
+	})
+}
