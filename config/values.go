@@ -187,7 +187,15 @@ func (l *loader) float(key string) float64 {
 // duration parses Go durations ("90s", "1h30m"). A bare number other than
 // 0 is refused: decoded naively it would mean nanoseconds.
 func (l *loader) duration(key string) time.Duration {
-	val := l.get(key)
+	d, err := durationOf(l.get(key))
+	if err != nil {
+		l.failf(key, "%w", err)
+	}
+	return d
+}
+
+// durationOf is duration for a value inside a section (shaping rules).
+func durationOf(val any) (time.Duration, error) {
 	var s string
 	switch x := val.(type) {
 	case string:
@@ -195,22 +203,19 @@ func (l *loader) duration(key string) time.Duration {
 	case int, int64, uint64, float64:
 		s = fmt.Sprint(x)
 	default:
-		l.failf(key, "%s is not a duration (e.g. \"2s\")", describe(val))
-		return 0
+		return 0, fmt.Errorf("%s is not a duration (e.g. \"2s\")", describe(val))
 	}
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		if f == 0 {
-			return 0
+			return 0, nil
 		}
-		l.failf(key, "%s has no unit; write e.g. \"%ss\" or \"%sm\" (a bare number would mean nanoseconds)", describe(val), s, s)
-		return 0
+		return 0, fmt.Errorf("%s has no unit; write e.g. \"%ss\" or \"%sm\" (a bare number would mean nanoseconds)", describe(val), s, s)
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		l.failf(key, "%s is not a duration (e.g. \"2s\")", describe(val))
-		return 0
+		return 0, fmt.Errorf("%s is not a duration (e.g. \"2s\")", describe(val))
 	}
-	return d
+	return d, nil
 }
 
 // strList accepts a YAML list of strings, or one comma-separated string
