@@ -270,9 +270,12 @@ func (r Rule) compile() (compiledRule, error) {
 	if strings.TrimSpace(r.Match) == "" {
 		return compiledRule{}, fieldErr("rules", ".match", "empty; a rule needs a regular expression")
 	}
+	if _, err := regexp.Compile(r.Match); err != nil {
+		return compiledRule{}, fieldErr("rules", ".match", "%q is not an RE2 regular expression: %v", r.Match, unwrapRegexp(err, r.Match))
+	}
 	re, err := regexp.Compile("(?i)" + r.Match)
 	if err != nil {
-		return compiledRule{}, fieldErr("rules", ".match", "%q is not an RE2 regular expression: %v", r.Match, unwrapRegexp(err))
+		return compiledRule{}, fieldErr("rules", ".match", "%q: %v", r.Match, err)
 	}
 	switch r.Action {
 	case ActionSuspend, ActionThrottle:
@@ -292,12 +295,15 @@ func (r Rule) compile() (compiledRule, error) {
 	return compiledRule{Rule: r, re: re}, nil
 }
 
-// unwrapRegexp keeps regexp's own explanation, not its repetition of the
-// pattern.
-func unwrapRegexp(err error) error {
+// unwrapRegexp keeps regexp's own explanation and the part of the
+// pattern it is about, not a repetition of the whole pattern.
+func unwrapRegexp(err error, pattern string) error {
 	var se *syntax.Error
 	if errors.As(err, &se) {
-		return fmt.Errorf("%s in `%s`", se.Code, se.Expr)
+		if se.Expr == pattern {
+			return errors.New(string(se.Code))
+		}
+		return fmt.Errorf("%s: `%s`", se.Code, se.Expr)
 	}
 	return err
 }
