@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"os"
 	"time"
+
+	"github.com/relayq/relayq/shaping"
 )
 
 // Config is the whole relayq configuration after defaults, file and
@@ -20,7 +22,9 @@ type Config struct {
 	Admin           Admin
 	Retry           Retry
 	Delivery        Delivery
-	Log             Log
+	// Shaping is the traffic shaping policy (issue 13), for shaping.NewPolicy.
+	Shaping shaping.Config
+	Log     Log
 	// File is the path Load read, "" when only defaults and environment apply.
 	File string
 }
@@ -112,7 +116,9 @@ const (
 
 // Delivery configures outbound SMTP.
 type Delivery struct {
-	Workers           int
+	Workers int
+	// MaxConnsPerDomain is deprecated: it is shaping.defaults.max_connections
+	// under its old name. After Load both hold the same value.
 	MaxConnsPerDomain int
 	// Routes maps a lower-case recipient domain (or "*" for every other
 	// domain) to a next hop host:port.
@@ -196,6 +202,13 @@ func Default() *Config {
 			TLS:            DeliveryTLSOpportunistic,
 			ConnectTimeout: 30 * time.Second,
 			CommandTimeout: 5 * time.Minute,
+		},
+		Shaping: shaping.Config{
+			Builtin:   true,
+			Defaults:  shaping.Limits{MaxConnections: 10, MaxMessagesPerConnection: 100},
+			Providers: []shaping.Provider{},
+			Domains:   map[string]shaping.Limits{},
+			Rules:     []shaping.Rule{},
 		},
 		Log: Log{Format: "text", Level: "info"},
 	}

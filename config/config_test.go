@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/relayq/relayq/shaping"
 )
 
 const (
@@ -119,6 +121,22 @@ func TestLoadFullFile(t *testing.T) {
 			TLS:            DeliveryTLSRequired,
 			ConnectTimeout: 10 * time.Second,
 			CommandTimeout: 2 * time.Minute,
+		},
+		Shaping: shaping.Config{
+			Defaults: shaping.Limits{MaxConnections: 2, MaxMessageRate: shaping.Rate{N: 100, Per: time.Second}, MaxMessagesPerConnection: 50},
+			Providers: []shaping.Provider{
+				{Name: "google", MXSuffixes: []string{".google.com", ".googlemail.com"}, Limits: shaping.Limits{MaxConnections: 20, MaxMessageRate: shaping.Rate{N: 600, Per: time.Minute}}},
+				{Name: "corp", MXSuffixes: []string{"mx.corp.example"}, Limits: shaping.Limits{MaxMessagesPerConnection: 5}},
+			},
+			Domains: map[string]shaping.Limits{
+				"example.net": {MaxConnections: 2, MaxMessageRate: shaping.Rate{N: 10, Per: time.Second}},
+				"*":           {MaxMessageRate: shaping.Rate{N: 1000, Per: time.Hour}},
+			},
+			Rules: []shaping.Rule{
+				{Match: `4\.7\.28|rate limit|too many (messages|connections)`, Action: shaping.ActionSuspend, Duration: 10 * time.Minute, Scope: shaping.ScopeProvider},
+				{Match: `4\.7\.0 .*temporarily deferred`, Action: shaping.ActionThrottle, Duration: 30 * time.Minute, Scope: shaping.ScopeProvider},
+				{Match: "mailbox does not exist", Action: shaping.ActionBounce, Scope: shaping.ScopeDomain},
+			},
 		},
 		Log:  Log{Format: "json", Level: "debug"},
 		File: path,

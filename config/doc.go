@@ -21,4 +21,8 @@
 //     lower-case without a trailing dot, TrustedNetworks are masked
 //     prefixes, and the TLS certificate and key loaded as a pair (the
 //     submission server loads them again when it starts).
+//   - After Load, Shaping passed shaping.Config.Check (shaping.NewPolicy
+//     accepts it), and the deprecated delivery.max_conns_per_domain and
+//     shaping.defaults.max_connections hold the same value: the old key,
+//     when it alone is set, sets the new one.
 package config

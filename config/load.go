@@ -28,7 +28,7 @@ const envPrefix = "RELAYQ"
 
 // mapLeaves are keys whose value is a map with user-chosen keys; everything
 // below them belongs to the value, not to the key schema.
-var mapLeaves = map[string]bool{"delivery::routes": true}
+var mapLeaves = map[string]bool{"delivery::routes": true, "shaping::domains": true}
 
 // Load builds the configuration from the embedded defaults, then the YAML
 // file at path (skipped when path is ""), then RELAYQ_* environment
