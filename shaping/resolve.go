@@ -71,7 +71,15 @@ func normalProvider(pr Provider) Provider {
 type Bound struct {
 	Scope  Scope
 	Limits Limits
-	key    string // Scope.String(), computed once
+	key    string // Scope.String(), computed once by Resolve
+}
+
+// Key is the scope's name in State: Scope.String().
+func (b Bound) Key() string {
+	if b.key != "" {
+		return b.key
+	}
+	return b.Scope.String()
 }
 
 // Target is where a delivery goes, as shaping sees it: the scopes whose
@@ -85,6 +93,19 @@ type Target struct {
 	// MaxMessagesPerConnection closes a reused connection after this many
 	// messages (0: no limit).
 	MaxMessagesPerConnection int
+	keys                     []string // the Bounds' keys, made once by Resolve
+}
+
+// scopeKeys returns the keys of t's bounds.
+func (t Target) scopeKeys() []string {
+	if len(t.keys) == len(t.Bounds) {
+		return t.keys
+	}
+	keys := make([]string, len(t.Bounds))
+	for i, b := range t.Bounds {
+		keys[i] = b.Key()
+	}
+	return keys
 }
 
 // Provider returns the matched provider's scope.
@@ -141,6 +162,7 @@ func (p *Policy) Resolve(key string, hosts []string) Target {
 		return Target{
 			Bounds:                   []Bound{{Scope: domain, Limits: l, key: domain.String()}},
 			MaxMessagesPerConnection: l.MaxMessagesPerConnection,
+			keys:                     []string{domain.String()},
 		}
 	}
 	pl := pr.Limits.or(p.defaults)
@@ -159,6 +181,7 @@ func (p *Policy) Resolve(key string, hosts []string) Target {
 			{Scope: domain, Limits: dl, key: domain.String()},
 		},
 		MaxMessagesPerConnection: per,
+		keys:                     []string{ps.String(), domain.String()},
 	}
 }
 

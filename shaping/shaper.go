@@ -151,10 +151,7 @@ func (l *Lease) Release() {
 func (s *Shaper) Admit(t Target, force bool) (*Lease, Wait) {
 	now := s.clock.Now()
 	s.expire(now)
-	keys := make([]string, len(t.Bounds))
-	for i, b := range t.Bounds {
-		keys[i] = b.key
-	}
+	keys := t.scopeKeys()
 	active := s.state.Active(now, keys)
 	if !force {
 		if w, ok := suspendedWait(active); ok {
@@ -163,7 +160,7 @@ func (s *Shaper) Admit(t Target, force bool) (*Lease, Wait) {
 	}
 	var slots []Slot
 	var buckets []Bucket
-	for _, b := range t.Bounds {
+	for i, b := range t.Bounds {
 		conns, interval := b.Limits.MaxConnections, b.Limits.MaxMessageRate.Interval()
 		if throttledIn(active, b.Scope) {
 			if interval > 0 {
@@ -172,9 +169,9 @@ func (s *Shaper) Admit(t Target, force bool) (*Lease, Wait) {
 				conns = (conns + 1) / 2
 			}
 		}
-		slots = append(slots, Slot{Key: b.key, Max: conns})
+		slots = append(slots, Slot{Key: keys[i], Max: conns})
 		if interval > 0 && !force {
-			buckets = append(buckets, Bucket{Key: b.key, Interval: interval})
+			buckets = append(buckets, Bucket{Key: keys[i], Interval: interval})
 		}
 	}
 	ok, full := s.state.Acquire(slots)
@@ -222,12 +219,7 @@ func (s *Shaper) refuse(t Target, w Wait) Wait {
 // without taking anything: for a scheduler deciding whether to park mail
 // on disk.
 func (s *Shaper) Suspended(t Target) (Wait, bool) {
-	now := s.clock.Now()
-	keys := make([]string, len(t.Bounds))
-	for i, b := range t.Bounds {
-		keys[i] = b.key
-	}
-	return suspendedWait(s.state.Active(now, keys))
+	return suspendedWait(s.state.Active(s.clock.Now(), t.scopeKeys()))
 }
 
 // React matches a reply to t against the rules and applies the verdict:

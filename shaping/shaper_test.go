@@ -382,3 +382,96 @@ func TestMemoryForgetsIdleBuckets(t *testing.T) {
 		t.Errorf("%d buckets kept after a sweep; want only those still filling", n)
 	}
 }
+
+// A gauge of suspensions in force, kept from Observer calls, stays right
+// even when a scope is suspended again before the end of the last
+// suspension was noticed.
+func TestEverySuspensionEndsOnce(t *testing.T) {
+	f := newFixture(t, Config{Rules: []Rule{{Match: `4\.7\.28`, Action: ActionSuspend, Duration: time.Minute}}})
+	target := f.s.Resolve("example.net", otherMX)
+	r421 := reply(t, "421 4.7.28 rate limited")
+	f.s.React(target, r421)
+	f.clk.Advance(time.Minute) // ended, but nobody looked
+	f.s.React(target, r421)
+	f.s.List()
+	f.clk.Advance(time.Minute)
+	f.s.List()
+	gauge := 0
+	for _, c := range f.obs.changes {
+		switch c[0] {
+		case '1':
+			gauge++
+		case '3':
+			gauge--
+		}
+		if gauge < 0 {
+			t.Fatalf("gauge below 0 after %q", f.obs.changes)
+		}
+	}
+	if gauge != 0 || len(f.obs.changes) != 4 {
+		t.Errorf("changes %q leave the gauge at %d; want 4 changes ending at 0", f.obs.changes, gauge)
+	}
+}
+
+// Deliveries run on many goroutines: the count of connections to a
+// provider never passes its limit, however they interleave.
+func TestConcurrentAdmitKeepsTheLimit(t *testing.T) {
+	f := newFixture(t, Config{
+		Defaults:  Limits{MaxConnections: 10},
+		Providers: []Provider{{Name: "google", MXSuffixes: []string{".google.com"}, Limits: Limits{MaxConnections: 3}}},
+	})
+	targets := []Target{f.s.Resolve("gmail.com", gmailMX), f.s.Resolve("workspace.example", wsMX)}
+	var mu sync.Mutex
+	open, most, admitted := 0, 0, 0
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				l, _ := f.s.Admit(targets[(g+i)%2], false)
+				if l == nil {
+					continue
+				}
+				mu.Lock()
+				open++
+				admitted++
+				most = max(most, open)
+				open--
+				mu.Unlock()
+				l.Release()
+			}
+		}()
+	}
+	wg.Wait()
+	if most > 3 || admitted == 0 {
+		t.Errorf("%d admitted, at most %d at once; want some, never more than 3", admitted, most)
+	}
+	if n := f.s.state.(*Memory).Conns("provider:google"); n != 0 {
+		t.Errorf("%d connections still counted after every release", n)
+	}
+}
+
+// Admit is on the path of every message: on the defaults (no rate, no
+// suspension) it must cost next to nothing next to an SMTP transaction.
+func BenchmarkAdmitDefaults(b *testing.B) {
+	s := New(Options{Policy: mustPolicy(b, Config{Builtin: true, Defaults: Limits{MaxConnections: 10, MaxMessagesPerConnection: 100}})})
+	target := s.Resolve("example.net", otherMX)
+	b.ReportAllocs()
+	for b.Loop() {
+		l, _ := s.Admit(target, false)
+		l.Release()
+	}
+}
+
+func BenchmarkAdmitRateLimitedProvider(b *testing.B) {
+	clk := clock.NewFake(start)
+	s := New(Options{Clock: clk, Policy: mustPolicy(b, Config{Builtin: true, Providers: []Provider{{Name: "google", MXSuffixes: []string{".google.com"}, Limits: Limits{MaxConnections: 20, MaxMessageRate: Rate{1000, time.Second}}}}})})
+	target := s.Resolve("gmail.com", gmailMX)
+	b.ReportAllocs()
+	for b.Loop() {
+		clk.Advance(time.Millisecond)
+		l, _ := s.Admit(target, false)
+		l.Release()
+	}
+}

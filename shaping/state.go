@@ -68,7 +68,8 @@ type Memory struct {
 	tat     map[string]time.Time // theoretical arrival time of the next token
 	conns   map[string]int
 	entries map[entryKey]Suspension
-	takes   int // Take calls since the last sweep of tat
+	ended   []Suspension // replaced by Put after their end, for Expire to report
+	takes   int          // Take calls since the last sweep of tat
 }
 
 type entryKey struct {
@@ -167,9 +168,10 @@ func (m *Memory) Put(now time.Time, s Suspension) bool {
 		}
 		return false
 	}
-	// An entry that ended but was not expired yet is replaced; Expire
-	// will not see it, so report it as created anyway: the caller logs a
-	// new suspension, which it is.
+	if old, ok := m.entries[k]; ok {
+		// It ended but Expire has not reported it yet: it still will.
+		m.ended = append(m.ended, old)
+	}
 	m.entries[k] = s
 	return true
 }
@@ -209,7 +211,8 @@ func (m *Memory) List(now time.Time) []Suspension {
 // Expire implements State.
 func (m *Memory) Expire(now time.Time) []Suspension {
 	m.mu.Lock()
-	var out []Suspension
+	out := m.ended
+	m.ended = nil
 	for k, s := range m.entries {
 		if !s.Until.After(now) {
 			out = append(out, s)
