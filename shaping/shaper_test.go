@@ -2,6 +2,7 @@ package shaping
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -473,5 +474,25 @@ func BenchmarkAdmitRateLimitedProvider(b *testing.B) {
 		clk.Advance(time.Millisecond)
 		l, _ := s.Admit(target, false)
 		l.Release()
+	}
+}
+
+// What the admin API will send for `relayq queue suspensions --json`
+// reads back as the same values.
+func TestSuspensionJSON(t *testing.T) {
+	s := Suspension{Scope: Scope{ScopeProvider, "google"}, Action: ActionThrottle, Rule: "rules[0]", Cause: "421 4.7.0 Try again later", Since: start, Until: start.Add(time.Hour)}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"Scope":"provider:google","Action":"throttle"`) {
+		t.Errorf("JSON %s", b)
+	}
+	var back Suspension
+	if err := json.Unmarshal(b, &back); err != nil || back != s {
+		t.Errorf("read back %+v, %v; want %+v", back, err, s)
+	}
+	if err := json.Unmarshal([]byte(`{"Scope":"planet:earth"}`), &back); err == nil {
+		t.Error("a bad scope decoded")
 	}
 }
