@@ -216,7 +216,7 @@ func (c Config) Check() error {
 		names[p.Name] = true
 	}
 	for dom, l := range c.Domains {
-		if dom != "*" && !validName(dom, true) {
+		if dom != "*" && !validName(strings.TrimSuffix(dom, "."), true) {
 			return fieldErr("domains", "."+dom, "%q is not a domain name or \"*\"", dom)
 		}
 		if err := l.check("domains", "."+dom); err != nil {
@@ -251,7 +251,7 @@ func (p Provider) check(at string) error {
 		return fieldErr("providers", at+".mx_suffixes", "empty: the provider %q would match no destination", p.Name)
 	}
 	for j, s := range p.MXSuffixes {
-		if !validName(strings.TrimPrefix(s, "."), true) {
+		if !validName(strings.TrimSuffix(strings.TrimPrefix(s, "."), "."), true) {
 			return fieldErr("providers", fmt.Sprintf("%s.mx_suffixes[%d]", at, j), "%q is not a host name suffix such as \".google.com\"", s)
 		}
 	}

@@ -268,7 +268,8 @@ func TestConfigCheck(t *testing.T) {
 			}
 		})
 	}
-	if err := (Config{Builtin: true, Defaults: Limits{MaxConnections: 10}, Providers: []Provider{good}, Domains: map[string]Limits{"*": {}}}).Check(); err != nil {
+	fqdn := Provider{Name: "fqdn", MXSuffixes: []string{".Mail.Example.", "mx.example.org."}}
+	if err := (Config{Builtin: true, Defaults: Limits{MaxConnections: 10}, Providers: []Provider{good, fqdn}, Domains: map[string]Limits{"*": {}, "Example.NET.": {}}}).Check(); err != nil {
 		t.Errorf("a good config: %v", err)
 	}
 }
@@ -347,4 +348,17 @@ func FuzzRuleMatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Names as DNS writes them (upper case, a trailing dot) resolve like the
+// plain form, in the configuration and in the MX answer.
+func TestResolveFullyQualifiedNames(t *testing.T) {
+	p := mustPolicy(t, Config{
+		Defaults:  Limits{MaxConnections: 10},
+		Providers: []Provider{{Name: "corp", MXSuffixes: []string{".Mail.Example."}, Limits: Limits{MaxConnections: 4}}},
+		Domains:   map[string]Limits{"Example.NET.": {MaxConnections: 2}},
+	})
+	if got := p.Resolve("EXAMPLE.net", []string{"mx1.mail.example."}); got.Primary().String() != "provider:corp" || got.MaxConnections() != 2 {
+		t.Errorf("Resolve = %+v", got)
+	}
 }
