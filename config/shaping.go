@@ -164,15 +164,24 @@ func (e entry) limits() shaping.Limits {
 	}
 }
 
-func (l *loader) shapingProviders(key string) []shaping.Provider {
-	out := []shaping.Provider{}
-	for i, m := range l.list(key, "provider") {
+// entries returns the sections of a list, each with only known keys.
+func (l *loader) entries(key, what string, keys []string) []entry {
+	var out []entry
+	for i, m := range l.list(key, what) {
 		e := entry{l: l, leaf: key, at: fmt.Sprintf("[%d]", i), m: m}
-		if !e.known(providerKeys) {
+		if !e.known(keys) {
 			return nil
 		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (l *loader) shapingProviders(key string) []shaping.Provider {
+	out := []shaping.Provider{}
+	for _, e := range l.entries(key, "provider", providerKeys) {
 		var suffixes []string
-		switch x := m["mx_suffixes"].(type) {
+		switch x := e.m["mx_suffixes"].(type) {
 		case nil:
 		case string:
 			suffixes = []string{x}
@@ -232,11 +241,7 @@ func (l *loader) shapingDomains(key string) map[string]shaping.Limits {
 
 func (l *loader) shapingRules(key string) []shaping.Rule {
 	out := []shaping.Rule{}
-	for i, m := range l.list(key, "rule") {
-		e := entry{l: l, leaf: key, at: fmt.Sprintf("[%d]", i), m: m}
-		if !e.known(ruleKeys) {
-			return nil
-		}
+	for _, e := range l.entries(key, "rule", ruleKeys) {
 		r := shaping.Rule{Match: e.str("match")}
 		var err error
 		if a := e.str("action"); strings.TrimSpace(a) == "" {
@@ -247,7 +252,7 @@ func (l *loader) shapingRules(key string) []shaping.Rule {
 		if r.Scope, err = shaping.ParseScopeKind(e.str("scope")); err != nil {
 			e.fail("scope", "%w", err)
 		}
-		if d, ok := m["duration"]; ok && d != nil {
+		if d, ok := e.m["duration"]; ok && d != nil {
 			if r.Duration, err = durationOf(d); err != nil {
 				e.fail("duration", "%w", err)
 			}
