@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/relayq/relayq/smtpcodes"
 )
 
@@ -360,5 +362,44 @@ func TestResolveFullyQualifiedNames(t *testing.T) {
 	})
 	if got := p.Resolve("EXAMPLE.net", []string{"mx1.mail.example."}); got.Primary().String() != "provider:corp" || got.MaxConnections() != 2 {
 		t.Errorf("Resolve = %+v", got)
+	}
+}
+
+// Every built-in rule names where its reply text comes from: a comment
+// above it (or above an earlier rule for the same provider) with the
+// address of the provider's page.
+func TestBuiltinRulesNameTheirSource(t *testing.T) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(builtinYAML, &doc); err != nil {
+		t.Fatal(err)
+	}
+	root := doc.Content[0]
+	var rules *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "rules" {
+			rules = root.Content[i+1]
+		}
+	}
+	if rules == nil || len(rules.Content) == 0 {
+		t.Fatal("no rules in builtin.yaml")
+	}
+	sourced := map[string]bool{}
+	for _, r := range rules.Content {
+		var name, provider string
+		for i := 0; i+1 < len(r.Content); i += 2 {
+			switch r.Content[i].Value {
+			case "name":
+				name = r.Content[i+1].Value
+			case "provider":
+				provider = r.Content[i+1].Value
+			}
+		}
+		comment := r.HeadComment + r.Content[0].HeadComment
+		if strings.Contains(comment, "https://") {
+			sourced[provider] = true
+		}
+		if !sourced[provider] {
+			t.Errorf("built-in rule %s (%s) names no source page", name, provider)
+		}
 	}
 }
