@@ -160,6 +160,7 @@ func (s *Shaper) Admit(t Target, force bool) (*Lease, Wait) {
 	}
 	var slots []Slot
 	var buckets []Bucket
+	var limited []Scope // the scope of each bucket
 	for i, b := range t.Bounds {
 		conns, interval := b.Limits.MaxConnections, b.Limits.MaxMessageRate.Interval()
 		if throttledIn(active, b.Scope) {
@@ -172,6 +173,7 @@ func (s *Shaper) Admit(t Target, force bool) (*Lease, Wait) {
 		slots = append(slots, Slot{Key: keys[i], Max: conns})
 		if interval > 0 && !force {
 			buckets = append(buckets, Bucket{Key: keys[i], Interval: interval})
+			limited = append(limited, b.Scope)
 		}
 	}
 	ok, full := s.state.Acquire(slots)
@@ -179,9 +181,9 @@ func (s *Shaper) Admit(t Target, force bool) (*Lease, Wait) {
 		return nil, s.refuse(t, Wait{Reason: WaitConnections, Scope: t.Bounds[full].Scope})
 	}
 	if len(buckets) > 0 {
-		if ok, next := s.state.Take(now, buckets); !ok {
+		if ok, last, next := s.state.Take(now, buckets); !ok {
 			s.state.Release(keys)
-			return nil, s.refuse(t, Wait{Reason: WaitRate, Scope: t.Primary(), Until: next})
+			return nil, s.refuse(t, Wait{Reason: WaitRate, Scope: limited[last], Until: next})
 		}
 	}
 	return &Lease{s: s, keys: keys}, Wait{}

@@ -349,17 +349,17 @@ func TestMemoryTakesAllOrNothing(t *testing.T) {
 	var m Memory
 	a := []Bucket{{"a", time.Second}}
 	ab := []Bucket{{"a", time.Second}, {"b", time.Minute}}
-	if ok, _ := m.Take(start, a); !ok {
+	if ok, _, _ := m.Take(start, a); !ok {
 		t.Fatal("first token of a")
 	}
-	if ok, next := m.Take(start, ab); ok || !next.Equal(start.Add(time.Second)) {
-		t.Fatalf("a empty: Take(a, b) = %v, %v", ok, next)
+	if ok, last, next := m.Take(start, ab); ok || last != 0 || !next.Equal(start.Add(time.Second)) {
+		t.Fatalf("a empty: Take(a, b) = %v, %d, %v", ok, last, next)
 	}
-	if ok, _ := m.Take(start, []Bucket{{"b", time.Minute}}); !ok {
+	if ok, _, _ := m.Take(start, []Bucket{{"b", time.Minute}}); !ok {
 		t.Error("b lost a token to a refused Take")
 	}
-	if ok, next := m.Take(start.Add(time.Second), ab); ok || !next.Equal(start.Add(time.Minute)) {
-		t.Errorf("b empty: %v, %v", ok, next)
+	if ok, last, next := m.Take(start.Add(time.Second), ab); ok || last != 1 || !next.Equal(start.Add(time.Minute)) {
+		t.Errorf("b empty: %v, %d, %v", ok, last, next)
 	}
 	if ok, _ := m.Acquire([]Slot{{"x", 1}, {"y", 1}}); !ok {
 		t.Fatal("first connection")
@@ -494,5 +494,28 @@ func TestSuspensionJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"Scope":"planet:earth"}`), &back); err == nil {
 		t.Error("a bad scope decoded")
+	}
+}
+
+// A wait for the rate names the scope whose rate holds the message back:
+// the domain's own, tighter than its provider's.
+func TestRateWaitNamesTheScope(t *testing.T) {
+	f := newFixture(t, Config{
+		Providers: []Provider{{Name: "google", MXSuffixes: []string{".google.com"}, Limits: Limits{MaxMessageRate: Rate{100, time.Second}}}},
+		Domains:   map[string]Limits{"slow.example": {MaxMessageRate: Rate{1, time.Minute}}},
+	})
+	slow := f.s.Resolve("slow.example", wsMX)
+	f.s.Admit(slow, false)
+	if _, w := f.s.Admit(slow, false); w.Reason != WaitRate || w.Scope.String() != "domain:slow.example" || !w.Until.Equal(start.Add(time.Minute)) {
+		t.Errorf("second message: %+v", w)
+	}
+	// The provider's next token comes 10 ms after the first message.
+	gmail := f.s.Resolve("gmail.com", gmailMX)
+	if _, w := f.s.Admit(gmail, false); w.Scope.String() != "provider:google" || !w.Until.Equal(start.Add(10*time.Millisecond)) {
+		t.Errorf("gmail.com at once: %+v", w)
+	}
+	f.clk.Advance(10 * time.Millisecond)
+	if l, w := f.s.Admit(gmail, false); l == nil {
+		t.Errorf("gmail.com waits for slow.example's rate: %+v", w)
 	}
 }

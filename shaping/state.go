@@ -15,8 +15,9 @@ import (
 type State interface {
 	// Take takes one token from every bucket, all or none (GCRA, no
 	// burst: tokens come one Interval apart). When one is empty it takes
-	// none and returns false and the earliest time all could be taken.
-	Take(now time.Time, buckets []Bucket) (ok bool, next time.Time)
+	// none and returns false, the index of the bucket whose token comes
+	// last, and that time: the earliest all could be taken.
+	Take(now time.Time, buckets []Bucket) (ok bool, last int, next time.Time)
 	// Acquire counts one connection in every slot, all or none. When a
 	// slot is full it counts none and returns false and that slot's index.
 	Acquire(slots []Slot) (ok bool, full int)
@@ -82,20 +83,21 @@ type entryKey struct {
 const sweepEvery = 4096
 
 // Take implements State.
-func (m *Memory) Take(now time.Time, buckets []Bucket) (bool, time.Time) {
+func (m *Memory) Take(now time.Time, buckets []Bucket) (bool, int, time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.tat == nil {
 		m.tat = map[string]time.Time{}
 	}
 	var next time.Time
-	for _, b := range buckets {
+	last := -1
+	for i, b := range buckets {
 		if t := m.tat[b.Key]; t.After(now) && t.After(next) {
-			next = t
+			next, last = t, i
 		}
 	}
-	if !next.IsZero() {
-		return false, next
+	if last >= 0 {
+		return false, last, next
 	}
 	for _, b := range buckets {
 		// The bucket was full (its time had come): the next token is one
@@ -111,7 +113,7 @@ func (m *Memory) Take(now time.Time, buckets []Bucket) (bool, time.Time) {
 			}
 		}
 	}
-	return true, time.Time{}
+	return true, -1, time.Time{}
 }
 
 // Acquire implements State.
