@@ -2,7 +2,6 @@ package shaping
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -345,45 +344,6 @@ func TestBounceVerdictChangesNoState(t *testing.T) {
 	}
 }
 
-func TestMemoryTakesAllOrNothing(t *testing.T) {
-	var m Memory
-	a := []Bucket{{"a", time.Second}}
-	ab := []Bucket{{"a", time.Second}, {"b", time.Minute}}
-	if ok, _, _ := m.Take(start, a); !ok {
-		t.Fatal("first token of a")
-	}
-	if ok, last, next := m.Take(start, ab); ok || last != 0 || !next.Equal(start.Add(time.Second)) {
-		t.Fatalf("a empty: Take(a, b) = %v, %d, %v", ok, last, next)
-	}
-	if ok, _, _ := m.Take(start, []Bucket{{"b", time.Minute}}); !ok {
-		t.Error("b lost a token to a refused Take")
-	}
-	if ok, last, next := m.Take(start.Add(time.Second), ab); ok || last != 1 || !next.Equal(start.Add(time.Minute)) {
-		t.Errorf("b empty: %v, %d, %v", ok, last, next)
-	}
-	if ok, _ := m.Acquire([]Slot{{"x", 1}, {"y", 1}}); !ok {
-		t.Fatal("first connection")
-	}
-	if ok, full := m.Acquire([]Slot{{"z", 1}, {"y", 1}}); ok || full != 1 {
-		t.Errorf("y full: %v, %d", ok, full)
-	}
-	if m.Conns("z") != 0 {
-		t.Error("z counted a refused connection")
-	}
-}
-
-// Buckets of scopes that have been idle long enough are forgotten, so the
-// state does not grow with every domain ever seen.
-func TestMemoryForgetsIdleBuckets(t *testing.T) {
-	var m Memory
-	for i := 0; i < sweepEvery; i++ {
-		m.Take(start.Add(time.Duration(i)*time.Second), []Bucket{{fmt.Sprintf("domain:d%d.example", i), time.Second}})
-	}
-	if n := len(m.tat); n > 2 {
-		t.Errorf("%d buckets kept after a sweep; want only those still filling", n)
-	}
-}
-
 // A gauge of suspensions in force, kept from Observer calls, stays right
 // even when a scope is suspended again before the end of the last
 // suspension was noticed.
@@ -474,26 +434,6 @@ func BenchmarkAdmitRateLimitedProvider(b *testing.B) {
 		clk.Advance(time.Millisecond)
 		l, _ := s.Admit(target, false)
 		l.Release()
-	}
-}
-
-// What the admin API will send for `relayq queue suspensions --json`
-// reads back as the same values.
-func TestSuspensionJSON(t *testing.T) {
-	s := Suspension{Scope: Scope{ScopeProvider, "google"}, Action: ActionThrottle, Rule: "rules[0]", Cause: "421 4.7.0 Try again later", Since: start, Until: start.Add(time.Hour)}
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), `"Scope":"provider:google","Action":"throttle"`) {
-		t.Errorf("JSON %s", b)
-	}
-	var back Suspension
-	if err := json.Unmarshal(b, &back); err != nil || back != s {
-		t.Errorf("read back %+v, %v; want %+v", back, err, s)
-	}
-	if err := json.Unmarshal([]byte(`{"Scope":"planet:earth"}`), &back); err == nil {
-		t.Error("a bad scope decoded")
 	}
 }
 
