@@ -20,6 +20,7 @@ type Config struct {
 	Admin           Admin
 	Retry           Retry
 	Delivery        Delivery
+	DKIM            DKIM
 	Log             Log
 	// File is the path Load read, "" when only defaults and environment apply.
 	File string
@@ -197,6 +198,7 @@ func Default() *Config {
 			ConnectTimeout: 30 * time.Second,
 			CommandTimeout: 5 * time.Minute,
 		},
-		Log: Log{Format: "text", Level: "info"},
+		DKIM: DKIM{Keys: []DKIMKey{}, Headers: []string{}},
+		Log:  Log{Format: "text", Level: "info"},
 	}
 }

@@ -120,6 +120,7 @@ func TestLoadFullFile(t *testing.T) {
 			ConnectTimeout: 10 * time.Second,
 			CommandTimeout: 2 * time.Minute,
 		},
+		DKIM: DKIM{Keys: []DKIMKey{}, Headers: []string{}},
 		Log:  Log{Format: "json", Level: "debug"},
 		File: path,
 	}

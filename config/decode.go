@@ -65,6 +65,7 @@ func (l *loader) decode() *Config {
 			ConnectTimeout: l.duration("delivery.connect_timeout"),
 			CommandTimeout: l.duration("delivery.command_timeout"),
 		},
+		DKIM: l.dkim(),
 		Log: Log{
 			Format: strings.ToLower(l.str("log.format")),
 			Level:  strings.ToLower(l.str("log.level")),

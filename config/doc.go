@@ -21,4 +21,6 @@
 //     lower-case without a trailing dot, TrustedNetworks are masked
 //     prefixes, and the TLS certificate and key loaded as a pair (the
 //     submission server loads them again when it starts).
+//   - Every dkim.keys[].private_key_file loaded as a DKIM key (cmd/relayq
+//     loads them again for the signer); a bad one is named with its file.
 package config
