@@ -7,32 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
+	"github.com/relayq/relayq/dkim/dkimtest"
 )
 
-// serveTXT starts a DNS server on loopback answering TXT queries from recs
-// (name → strings of one record) and returns a resolver that asks it.
-func serveTXT(t *testing.T, recs map[string][]string) *net.Resolver {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(q)
-		name := strings.ToLower(q.Question[0].Name)
-		if txt, ok := recs[name]; ok && q.Question[0].Qtype == dns.TypeTXT {
-			m.Answer = append(m.Answer, &dns.TXT{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 60}, Txt: txt})
-		} else if !ok {
-			m.Rcode = dns.RcodeNameError
-		}
-		w.WriteMsg(m)
-	})}
-	go srv.ActivateAndServe()
-	t.Cleanup(func() { srv.Shutdown() })
-	addr := pc.LocalAddr().String()
-	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+// resolverFor asks the loopback DNS server at addr.
+func resolverFor(addr string) *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "udp", addr)
 	}}
@@ -44,13 +24,13 @@ func TestCheck(t *testing.T) {
 	rsaRec, _ := RecordValue(rsaK.Signer.Public())
 	edRec, _ := RecordValue(edK.Signer.Public())
 	otherRec, _ := RecordValue(edKey2().Public())
-	r := serveTXT(t, map[string][]string{
-		"rsa._domainkey.example.org.":     SplitTXT(rsaRec),
-		"ed._domainkey.example.org.":      {edRec},
-		"stale._domainkey.example.org.":   {otherRec},
-		"revoked._domainkey.example.org.": {"v=DKIM1; k=rsa; p="},
-		"junk._domainkey.example.org.":    {"hello"},
-	})
+	r := resolverFor(dkimtest.ServeDNS(t, dkimtest.Records{
+		"rsa._domainkey.example.org":     rsaRec,
+		"ed._domainkey.example.org":      edRec,
+		"stale._domainkey.example.org":   otherRec,
+		"revoked._domainkey.example.org": "v=DKIM1; k=rsa; p=",
+		"junk._domainkey.example.org":    "hello",
+	}).Addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	tests := []struct {

@@ -2,7 +2,6 @@ package dkim
 
 import (
 	"crypto"
-	"strings"
 	"sync"
 	"testing"
 
@@ -34,12 +33,11 @@ func records(t testing.TB, keys ...Key) dkimtest.Records {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, quoted, _ := strings.Cut(line, " IN TXT ")
-		var joined string
-		for _, part := range strings.Split(quoted, `" "`) {
-			joined += strings.Trim(part, `"`)
+		name, value, ok := dkimtest.ParseZoneLine(line)
+		if !ok {
+			t.Fatalf("zone line %q", line)
 		}
-		recs[strings.TrimSuffix(RecordName(k.Domain, k.Selector), ".")] = joined
+		recs[name] = value
 	}
 	return recs
 }
