@@ -2,7 +2,6 @@ package dkim
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -10,27 +9,19 @@ import (
 	"github.com/relayq/relayq/dkim/dkimtest"
 )
 
-// resolverFor asks the loopback DNS server at addr.
-func resolverFor(addr string) *net.Resolver {
-	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "udp", addr)
-	}}
-}
-
 func TestCheck(t *testing.T) {
 	rsaK := Key{Domain: "example.org", Selector: "rsa", Signer: rsaKey(), File: "/etc/rsa.pem"}
 	edK := Key{Domain: "example.org", Selector: "ed", Signer: edKey()}
 	rsaRec, _ := RecordValue(rsaK.Signer.Public())
 	edRec, _ := RecordValue(edK.Signer.Public())
 	otherRec, _ := RecordValue(edKey2().Public())
-	r := resolverFor(dkimtest.ServeDNS(t, dkimtest.Records{
+	r := dkimtest.ServeDNS(t, dkimtest.Records{
 		"rsa._domainkey.example.org":     rsaRec,
 		"ed._domainkey.example.org":      edRec,
 		"stale._domainkey.example.org":   otherRec,
 		"revoked._domainkey.example.org": "v=DKIM1; k=rsa; p=",
 		"junk._domainkey.example.org":    "hello",
-	}).Addr)
+	}).Resolver()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	tests := []struct {

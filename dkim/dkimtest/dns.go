@@ -1,6 +1,7 @@
 package dkimtest
 
 import (
+	"context"
 	"net"
 	"strings"
 	"sync"
@@ -74,6 +75,14 @@ func ServeDNS(t testing.TB, recs Records) *DNS {
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	d.Addr = pc.LocalAddr().String()
 	return d
+}
+
+// Resolver returns a resolver that sends every query to this server.
+func (d *DNS) Resolver() *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var dialer net.Dialer
+		return dialer.DialContext(ctx, "udp", d.Addr)
+	}}
 }
 
 // ParseZoneLine reads the record `relayq dkim keygen` prints,
