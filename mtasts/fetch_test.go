@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/relayq/relayq/smtptest"
 )
 
 // policyServer is an HTTPS server with its own CA, answering for
@@ -60,11 +62,15 @@ func newPolicyServer(t *testing.T, h http.HandlerFunc) (*policyServer, *Fetcher)
 	t.Cleanup(ps.srv.Close)
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
-	addr := ps.srv.Listener.Addr().String()
-	return ps, &Fetcher{RootCAs: pool, Timeout: 5 * time.Second, DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+	return ps, &Fetcher{RootCAs: pool, Timeout: 5 * time.Second, DialContext: dialTo(ps.srv.Listener.Addr().String())}
+}
+
+// dialTo dials addr whatever address is asked for, as if DNS said so.
+func dialTo(addr string) func(ctx context.Context, network, _ string) (net.Conn, error) {
+	return func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
-	}}
+	}
 }
 
 const goodPolicy = "version: STSv1\nmode: enforce\nmx: mx.example.org\nmax_age: 86400\n"
@@ -126,5 +132,22 @@ func TestFetchRefuses(t *testing.T) {
 				t.Fatalf("%d requests: a redirect was followed", n)
 			}
 		})
+	}
+}
+
+// A trusted certificate for another name is refused: verification is of
+// mta-sts.DOMAIN, not just of the chain.
+func TestFetchRefusesCertificateForAnotherName(t *testing.T) {
+	c, err := smtptest.NewCert() // for localhost and 127.0.0.1 only
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(serve(goodPolicy, "text/plain"))
+	srv.TLS = c.ServerConfig()
+	srv.StartTLS()
+	defer srv.Close()
+	f := &Fetcher{RootCAs: c.Pool, DialContext: dialTo(srv.Listener.Addr().String())}
+	if p, err := f.Fetch(context.Background(), "example.org"); err == nil || !strings.Contains(err.Error(), "mta-sts.example.org") {
+		t.Fatalf("Fetch = %+v, %v; want a certificate name error", p, err)
 	}
 }
