@@ -137,3 +137,36 @@ func waitToken(t *testing.T, mx *smtptest.Server, tok string) []byte {
 	})
 	return data
 }
+
+// A message is signed once, at acceptance: queued while its next hop is
+// down, then delivered by a restarted relay, it carries one signature, the
+// one it was accepted with.
+func TestDKIMSignedOnceAcrossRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped with -short")
+	}
+	recs := dkimtest.Records{}
+	key := keygen(t, t.TempDir(), "example.org", "ed1", "ed25519", recs)
+	down := freeAddr(t) // nothing listens here
+	r := newRelay(t, down, "", dkimSection("example.org", "ed1", key))
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	r.submitToken(t, "tok-restart")
+	r.kill()
+
+	mx := smtptest.NewServer(t)
+	cfg, err := os.ReadFile(r.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r.cfgPath, bytes.Replace(cfg, []byte(down), []byte(mx.Addr()), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	if sigs := dkimtest.Verify(t, waitToken(t, mx, "tok-restart"), recs); !slices.Equal(sigs, []string{"d=example.org s=ed1"}) {
+		t.Fatalf("after a restart: signatures %q, want the one from acceptance", sigs)
+	}
+}
