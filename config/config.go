@@ -24,6 +24,7 @@ type Config struct {
 	Delivery        Delivery
 	// Shaping is the traffic shaping policy (issue 13), for shaping.NewPolicy.
 	Shaping shaping.Config
+	DKIM    DKIM
 	Log     Log
 	// File is the path Load read, "" when only defaults and environment apply.
 	File string
@@ -210,6 +211,7 @@ func Default() *Config {
 			Domains:   map[string]shaping.Limits{},
 			Rules:     []shaping.Rule{},
 		},
-		Log: Log{Format: "text", Level: "info"},
+		DKIM: DKIM{Keys: []DKIMKey{}, Headers: []string{}},
+		Log:  Log{Format: "text", Level: "info"},
 	}
 }

@@ -138,6 +138,7 @@ func TestLoadFullFile(t *testing.T) {
 				{Match: "mailbox does not exist", Action: shaping.ActionBounce, Scope: shaping.ScopeDomain},
 			},
 		},
+		DKIM: DKIM{Keys: []DKIMKey{}, Headers: []string{}},
 		Log:  Log{Format: "json", Level: "debug"},
 		File: path,
 	}

@@ -25,4 +25,6 @@
 //     accepts it), and the deprecated delivery.max_conns_per_domain and
 //     shaping.defaults.max_connections hold the same value: the old key,
 //     when it alone is set, sets the new one.
+//   - Every dkim.keys[].private_key_file loaded as a DKIM key (cmd/relayq
+//     loads them again for the signer); a bad one is named with its file.
 package config

@@ -43,6 +43,10 @@ type Options struct {
 	Rand         *rand.Rand
 	Logger       *slog.Logger
 	Observer     Observer
+	// Sign, if set, signs the reports relayq writes itself (bounces and
+	// delay notices) before they are queued, returning the message with
+	// its signature fields in front (dkim.Signer.Sign).
+	Sign func(msg []byte) ([]byte, error)
 }
 
 // Settings are the parts of Options a SIGHUP may replace while running.
@@ -61,6 +65,7 @@ type Engine struct {
 	log      *slog.Logger
 	obs      Observer
 	hostname string
+	sign     func([]byte) ([]byte, error)
 	workers  int
 	perDest  int
 	maxHint  time.Duration
@@ -122,7 +127,7 @@ func New(o Options) (*Engine, error) {
 		o.Hostname = "localhost"
 	}
 	e := &Engine{
-		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, hostname: o.Hostname,
+		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, hostname: o.Hostname, sign: o.Sign,
 		workers: o.Workers, perDest: o.MaxConnsPerDest, maxHint: o.MaxHintDelay, rnd: o.Rand,
 		kick:     make(chan struct{}, 1),
 		incoming: make(chan *queue.Envelope, 4096),

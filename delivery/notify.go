@@ -87,9 +87,18 @@ func (e *Engine) notice(env *queue.Envelope, rs []dsn.Recipient, now time.Time, 
 		e.log.Error("building a "+kind+" failed", "id", env.ID, "err", err)
 		return nil
 	}
+	body := buf.Bytes()
+	if e.sign != nil {
+		// A report must not be lost to a signing problem: it goes unsigned.
+		if signed, err := e.sign(body); err != nil {
+			e.log.Error("signing a "+kind+" failed, sending it unsigned", "id", env.ID, "err", err)
+		} else {
+			body = signed
+		}
+	}
 	e.log.Info("sending a "+kind, "id", env.ID, "to", env.From, "recipients", len(rs))
 	return []queue.Notice{{
 		Envelope: queue.Envelope{From: "", Recipients: []queue.Recipient{{Address: env.From}}},
-		Body:     buf.Bytes(),
+		Body:     body,
 	}}
 }

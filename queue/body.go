@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -25,7 +26,17 @@ func (s *Store) Body(id string) (io.ReadCloser, error) {
 // it a second time per attempt was 4% of the relay's CPU. A message deleted
 // meanwhile fails on the first Read, as in Body.
 func (s *Store) BodyOf(env *Envelope) io.ReadCloser {
-	return &bodyReader{s: s, id: env.ID, size: env.Size}
+	br := &bodyReader{s: s, id: env.ID, size: env.Size - int64(len(env.Prefix))}
+	if env.Prefix == "" {
+		return br
+	}
+	return prefixed{io.MultiReader(strings.NewReader(env.Prefix), br), br}
+}
+
+// prefixed reads Envelope.Prefix before the stored body.
+type prefixed struct {
+	io.Reader
+	io.Closer
 }
 
 // bodyReader reads a body chunk by chunk.

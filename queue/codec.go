@@ -61,8 +61,8 @@ func validate(env *Envelope) error {
 	if len(env.Recipients) > maxRecipients {
 		return fmt.Errorf("record with %d recipients", len(env.Recipients))
 	}
-	if env.Size < 0 {
-		return fmt.Errorf("negative size %d", env.Size)
+	if env.Size < int64(len(env.Prefix)) {
+		return fmt.Errorf("size %d is less than the prefix (%d bytes)", env.Size, len(env.Prefix))
 	}
 	for _, r := range env.Recipients {
 		if r.Address == "" {

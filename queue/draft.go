@@ -119,7 +119,8 @@ func (d *Draft) spill(chunk []byte) error {
 	return nil
 }
 
-// Commit stores the message: env gets the draft's ID and size, Created from
+// Commit stores the message: env gets the draft's ID and size (env.Prefix
+// included), Created from
 // the clock if zero, and every recipient starts queued and due at Created —
 // unless the caller recorded the first attempt already (Attempts 1 and a
 // LastAttempt): then that claim is kept, as if Claim had been called in the
@@ -136,7 +137,7 @@ func (d *Draft) Commit(env Envelope) error {
 		return d.err
 	}
 	env.ID = d.id
-	env.Size = d.size
+	env.Size = d.size + int64(len(env.Prefix))
 	if env.Created.IsZero() {
 		env.Created = d.s.now()
 	}

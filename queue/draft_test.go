@@ -285,3 +285,31 @@ func TestBodyOfReadsWithoutTheEnvelope(t *testing.T) {
 		}
 	}
 }
+
+// A prefix given at Commit (the DKIM-Signature, known only after the body
+// streamed in) is read in front of the body, for small and chunked bodies
+// alike, after a reopen too; Size counts it.
+func TestCommitPrefixIsReadFirst(t *testing.T) {
+	const prefix = "DKIM-Signature: v=1; d=example.org; s=s;\r\n b=abc\r\n"
+	for _, size := range []int{100, 10_000} {
+		o := testOpts(newClock())
+		o.InlineLimit, o.ChunkSize = 1024, 1024
+		s, path := openTemp(t, o)
+		d := s.NewDraft()
+		d.Write(pattern(size))
+		if err := d.Commit(Envelope{From: "a@example.org", Recipients: []Recipient{{Address: "b@example.net"}}, Prefix: prefix}); err != nil {
+			t.Fatal(err)
+		}
+		want := append([]byte(prefix), pattern(size)...)
+		if c := d.Committed(); c.Size != int64(len(want)) {
+			t.Errorf("size %d: Size %d, want %d", size, c.Size, len(want))
+		}
+		if got := readBody(t, s, d.ID()); !bytes.Equal(got, want) {
+			t.Errorf("size %d: body %q..., want the prefix first", size, got[:min(len(got), 60)])
+		}
+		s.Close()
+		if got := readBody(t, openAt(t, path, o), d.ID()); !bytes.Equal(got, want) {
+			t.Errorf("size %d: after reopen the body differs", size)
+		}
+	}
+}

@@ -63,8 +63,13 @@ type Envelope struct {
 	Helo string `json:"helo,omitempty"`
 	// Created is when the message was accepted (the 250).
 	Created time.Time `json:"created"`
-	// Size is the length of the stored body in bytes (trace header included).
+	// Size is the length of the stored body in bytes (trace header and
+	// Prefix included).
 	Size int64 `json:"size"`
+	// Prefix is header fields that go in front of the stored body whenever
+	// it is read: the DKIM-Signature, known only once the body has streamed
+	// in. Body and BodyOf return Prefix, then the stored bytes.
+	Prefix string `json:"prefix,omitempty"`
 	// Held messages are never attempted until released.
 	Held bool `json:"held,omitempty"`
 }

@@ -5,6 +5,10 @@
 //   - A 250 reply to DATA is sent only after queue.Draft.Commit returned,
 //     i.e. after the message is fsync'd. Any failure to persist is answered
 //     with 451 4.3.0 and the draft is aborted, so nothing half-written remains.
+//   - With a Signer (DKIM), the signature fields are computed while the
+//     body streams into the draft and committed with it, before the 250; a
+//     message the Signer cannot sign is refused with 451 4.3.0, never
+//     queued unsigned.
 //   - Only an authenticated client or one from a trusted network may relay;
 //     everyone else is refused at MAIL (530 5.7.0) and, as a second fence, at
 //     RCPT (554 5.7.1). relayq has no local mailboxes, so there is nothing an

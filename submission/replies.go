@@ -28,6 +28,9 @@ var (
 	// The DATA upload broke off (timeout or lost connection); the session
 	// ends, as RFC 5321 section 4.5.3.2 asks after a timeout.
 	errIncomplete = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 4, 2}, Message: "Timeout or connection lost during DATA, closing connection"}
+	// The message could not be DKIM-signed for its From: domain; it is not
+	// queued unsigned, and the client should try again.
+	errSigningFailed = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Requested action aborted: message could not be signed, try again later"}
 	// RFC 5321 section 4.1.4: no MAIL while a transaction is open.
 	errNestedMail = &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "Nested MAIL command"}
 )

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -62,6 +63,19 @@ type Options struct {
 	// Observer, if set, is told about each session event (for metrics).
 	Observer Observer
 	Now      func() time.Time
+	// Signer, if set, is called once per message; the MessageSigner sees
+	// every byte written to the queue draft, and what its Finish returns is
+	// stored in front of the message (queue.Envelope.Prefix: DKIM). A Finish
+	// error refuses the message with 451; it is never queued unsigned.
+	Signer func() MessageSigner
+}
+
+// MessageSigner signs one message as it streams by (dkim.Message is one).
+// Write never fails; Close releases it whether or not Finish was called.
+type MessageSigner interface {
+	io.Writer
+	Finish() (prefix []byte, err error)
+	Close()
 }
 
 // Observer receives submission events; cmd wires it to Prometheus.

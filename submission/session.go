@@ -169,17 +169,24 @@ func (s *session) Data(r io.Reader) error {
 	_ = s.conn.Conn().SetReadDeadline(srv.opts.Now().Add(srv.opts.DataTimeout))
 
 	d := srv.opts.Queue.NewDraft()
+	var out io.Writer = d // the draft, and the signer beside it
+	var sig MessageSigner
+	if srv.opts.Signer != nil {
+		sig = srv.opts.Signer()
+		defer sig.Close()
+		out = io.MultiWriter(d, sig)
+	}
 	now := srv.opts.Now()
 	hdr := receivedHeader(receivedInfo{
 		Helo: s.conn.Hostname(), IP: s.ip, Hostname: srv.opts.Hostname, ID: d.ID(),
 		TLS: s.tls, Auth: s.authUser != "", Rcpts: s.rcpts, UTF8: s.mailOpts.UTF8, Now: now,
 	})
-	if _, err := d.Write(hdr); err != nil {
+	if _, err := out.Write(hdr); err != nil {
 		d.Abort()
 		s.log.Error("queue write failed", "err", err)
 		return s.reject("storage", errQueueUnavailable)
 	}
-	bw := &bodyWriter{w: d, limit: srv.opts.MaxMessageBytes}
+	bw := &bodyWriter{w: out, limit: srv.opts.MaxMessageBytes}
 	buf := copyBuffers.Get().(*[]byte)
 	_, err := io.CopyBuffer(bw, r, *buf)
 	copyBuffers.Put(buf)
@@ -223,6 +230,15 @@ func (s *session) Data(r io.Reader) error {
 		ClientAddr: s.ip.String(),
 		Helo:       s.conn.Hostname(),
 		Created:    now,
+	}
+	if sig != nil {
+		prefix, err := sig.Finish()
+		if err != nil {
+			d.Abort()
+			s.log.Error("signing failed, message refused", "id", d.ID(), "err", err)
+			return s.reject("signing", errSigningFailed)
+		}
+		env.Prefix = string(prefix)
 	}
 	if srv.opts.BeforeCommit != nil {
 		srv.opts.BeforeCommit(&env)

@@ -109,7 +109,7 @@ func runFlow(ctx context.Context, o *options, spec flowSpec) (*flowResult, error
 		} else if hop, err = freeAddr(); err != nil { // closed port: next hop down
 			return nil, err
 		}
-		cfg := relayConfig{Listen: listen, QueuePath: filepath.Join(dir, "queue.db"), NextHop: hop, InitialDelay: spec.InitialDelay, MaxDelay: spec.MaxDelay}
+		cfg := relayConfig{Listen: listen, QueuePath: filepath.Join(dir, "queue.db"), NextHop: hop, InitialDelay: spec.InitialDelay, MaxDelay: spec.MaxDelay, DKIMKey: o.dkimKey}
 		r, err := startRelay(o.relayBin, dir, cfg, 30*time.Second)
 		if err != nil {
 			if !o.keep {
@@ -144,7 +144,7 @@ func runFlow(ctx context.Context, o *options, spec flowSpec) (*flowResult, error
 	go progress(os.Stderr, spec.Name, spec.Count, o.progress, lr.sent.Load, recv, stopProgress)
 	t0 := time.Now()
 	runLoad(lctx, loadSpec{Addr: target, Sessions: spec.Sessions, Count: spec.Count, Size: spec.Size,
-		Run: run, Base: base, From: "bench@src.relaybench.localhost", To: "sink@dst.relaybench.localhost"}, lr)
+		Run: run, Base: base, From: "bench@" + benchFromDomain, To: "sink@dst.relaybench.localhost"}, lr)
 	if sk != nil && int(lr.sent.Load()) == spec.Count {
 		select {
 		case <-sk.Done():

@@ -33,6 +33,7 @@ type options struct {
 	keep       bool
 	fsyncProbe int
 	cpuProfile string
+	dkimKey    string
 }
 
 // usageText is printed for -h.
@@ -73,8 +74,16 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the relays' temporary directories")
 	fs.IntVar(&o.fsyncProbe, "fsync-samples", 200, "append+fdatasync samples for the fsync reference")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write relaybench's own CPU profile here (to see whether the load generator is the limit)")
+	fs.StringVar(&o.dkimKey, "dkim-key", "", "DKIM key file the started relay signs with (make one with `relayq dkim keygen --domain "+benchFromDomain+" --selector bench`), to measure signing side by side")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if o.dkimKey != "" {
+		abs, err := filepath.Abs(o.dkimKey)
+		if err != nil {
+			return nil, fmt.Errorf("--dkim-key: %w", err)
+		}
+		o.dkimKey = abs
 	}
 	for _, s := range strings.Split(*scen, ",") {
 		switch s = strings.TrimSpace(s); s {

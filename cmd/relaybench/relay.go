@@ -20,7 +20,13 @@ type relayConfig struct {
 	NextHop      string // delivery.routes "*"
 	InitialDelay string // retry.initial_delay
 	MaxDelay     string // retry.max_delay; relayq refuses one below initial_delay
+	// DKIMKey, if set, is a key file the relay signs the load's mail with
+	// (the From: domain is benchFromDomain).
+	DKIMKey string
 }
+
+// benchFromDomain is the From: domain of every message relaybench sends.
+const benchFromDomain = "src.relaybench.localhost"
 
 // yaml renders a complete relayq configuration for cfg. Everything not
 // listed keeps relayq's built-in default, as a user would have it.
@@ -44,7 +50,14 @@ delivery:
   tls: none
 log:
   level: info
-`, cfg.Listen, cfg.QueuePath, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop)
+`, cfg.Listen, cfg.QueuePath, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop) + cfg.dkimYAML()
+}
+
+func (cfg relayConfig) dkimYAML() string {
+	if cfg.DKIMKey == "" {
+		return ""
+	}
+	return fmt.Sprintf("dkim:\n  keys:\n    - {domain: %s, selector: bench, private_key_file: %q}\n", benchFromDomain, cfg.DKIMKey)
 }
 
 // relayProc is a relay process relaybench started.

@@ -19,6 +19,7 @@ commands:
   check-config [--config FILE]  validate the configuration and exit
   queue <list|show|retry|hold|release|delete|flush> ...
                                 inspect and steer a running relay's queue
+  dkim <keygen|check> ...       make DKIM keys, check their DNS records
   version                       print the version
 `)
 }
@@ -36,6 +37,8 @@ func main() {
 		err = checkConfig(os.Args[2:])
 	case "queue":
 		err = queueCmd(os.Args[2:], os.Stdout)
+	case "dkim":
+		err = dkimCmd(os.Args[2:], os.Stdout)
 	case "version", "--version", "-v":
 		fmt.Println("relayq", version)
 	case "help", "-h", "--help":

@@ -14,6 +14,7 @@ import (
 
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/dkim"
 	"github.com/relayq/relayq/logbuf"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
@@ -79,7 +80,14 @@ func serve(args []string) error {
 	defer store.Close()
 	metrics.watchQueue(store)
 
-	eng, err := delivery.New(engineOptions(cfg, store, log, metrics))
+	dc, err := dkimConfig(cfg)
+	if err != nil {
+		return err
+	}
+	signer := dkim.NewSigner(dc)
+	eo := engineOptions(cfg, store, log, metrics)
+	eo.Sign = signer.Sign
+	eng, err := delivery.New(eo)
 	if err != nil {
 		return err
 	}
@@ -87,7 +95,9 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := submission.New(submissionOptions(cfg, store, tlsConf, log, eng, metrics))
+	so := submissionOptions(cfg, store, tlsConf, log, eng, metrics)
+	so.Signer = messageSigner(signer)
+	srv, err := submission.New(so)
 	if err != nil {
 		return err
 	}
@@ -121,7 +131,7 @@ func serve(args []string) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
-			reload(path, srv, eng, log)
+			reload(path, srv, eng, signer, log)
 			continue
 		}
 		log.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
@@ -155,7 +165,7 @@ func cfgName(path string) string {
 
 // reload re-reads the config file on SIGHUP. A bad file is refused with a
 // log line and the running configuration stays.
-func reload(path string, srv *submission.Server, eng *delivery.Engine, log *slog.Logger) {
+func reload(path string, srv *submission.Server, eng *delivery.Engine, signer *dkim.Signer, log *slog.Logger) {
 	cfg, err := config.Load(path)
 	if err != nil {
 		log.Error("reload refused, keeping the running configuration", "err", err)
@@ -166,8 +176,14 @@ func reload(path string, srv *submission.Server, eng *delivery.Engine, log *slog
 		log.Error("reload refused, keeping the running configuration", "err", err)
 		return
 	}
+	dc, err := dkimConfig(cfg)
+	if err != nil {
+		log.Error("reload refused, keeping the running configuration", "err", err)
+		return
+	}
 	srv.SetPolicy(submissionPolicy(cfg))
 	srv.SetTLS(tlsConf)
+	signer.Update(dc)
 	eng.Update(engineSettings(cfg))
 	log.Info("configuration reloaded", "config", cfgName(path))
 }

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/relayq/relayq/config"
+	"github.com/relayq/relayq/dkim"
+)
+
+// The configuration relaybench writes loads in relayq, with the DKIM key
+// for the load's From: domain when --dkim-key is given.
+func TestRelayConfigLoads(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "bench.pem")
+	k, err := dkim.GenerateKey(dkim.KeyEd25519, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dkim.WriteKeyFile(key, k); err != nil {
+		t.Fatal(err)
+	}
+	for _, dk := range []string{"", key} {
+		cfg := relayConfig{Listen: "127.0.0.1:0", QueuePath: filepath.Join(dir, "q.db"), NextHop: "127.0.0.1:25", InitialDelay: "1s", MaxDelay: "2s", DKIMKey: dk}
+		path := filepath.Join(dir, "relayq.yaml")
+		if err := os.WriteFile(path, []byte(cfg.yaml()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Load(path)
+		if err != nil {
+			t.Fatalf("dkim key %q: %v", dk, err)
+		}
+		if want := dk != ""; (len(c.DKIM.Keys) == 1 && c.DKIM.Keys[0].Domain == benchFromDomain) != want {
+			t.Fatalf("dkim key %q: keys %+v", dk, c.DKIM.Keys)
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package main
+
+// `relayq dkim keygen` and `relayq dkim check`, and the signer serve wires
+// into submission (signing at acceptance) and delivery (signing reports).
+// The logic lives in the dkim package.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/relayq/relayq/config"
+	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/dkim"
+	"github.com/relayq/relayq/submission"
+)
+
+const dkimUsage = `usage: relayq dkim <command> [flags]
+
+commands:
+  keygen --domain D --selector S [--type rsa|ed25519] [--bits 2048] --out FILE
+                       write a new private key (mode 0600) and print the DNS
+                       TXT record to publish for it
+  check [--config FILE]
+                       look up each configured key's TXT record and say
+                       whether it publishes that key
+`
+
+func dkimCmd(args []string, out io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, dkimUsage)
+		return errors.New("dkim: which command?")
+	}
+	switch args[0] {
+	case "keygen":
+		return dkimKeygen(args[1:], out)
+	case "check":
+		return dkimCheck(args[1:], out)
+	}
+	fmt.Fprint(os.Stderr, dkimUsage)
+	return fmt.Errorf("dkim: unknown command %q", args[0])
+}
+
+func dkimKeygen(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("dkim keygen", flag.ContinueOnError)
+	domain := fs.String("domain", "", "the signing domain (d=), e.g. example.org")
+	selector := fs.String("selector", "", "the selector (s=), e.g. s202611")
+	typ := fs.String("type", "rsa", "rsa or ed25519")
+	bits := fs.Int("bits", dkim.DefaultRSABits, "RSA key size")
+	path := fs.String("out", "", "file to write the private key to (must not exist)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *domain == "" || *selector == "" || *path == "" {
+		return errors.New("dkim keygen: --domain, --selector and --out are required")
+	}
+	k, err := dkim.GenerateKey(dkim.KeyType(*typ), *bits)
+	if err != nil {
+		return err
+	}
+	line, err := dkim.ZoneLine(*domain, *selector, k.Public())
+	if err != nil {
+		return err
+	}
+	if err := dkim.WriteKeyFile(*path, k); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "wrote %s (%s)\n\npublish this DNS record:\n\n%s\n\nthen add the key to dkim.keys:\n\n  - {domain: %s, selector: %s, private_key_file: %s}\n",
+		*path, *typ, line, *domain, *selector, *path)
+	return nil
+}
+
+func dkimCheck(args []string, out io.Writer) error {
+	path, err := configFlag("dkim check", args)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	dc, err := dkimConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if len(dc.Keys) == 0 {
+		fmt.Fprintln(out, "no dkim.keys configured")
+		return nil
+	}
+	var resolver dkim.TXTResolver = net.DefaultResolver
+	if r := delivery.NewRouter(delivery.RouteConfig{DNSServer: cfg.Delivery.DNSServer}).Resolver(); r != nil {
+		resolver = r
+	}
+	failed := 0
+	for _, k := range dc.Keys {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := dkim.Check(ctx, resolver, k)
+		cancel()
+		if err != nil {
+			failed++
+			fmt.Fprintf(out, "%s: FAIL: %v\n", dkim.RecordName(k.Domain, k.Selector), err)
+			continue
+		}
+		fmt.Fprintf(out, "%s: ok, publishes %s\n", dkim.RecordName(k.Domain, k.Selector), k.File)
+	}
+	if failed > 0 {
+		return fmt.Errorf("dkim check: %d of %d records do not publish their key", failed, len(dc.Keys))
+	}
+	return nil
+}
+
+// dkimConfig loads the configured keys for the signer.
+func dkimConfig(cfg *config.Config) (dkim.Config, error) {
+	c := dkim.Config{Headers: cfg.DKIM.Headers, Expiration: cfg.DKIM.Expiration}
+	for _, k := range cfg.DKIM.Keys {
+		s, err := dkim.LoadKey(k.PrivateKeyFile)
+		if err != nil {
+			return dkim.Config{}, fmt.Errorf("dkim.keys: %w", err)
+		}
+		c.Keys = append(c.Keys, dkim.Key{Domain: k.Domain, Selector: k.Selector, Signer: s, File: k.PrivateKeyFile})
+	}
+	return c, nil
+}
+
+// messageSigner adapts a dkim.Signer to submission's hook.
+func messageSigner(s *dkim.Signer) func() submission.MessageSigner {
+	return func() submission.MessageSigner { return s.Begin() }
+}

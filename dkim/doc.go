@@ -1,0 +1,30 @@
+// Package dkim signs outgoing mail with DKIM (RFC 6376, RFC 8463 for
+// Ed25519): it loads signing keys, signs a message while it streams into the
+// queue, generates keys with the DNS TXT record to publish, and checks a
+// published record against its private key.
+//
+// Design: a message is signed once, when it is accepted. Its body streams
+// into the queue draft chunk by chunk and is never whole in memory, so a
+// Message sees the same bytes as the draft as they pass: it buffers only the
+// header section (at most MaxHeaderBytes) to learn the From: domain and any
+// signatures already present, then feeds the stream to go-msgauth's signer,
+// which hashes it as it goes. At the end, Finish returns the DKIM-Signature
+// header fields, which the queue stores beside the body and puts in front of
+// it whenever the message is read (queue.Envelope.Prefix). So the stored
+// message is the message that goes out, and a restart never signs again.
+//
+// Invariants:
+//   - A message whose From: domain (or a parent domain of it) has keys is
+//     signed with every key of the most specific such domain (one signature
+//     per key: RSA and Ed25519 side by side), or Finish returns an error and
+//     the caller must not queue it. No key, no From: field: nothing to do.
+//   - A key whose domain and selector already signed the message (a
+//     DKIM-Signature with the same d= and s=) does not sign it again.
+//   - The signed header fields are those of DefaultHeaders (or the
+//     configured list) that are present, each as often as it occurs, plus
+//     From: once more than it occurs, so a second From: added later breaks
+//     the signature. Canonicalization is relaxed/relaxed.
+//   - Keys are replaced as a whole (Signer.Update, on SIGHUP); a message in
+//     progress keeps the keys it started with.
+//   - Errors about key files name the file.
+package dkim

@@ -1,0 +1,156 @@
+package dkim
+
+import (
+	"bytes"
+	"net/mail"
+	"strings"
+)
+
+// field is one header field: its name as written and its unfolded value.
+type field struct {
+	name  string
+	value string
+}
+
+// headerEnd returns the length of the header section of b including the
+// empty line that ends it, or -1 when b does not contain all of it yet.
+// from is where new bytes start; the search backs up three bytes so a CRLF
+// CRLF split across writes is found.
+func headerEnd(b []byte, from int) int {
+	if bytes.HasPrefix(b, []byte("\r\n")) {
+		return 2 // no header fields at all
+	}
+	from = max(0, from-3)
+	if i := bytes.Index(b[from:], []byte("\r\n\r\n")); i >= 0 {
+		return from + i + 4
+	}
+	return -1
+}
+
+// parseFields splits a header section into fields. Lines that are neither a
+// field nor a continuation are skipped; an unfinished last line is ignored.
+func parseFields(h []byte) []field {
+	var out []field
+	for len(h) > 0 {
+		i := bytes.Index(h, []byte("\r\n"))
+		if i < 0 {
+			break
+		}
+		line := string(h[:i])
+		h = h[i+2:]
+		switch {
+		case line == "":
+			return out
+		case line[0] == ' ' || line[0] == '\t':
+			if len(out) > 0 {
+				out[len(out)-1].value += line
+			}
+		default:
+			name, value, ok := strings.Cut(line, ":")
+			if ok && name != "" && !strings.ContainsAny(name, " \t") {
+				out = append(out, field{name: name, value: value})
+			}
+		}
+	}
+	return out
+}
+
+// fromDomain is the lower-case domain of the first address of the first
+// From: field, or "" when there is none.
+func fromDomain(fields []field) string {
+	for _, f := range fields {
+		if !strings.EqualFold(f.name, "From") {
+			continue
+		}
+		if list, err := mail.ParseAddressList(f.value); err == nil && len(list) > 0 {
+			return domainOf(list[0].Address)
+		}
+		// Unparseable: the text after the last '@' is what a reader would
+		// take for the domain, and a key configured for it must not be
+		// skipped because of the syntax.
+		return domainOf(f.value)
+	}
+	return ""
+}
+
+func domainOf(addr string) string {
+	at := strings.LastIndexByte(addr, '@')
+	if at < 0 {
+		return ""
+	}
+	d := addr[at+1:]
+	if i := strings.IndexAny(d, " \t>,;)\"("); i >= 0 {
+		d = d[:i]
+	}
+	return strings.ToLower(strings.TrimSuffix(d, "."))
+}
+
+// signedBy lists the "domain selector" pairs (lower case) of the
+// DKIM-Signature fields present.
+func signedBy(fields []field) map[string]bool {
+	var out map[string]bool
+	for _, f := range fields {
+		if !strings.EqualFold(f.name, "DKIM-Signature") {
+			continue
+		}
+		var d, s string
+		for _, tag := range strings.Split(f.value, ";") {
+			k, v, _ := strings.Cut(tag, "=")
+			v = strings.ToLower(strings.Join(strings.Fields(v), ""))
+			switch strings.TrimSpace(k) {
+			case "d":
+				d = strings.TrimSuffix(v, ".")
+			case "s":
+				s = v
+			}
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[d+" "+s] = true
+	}
+	return out
+}
+
+// DefaultHeaders are the fields signed when present (RFC 6376 section
+// 5.4.1, plus the list headers of RFC 2369 and RFC 8058, whose
+// List-Unsubscribe-Post must be signed for one-click unsubscribe).
+var DefaultHeaders = []string{
+	"From", "Reply-To", "Sender", "Subject", "Date", "Message-ID", "To", "Cc",
+	"MIME-Version", "Content-Type", "Content-Transfer-Encoding", "Content-ID",
+	"Content-Description", "Resent-Date", "Resent-From", "Resent-Sender",
+	"Resent-To", "Resent-Cc", "Resent-Message-ID", "In-Reply-To", "References",
+	"List-Id", "List-Help", "List-Unsubscribe", "List-Unsubscribe-Post",
+	"List-Subscribe", "List-Post", "List-Owner", "List-Archive", "Feedback-ID",
+}
+
+// headerKeys is the h= list for a message with these fields: each wanted
+// field as often as it is present, and From once more (oversigned).
+func headerKeys(fields []field, wanted []string) []string {
+	count := map[string]int{}
+	for _, f := range fields {
+		count[strings.ToLower(f.name)]++
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, name := range wanted {
+		lc := strings.ToLower(name)
+		if seen[lc] {
+			continue
+		}
+		seen[lc] = true
+		n := count[lc]
+		if lc == "from" {
+			n++
+		}
+		for range n {
+			out = append(out, name)
+		}
+	}
+	if !seen["from"] {
+		for range count["from"] + 1 {
+			out = append(out, "From")
+		}
+	}
+	return out
+}

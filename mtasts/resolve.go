@@ -1,0 +1,141 @@
+package mtasts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+)
+
+// errNoPolicy means the domain publishes no (usable) MTA-STS record.
+var errNoPolicy = errors.New("mtasts: no policy")
+
+// Cached is a policy with what is needed to reuse it.
+type Cached struct {
+	Policy  Policy
+	ID      string    // the TXT id it was fetched under
+	Fetched time.Time // its max_age counts from here
+}
+
+// Expired reports whether c's max_age has run out at now.
+func (c Cached) Expired(now time.Time) bool { return !now.Before(c.Fetched.Add(c.Policy.MaxAge)) }
+
+// Cache stores policies by domain. relayq's durable one will live in the
+// queue's bbolt file; MemoryCache serves tests and a first wiring.
+type Cache interface {
+	Get(ctx context.Context, domain string) (Cached, bool, error)
+	Put(ctx context.Context, domain string, c Cached) error
+}
+
+// MemoryCache is a Cache in memory; the zero value is ready. Safe for
+// concurrent use.
+type MemoryCache struct {
+	mu sync.Mutex
+	m  map[string]Cached
+}
+
+// Get implements Cache.
+func (m *MemoryCache) Get(_ context.Context, domain string) (Cached, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.m[domain]
+	return c, ok, nil
+}
+
+// Put implements Cache.
+func (m *MemoryCache) Put(_ context.Context, domain string, c Cached) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[string]Cached{}
+	}
+	m.m[domain] = c
+	return nil
+}
+
+// TXTResolver looks up TXT records; *net.Resolver is one.
+type TXTResolver interface {
+	LookupTXT(ctx context.Context, name string) ([]string, error)
+}
+
+// Resolver finds the policy in force for a domain (RFC 8461 section 5).
+type Resolver struct {
+	DNS     TXTResolver
+	Fetcher *Fetcher
+	Cache   Cache
+	Now     func() time.Time // default time.Now
+}
+
+// Lookup returns the policy for domain; ok is false when the domain has
+// none. err is for trouble the caller may log: a failed fetch while a
+// cached policy stays in force is returned with that policy and ok true.
+func (r *Resolver) Lookup(ctx context.Context, domain string) (p Policy, ok bool, err error) {
+	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	cached, have, cerr := r.Cache.Get(ctx, domain)
+	if cerr != nil {
+		have = false
+	}
+	if have && cached.Expired(now()) {
+		have = false
+	}
+	id, terr := r.lookupTXT(ctx, domain)
+	if terr != nil {
+		// No record (or an unusable one): a live cached policy still holds.
+		if have {
+			return cached.Policy, true, nil
+		}
+		if errors.Is(terr, errNoPolicy) {
+			return Policy{}, false, nil
+		}
+		return Policy{}, false, terr
+	}
+	if have && cached.ID == id {
+		return cached.Policy, true, nil
+	}
+	fetched, ferr := r.Fetcher.Fetch(ctx, domain)
+	if ferr != nil {
+		if have {
+			return cached.Policy, true, ferr
+		}
+		return Policy{}, false, ferr
+	}
+	c := Cached{Policy: fetched, ID: id, Fetched: now()}
+	if err := r.Cache.Put(ctx, domain, c); err != nil {
+		return fetched, true, fmt.Errorf("mtasts: cache %s: %w", domain, err)
+	}
+	return fetched, true, nil
+}
+
+// lookupTXT returns the id of the one v=STSv1 record at _mta-sts.domain,
+// errNoPolicy when there is not exactly one usable record.
+func (r *Resolver) lookupTXT(ctx context.Context, domain string) (string, error) {
+	txts, err := r.DNS.LookupTXT(ctx, "_mta-sts."+domain+".")
+	if err != nil {
+		var de *net.DNSError
+		if errors.As(err, &de) && de.IsNotFound {
+			return "", errNoPolicy
+		}
+		return "", fmt.Errorf("mtasts: lookup _mta-sts.%s: %w", domain, err)
+	}
+	var sts []string
+	for _, t := range txts {
+		if strings.HasPrefix(t, "v=STSv1") {
+			sts = append(sts, t)
+		}
+	}
+	if len(sts) != 1 {
+		return "", errNoPolicy
+	}
+	id, err := ParseTXT(sts[0])
+	if err != nil {
+		return "", errNoPolicy
+	}
+	return id, nil
+}
