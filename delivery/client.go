@@ -609,12 +609,12 @@ func (s *session) transact(env Envelope, body func() (io.ReadCloser, error), res
 
 	dw := &dataWriter{wire: w}
 	src := &trackedReader{r: rc}
-	dst := &crlfWriter{w: dw}
+	dst := crlf.NewWriter(dw)
 	buf := copyBuffers.Get().(*[]byte)
 	_, err = io.CopyBuffer(dst, src, *buf)
 	copyBuffers.Put(buf)
 	if err == nil {
-		err = dst.flush()
+		err = dst.Flush()
 	}
 	if src.err != nil {
 		// Without the final dot the server discards what it got; closing
@@ -751,76 +751,6 @@ func (t *trackedReader) Read(p []byte) (int, error) {
 		t.err = err
 	}
 	return n, err
-}
-
-// crlfWriter turns every bare CR and bare LF into CRLF. RFC 5321 section
-// 2.3.8 forbids them on the wire and a bare CR or LF is what SMTP smuggling
-// relies on; go-smtp's dot writer fixes bare LF but passes bare CR through.
-// State carries across writes, so a CR at the end of one write and an LF at
-// the start of the next are one line end.
-type crlfWriter struct {
-	w   io.Writer
-	cr  bool // the last byte written was a CR not yet followed by LF
-	buf []byte
-}
-
-func (c *crlfWriter) Write(p []byte) (int, error) {
-	// Stored bodies are CRLF-clean (submission refuses anything else), so
-	// the common case is one fast check and no copy. A CR is held back until
-	// the byte after it is seen, in both paths.
-	total, q := len(p), p
-	if c.cr && len(q) > 0 && q[0] == '\n' {
-		if _, err := c.w.Write(crlfBytes); err != nil {
-			return 0, err
-		}
-		c.cr, q = false, q[1:]
-	}
-	if ok, endsCR := crlf.Clean(q, c.cr); ok && !c.cr {
-		n := len(q)
-		if endsCR {
-			n--
-		}
-		if _, err := c.w.Write(q[:n]); err != nil {
-			return 0, err
-		}
-		c.cr = endsCR
-		return total, nil
-	}
-	p = q
-	c.buf = c.buf[:0]
-	for _, b := range p {
-		if c.cr {
-			c.cr = false
-			c.buf = append(c.buf, '\r', '\n')
-			if b == '\n' {
-				continue
-			}
-		}
-		switch b {
-		case '\r':
-			c.cr = true
-		case '\n':
-			c.buf = append(c.buf, '\r', '\n')
-		default:
-			c.buf = append(c.buf, b)
-		}
-	}
-	if _, err := c.w.Write(c.buf); err != nil {
-		return 0, err
-	}
-	return total, nil
-}
-
-var crlfBytes = []byte("\r\n")
-
-// flush ends a body that ended in CR with the LF it lacked.
-func (c *crlfWriter) flush() error {
-	if !c.cr {
-		return nil
-	}
-	c.cr = false
-	_, err := c.w.Write([]byte("\r\n"))
-	return err
 }
 
 func isASCII(s string) bool {
