@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
 )
 
@@ -134,22 +135,22 @@ func isConnTrouble(r smtpcodes.Reply) bool {
 }
 
 // transact finds the hops and runs the SMTP transaction.
-func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue.Envelope, rcpts []queue.Recipient) []RcptResult {
+func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue.Envelope, rcpts []queue.Recipient) []smtpclient.RcptResult {
 	hops, err := set.Router.Lookup(ctx, domainOf(rcpts[0].Address))
 	if err != nil {
 		reply := smtpcodes.Classify(smtpcodes.StageDNS, err)
-		out := make([]RcptResult, len(rcpts))
+		out := make([]smtpclient.RcptResult, len(rcpts))
 		for i, r := range rcpts {
-			out[i] = RcptResult{Address: r.Address, Reply: reply}
+			out[i] = smtpclient.RcptResult{Address: r.Address, Reply: reply}
 		}
 		return out
 	}
-	denv := Envelope{From: env.From, RET: env.RET, EnvID: env.EnvID, SMTPUTF8: env.SMTPUTF8, Body: env.Body, Size: env.Size}
+	denv := smtpclient.Envelope{From: env.From, RET: env.RET, EnvID: env.EnvID, SMTPUTF8: env.SMTPUTF8, Body: env.Body, Size: env.Size}
 	for _, r := range rcpts {
-		denv.Recipients = append(denv.Recipients, RcptReq{Address: r.Address, ORCPT: r.ORCPT, Notify: r.Notify})
+		denv.Recipients = append(denv.Recipients, smtpclient.RcptReq{Address: r.Address, ORCPT: r.ORCPT, Notify: r.Notify})
 	}
 	body := func() (io.ReadCloser, error) { return e.store.BodyOf(env), nil }
-	return set.Dialer.Deliver(ctx, hops, denv, body)
+	return set.Courier.Deliver(ctx, hops, denv, body)
 }
 
 // giveUpUnattempted bounces the job's recipients whose max_age passed while

@@ -1,6 +1,7 @@
 // Package delivery hands queued mail to the next hop: it schedules due
-// recipients, routes them (static route, smarthost or MX), runs the SMTP
-// client transaction and records per-recipient outcomes in the queue.
+// recipients, routes them (static route, smarthost or MX), has a Courier
+// (smtpclient.Dialer) make the attempt and records per-recipient outcomes
+// in the queue. It speaks no SMTP itself.
 //
 // Invariants:
 //   - One scheduler goroutine owns all scheduling state. It sleeps on one
@@ -16,7 +17,7 @@
 //     ClaimFirst in the very write that queues the message.
 //   - A worker and destination slot is held only while talking SMTP; the
 //     message stays in flight (never scheduled twice) until its outcome is
-//     on disk. Connections to a hop are cached for the next message.
+//     on disk.
 //   - Recipients of one message that share a destination go in one SMTP
 //     transaction. A message goes to at most one hop per attempt: later hops
 //     are failover, never copies.
@@ -28,13 +29,6 @@
 //   - Bounced recipients of a message produce one RFC 3464 DSN from <>,
 //     enqueued in the same queue transaction as the outcome. A message from
 //     the null sender never produces a DSN.
-//   - Credentials are never sent in clear unless the operator allows it, and
-//     nothing with a bare CR or LF is ever sent.
-//   - With a server that offers PIPELINING, MAIL, every RCPT and DATA go in
-//     one write (RFC 2920) and every reply is read, in order, before the
-//     content or the next command; without it, each command waits for its
-//     reply. Content is sent only after a 354 and only to a transaction with
-//     an accepted recipient.
-//   - Every error carries a class and enhanced code smtpcodes.Classify
-//     understands.
+//   - Every reply the Courier returns carries a class smtpcodes.Classify
+//     understands; that class alone decides delivered, deferred or bounced.
 package delivery

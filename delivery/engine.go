@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/relayq/relayq/clock"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpclient"
 )
 
 // Observer is told about delivery events; cmd wires it to Prometheus.
@@ -23,11 +25,22 @@ type Observer interface {
 	Active(n int)
 }
 
+// Courier makes delivery attempts: one SMTP transaction for one message, to
+// the first of hops that takes it, with one result per env.Recipients entry
+// in the same order (see smtpclient.Dialer.Deliver, the one relayq uses).
+// The engine needs nothing else of SMTP, so scheduler tests can supply their
+// own. Close ends cached connections; later attempts still work.
+type Courier interface {
+	Deliver(ctx context.Context, hops []smtpclient.Hop, env smtpclient.Envelope, body func() (io.ReadCloser, error)) []smtpclient.RcptResult
+	Close()
+}
+
 // Options configure an Engine.
 type Options struct {
-	Store    *queue.Store
-	Router   *Router
-	Dialer   *Dialer
+	Store  *queue.Store
+	Router *Router
+	// Courier makes the attempts; relayq gives it a *smtpclient.Dialer.
+	Courier  Courier
 	Policy   queue.Policy
 	Hostname string
 	// WarnAfter sends one "delayed" DSN for a recipient still deferred this
@@ -48,7 +61,7 @@ type Options struct {
 // Settings are the parts of Options a SIGHUP may replace while running.
 type Settings struct {
 	Router    *Router
-	Dialer    *Dialer
+	Courier   Courier
 	Policy    queue.Policy
 	WarnAfter time.Duration
 }
@@ -97,8 +110,8 @@ type Engine struct {
 
 // New builds an Engine; Run starts it.
 func New(o Options) (*Engine, error) {
-	if o.Store == nil || o.Router == nil || o.Dialer == nil {
-		return nil, errors.New("delivery: engine needs a store, a router and a dialer")
+	if o.Store == nil || o.Router == nil || o.Courier == nil {
+		return nil, errors.New("delivery: engine needs a store, a router and a courier")
 	}
 	if o.Workers <= 0 {
 		o.Workers = 32
@@ -131,7 +144,7 @@ func New(o Options) (*Engine, error) {
 		busy:     map[string]int{},
 		dests:    map[string]*dest{},
 	}
-	e.settings.Store(&Settings{Router: o.Router, Dialer: o.Dialer, Policy: o.Policy, WarnAfter: o.WarnAfter})
+	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter})
 	return e, nil
 }
 
@@ -140,8 +153,8 @@ func New(o Options) (*Engine, error) {
 // connections are closed.
 func (e *Engine) Update(s Settings) {
 	old := e.settings.Swap(&s)
-	if old != nil && old.Dialer != s.Dialer {
-		old.Dialer.Close()
+	if old != nil && old.Courier != s.Courier {
+		old.Courier.Close()
 	}
 }
 
@@ -246,7 +259,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		case <-ctx.Done():
 			stopTimer()
 			err := e.drain(grace, cancel)
-			e.settings.Load().Dialer.Close()
+			e.settings.Load().Courier.Close()
 			return err
 		case <-e.kick:
 		case env := <-e.incoming:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/relayq/relayq/clock"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -53,7 +54,7 @@ func newRig(t *testing.T, srvOpts []smtptest.Option, mod func(*Options)) *rig {
 	r := &rig{t: t, clk: clk, srv: srv, path: filepath.Join(t.TempDir(), "queue.db"), events: make(chan string, 100000)}
 	r.opts = Options{
 		Router:   NewRouter(RouteConfig{Routes: map[string]string{"*": srv.Addr()}}),
-		Dialer:   &Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second, ConnectTimeout: 5 * time.Second},
+		Courier:  &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second, ConnectTimeout: 5 * time.Second},
 		Policy:   defaultPolicy(),
 		Hostname: "relay.test",
 		Clock:    clk,
@@ -481,11 +482,11 @@ func TestRealDelaysEndToEnd(t *testing.T) {
 	}
 	defer st.Close()
 	eng, err := New(Options{
-		Store:  st,
-		Router: NewRouter(RouteConfig{Routes: map[string]string{"*": srv.Addr()}}),
-		Dialer: &Dialer{Hostname: "relay.test", TLS: "none"},
-		Policy: queue.Policy{Backoff: queue.Backoff{Initial: 100 * time.Millisecond, Multiplier: 2, Jitter: 50 * time.Millisecond, Max: time.Second}},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Store:   st,
+		Router:  NewRouter(RouteConfig{Routes: map[string]string{"*": srv.Addr()}}),
+		Courier: &smtpclient.Dialer{Hostname: "relay.test", TLS: "none"},
+		Policy:  queue.Policy{Backoff: queue.Backoff{Initial: 100 * time.Millisecond, Multiplier: 2, Jitter: 50 * time.Millisecond, Max: time.Second}},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/logbuf"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/submission"
 )
 
@@ -216,13 +217,13 @@ func submissionOptions(cfg *config.Config, store *queue.Store, tlsConf *tls.Conf
 
 func engineSettings(cfg *config.Config) delivery.Settings {
 	d := cfg.Delivery
-	sh := delivery.Smarthost{
+	sh := smtpclient.Smarthost{
 		Address: d.Smarthost.Address, Fallback: d.Smarthost.Fallback,
 		Username: d.Smarthost.Username, Password: d.Smarthost.Password,
 		TLS: d.Smarthost.TLS, AllowInsecureAuth: d.Smarthost.AllowInsecureAuth,
 	}
 	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer})
-	dialer := &delivery.Dialer{
+	dialer := &smtpclient.Dialer{
 		Hostname:       cfg.Hostname,
 		TLS:            d.TLS,
 		ConnectTimeout: d.ConnectTimeout,
@@ -234,8 +235,8 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 	}
 	r := cfg.Retry
 	return delivery.Settings{
-		Router: router,
-		Dialer: dialer,
+		Router:  router,
+		Courier: dialer,
 		Policy: queue.Policy{
 			Backoff:     queue.Backoff{Initial: r.InitialDelay, Multiplier: r.Multiplier, Jitter: r.Jitter, Max: r.MaxDelay},
 			MaxAttempts: r.MaxAttempts,
@@ -248,7 +249,7 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *metrics) delivery.Options {
 	s := engineSettings(cfg)
 	return delivery.Options{
-		Store: store, Router: s.Router, Dialer: s.Dialer, Policy: s.Policy, WarnAfter: s.WarnAfter,
+		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter,
 		Hostname: cfg.Hostname, Workers: cfg.Delivery.Workers, MaxConnsPerDest: cfg.Delivery.MaxConnsPerDomain,
 		Logger: log, Observer: m.delivery(),
 	}

@@ -1,4 +1,4 @@
-package delivery
+package smtpclient
 
 import (
 	"bytes"
@@ -226,13 +226,13 @@ func TestDeliverAfterMailIsFinal(t *testing.T) {
 	wantAll(t, res, smtpcodes.Permanent, 554, "5.6.0")
 }
 
+// shHops is the hop of a smarthost at sh.Address ("host:port"), as the
+// router makes it.
 func shHops(t *testing.T, sh Smarthost) []Hop {
 	t.Helper()
-	hops, err := NewRouter(RouteConfig{Smarthost: sh}).Lookup(context.Background(), "example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hops
+	h := hopTo(t, sh.Address)
+	h.Smarthost, h.ImplicitTLS = true, sh.TLS == "implicit"
+	return []Hop{h}
 }
 
 func authEvents(srv *smtptest.Server) []smtptest.Event {
@@ -557,29 +557,6 @@ func TestDSNParametersOmittedWhenNotAdvertised(t *testing.T) {
 	env.Recipients[0].ORCPT, env.Recipients[0].Notify = "rfc822;a@example.test", []string{"FAILURE"}
 	res := deliver(t, testDialer(), []Hop{hopTo(t, srv.Addr())}, env, bodyOf(testBody))
 	wantAll(t, res, smtpcodes.Success, 250, "2.0.0")
-}
-
-func TestDeliverThroughMXFromDNS(t *testing.T) {
-	srv := smtptest.NewServer(t)
-	_, port, _ := net.SplitHostPort(srv.Addr())
-	dnsAddr := startDNS(t, dnsZone{records: []string{
-		"example.test. 300 IN MX 10 mx1.example.test.",
-		"example.test. 300 IN MX 20 mx2.example.test.",
-		"mx1.example.test. 300 IN A 127.0.0.1",
-		"mx2.example.test. 300 IN A 127.0.0.1",
-	}})
-	r := NewRouter(RouteConfig{DNSServer: dnsAddr, Port: port})
-	hops, err := r.Lookup(context.Background(), "example.test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := testDialer()
-	d.Resolver = r.Resolver()
-	res := deliver(t, d, hops, envelope("a@example.test"), bodyOf(testBody))
-	wantAll(t, res, smtpcodes.Success, 250, "2.0.0")
-	if res[0].RemoteMTA != "mx1.example.test" || srv.MessageCount() != 1 {
-		t.Errorf("RemoteMTA %q, %d messages; want mx1.example.test and 1", res[0].RemoteMTA, srv.MessageCount())
-	}
 }
 
 func TestLoginClientAnswersPrompts(t *testing.T) {

@@ -1,4 +1,4 @@
-package delivery
+package smtpclient
 
 import "net"
 
@@ -26,3 +26,22 @@ type Hop struct {
 
 // Addr returns the hop's "host:port" dial address (IPv6 literals bracketed).
 func (h Hop) Addr() string { return net.JoinHostPort(h.Host, h.Port) }
+
+// Smarthost is an upstream relay that takes all mail not otherwise routed.
+type Smarthost struct {
+	// Address is "host:port"; the port defaults to 465 for TLS "implicit"
+	// and 587 otherwise (RFC 8314 / RFC 6409 submission ports).
+	Address string
+	// Fallback lists further "host:port" relays tried in order when the
+	// ones before fail before a transaction starts.
+	Fallback []string
+	// Username and Password, when Username is set, are sent with AUTH PLAIN
+	// (or LOGIN when that is the only mechanism offered).
+	Username, Password string
+	// TLS is "starttls" (the default: required, verified), "implicit"
+	// (verified TLS on connect) or "none".
+	TLS string
+	// AllowInsecureAuth permits AUTH on a connection without TLS. Off by
+	// default so a misconfiguration never leaks the password in clear.
+	AllowInsecureAuth bool
+}
