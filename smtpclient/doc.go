@@ -8,8 +8,9 @@
 //     MAIL (connect, greeting, EHLO, STARTTLS, AUTH, a 4xx MAIL) is skipped
 //     for the next. Once MAIL is accepted, that hop's replies are final for
 //     the attempt: a message goes to at most one hop per attempt.
-//   - Cancelling the attempt's context closes the connection; every
-//     recipient then gets a transient 4.4.2.
+//   - The context is passed per call, never stored in a session (a session
+//     outlives its attempt in the connection cache). Cancelling it closes
+//     the connection; every recipient then gets a transient 4.4.2.
 //   - Credentials are never sent in clear unless the operator allows it
 //     (Smarthost.AllowInsecureAuth), and nothing with a bare CR or LF is
 //     ever sent: command lines with a line break are refused, bodies go
