@@ -32,11 +32,12 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 			n = r.Attempts + 1
 		}
 	}
-	var claimed *queue.Envelope
+	claimed := queue.Claimed{}
 	var err error
-	if first := e.usableFirstClaim(j, start); first != nil {
-		claimed = first
-	} else {
+	if j.preclaimed {
+		claimed = e.store.UseFirstClaim(j.env, j.addrs, start)
+	}
+	if len(claimed.Addrs) == 0 {
 		claimed, err = e.store.Claim(j.id, j.addrs, start, start.Add(e.delay(set.Policy.Backoff, n)))
 	}
 	if errors.Is(err, queue.ErrHeld) || errors.Is(err, queue.ErrNotFound) {
@@ -47,16 +48,15 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 		e.log.Error("claim failed", "id", j.id, "err", err)
 		return result{job: j}
 	}
-	env = claimed
+	env = claimed.Envelope
 	var rcpts []queue.Recipient
 	for _, r := range env.Recipients {
-		// Claim stamps LastAttempt only on the recipients it claimed (due
-		// and not final); a stale job claims nothing.
-		if contains(j.addrs, r.Address) && !r.Status.Final() && (r.LastAttempt.Equal(start) || (j.preclaimed && firstClaimed(env, r))) {
+		if contains(claimed.Addrs, r.Address) && !r.Status.Final() {
 			rcpts = append(rcpts, r)
 		}
 	}
 	if len(rcpts) == 0 {
+		// A stale job: nothing it named was due.
 		return result{job: j}
 	}
 
@@ -99,28 +99,6 @@ func (e *Engine) record(j *job, outcomes []queue.Outcome, notices []queue.Notice
 		e.wake()
 	}
 	return res
-}
-
-// usableFirstClaim returns the job's envelope when its recipients carry the
-// first-attempt claim made at acceptance, that claim still protects them
-// (its retry time is ahead) and nothing changed the message since it was
-// handed over (an operator's hold or delete), so the attempt may start
-// without a Claim.
-func (e *Engine) usableFirstClaim(j *job, start time.Time) *queue.Envelope {
-	if !j.preclaimed {
-		return nil
-	}
-	for _, r := range j.env.Recipients {
-		if contains(j.addrs, r.Address) && !r.Status.Final() {
-			if !firstClaimed(j.env, r) || !start.Before(r.NextAttempt) {
-				return nil
-			}
-		}
-	}
-	if ok, err := e.store.Scheduled(j.env); err != nil || !ok {
-		return nil // Claim will say what happened (held, deleted, ...)
-	}
-	return j.env
 }
 
 // isConnTrouble: a locally synthesized failure to reach the destination at

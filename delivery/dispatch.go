@@ -18,7 +18,8 @@ type job struct {
 	// destination's state.
 	expired bool
 	// preclaimed: the first attempt was recorded when the message was
-	// queued (Engine.ClaimFirst); while that claim holds, no Claim is needed.
+	// queued (Engine.ClaimFirst); while that claim holds, the attempt uses
+	// it (queue.Store.UseFirstClaim) instead of a Claim.
 	preclaimed bool
 	// freed is set by the worker once it has given its slot back.
 	freed bool

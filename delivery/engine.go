@@ -166,28 +166,17 @@ func (e *Engine) Kick() {
 	e.wake()
 }
 
-// ClaimFirst records the first attempt of a message about to be committed:
-// each recipient gets Attempts 1 and is due again after the first backoff
-// delay, in the same write that queues the message. The attempt Enqueue
-// then starts at once needs no separate Claim (one fsync fewer per
-// message); if relayq dies first, the message is due when the claim runs
-// out, exactly as after any claim.
+// ClaimFirst records the first attempt of a message about to be committed
+// (queue.Envelope.ClaimFirst), due again after the first backoff delay, in
+// the same write that queues the message. The attempt Enqueue then starts
+// at once needs no separate Claim (one fsync fewer per message); if relayq
+// dies first, the message is due when the claim runs out, exactly as after
+// any claim.
 func (e *Engine) ClaimFirst(env *queue.Envelope) {
-	now := env.Created
-	if now.IsZero() {
+	if env.Created.IsZero() {
 		return
 	}
-	retry := now.Add(e.delay(e.settings.Load().Policy.Backoff, 1))
-	for i := range env.Recipients {
-		r := &env.Recipients[i]
-		r.Attempts, r.LastAttempt, r.NextAttempt = 1, now, retry
-	}
-}
-
-// firstClaimed reports whether r carries the claim ClaimFirst made and no
-// attempt has used it yet.
-func firstClaimed(env *queue.Envelope, r queue.Recipient) bool {
-	return r.Attempts == 1 && r.LastAttempt.Equal(env.Created) && r.LastReply == ""
+	env.ClaimFirst(env.Created.Add(e.delay(e.settings.Load().Policy.Backoff, 1)))
 }
 
 // Enqueue hands a message just queued (its 250 sent) straight to the
@@ -389,9 +378,9 @@ func (e *Engine) load(id string, now time.Time, postpone map[string]map[string][
 // loadEnvelope turns a due message into one job per destination, or
 // postpones the part whose destination is suspended.
 //
-// handover marks a message just handed over by Enqueue: recipients whose
-// first attempt ClaimFirst recorded are due now, and their job may skip
-// the claim.
+// handover marks a message just handed over by Enqueue: recipients that
+// carry the first-attempt claim (queue.Envelope.FirstClaimed) are due now,
+// and their job may use that claim instead of making one.
 func (e *Engine) loadEnvelope(env *queue.Envelope, now time.Time, postpone map[string]map[string][]string, handover bool) {
 	id := env.ID
 	if env.Held {
@@ -403,7 +392,7 @@ func (e *Engine) loadEnvelope(env *queue.Envelope, now time.Time, postpone map[s
 	var order []string
 	preclaimed := false
 	for _, r := range env.Recipients {
-		first := handover && firstClaimed(env, r)
+		first := handover && env.FirstClaimed(r)
 		if r.Status.Final() || (r.NextAttempt.After(now) && !first) {
 			continue
 		}
