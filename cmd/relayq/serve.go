@@ -114,8 +114,8 @@ func serve(args []string) error {
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
-	engDone := make(chan error, 1)
-	go func() { engDone <- eng.Run(ctx, cfg.ShutdownTimeout) }()
+	engDone := make(chan struct{})
+	go func() { eng.Run(ctx, cfg.ShutdownTimeout); close(engDone) }()
 	log.Info("relayq started", "version", version, "hostname", cfg.Hostname, "queue", cfg.Queue.Path, "config", cfgName(path))
 
 	sigs := make(chan os.Signal, 1)
