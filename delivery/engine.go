@@ -17,9 +17,10 @@ import (
 
 // Observer is told about delivery events; cmd wires it to Prometheus.
 type Observer interface {
-	// Attempted is called once per recipient per attempt with its status
-	// ("delivered", "deferred", "bounced") and how long the attempt took.
-	Attempted(status string, took time.Duration)
+	// Attempted is called once per recipient per attempt with its outcome
+	// (queue.StatusDelivered, StatusDeferred or StatusBounced) and how long
+	// the attempt took.
+	Attempted(status queue.Status, took time.Duration)
 	// Active is called with the number of deliveries in flight whenever it changes.
 	Active(n int)
 }

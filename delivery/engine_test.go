@@ -36,8 +36,8 @@ type rig struct {
 
 type chanObserver struct{ ch chan string }
 
-func (o chanObserver) Attempted(status string, _ time.Duration) { o.ch <- status }
-func (o chanObserver) Active(int)                               {}
+func (o chanObserver) Attempted(status queue.Status, _ time.Duration) { o.ch <- string(status) }
+func (o chanObserver) Active(int)                                     {}
 
 func defaultPolicy() queue.Policy {
 	return queue.Policy{

@@ -85,7 +85,7 @@ func (e *Engine) report(j *job, outcomes []queue.Outcome, end time.Time, took ti
 	for _, o := range outcomes {
 		e.logAttempt(j, o.Address, o.RemoteMTA, end, string(o.Status), o.Reply, o.NextAttempt)
 		if e.obs != nil {
-			e.obs.Attempted(string(o.Status), took)
+			e.obs.Attempted(o.Status, took)
 		}
 	}
 }

@@ -138,7 +138,7 @@ func routeHops(target string) ([]smtpclient.Hop, error) {
 // smarthostHops lists the smarthost and its fallbacks in configured order.
 func smarthostHops(sh smtpclient.Smarthost) ([]smtpclient.Hop, error) {
 	port := "587"
-	if sh.TLS == "implicit" {
+	if sh.TLS.Implicit() {
 		port = "465"
 	}
 	var hops []smtpclient.Hop
@@ -149,7 +149,7 @@ func smarthostHops(sh smtpclient.Smarthost) ([]smtpclient.Hop, error) {
 			// queue until the operator fixes it (4.3.5, RFC 3463).
 			return nil, smtpcodes.Transientf("4.3.5", "delivery: smarthost %q: %v", addr, err)
 		}
-		h.ImplicitTLS = sh.TLS == "implicit"
+		h.ImplicitTLS = sh.TLS.Implicit()
 		h.Smarthost = true
 		hops = append(hops, h)
 	}

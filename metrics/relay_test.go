@@ -81,9 +81,9 @@ type tee struct {
 	ch chan string
 }
 
-func (t tee) Attempted(status string, took time.Duration) {
+func (t tee) Attempted(status queue.Status, took time.Duration) {
 	t.Observer.Attempted(status, took)
-	t.ch <- status
+	t.ch <- string(status)
 }
 
 func grep(body string, prefixes ...string) string {

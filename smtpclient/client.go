@@ -13,19 +13,23 @@ import (
 	"github.com/relayq/relayq/smtpcodes"
 )
 
-// Outbound TLS policies for MX and route hops (Dialer.TLS).
+// TLSMode is the outbound TLS policy for MX and route hops (Dialer.TLS).
+// Values are matched without regard to case.
+type TLSMode string
+
+// The TLS modes for MX and route hops.
 const (
 	// TLSOpportunistic uses STARTTLS when offered and plaintext otherwise
 	// (RFC 7435). The certificate is not verified: MX certificates are
 	// rarely valid for the MX name, and encryption without authentication
 	// still beats cleartext. A failed handshake is transient (no fallback to
 	// plaintext on the same host, which an attacker could force).
-	TLSOpportunistic = "opportunistic"
+	TLSOpportunistic TLSMode = "opportunistic"
 	// TLSRequired refuses to deliver without STARTTLS (4.7.10, transient)
 	// and verifies the certificate against Dialer.RootCAs and the hop name.
-	TLSRequired = "required"
+	TLSRequired TLSMode = "required"
 	// TLSNone never starts TLS.
-	TLSNone = "none"
+	TLSNone TLSMode = "none"
 )
 
 // Defaults for the Dialer's timeouts, as RFC 5321 section 4.5.3.2 suggests
@@ -42,7 +46,7 @@ type Dialer struct {
 	Hostname string
 	// TLS is the policy for MX and route hops: TLSOpportunistic (""),
 	// TLSRequired or TLSNone. Smarthost hops follow Smarthost.TLS instead.
-	TLS string
+	TLS TLSMode
 	// RootCAs verifies certificates; nil means the system pool.
 	RootCAs *x509.CertPool
 	// ConnectTimeout bounds the TCP connect (and an implicit TLS
@@ -189,9 +193,9 @@ func (d *Dialer) hostname() string {
 
 // tlsMode is how one session secures its connection.
 type tlsMode struct {
-	starttls string // TLSOpportunistic, TLSRequired or TLSNone before the greeting
-	implicit bool   // TLS from the first byte
-	verify   bool   // verify the certificate chain and name
+	starttls TLSMode // TLSOpportunistic, TLSRequired or TLSNone before the greeting
+	implicit bool    // TLS from the first byte
+	verify   bool    // verify the certificate chain and name
 	auth     *Smarthost
 }
 
@@ -201,10 +205,10 @@ func (d *Dialer) policy(hop Hop) tlsMode {
 	if hop.Smarthost && d.Smarthost != nil {
 		sh := d.Smarthost
 		m := tlsMode{starttls: TLSRequired, verify: true, auth: sh, implicit: hop.ImplicitTLS}
-		switch strings.ToLower(sh.TLS) {
-		case "none":
+		switch sh.TLS.normal() {
+		case SmarthostNoTLS:
 			m.starttls = TLSNone
-		case "implicit":
+		case SmarthostImplicit:
 			m.implicit = true
 		}
 		if m.implicit {
@@ -213,7 +217,7 @@ func (d *Dialer) policy(hop Hop) tlsMode {
 		return m
 	}
 	m := tlsMode{starttls: TLSOpportunistic, implicit: hop.ImplicitTLS}
-	switch strings.ToLower(d.TLS) {
+	switch TLSMode(strings.ToLower(string(d.TLS))) {
 	case TLSRequired:
 		m.starttls, m.verify = TLSRequired, true
 	case TLSNone:

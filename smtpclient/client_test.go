@@ -329,7 +329,7 @@ func TestOutboundTLSPolicy(t *testing.T) {
 	tests := []struct {
 		name    string
 		srv     *smtptest.Server
-		policy  string
+		policy  TLSMode
 		roots   bool
 		wantTLS bool
 		wantEnh string // "" = delivered

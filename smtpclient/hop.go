@@ -1,6 +1,9 @@
 package smtpclient
 
-import "net"
+import (
+	"net"
+	"strings"
+)
 
 // Hop is one next-hop host that a delivery attempt may connect to. A list of
 // hops is tried in order, each as a failover for the one before it (RFC 5321
@@ -27,6 +30,30 @@ type Hop struct {
 // Addr returns the hop's "host:port" dial address (IPv6 literals bracketed).
 func (h Hop) Addr() string { return net.JoinHostPort(h.Host, h.Port) }
 
+// SmarthostTLS is how a smarthost connection is secured (Smarthost.TLS).
+// Values are matched without regard to case.
+type SmarthostTLS string
+
+// The TLS modes for smarthost hops. With TLS, the certificate is always
+// verified: a password goes there.
+const (
+	// SmarthostSTARTTLS requires STARTTLS (RFC 3207) on the submission
+	// port, 587 unless given.
+	SmarthostSTARTTLS SmarthostTLS = "starttls"
+	// SmarthostImplicit starts TLS on connect (RFC 8314), port 465 unless
+	// given.
+	SmarthostImplicit SmarthostTLS = "implicit"
+	// SmarthostNoTLS never starts TLS; credentials then need
+	// AllowInsecureAuth.
+	SmarthostNoTLS SmarthostTLS = "none"
+)
+
+// normal is t in lower case, as the constants are spelt.
+func (t SmarthostTLS) normal() SmarthostTLS { return SmarthostTLS(strings.ToLower(string(t))) }
+
+// Implicit reports whether t means TLS from the first byte.
+func (t SmarthostTLS) Implicit() bool { return t.normal() == SmarthostImplicit }
+
 // Smarthost is an upstream relay that takes all mail not otherwise routed.
 type Smarthost struct {
 	// Address is "host:port"; the port defaults to 465 for TLS "implicit"
@@ -38,9 +65,9 @@ type Smarthost struct {
 	// Username and Password, when Username is set, are sent with AUTH PLAIN
 	// (or LOGIN when that is the only mechanism offered).
 	Username, Password string
-	// TLS is "starttls" (the default: required, verified), "implicit"
-	// (verified TLS on connect) or "none".
-	TLS string
+	// TLS is SmarthostSTARTTLS (the default, also for ""), SmarthostImplicit
+	// or SmarthostNoTLS.
+	TLS SmarthostTLS
 	// AllowInsecureAuth permits AUTH on a connection without TLS. Off by
 	// default so a misconfiguration never leaks the password in clear.
 	AllowInsecureAuth bool

@@ -220,12 +220,12 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 	sh := smtpclient.Smarthost{
 		Address: d.Smarthost.Address, Fallback: d.Smarthost.Fallback,
 		Username: d.Smarthost.Username, Password: d.Smarthost.Password,
-		TLS: d.Smarthost.TLS, AllowInsecureAuth: d.Smarthost.AllowInsecureAuth,
+		TLS: smtpclient.SmarthostTLS(d.Smarthost.TLS), AllowInsecureAuth: d.Smarthost.AllowInsecureAuth,
 	}
 	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer})
 	dialer := &smtpclient.Dialer{
 		Hostname:       cfg.Hostname,
-		TLS:            d.TLS,
+		TLS:            smtpclient.TLSMode(d.TLS),
 		ConnectTimeout: d.ConnectTimeout,
 		CommandTimeout: d.CommandTimeout,
 		Resolver:       router.Resolver(),
