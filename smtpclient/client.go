@@ -62,6 +62,10 @@ type Dialer struct {
 	// Resolver resolves hop host names at dial time; nil means the system
 	// resolver. Router.Resolver gives one that uses the configured DNS.
 	Resolver *net.Resolver
+	// DialContext, if set, makes the connection to a hop's "host:port"
+	// instead of a net.Dialer with ConnectTimeout and Resolver, as in
+	// net/http.Transport; tests use it to script an in-memory connection.
+	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
 
 	poolOnce sync.Once
 	pool     *connPool
@@ -165,6 +169,17 @@ func (d *Dialer) Deliver(ctx context.Context, hops []Hop, env Envelope, body fun
 		results[i].Reply, results[i].RemoteMTA = failure.Reply, failure.RemoteMTA
 	}
 	return results
+}
+
+// dial connects to address.
+func (d *Dialer) dial(ctx context.Context, address string) (net.Conn, error) {
+	if d.DialContext != nil {
+		ctx, cancel := context.WithTimeout(ctx, d.connectTimeout())
+		defer cancel()
+		return d.DialContext(ctx, "tcp", address)
+	}
+	dialer := net.Dialer{Timeout: d.connectTimeout(), Resolver: d.Resolver}
+	return dialer.DialContext(ctx, "tcp", address)
 }
 
 func (d *Dialer) connectTimeout() time.Duration {

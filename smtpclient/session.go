@@ -121,8 +121,7 @@ func (s *session) deadline() {
 // EHLO, STARTTLS as the policy says, AUTH to a smarthost. The stage says
 // where it failed.
 func (s *session) open(ctx context.Context) (smtpcodes.Stage, error) {
-	dialer := net.Dialer{Timeout: s.d.connectTimeout(), Resolver: s.d.Resolver}
-	raw, err := dialer.DialContext(ctx, "tcp", s.hop.Addr())
+	raw, err := s.d.dial(ctx, s.hop.Addr())
 	if err != nil {
 		return smtpcodes.StageConnect, fmt.Errorf("delivery: connect to %s: %w", s.hop.Addr(), err)
 	}
