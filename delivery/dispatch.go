@@ -43,8 +43,9 @@ type release struct {
 type result struct {
 	job *job
 	// recorded: the attempt's outcome (or its claim) moved the message's
-	// schedule entry forward. When not, the entry may still be due before
-	// the scan position, so the next scan starts from the beginning.
+	// schedule entry forward, or the message left the schedule. When not,
+	// the entry may still be due before the scan position, so the cursor
+	// is reset.
 	recorded bool
 	// next is the message's earliest next attempt after the outcome was
 	// recorded (zero when it is done).
@@ -64,7 +65,7 @@ type dest struct {
 	strikes int       // consecutive destination-wide failures
 }
 
-// limit is how many attempts the destination may have in flight. After a
+// limitOf is how many attempts d may have in flight. After a
 // suspension a single probe goes first: a struggling server sees one
 // connection per back-off period, not one per queued message.
 func (e *Engine) limitOf(d *dest) int {
@@ -74,6 +75,8 @@ func (e *Engine) limitOf(d *dest) int {
 	return e.perDest
 }
 
+// enqueue puts j in its destination's queue; the message is in memory
+// (busy) until every job of it is done.
 func (e *Engine) enqueue(j *job) {
 	d := e.dests[j.dest]
 	if d == nil {

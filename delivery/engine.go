@@ -93,9 +93,9 @@ type Engine struct {
 	// Owned by the scheduler goroutine.
 	busy    map[string]int // message ID → jobs in memory
 	dests   map[string]*dest
-	active  int // jobs holding a worker slot (talking SMTP)
-	running int // jobs not done yet (their outcome may still be being written)
-	pending int
+	active  int               // jobs holding a worker slot (talking SMTP)
+	running int               // jobs not done yet (their outcome may still be being written)
+	pending int               // jobs waiting in destination queues
 	arrived []*queue.Envelope // new messages handed over by Enqueue
 }
 
