@@ -10,7 +10,7 @@ FUZZTIME  ?= 5s
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -o $(BIN)/ ./cmd/... ./bench/relaybench
 
 run: build
 	./$(BIN)/relayq serve
