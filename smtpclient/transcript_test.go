@@ -67,66 +67,66 @@ func lines(l ...string) string { return strings.Join(l, "\r\n") + "\r\n" }
 
 var mxHop = Hop{Host: "mx.example.test", Port: "25", MX: "mx.example.test"}
 
+// transcripts are the conversations TestExactTranscripts checks.
+var transcripts = []struct {
+	name      string
+	server    string // every reply, in order
+	rcpts     []string
+	body      string
+	smarthost *Smarthost
+	want      string // every byte the client sends, QUIT included
+	replies   []string
+}{{
+	name: "pipelined, one recipient refused",
+	server: lines("220 mx ready", "250-mx", "250-PIPELINING", "250-8BITMIME", "250 SIZE 100000",
+		"250 2.1.0 ok", "250 2.1.5 ok", "550 5.1.1 no such user", "354 go ahead", "250 2.0.0 queued", "221 2.0.0 bye"),
+	rcpts: []string{"a@example.test", "no@example.test"},
+	want: lines("EHLO relay.test", "MAIL FROM:<sender@example.test> BODY=8BITMIME SIZE="+fmt.Sprint(len(testBody)),
+		"RCPT TO:<a@example.test>", "RCPT TO:<no@example.test>", "DATA") + testBody + lines(".", "QUIT"),
+	replies: []string{"250 2.0.0 queued", "550 5.1.1 no such user"},
+}, {
+	name:    "without PIPELINING each command waits",
+	server:  lines("220 mx ready", "250 mx", "250 ok", "250 ok", "354 go ahead", "250 2.0.0 queued", "221 bye"),
+	rcpts:   []string{"a@example.test"},
+	want:    lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "DATA") + testBody + lines(".", "QUIT"),
+	replies: []string{"250 2.0.0 queued"},
+}, {
+	name: "pipelined, nobody accepted: lone dot, RSET",
+	server: lines("220 mx ready", "250-mx", "250 PIPELINING",
+		"250 ok", "550 5.1.1 no", "354 go ahead", "250 ok", "250 ok", "221 bye"),
+	rcpts:   []string{"no@example.test"},
+	want:    lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<no@example.test>", "DATA", ".", "RSET", "QUIT"),
+	replies: []string{"550 5.1.1 no"},
+}, {
+	name:    "HELO for a server without EHLO",
+	server:  lines("220 old mx", "502 5.5.1 what?", "250 hello", "250 ok", "250 ok", "354 go", "250 2.0.0 done", "221 bye"),
+	rcpts:   []string{"a@example.test"},
+	want:    lines("EHLO relay.test", "HELO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "DATA") + testBody + lines(".", "QUIT"),
+	replies: []string{"250 2.0.0 done"},
+}, {
+	name:    "body with a leading dot and bare line ends",
+	server:  lines("220 mx ready", "250 mx", "250 ok", "250 ok", "354 go", "250 2.0.0 done", "221 bye"),
+	rcpts:   []string{"a@example.test"},
+	body:    ".dot\nbare LF\rbare CR",
+	want:    lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "DATA", "..dot", "bare LF", "bare CR", ".", "QUIT"),
+	replies: []string{"250 2.0.0 done"},
+}, {
+	name:    "MAIL refused for now: goodbye, no RCPT",
+	server:  lines("220 mx ready", "250 mx", "451 4.3.0 later", "221 bye"),
+	rcpts:   []string{"a@example.test"},
+	want:    lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "QUIT"),
+	replies: []string{"451 4.3.0 later"},
+}, {
+	name:      "AUTH PLAIN to a smarthost where allowed in clear",
+	server:    lines("220 relay ready", "250-relay", "250 AUTH LOGIN PLAIN", "235 2.7.0 ok", "250 ok", "250 ok", "354 go", "250 2.0.0 done", "221 bye"),
+	rcpts:     []string{"a@example.test"},
+	smarthost: &Smarthost{Username: "u", Password: "p", TLS: SmarthostNoTLS, AllowInsecureAuth: true},
+	want:      lines("EHLO relay.test", "AUTH PLAIN AHUAcA==", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "DATA") + testBody + lines(".", "QUIT"),
+	replies:   []string{"250 2.0.0 done"},
+}}
+
 func TestExactTranscripts(t *testing.T) {
-	size := fmt.Sprint(len(testBody))
-	smarthost := &Smarthost{Username: "u", Password: "p", TLS: SmarthostNoTLS, AllowInsecureAuth: true}
-	tests := []struct {
-		name      string
-		server    string // every reply, in order
-		rcpts     []string
-		body      string
-		smarthost *Smarthost
-		want      string // every byte the client sends, QUIT included
-		replies   []string
-	}{{
-		name: "pipelined, one recipient refused",
-		server: lines("220 mx ready", "250-mx", "250-PIPELINING", "250-8BITMIME", "250 SIZE 100000",
-			"250 2.1.0 ok", "250 2.1.5 ok", "550 5.1.1 no such user", "354 go ahead", "250 2.0.0 queued", "221 2.0.0 bye"),
-		rcpts: []string{"a@example.test", "no@example.test"},
-		want: lines("EHLO relay.test", "MAIL FROM:<sender@example.test> BODY=8BITMIME SIZE="+size,
-			"RCPT TO:<a@example.test>", "RCPT TO:<no@example.test>", "DATA") + testBody + lines(".", "QUIT"),
-		replies: []string{"250 2.0.0 queued", "550 5.1.1 no such user"},
-	}, {
-		name:    "without PIPELINING each command waits",
-		server:  lines("220 mx ready", "250 mx", "250 ok", "250 ok", "354 go ahead", "250 2.0.0 queued", "221 bye"),
-		rcpts:   []string{"a@example.test"},
-		want:    lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "DATA") + testBody + lines(".", "QUIT"),
-		replies: []string{"250 2.0.0 queued"},
-	}, {
-		name: "pipelined, nobody accepted: lone dot, RSET",
-		server: lines("220 mx ready", "250-mx", "250 PIPELINING",
-			"250 ok", "550 5.1.1 no", "354 go ahead", "250 ok", "250 ok", "221 bye"),
-		rcpts:   []string{"no@example.test"},
-		want:    lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<no@example.test>", "DATA", ".", "RSET", "QUIT"),
-		replies: []string{"550 5.1.1 no"},
-	}, {
-		name:    "HELO for a server without EHLO",
-		server:  lines("220 old mx", "502 5.5.1 what?", "250 hello", "250 ok", "250 ok", "354 go", "250 2.0.0 done", "221 bye"),
-		rcpts:   []string{"a@example.test"},
-		want:    lines("EHLO relay.test", "HELO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "DATA") + testBody + lines(".", "QUIT"),
-		replies: []string{"250 2.0.0 done"},
-	}, {
-		name:    "body with a leading dot and bare line ends",
-		server:  lines("220 mx ready", "250 mx", "250 ok", "250 ok", "354 go", "250 2.0.0 done", "221 bye"),
-		rcpts:   []string{"a@example.test"},
-		body:    ".dot\nbare LF\rbare CR",
-		want:    lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "DATA", "..dot", "bare LF", "bare CR", ".", "QUIT"),
-		replies: []string{"250 2.0.0 done"},
-	}, {
-		name:    "MAIL refused for now: goodbye, no RCPT",
-		server:  lines("220 mx ready", "250 mx", "451 4.3.0 later", "221 bye"),
-		rcpts:   []string{"a@example.test"},
-		want:    lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "QUIT"),
-		replies: []string{"451 4.3.0 later"},
-	}, {
-		name:      "AUTH PLAIN to a smarthost where allowed in clear",
-		server:    lines("220 relay ready", "250-relay", "250 AUTH LOGIN PLAIN", "235 2.7.0 ok", "250 ok", "250 ok", "354 go", "250 2.0.0 done", "221 bye"),
-		rcpts:     []string{"a@example.test"},
-		smarthost: smarthost,
-		want:      lines("EHLO relay.test", "AUTH PLAIN AHUAcA==", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "DATA") + testBody + lines(".", "QUIT"),
-		replies:   []string{"250 2.0.0 done"},
-	}}
-	for _, tc := range tests {
+	for _, tc := range transcripts {
 		t.Run(tc.name, func(t *testing.T) {
 			conn := &scriptConn{replies: strings.NewReader(tc.server)}
 			d := scripted(conn)
