@@ -22,6 +22,7 @@ type scriptConn struct {
 
 	mu     sync.Mutex
 	wrote  bytes.Buffer
+	writes []string // each Write, to see what went out together
 	closed bool
 }
 
@@ -33,6 +34,7 @@ func (c *scriptConn) Write(p []byte) (int, error) {
 	if c.closed {
 		return 0, net.ErrClosed
 	}
+	c.writes = append(c.writes, string(p))
 	return c.wrote.Write(p)
 }
 
@@ -47,6 +49,18 @@ func (c *scriptConn) transcript() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.wrote.String()
+}
+
+// wroteAlone reports whether data went out in one Write of its own.
+func (c *scriptConn) wroteAlone(data string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, w := range c.writes {
+		if w == data {
+			return true
+		}
+	}
+	return false
 }
 
 func (*scriptConn) LocalAddr() net.Addr              { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
@@ -151,5 +165,23 @@ func TestExactTranscripts(t *testing.T) {
 				t.Errorf("RemoteMTA %q, want %q", res[0].RemoteMTA, hop.Host)
 			}
 		})
+	}
+}
+
+// With PIPELINING, MAIL, every RCPT and DATA leave in one write (RFC 2920),
+// and the content with its final dot in one more.
+func TestPipelinedGroupIsOneWrite(t *testing.T) {
+	tc := transcripts[0]
+	conn := &scriptConn{replies: strings.NewReader(tc.server)}
+	d := scripted(conn)
+	deliver(t, d, []Hop{mxHop}, envelope(tc.rcpts...), bodyOf(testBody))
+	d.Close()
+	group := lines("MAIL FROM:<sender@example.test> BODY=8BITMIME SIZE="+fmt.Sprint(len(testBody)),
+		"RCPT TO:<a@example.test>", "RCPT TO:<no@example.test>", "DATA")
+	if !conn.wroteAlone(group) {
+		t.Errorf("MAIL to DATA did not go out as one write; writes: %q", conn.writes)
+	}
+	if !conn.wroteAlone(testBody + ".\r\n") {
+		t.Errorf("content and final dot did not go out as one write; writes: %q", conn.writes)
 	}
 }
