@@ -24,22 +24,9 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	}
 
 	// Record the attempt before dialing (design invariant): if we crash from
-	// here on, the recipients become due again at retryAt, once — never a
-	// hot loop, never lost.
-	n := 0
-	for _, r := range env.Recipients {
-		if contains(j.addrs, r.Address) && r.Attempts+1 > n {
-			n = r.Attempts + 1
-		}
-	}
-	claimed := queue.Claimed{}
-	var err error
-	if j.preclaimed {
-		claimed = e.store.UseFirstClaim(j.env, j.addrs, start)
-	}
-	if len(claimed.Addrs) == 0 {
-		claimed, err = e.store.Claim(j.id, j.addrs, start, start.Add(e.delay(set.Policy.Backoff, n)))
-	}
+	// here on, the recipients become due again at the retry time, once —
+	// never a hot loop, never lost.
+	claimed, err := e.claim(j, set, start)
 	if errors.Is(err, queue.ErrHeld) || errors.Is(err, queue.ErrNotFound) {
 		// An operator held or deleted it meanwhile: it left the schedule.
 		return result{job: j, recorded: true}
@@ -80,6 +67,25 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 
 	outcomes, notices := e.outcomes(set, env, rcpts, results, end)
 	return e.record(j, outcomes, notices, end, end.Sub(start))
+}
+
+// claim records the job's attempt: the first attempt's claim made when the
+// message was queued, while it holds, or else a Claim that makes the
+// recipients due again after the next backoff step. It returns what was
+// claimed; only those recipients are attempted.
+func (e *Engine) claim(j *job, set *Settings, start time.Time) (queue.Claimed, error) {
+	if j.preclaimed {
+		if c := e.store.UseFirstClaim(j.env, j.addrs, start); len(c.Addrs) > 0 {
+			return c, nil
+		}
+	}
+	n := 0
+	for _, r := range j.env.Recipients {
+		if contains(j.addrs, r.Address) && r.Attempts+1 > n {
+			n = r.Attempts + 1
+		}
+	}
+	return e.store.Claim(j.id, j.addrs, start, start.Add(e.delay(set.Policy.Backoff, n)))
 }
 
 // record writes the outcomes and the reports they caused in one
