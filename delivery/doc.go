@@ -9,12 +9,14 @@
 //     suspension) and is woken early by Kick, Enqueue and finishing
 //     attempts; it never polls. New mail is handed over directly (Enqueue)
 //     rather than found by scanning the queue; scans start where everything
-//     earlier is known to be in memory.
+//     earlier is known to be in memory (cursor.go states and keeps that
+//     rule).
 //   - An attempt is recorded in the queue (Claim: attempts+1, next attempt
 //     pushed to the retry time) before any connection is made, so a crash
 //     causes at most one duplicate delivery per attempt in flight, never a
 //     loss and never a hot retry loop. The first attempt is recorded by
-//     ClaimFirst in the very write that queues the message.
+//     ClaimFirst in the very write that queues the message. An attempt
+//     tries exactly the addresses its claim returned.
 //   - A worker and destination slot is held only while talking SMTP; the
 //     message stays in flight (never scheduled twice) until its outcome is
 //     on disk.
