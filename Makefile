@@ -10,7 +10,7 @@ FUZZTIME  ?= 5s
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -o $(BIN)/ ./cmd/... ./bench/relaybench
 
 run: build
 	./$(BIN)/relayq serve
@@ -54,7 +54,7 @@ bench: build bench-go
 	./$(BIN)/relaybench --relay-bin $(BIN)/relayq --scenario all
 
 bench-go:
-	$(GO) test -run='^$$' -bench=. -benchmem ./queue/ ./smtpcodes/ ./dsn/ ./smtptest/ ./delivery/
+	$(GO) test -run='^$$' -bench=. -benchmem ./queue/ ./smtpcodes/ ./dsn/ ./smtptest/ ./smtpclient/ ./crlf/
 
 # bench-postfix: relayq and Postfix side by side with Postfix's own
 # smtp-source and smtp-sink (installs Debian's postfix; needs root).

@@ -158,3 +158,13 @@ func (t *fakeTimer) Stop() bool {
 	}
 	return false
 }
+
+// Changed returns a channel that is closed the next time a timer is made,
+// so a test can wait for the code under test to set a timer and for
+// something else at once. Take it before looking at the timers, so that
+// none made in between is missed.
+func (f *Fake) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
+}

@@ -48,3 +48,24 @@ func TestFakeStoppedTimerNeverFires(t *testing.T) {
 		t.Fatal("WaitTimer found a stopped timer")
 	}
 }
+
+func TestFakeChangedIsClosedByTheNextTimer(t *testing.T) {
+	f := NewFake(time.Unix(0, 0))
+	ch := f.Changed()
+	select {
+	case <-ch:
+		t.Fatal("closed before any timer was made")
+	default:
+	}
+	f.NewTimer(time.Second)
+	select {
+	case <-ch:
+	default:
+		t.Fatal("not closed after a timer was made")
+	}
+	select {
+	case <-f.Changed():
+		t.Fatal("the next Changed is closed already")
+	default:
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
 )
 
@@ -23,21 +24,9 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	}
 
 	// Record the attempt before dialing (design invariant): if we crash from
-	// here on, the recipients become due again at retryAt, once — never a
-	// hot loop, never lost.
-	n := 0
-	for _, r := range env.Recipients {
-		if contains(j.addrs, r.Address) && r.Attempts+1 > n {
-			n = r.Attempts + 1
-		}
-	}
-	var claimed *queue.Envelope
-	var err error
-	if first := e.usableFirstClaim(j, start); first != nil {
-		claimed = first
-	} else {
-		claimed, err = e.store.Claim(j.id, j.addrs, start, start.Add(e.delay(set.Policy.Backoff, n)))
-	}
+	// here on, the recipients become due again at the retry time, once —
+	// never a hot loop, never lost.
+	claimed, err := e.claim(j, set, start)
 	if errors.Is(err, queue.ErrHeld) || errors.Is(err, queue.ErrNotFound) {
 		// An operator held or deleted it meanwhile: it left the schedule.
 		return result{job: j, recorded: true}
@@ -46,16 +35,15 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 		e.log.Error("claim failed", "id", j.id, "err", err)
 		return result{job: j}
 	}
-	env = claimed
+	env = claimed.Envelope
 	var rcpts []queue.Recipient
 	for _, r := range env.Recipients {
-		// Claim stamps LastAttempt only on the recipients it claimed (due
-		// and not final); a stale job claims nothing.
-		if contains(j.addrs, r.Address) && !r.Status.Final() && (r.LastAttempt.Equal(start) || (j.preclaimed && firstClaimed(env, r))) {
+		if contains(claimed.Addrs, r.Address) && !r.Status.Final() {
 			rcpts = append(rcpts, r)
 		}
 	}
 	if len(rcpts) == 0 {
+		// A stale job: nothing it named was due.
 		return result{job: j}
 	}
 
@@ -81,6 +69,25 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	return e.record(j, outcomes, notices, end, end.Sub(start))
 }
 
+// claim records the job's attempt: the first attempt's claim made when the
+// message was queued, while it holds, or else a Claim that makes the
+// recipients due again after the next backoff step. It returns what was
+// claimed; only those recipients are attempted.
+func (e *Engine) claim(j *job, set *Settings, start time.Time) (queue.Claimed, error) {
+	if j.preclaimed {
+		if c := e.store.UseFirstClaim(j.env, j.addrs, start); len(c.Addrs) > 0 {
+			return c, nil
+		}
+	}
+	n := 0
+	for _, r := range j.env.Recipients {
+		if contains(j.addrs, r.Address) && r.Attempts+1 > n {
+			n = r.Attempts + 1
+		}
+	}
+	return e.store.Claim(j.id, j.addrs, start, start.Add(e.delay(set.Policy.Backoff, n)))
+}
+
 // record writes the outcomes and the reports they caused in one
 // transaction, then logs and counts them, and tells the scheduler what it
 // must look at next (see result).
@@ -100,28 +107,6 @@ func (e *Engine) record(j *job, outcomes []queue.Outcome, notices []queue.Notice
 	return res
 }
 
-// usableFirstClaim returns the job's envelope when its recipients carry the
-// first-attempt claim made at acceptance, that claim still protects them
-// (its retry time is ahead) and nothing changed the message since it was
-// handed over (an operator's hold or delete), so the attempt may start
-// without a Claim.
-func (e *Engine) usableFirstClaim(j *job, start time.Time) *queue.Envelope {
-	if !j.preclaimed {
-		return nil
-	}
-	for _, r := range j.env.Recipients {
-		if contains(j.addrs, r.Address) && !r.Status.Final() {
-			if !firstClaimed(j.env, r) || !start.Before(r.NextAttempt) {
-				return nil
-			}
-		}
-	}
-	if ok, err := e.store.Scheduled(j.env); err != nil || !ok {
-		return nil // Claim will say what happened (held, deleted, ...)
-	}
-	return j.env
-}
-
 // isConnTrouble: a locally synthesized failure to reach the destination at
 // all (connection refused, timeout, DNS), as opposed to a refusal of this
 // message.
@@ -134,22 +119,22 @@ func isConnTrouble(r smtpcodes.Reply) bool {
 }
 
 // transact finds the hops and runs the SMTP transaction.
-func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue.Envelope, rcpts []queue.Recipient) []RcptResult {
+func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue.Envelope, rcpts []queue.Recipient) []smtpclient.RcptResult {
 	hops, err := set.Router.Lookup(ctx, domainOf(rcpts[0].Address))
 	if err != nil {
 		reply := smtpcodes.Classify(smtpcodes.StageDNS, err)
-		out := make([]RcptResult, len(rcpts))
+		out := make([]smtpclient.RcptResult, len(rcpts))
 		for i, r := range rcpts {
-			out[i] = RcptResult{Address: r.Address, Reply: reply}
+			out[i] = smtpclient.RcptResult{Address: r.Address, Reply: reply}
 		}
 		return out
 	}
-	denv := Envelope{From: env.From, RET: env.RET, EnvID: env.EnvID, SMTPUTF8: env.SMTPUTF8, Body: env.Body, Size: env.Size}
+	denv := smtpclient.Envelope{From: env.From, RET: env.RET, EnvID: env.EnvID, SMTPUTF8: env.SMTPUTF8, Body: env.Body, Size: env.Size}
 	for _, r := range rcpts {
-		denv.Recipients = append(denv.Recipients, RcptReq{Address: r.Address, ORCPT: r.ORCPT, Notify: r.Notify})
+		denv.Recipients = append(denv.Recipients, smtpclient.RcptReq{Address: r.Address, ORCPT: r.ORCPT, Notify: r.Notify})
 	}
 	body := func() (io.ReadCloser, error) { return e.store.BodyOf(env), nil }
-	return set.Dialer.Deliver(ctx, hops, denv, body)
+	return set.Courier.Deliver(ctx, hops, denv, body)
 }
 
 // giveUpUnattempted bounces the job's recipients whose max_age passed while

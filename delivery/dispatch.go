@@ -18,7 +18,8 @@ type job struct {
 	// destination's state.
 	expired bool
 	// preclaimed: the first attempt was recorded when the message was
-	// queued (Engine.ClaimFirst); while that claim holds, no Claim is needed.
+	// queued (Engine.ClaimFirst); while that claim holds, the attempt uses
+	// it (queue.Store.UseFirstClaim) instead of a Claim.
 	preclaimed bool
 	// freed is set by the worker once it has given its slot back.
 	freed bool
@@ -42,8 +43,9 @@ type release struct {
 type result struct {
 	job *job
 	// recorded: the attempt's outcome (or its claim) moved the message's
-	// schedule entry forward. When not, the entry may still be due before
-	// the scan position, so the next scan starts from the beginning.
+	// schedule entry forward, or the message left the schedule. When not,
+	// the entry may still be due before the scan position, so the cursor
+	// is reset.
 	recorded bool
 	// next is the message's earliest next attempt after the outcome was
 	// recorded (zero when it is done).
@@ -63,7 +65,7 @@ type dest struct {
 	strikes int       // consecutive destination-wide failures
 }
 
-// limit is how many attempts the destination may have in flight. After a
+// limitOf is how many attempts d may have in flight. After a
 // suspension a single probe goes first: a struggling server sees one
 // connection per back-off period, not one per queued message.
 func (e *Engine) limitOf(d *dest) int {
@@ -73,6 +75,8 @@ func (e *Engine) limitOf(d *dest) int {
 	return e.perDest
 }
 
+// enqueue puts j in its destination's queue; the message is in memory
+// (busy) until every job of it is done.
 func (e *Engine) enqueue(j *job) {
 	d := e.dests[j.dest]
 	if d == nil {
@@ -81,11 +85,7 @@ func (e *Engine) enqueue(j *job) {
 	}
 	d.queue = append(d.queue, j)
 	e.busy[j.id]++
-	if j.id == e.nextID {
-		// The message the wake-up time was for is in hand now; that time
-		// says nothing any more.
-		e.nextKnown = false
-	}
+	e.cursor.loaded(j.id)
 	e.pending++
 }
 
@@ -116,7 +116,7 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 			go func() {
 				r := e.attempt(ctx, j)
 				e.free(release{job: j}) // if the attempt did not already
-				e.done <- r
+				e.events <- event{kind: eventDone, res: r}
 			}()
 		}
 		if !started {
@@ -128,14 +128,13 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 	}
 }
 
-// finish books a finished attempt and adjusts the destination's back-off.
 // free hands the job's slot back, once (called by the worker).
 func (e *Engine) free(r release) {
 	if r.job.freed {
 		return
 	}
 	r.job.freed = true
-	e.freed <- r
+	e.events <- event{kind: eventFreed, rel: r}
 }
 
 // released books a slot given back and adjusts the destination's back-off.
@@ -176,22 +175,24 @@ func (e *Engine) released(r release) {
 func (e *Engine) finish(r result) {
 	e.running--
 	if !r.recorded {
-		e.rescanAll.Store(true)
-		e.nextKnown = false
+		e.cursor.reset()
+		e.cursor.forget()
 	}
-	e.expect(r.next)
+	e.cursor.expect(r.next)
 	// What the outcome wrote may be due before the scan position: the
 	// scheduler may have scanned up to a later time while the outcome was
-	// being committed. Move the position back so the next scan sees it.
-	for _, t := range []time.Time{r.next, r.notices} {
-		if !t.IsZero() && t.Before(e.scanFrom) {
-			e.scanFrom = t
-		}
-	}
-	if n := e.busy[r.job.id] - 1; n > 0 {
-		e.busy[r.job.id] = n
+	// being committed.
+	e.cursor.rewind(r.next)
+	e.cursor.rewind(r.notices)
+	e.unbusy(r.job.id)
+}
+
+// unbusy notes that one job of message id left memory.
+func (e *Engine) unbusy(id string) {
+	if n := e.busy[id] - 1; n > 0 {
+		e.busy[id] = n
 	} else {
-		delete(e.busy, r.job.id)
+		delete(e.busy, id)
 	}
 }
 
@@ -210,14 +211,10 @@ func (e *Engine) parkQueue(d *dest) {
 		}
 		jobs[j.id] = append(jobs[j.id], j.addrs...)
 		e.pending--
-		if n := e.busy[j.id] - 1; n > 0 {
-			e.busy[j.id] = n
-		} else {
-			delete(e.busy, j.id)
-		}
+		e.unbusy(j.id)
 	}
 	d.queue = keep
-	e.postpone(map[string]map[string][]string{d.name: jobs})
+	e.postpone(postponements{d.name: jobs})
 }
 
 // forget drops a destination with nothing to remember, so the map does not
@@ -229,28 +226,27 @@ func (e *Engine) forget(d *dest, now time.Time) {
 }
 
 // nextWake is the earliest of: the next due message on disk that is not
-// already in memory, and the end of a suspension with jobs waiting on it.
-//
-// The first is kept in memory (nextAt) and updated from what the scheduler
-// itself writes (outcomes, postponements); the index is only read again
-// when that time has come, after a Kick or after a write the scheduler could
-// not follow. Reading it on every event would step over all the mail in
-// flight each time.
+// already in memory (the cursor's to know), and the end of a suspension
+// with jobs waiting on it.
 func (e *Engine) nextWake(now time.Time) (time.Time, bool) {
 	// With the in-memory queue full, a finishing attempt is what makes room;
 	// waking for due mail before that would only spin.
 	if e.pending >= maxPending {
 		return e.suspensionEnd(time.Time{}, false)
 	}
-	if !e.nextKnown || (e.nextOK && !now.Before(e.nextAt)) {
-		at, id, ok, err := e.store.NextDueSince(e.scanFrom, func(id string) bool { return e.busy[id] > 0 })
-		if err != nil {
-			e.log.Error("queue scan failed", "err", err)
-			ok = false
-		}
-		e.nextAt, e.nextID, e.nextOK, e.nextKnown = at, id, ok, true
+	at, ok := e.cursor.wake(now, e.nextDue)
+	return e.suspensionEnd(at, ok)
+}
+
+// nextDue reads the earliest schedule entry from from on whose message is
+// not in memory.
+func (e *Engine) nextDue(from time.Time) (time.Time, string, bool) {
+	at, id, ok, err := e.store.NextDueSince(from, func(id string) bool { return e.busy[id] > 0 })
+	if err != nil {
+		e.log.Error("queue scan failed", "err", err)
+		return time.Time{}, "", false
 	}
-	return e.suspensionEnd(e.nextAt, e.nextOK)
+	return at, id, ok
 }
 
 // suspensionEnd folds in the end of suspensions that jobs wait on.
@@ -263,14 +259,4 @@ func (e *Engine) suspensionEnd(at time.Time, ok bool) (time.Time, bool) {
 		}
 	}
 	return at, ok
-}
-
-// expect notes that the scheduler itself made something due at t.
-func (e *Engine) expect(t time.Time) {
-	if t.IsZero() {
-		return
-	}
-	if !e.nextOK || t.Before(e.nextAt) {
-		e.nextAt, e.nextID, e.nextOK = t, "", true
-	}
 }

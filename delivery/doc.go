@@ -1,6 +1,7 @@
 // Package delivery hands queued mail to the next hop: it schedules due
-// recipients, routes them (static route, smarthost or MX), runs the SMTP
-// client transaction and records per-recipient outcomes in the queue.
+// recipients, routes them (static route, smarthost or MX), has a Courier
+// (smtpclient.Dialer) make the attempt and records per-recipient outcomes
+// in the queue. It speaks no SMTP itself.
 //
 // Invariants:
 //   - One scheduler goroutine owns all scheduling state. It sleeps on one
@@ -8,15 +9,17 @@
 //     suspension) and is woken early by Kick, Enqueue and finishing
 //     attempts; it never polls. New mail is handed over directly (Enqueue)
 //     rather than found by scanning the queue; scans start where everything
-//     earlier is known to be in memory.
+//     earlier is known to be in memory (cursor.go states and keeps that
+//     rule).
 //   - An attempt is recorded in the queue (Claim: attempts+1, next attempt
 //     pushed to the retry time) before any connection is made, so a crash
 //     causes at most one duplicate delivery per attempt in flight, never a
 //     loss and never a hot retry loop. The first attempt is recorded by
-//     ClaimFirst in the very write that queues the message.
+//     ClaimFirst in the very write that queues the message. An attempt
+//     tries exactly the addresses its claim returned.
 //   - A worker and destination slot is held only while talking SMTP; the
 //     message stays in flight (never scheduled twice) until its outcome is
-//     on disk. Connections to a hop are cached for the next message.
+//     on disk.
 //   - Recipients of one message that share a destination go in one SMTP
 //     transaction. A message goes to at most one hop per attempt: later hops
 //     are failover, never copies.
@@ -28,13 +31,6 @@
 //   - Bounced recipients of a message produce one RFC 3464 DSN from <>,
 //     enqueued in the same queue transaction as the outcome. A message from
 //     the null sender never produces a DSN.
-//   - Credentials are never sent in clear unless the operator allows it, and
-//     nothing with a bare CR or LF is ever sent.
-//   - With a server that offers PIPELINING, MAIL, every RCPT and DATA go in
-//     one write (RFC 2920) and every reply is read, in order, before the
-//     content or the next command; without it, each command waits for its
-//     reply. Content is sent only after a 354 and only to a transaction with
-//     an accepted recipient.
-//   - Every error carries a class and enhanced code smtpcodes.Classify
-//     understands.
+//   - Every reply the Courier returns carries a class smtpcodes.Classify
+//     understands; that class alone decides delivered, deferred or bounced.
 package delivery

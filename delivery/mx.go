@@ -11,6 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
 )
 
@@ -28,7 +29,7 @@ var errNoAnswer = errors.New("no usable answer")
 // lookupMX implements RFC 5321 section 5.1 for an A-label domain: MX hosts
 // by preference, equal preferences shuffled, the implicit MX when there is
 // none, and RFC 7505's null MX as a permanent refusal.
-func (r *Router) lookupMX(ctx context.Context, domain string) ([]Hop, error) {
+func (r *Router) lookupMX(ctx context.Context, domain string) ([]smtpclient.Hop, error) {
 	resp, err := r.query(ctx, domain, dns.TypeMX)
 	if err != nil {
 		return nil, err
@@ -54,7 +55,7 @@ func (r *Router) lookupMX(ctx context.Context, domain string) ([]Hop, error) {
 	r.mu.Unlock()
 	slices.SortStableFunc(mxs, func(a, b *dns.MX) int { return int(a.Preference) - int(b.Preference) })
 
-	var hops []Hop
+	var hops []smtpclient.Hop
 	seen := make(map[string]bool)
 	for _, mx := range mxs {
 		host := strings.ToLower(strings.TrimSuffix(mx.Mx, "."))
@@ -63,7 +64,7 @@ func (r *Router) lookupMX(ctx context.Context, domain string) ([]Hop, error) {
 			continue
 		}
 		seen[host] = true
-		hops = append(hops, Hop{Host: host, Port: r.cfg.Port, MX: host})
+		hops = append(hops, smtpclient.Hop{Host: host, Port: r.cfg.Port, MX: host})
 	}
 	return hops, nil
 }
@@ -72,8 +73,8 @@ func (r *Router) lookupMX(ctx context.Context, domain string) ([]Hop, error) {
 // records: the domain itself is the host. A domain with no address records
 // either can never receive mail, so that is permanent rather than a retry
 // for days.
-func (r *Router) implicitMX(ctx context.Context, domain string) ([]Hop, error) {
-	hop := []Hop{{Host: domain, Port: r.cfg.Port, MX: domain}}
+func (r *Router) implicitMX(ctx context.Context, domain string) ([]smtpclient.Hop, error) {
+	hop := []smtpclient.Hop{{Host: domain, Port: r.cfg.Port, MX: domain}}
 	for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA} {
 		resp, err := r.query(ctx, domain, qtype)
 		if err != nil {

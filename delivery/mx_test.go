@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net"
 	"strings"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
+	"github.com/relayq/relayq/smtptest"
 )
 
 // dnsZone is what the loopback DNS server answers: records in zone-file
@@ -78,7 +81,7 @@ func startDNS(t *testing.T, zone dnsZone) string {
 	return pc.LocalAddr().String()
 }
 
-func hostsOf(hops []Hop) []string {
+func hostsOf(hops []smtpclient.Hop) []string {
 	var s []string
 	for _, h := range hops {
 		s = append(s, h.Host)
@@ -237,7 +240,7 @@ func TestRoutesAndSmarthost(t *testing.T) {
 
 	sh := NewRouter(RouteConfig{
 		Routes: routes,
-		Smarthost: Smarthost{Address: "smart.test:587", Fallback: []string{"backup.test:2587", "last.test"},
+		Smarthost: smtpclient.Smarthost{Address: "smart.test:587", Fallback: []string{"backup.test:2587", "last.test"},
 			TLS: "implicit"},
 	})
 	if got := sh.Destination("Example.COM"); got != "smarthost" {
@@ -300,4 +303,35 @@ func TestLookupConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// The router's MX hops, resolved through the same DNS server, reach the
+// first MX.
+func TestDeliverThroughMXFromDNS(t *testing.T) {
+	srv := smtptest.NewServer(t)
+	_, port, _ := net.SplitHostPort(srv.Addr())
+	dnsAddr := startDNS(t, dnsZone{records: []string{
+		"example.test. 300 IN MX 10 mx1.example.test.",
+		"example.test. 300 IN MX 20 mx2.example.test.",
+		"mx1.example.test. 300 IN A 127.0.0.1",
+		"mx2.example.test. 300 IN A 127.0.0.1",
+	}})
+	r := NewRouter(RouteConfig{DNSServer: dnsAddr, Port: port})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	hops, err := r.Lookup(ctx, "example.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &smtpclient.Dialer{Hostname: "relay.test", ConnectTimeout: 5 * time.Second, CommandTimeout: 5 * time.Second, Resolver: r.Resolver()}
+	defer d.Close()
+	const body = "Subject: hi\r\n\r\nHello.\r\n"
+	env := smtpclient.Envelope{From: "sender@example.test", Size: int64(len(body)), Recipients: []smtpclient.RcptReq{{Address: "a@example.test"}}}
+	res := d.Deliver(ctx, hops, env, func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil })
+	if len(res) != 1 || res[0].Reply.Class != smtpcodes.Success || res[0].Reply.Code != 250 {
+		t.Fatalf("results %+v, want one 250", res)
+	}
+	if res[0].RemoteMTA != "mx1.example.test" || srv.MessageCount() != 1 {
+		t.Errorf("RemoteMTA %q, %d messages; want mx1.example.test and 1", res[0].RemoteMTA, srv.MessageCount())
+	}
 }

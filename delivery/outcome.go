@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
 )
 
@@ -12,15 +13,15 @@ import (
 // 5xx bounced, 4xx deferred by the backoff (or the reply's own "try again
 // in N", whichever is later) until max_attempts or max_age, then bounced with
 // the last reply. It also builds the DSNs those outcomes call for.
-func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
+func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
 	var outcomes []queue.Outcome
 	var failed, delayed []queue.Recipient
 	for i, r := range rcpts {
-		var res RcptResult
+		var res smtpclient.RcptResult
 		if i < len(results) {
 			res = results[i]
 		} else {
-			res = RcptResult{Address: r.Address, Reply: smtpcodes.Classify(smtpcodes.StageData, smtpcodes.Transientf("4.3.0", "no result for recipient"))}
+			res = smtpclient.RcptResult{Address: r.Address, Reply: smtpcodes.Classify(smtpcodes.StageData, smtpcodes.Transientf("4.3.0", "no result for recipient"))}
 		}
 		reply := res.Reply.String()
 		o := queue.Outcome{Address: r.Address, Reply: reply, RemoteMTA: res.RemoteMTA}
@@ -84,7 +85,7 @@ func (e *Engine) report(j *job, outcomes []queue.Outcome, end time.Time, took ti
 	for _, o := range outcomes {
 		e.logAttempt(j, o.Address, o.RemoteMTA, end, string(o.Status), o.Reply, o.NextAttempt)
 		if e.obs != nil {
-			e.obs.Attempted(string(o.Status), took)
+			e.obs.Attempted(o.Status, took)
 		}
 	}
 }

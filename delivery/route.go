@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/net/idna"
 
+	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
 )
 
@@ -20,7 +21,7 @@ type RouteConfig struct {
 	// the smarthost; the smarthost wins over "*".
 	Routes map[string]string
 	// Smarthost relays all other mail through one host; Address "" = none.
-	Smarthost Smarthost
+	Smarthost smtpclient.Smarthost
 	// DNSServer is a "host:port" that replaces the system resolver for MX,
 	// A and AAAA lookups; "" reads /etc/resolv.conf.
 	DNSServer string
@@ -29,25 +30,6 @@ type RouteConfig struct {
 	// Rand shuffles MX hosts of equal preference (RFC 5321 section 5.1).
 	// nil means a randomly seeded source; tests inject a seeded one.
 	Rand *rand.Rand
-}
-
-// Smarthost is an upstream relay that takes all mail not otherwise routed.
-type Smarthost struct {
-	// Address is "host:port"; the port defaults to 465 for TLS "implicit"
-	// and 587 otherwise (RFC 8314 / RFC 6409 submission ports).
-	Address string
-	// Fallback lists further "host:port" relays tried in order when the
-	// ones before fail before a transaction starts.
-	Fallback []string
-	// Username and Password, when Username is set, are sent with AUTH PLAIN
-	// (or LOGIN when that is the only mechanism offered).
-	Username, Password string
-	// TLS is "starttls" (the default: required, verified), "implicit"
-	// (verified TLS on connect) or "none".
-	TLS string
-	// AllowInsecureAuth permits AUTH on a connection without TLS. Off by
-	// default so a misconfiguration never leaks the password in clear.
-	AllowInsecureAuth bool
 }
 
 // Router turns a recipient domain into the ordered list of hops to try. It is
@@ -114,7 +96,7 @@ func (r *Router) Destination(domain string) string {
 // Lookup returns the hops to try, best first, for mail to domain. Its errors
 // come from smtpcodes.Permanentf/Transientf so that
 // smtpcodes.Classify(smtpcodes.StageDNS, err) tells a bounce from a retry.
-func (r *Router) Lookup(ctx context.Context, domain string) ([]Hop, error) {
+func (r *Router) Lookup(ctx context.Context, domain string) ([]smtpclient.Hop, error) {
 	domain = normalDomain(domain)
 	if target, ok := r.routes[domain]; ok {
 		return routeHops(target)
@@ -145,21 +127,21 @@ func normalDomain(domain string) string {
 }
 
 // routeHops is the single hop of a static route.
-func routeHops(target string) ([]Hop, error) {
+func routeHops(target string) ([]smtpclient.Hop, error) {
 	h, err := parseHop(target, "25")
 	if err != nil {
 		return nil, smtpcodes.Transientf("4.3.5", "delivery: route %q: %v", target, err)
 	}
-	return []Hop{h}, nil
+	return []smtpclient.Hop{h}, nil
 }
 
 // smarthostHops lists the smarthost and its fallbacks in configured order.
-func smarthostHops(sh Smarthost) ([]Hop, error) {
+func smarthostHops(sh smtpclient.Smarthost) ([]smtpclient.Hop, error) {
 	port := "587"
-	if sh.TLS == "implicit" {
+	if sh.TLS.Implicit() {
 		port = "465"
 	}
-	var hops []Hop
+	var hops []smtpclient.Hop
 	for _, addr := range append([]string{sh.Address}, sh.Fallback...) {
 		h, err := parseHop(addr, port)
 		if err != nil {
@@ -167,7 +149,7 @@ func smarthostHops(sh Smarthost) ([]Hop, error) {
 			// queue until the operator fixes it (4.3.5, RFC 3463).
 			return nil, smtpcodes.Transientf("4.3.5", "delivery: smarthost %q: %v", addr, err)
 		}
-		h.ImplicitTLS = sh.TLS == "implicit"
+		h.ImplicitTLS = sh.TLS.Implicit()
 		h.Smarthost = true
 		hops = append(hops, h)
 	}
@@ -175,21 +157,21 @@ func smarthostHops(sh Smarthost) ([]Hop, error) {
 }
 
 // parseHop splits "host:port" (or a bare host, given defaultPort).
-func parseHop(target, defaultPort string) (Hop, error) {
+func parseHop(target, defaultPort string) (smtpclient.Hop, error) {
 	host, port, err := net.SplitHostPort(target)
 	if err != nil {
 		// No port: a bare name or a bare IPv6 address.
 		host, port = strings.Trim(target, "[]"), defaultPort
 	}
 	if host == "" || port == "" {
-		return Hop{}, &net.AddrError{Err: "missing host or port", Addr: target}
+		return smtpclient.Hop{}, &net.AddrError{Err: "missing host or port", Addr: target}
 	}
-	return Hop{Host: host, Port: port, MX: target}, nil
+	return smtpclient.Hop{Host: host, Port: port, MX: target}, nil
 }
 
 // literalHop handles an address literal domain part, "[192.0.2.1]" or
 // "[IPv6:2001:db8::1]" (RFC 5321 section 4.1.3): no DNS, that IP only.
-func literalHop(domain, port string) ([]Hop, error) {
+func literalHop(domain, port string) ([]smtpclient.Hop, error) {
 	inner := strings.TrimSuffix(strings.TrimPrefix(domain, "["), "]")
 	if len(inner) > 5 && strings.EqualFold(inner[:5], "ipv6:") {
 		inner = inner[5:]
@@ -198,5 +180,5 @@ func literalHop(domain, port string) ([]Hop, error) {
 	if ip == nil || !strings.HasSuffix(domain, "]") {
 		return nil, smtpcodes.Permanentf("5.1.2", "delivery: bad address literal %s", domain)
 	}
-	return []Hop{{Host: ip.String(), Port: port, MX: domain}}, nil
+	return []smtpclient.Hop{{Host: ip.String(), Port: port, MX: domain}}, nil
 }

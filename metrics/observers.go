@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
 )
 
@@ -65,7 +66,8 @@ func (o submissionObserver) Rejected(reason string) {
 type deliveryObserver struct{ m *Metrics }
 
 // Attempted counts one recipient's attempt and records how long it took.
-func (o deliveryObserver) Attempted(status string, took time.Duration) {
+func (o deliveryObserver) Attempted(s queue.Status, took time.Duration) {
+	status := string(s)
 	if !slices.Contains(attemptResults, status) {
 		status = other
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -33,7 +34,7 @@ func TestScrapeAfterDeliveryDeferralAndBounce(t *testing.T) {
 	eng, err := delivery.New(delivery.Options{
 		Store:    st,
 		Router:   delivery.NewRouter(delivery.RouteConfig{Routes: map[string]string{"*": srv.Addr()}}),
-		Dialer:   &delivery.Dialer{Hostname: "relay.test", TLS: "none"},
+		Courier:  &smtpclient.Dialer{Hostname: "relay.test", TLS: "none"},
 		Policy:   queue.Policy{Backoff: queue.Backoff{Initial: time.Hour, Multiplier: 2, Max: time.Hour}},
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Observer: seen,
@@ -80,9 +81,9 @@ type tee struct {
 	ch chan string
 }
 
-func (t tee) Attempted(status string, took time.Duration) {
+func (t tee) Attempted(status queue.Status, took time.Duration) {
 	t.Observer.Attempted(status, took)
-	t.ch <- status
+	t.ch <- string(status)
 }
 
 func grep(body string, prefixes ...string) string {

@@ -122,9 +122,10 @@ func (d *Draft) spill(chunk []byte) error {
 // Commit stores the message: env gets the draft's ID and size (env.Prefix
 // included), Created from
 // the clock if zero, and every recipient starts queued and due at Created —
-// unless the caller recorded the first attempt already (Attempts 1 and a
-// LastAttempt): then that claim is kept, as if Claim had been called in the
-// same transaction, and the recipient is due again at its NextAttempt.
+// unless the caller recorded the first attempt already (Envelope.ClaimFirst,
+// so FirstClaimed holds, with a retry time after it): then that claim is
+// kept, as if Claim had been called in the same transaction, and the
+// recipient is due again at its NextAttempt.
 // It returns only after the commit is fsync'd, so the caller may answer 250.
 // After an error nothing of the draft remains on disk (best effort: if the
 // disk itself fails, Open removes the leftovers).
@@ -145,7 +146,7 @@ func (d *Draft) Commit(env Envelope) error {
 	for i := range env.Recipients {
 		r := &env.Recipients[i]
 		r.Status = StatusQueued
-		if r.Attempts == 1 && !r.LastAttempt.IsZero() && r.NextAttempt.After(r.LastAttempt) {
+		if env.FirstClaimed(*r) && r.NextAttempt.After(r.LastAttempt) {
 			// Claimed at acceptance: the attempt starts right after the 250.
 		} else {
 			r.NextAttempt = env.Created

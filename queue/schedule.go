@@ -10,17 +10,20 @@ import (
 // Claim records an attempt before the connection is made: each named
 // recipient that is not final and is due (NextAttempt at or before now) gets
 // Attempts+1, LastAttempt=now and NextAttempt=retryAt; the others are left
-// alone, so a stale job can never attempt a recipient early. If relayq crashes mid-attempt the message is due
-// again at retryAt: at most one duplicate delivery per in-flight attempt,
-// never a loss and never a hot loop. Durable before it returns. A held
-// message is refused with ErrHeld.
-func (s *Store) Claim(id string, addrs []string, now, retryAt time.Time) (*Envelope, error) {
+// alone, so a stale job can never attempt a recipient early. It returns the
+// message as stored and the addresses it claimed (none: nothing to attempt).
+// If relayq crashes mid-attempt the message is due again at retryAt: at
+// most one duplicate delivery per in-flight attempt, never a loss and never
+// a hot loop. Durable before it returns. A held message is refused with
+// ErrHeld. See claim.go for the first attempt's claim.
+func (s *Store) Claim(id string, addrs []string, now, retryAt time.Time) (Claimed, error) {
 	want := make(map[string]bool, len(addrs))
 	for _, a := range addrs {
 		want[a] = true
 	}
-	var out *Envelope
+	var out Claimed
 	err := s.submit(func(w *writeTx) error {
+		out = Claimed{} // a redo of the batch starts afresh
 		old, err := w.load(id)
 		if err != nil {
 			return err
@@ -37,15 +40,16 @@ func (s *Store) Claim(id string, addrs []string, now, retryAt time.Time) (*Envel
 			r.Attempts++
 			r.LastAttempt = now
 			r.NextAttempt = retryAt
+			out.Addrs = append(out.Addrs, r.Address)
 		}
 		if err := w.put(old, env); err != nil {
 			return err
 		}
-		out = env
+		out.Envelope = env
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return Claimed{}, err
 	}
 	return out, nil
 }
@@ -163,10 +167,9 @@ func cloneEnvelope(env *Envelope) *Envelope {
 }
 
 // Postpone moves the named non-final recipients of many messages to until,
-// without counting an attempt, in one transaction. A recipient whose only
-// recorded attempt is the claim made when the message was accepted (see
-// Draft.Commit: Attempts 1, LastAttempt at Created, no reply yet) loses that
-// claim, since it was never tried: an outage must not eat into
+// without counting an attempt, in one transaction. A recipient that still
+// carries the claim made when the message was accepted (FirstClaimed)
+// loses that claim, since it was never tried: an outage must not eat into
 // max_attempts for mail that waited it out. The scheduler uses it
 // when their destination is suspended (it answered 421 or cannot be
 // reached): the mail waits on disk with the destination instead of in
@@ -190,7 +193,7 @@ func (s *Store) Postpone(jobs map[string][]string, until time.Time) error {
 					continue
 				}
 				r.NextAttempt = until
-				if r.Attempts == 1 && r.LastAttempt.Equal(env.Created) && r.LastReply == "" {
+				if env.FirstClaimed(*r) {
 					r.Attempts, r.LastAttempt = 0, time.Time{}
 				}
 				changed = true

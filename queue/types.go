@@ -52,9 +52,11 @@ type Envelope struct {
 	RET string `json:"ret,omitempty"`
 	// EnvID is the RFC 3461 ENVID parameter.
 	EnvID string `json:"envid,omitempty"`
-	// SMTPUTF8 and Body8BitMIME record what the client declared at MAIL.
+	// SMTPUTF8 and Body record what the client declared at MAIL: the
+	// SMTPUTF8 parameter (RFC 6531) and BODY= (RFC 6152), "7BIT",
+	// "8BITMIME" or "" when not given.
 	SMTPUTF8 bool   `json:"smtputf8,omitempty"`
-	Body     string `json:"body,omitempty"` // "7BIT", "8BITMIME" or ""
+	Body     string `json:"body,omitempty"`
 	// AuthUser is the SASL identity that submitted the message, if any.
 	AuthUser string `json:"auth_user,omitempty"`
 	// ClientAddr is the submitting client's IP address.

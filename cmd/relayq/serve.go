@@ -17,6 +17,7 @@ import (
 	"github.com/relayq/relayq/dkim"
 	"github.com/relayq/relayq/logbuf"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/submission"
 )
 
@@ -123,8 +124,8 @@ func serve(args []string) error {
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
-	engDone := make(chan error, 1)
-	go func() { engDone <- eng.Run(ctx, cfg.ShutdownTimeout) }()
+	engDone := make(chan struct{})
+	go func() { eng.Run(ctx, cfg.ShutdownTimeout); close(engDone) }()
 	log.Info("relayq started", "version", version, "hostname", cfg.Hostname, "queue", cfg.Queue.Path, "config", cfgName(path))
 
 	sigs := make(chan os.Signal, 1)
@@ -232,15 +233,15 @@ func submissionOptions(cfg *config.Config, store *queue.Store, tlsConf *tls.Conf
 
 func engineSettings(cfg *config.Config) delivery.Settings {
 	d := cfg.Delivery
-	sh := delivery.Smarthost{
+	sh := smtpclient.Smarthost{
 		Address: d.Smarthost.Address, Fallback: d.Smarthost.Fallback,
 		Username: d.Smarthost.Username, Password: d.Smarthost.Password,
-		TLS: d.Smarthost.TLS, AllowInsecureAuth: d.Smarthost.AllowInsecureAuth,
+		TLS: smtpclient.SmarthostTLS(d.Smarthost.TLS), AllowInsecureAuth: d.Smarthost.AllowInsecureAuth,
 	}
 	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer})
-	dialer := &delivery.Dialer{
+	dialer := &smtpclient.Dialer{
 		Hostname:       cfg.Hostname,
-		TLS:            d.TLS,
+		TLS:            smtpclient.TLSMode(d.TLS),
 		ConnectTimeout: d.ConnectTimeout,
 		CommandTimeout: d.CommandTimeout,
 		Resolver:       router.Resolver(),
@@ -250,8 +251,8 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 	}
 	r := cfg.Retry
 	return delivery.Settings{
-		Router: router,
-		Dialer: dialer,
+		Router:  router,
+		Courier: dialer,
 		Policy: queue.Policy{
 			Backoff:     queue.Backoff{Initial: r.InitialDelay, Multiplier: r.Multiplier, Jitter: r.Jitter, Max: r.MaxDelay},
 			MaxAttempts: r.MaxAttempts,
@@ -264,7 +265,7 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *metrics) delivery.Options {
 	s := engineSettings(cfg)
 	return delivery.Options{
-		Store: store, Router: s.Router, Dialer: s.Dialer, Policy: s.Policy, WarnAfter: s.WarnAfter,
+		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter,
 		Hostname: cfg.Hostname, Workers: cfg.Delivery.Workers, MaxConnsPerDest: cfg.Delivery.MaxConnsPerDomain,
 		Logger: log, Observer: m.delivery(),
 	}

@@ -1,7 +1,6 @@
-package delivery
+package smtpclient
 
 import (
-	"context"
 	"sync"
 	"time"
 )
@@ -107,20 +106,4 @@ func (p *connPool) close() {
 	for _, s := range all {
 		s.quit()
 	}
-}
-
-// attach ties a cached session to a new attempt's context, so cancelling
-// the attempt closes the socket.
-func (s *session) attach(ctx context.Context) {
-	s.ctx = ctx
-	raw := s.raw
-	s.stop = context.AfterFunc(ctx, func() { _ = raw.Close() })
-}
-
-// quit says goodbye and closes, bounded by the command timeout.
-func (s *session) quit() {
-	if s.w != nil {
-		s.w.quit()
-	}
-	s.close()
 }

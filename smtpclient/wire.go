@@ -1,4 +1,4 @@
-package delivery
+package smtpclient
 
 import (
 	"bufio"
@@ -267,7 +267,7 @@ func (w *wire) quit() { _, _, _ = w.cmd(0, "QUIT") }
 
 // dataWriter writes message content after a 354: it doubles a dot that
 // starts a line (RFC 5321 section 4.5.2) and adds the final dot on close.
-// It expects CRLF line ends (crlfWriter makes them), so an LF marks the
+// It expects CRLF line ends (crlf.Writer makes them), so an LF marks the
 // start of a line. It scans for "\n." a buffer at a time. Each Write
 // re-arms the command timeout, so a long message is bounded per write, not
 // as a whole.

@@ -1,0 +1,244 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/relayq/relayq/clock"
+	"github.com/relayq/relayq/queue"
+)
+
+// maxPending bounds how many due jobs the scheduler holds in memory at once
+// (like Postfix's active queue limit); the rest stay on disk until room frees.
+const maxPending = 10000
+
+// scanBatch is how many due messages one store scan returns.
+const scanBatch = 256
+
+// eventBuffer is how many events wait for the scheduler before Enqueue
+// falls back to a Kick and workers wait to report.
+const eventBuffer = 4096
+
+// eventKind says what an event reports.
+type eventKind uint8
+
+const (
+	eventKick    eventKind = iota // look again (Kick, wake)
+	eventArrived                  // env was just queued (Enqueue)
+	eventFreed                    // rel: a job's slot is free again
+	eventDone                     // res: a job is completely done
+)
+
+// event is one message to the scheduler goroutine.
+type event struct {
+	kind eventKind
+	env  *queue.Envelope
+	rel  release
+	res  result
+}
+
+// Run schedules and delivers until ctx is cancelled. Then it stops starting
+// attempts, gives those in flight up to grace to finish, cancels the rest
+// (their recipients stay due: the attempt was recorded before dialing) and
+// returns.
+func (e *Engine) Run(ctx context.Context, grace time.Duration) {
+	workCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for {
+		e.fill(workCtx)
+		var timer clock.Timer
+		var tc <-chan time.Time
+		if wake, ok := e.nextWake(e.clock.Now()); ok {
+			timer = e.clock.NewTimer(wake.Sub(e.clock.Now()))
+			tc = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			e.drain(grace, cancel)
+			e.settings.Load().Courier.Close()
+			return
+		case ev := <-e.events:
+			e.handle(ev)
+		case <-tc:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		e.absorb()
+	}
+}
+
+// handle books one event.
+func (e *Engine) handle(ev event) {
+	switch ev.kind {
+	case eventArrived:
+		e.arrived = append(e.arrived, ev.env)
+	case eventFreed:
+		e.released(ev.rel)
+	case eventDone:
+		e.finish(ev.res)
+	}
+}
+
+// absorb takes every event already waiting, so one fill serves them all
+// instead of one scan per event.
+func (e *Engine) absorb() {
+	for {
+		select {
+		case ev := <-e.events:
+			e.handle(ev)
+		default:
+			return
+		}
+	}
+}
+
+// drain waits for attempts in flight, cancelling them after grace (on the
+// engine's clock).
+func (e *Engine) drain(grace time.Duration, cancel context.CancelFunc) {
+	t := e.clock.NewTimer(grace)
+	defer t.Stop()
+	for e.running > 0 {
+		select {
+		case ev := <-e.events:
+			e.handle(ev)
+		case <-t.C():
+			e.log.Warn("abandoning deliveries in flight at shutdown; they stay due", "count", e.active)
+			cancel()
+		}
+	}
+}
+
+// postponements are the jobs a fill or a suspension moves forward on disk:
+// destination → message ID → addresses.
+type postponements map[string]map[string][]string
+
+// add notes addrs of message id for the destination dest.
+func (p postponements) add(dest, id string, addrs []string) {
+	if p[dest] == nil {
+		p[dest] = map[string][]string{}
+	}
+	p[dest][id] = append(p[dest][id], addrs...)
+}
+
+// fill moves due messages from the store into destination queues and starts
+// what the limits allow. Mail for a suspended destination is postponed on
+// disk to the end of the suspension rather than held in memory, so scans
+// stay short however much mail waits.
+func (e *Engine) fill(ctx context.Context) {
+	now := e.clock.Now()
+	postpone := postponements{}
+	for _, env := range e.arrived {
+		if e.busy[env.ID] == 0 {
+			e.loadEnvelope(env, now, postpone, true)
+		}
+	}
+	e.arrived = e.arrived[:0]
+	from := e.cursor.start()
+	skip := func(id string) bool { return e.busy[id] > 0 }
+	complete := false
+	for e.pending < maxPending {
+		ids, err := e.store.DueSince(from, now, scanBatch, skip)
+		if err != nil {
+			e.log.Error("queue scan failed", "err", err)
+			break
+		}
+		for _, id := range ids {
+			e.load(id, now, postpone)
+		}
+		if len(ids) < scanBatch {
+			complete = true
+			break
+		}
+		if len(postpone) > 0 {
+			// Postponed messages are still in the index until written.
+			e.postpone(postpone)
+			postpone = postponements{}
+		}
+	}
+	e.postpone(postpone)
+	if complete {
+		e.cursor.scanned(now)
+	}
+	e.start(ctx, now)
+}
+
+// postpone writes waiting mail for suspended destinations forward to the
+// end of their suspension, one transaction per destination.
+func (e *Engine) postpone(batch postponements) {
+	for name, jobs := range batch {
+		d := e.dests[name]
+		if d == nil || len(jobs) == 0 {
+			continue
+		}
+		if err := e.store.Postpone(jobs, d.until); err != nil {
+			e.log.Error("postponing mail for a suspended destination failed", "destination", name, "err", err)
+			e.cursor.reset()
+			continue
+		}
+		e.cursor.expect(d.until)
+		e.log.Debug("postponed mail for a suspended destination", "destination", name, "messages", len(jobs), "until", d.until)
+	}
+}
+
+// load reads one due message and turns it into jobs.
+func (e *Engine) load(id string, now time.Time, postpone postponements) {
+	env, err := e.store.Get(id)
+	if err != nil {
+		if !errors.Is(err, queue.ErrNotFound) {
+			e.log.Error("queue load failed", "id", id, "err", err)
+		}
+		return
+	}
+	e.loadEnvelope(env, now, postpone, false)
+}
+
+// loadEnvelope turns a due message into one job per destination, or
+// postpones the part whose destination is suspended.
+//
+// handover marks a message just handed over by Enqueue: recipients that
+// carry the first-attempt claim (queue.Envelope.FirstClaimed) are due now,
+// and their job may use that claim instead of making one.
+func (e *Engine) loadEnvelope(env *queue.Envelope, now time.Time, postpone postponements, handover bool) {
+	id := env.ID
+	if env.Held {
+		return
+	}
+	set := e.settings.Load()
+	expired := set.Policy.MaxAge > 0 && now.After(env.Created.Add(set.Policy.MaxAge))
+	groups := map[string][]string{}
+	var order []string
+	preclaimed := false
+	for _, r := range env.Recipients {
+		first := handover && env.FirstClaimed(r)
+		if r.Status.Final() || (r.NextAttempt.After(now) && !first) {
+			continue
+		}
+		preclaimed = preclaimed || first
+		d := set.Router.Destination(domainOf(r.Address))
+		if _, ok := groups[d]; !ok {
+			order = append(order, d)
+		}
+		groups[d] = append(groups[d], r.Address)
+	}
+	for _, name := range order {
+		j := &job{id: id, env: env, dest: name, addrs: groups[name], expired: expired, preclaimed: preclaimed}
+		if d := e.dests[name]; d != nil && now.Before(d.until) && !expired {
+			postpone.add(name, id, j.addrs)
+			continue
+		}
+		e.enqueue(j)
+	}
+}
+
+func domainOf(addr string) string {
+	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
+		return strings.ToLower(addr[i+1:])
+	}
+	return ""
+}

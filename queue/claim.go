@@ -1,0 +1,75 @@
+package queue
+
+import (
+	"slices"
+	"time"
+)
+
+// A claim is an attempt recorded before it is made: Attempts+1,
+// LastAttempt = the attempt's start, NextAttempt = when to retry if the
+// attempt never reports back. A message gets its claims two ways:
+//
+//   - ClaimFirst, on the envelope about to be committed: the first attempt
+//     is recorded in the very write that queues the message, and the
+//     attempt that starts right after the 250 uses it (UseFirstClaim)
+//     without a write of its own.
+//   - Store.Claim, in its own fsync'd write, for every other attempt.
+//
+// FirstClaimed is the one definition of "carries the claim made at
+// acceptance, not used yet"; Draft.Commit, Postpone and UseFirstClaim all
+// ask it. Both ways return what they claimed (Claimed), so nobody
+// re-derives it from the recipients' times.
+
+// Claimed is what a claim recorded: the message as it now stands and the
+// addresses whose attempt was claimed (recipients not named, final or not
+// yet due are left out).
+type Claimed struct {
+	*Envelope
+	Addrs []string
+}
+
+// ClaimFirst records the first attempt of a message about to be committed
+// (Created set, nothing tried yet): every recipient gets Attempts 1,
+// LastAttempt = Created and NextAttempt = retryAt. Draft.Commit keeps such
+// a claim. A zero Created leaves env unchanged: the claim must be dated.
+func (e *Envelope) ClaimFirst(retryAt time.Time) {
+	if e.Created.IsZero() {
+		return
+	}
+	for i := range e.Recipients {
+		r := &e.Recipients[i]
+		r.Attempts, r.LastAttempt, r.NextAttempt = 1, e.Created, retryAt
+	}
+}
+
+// FirstClaimed reports whether r, a recipient of e, carries the claim
+// ClaimFirst made and no attempt has used it yet (no reply recorded).
+func (e *Envelope) FirstClaimed(r Recipient) bool {
+	return r.Attempts == 1 && r.LastAttempt.Equal(e.Created) && r.LastReply == "" && !r.Status.Final()
+}
+
+// UseFirstClaim returns the claim made at acceptance for the recipients of
+// env named in addrs, so the first attempt may start without a write. It
+// does so only when every named non-final recipient carries that claim,
+// the claim still protects them at now (their retry time is ahead) and the
+// store still has env as it is (not held, deleted or rescheduled since).
+// Otherwise it returns a Claimed with no addresses, and the caller Claims.
+func (s *Store) UseFirstClaim(env *Envelope, addrs []string, now time.Time) Claimed {
+	var out []string
+	for _, r := range env.Recipients {
+		if !slices.Contains(addrs, r.Address) || r.Status.Final() {
+			continue
+		}
+		if !env.FirstClaimed(r) || !now.Before(r.NextAttempt) {
+			return Claimed{}
+		}
+		out = append(out, r.Address)
+	}
+	if len(out) == 0 {
+		return Claimed{}
+	}
+	if ok, err := s.Scheduled(env); err != nil || !ok {
+		return Claimed{} // Claim will say what happened (held, deleted, ...)
+	}
+	return Claimed{Envelope: env, Addrs: out}
+}

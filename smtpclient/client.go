@@ -1,0 +1,255 @@
+package smtpclient
+
+import (
+	"context"
+	"crypto/x509"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relayq/relayq/smtpcodes"
+)
+
+// TLSMode is the outbound TLS policy for MX and route hops (Dialer.TLS).
+// Values are matched without regard to case.
+type TLSMode string
+
+// The TLS modes for MX and route hops.
+const (
+	// TLSOpportunistic uses STARTTLS when offered and plaintext otherwise
+	// (RFC 7435). The certificate is not verified: MX certificates are
+	// rarely valid for the MX name, and encryption without authentication
+	// still beats cleartext. A failed handshake is transient (no fallback to
+	// plaintext on the same host, which an attacker could force).
+	TLSOpportunistic TLSMode = "opportunistic"
+	// TLSRequired refuses to deliver without STARTTLS (4.7.10, transient)
+	// and verifies the certificate against Dialer.RootCAs and the hop name.
+	TLSRequired TLSMode = "required"
+	// TLSNone never starts TLS.
+	TLSNone TLSMode = "none"
+)
+
+// Defaults for the Dialer's timeouts, as RFC 5321 section 4.5.3.2 suggests
+// for commands (5 minutes) and a usual connect timeout.
+const (
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultCommandTimeout = 5 * time.Minute
+)
+
+// Dialer makes delivery attempts: one SMTP transaction for one message to the
+// first of a list of hops that will take it. The zero value is usable.
+type Dialer struct {
+	// Hostname is our EHLO name; "" means os.Hostname.
+	Hostname string
+	// TLS is the policy for MX and route hops: TLSOpportunistic (""),
+	// TLSRequired or TLSNone. Smarthost hops follow Smarthost.TLS instead.
+	TLS TLSMode
+	// RootCAs verifies certificates; nil means the system pool.
+	RootCAs *x509.CertPool
+	// ConnectTimeout bounds the TCP connect (and an implicit TLS
+	// handshake); 0 means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// CommandTimeout bounds every command's reply, every write of the body
+	// (refreshed per write, so a large body only needs to make progress)
+	// and the reply to the final dot; 0 means DefaultCommandTimeout.
+	CommandTimeout time.Duration
+	// Smarthost supplies TLS mode and credentials for hops marked
+	// Hop.Smarthost; nil means those hops are treated like routes.
+	Smarthost *Smarthost
+	// Resolver resolves hop host names at dial time; nil means the system
+	// resolver. Router.Resolver gives one that uses the configured DNS.
+	Resolver *net.Resolver
+	// DialContext, if set, makes the connection to a hop's "host:port"
+	// instead of a net.Dialer with ConnectTimeout and Resolver, as in
+	// net/http.Transport; tests use it to script an in-memory connection.
+	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
+
+	poolOnce sync.Once
+	pool     *connPool
+}
+
+// Envelope is the part of a queued message a delivery attempt needs.
+type Envelope struct {
+	// From is the reverse path; "" is the null sender.
+	From string
+	// RET and EnvID are the RFC 3461 parameters, passed on only to servers
+	// that advertise DSN. EnvID is in decoded form (not xtext).
+	RET, EnvID string
+	// SMTPUTF8 is what the submitting client declared; it is passed on when
+	// the server supports it.
+	SMTPUTF8 bool
+	// Body is "7BIT", "8BITMIME" or "" as declared at submission.
+	// Informational: go-smtp adds BODY=8BITMIME whenever the server offers it.
+	Body string
+	// Size is the stored body's length in bytes, 0 if unknown. It is sent
+	// as SIZE= and checked against the server's SIZE limit (RFC 1870).
+	Size int64
+	// Recipients are the recipients to try in this transaction.
+	Recipients []RcptReq
+}
+
+// RcptReq is one recipient to deliver to.
+type RcptReq struct {
+	// Address is the forward path.
+	Address string
+	// ORCPT is "rfc822;addr" or "utf-8;addr" with addr decoded; passed on
+	// to servers that advertise DSN.
+	ORCPT string
+	// Notify is the RFC 3461 NOTIFY list; an invalid list is not sent.
+	Notify []string
+}
+
+// RcptResult is the outcome of one attempt for one recipient.
+type RcptResult struct {
+	Address string
+	// Reply is the server's reply, or one synthesized from a local error;
+	// its Class says delivered, retry or bounce.
+	Reply smtpcodes.Reply
+	// RemoteMTA is the host of the hop that gave Reply ("" if none was
+	// reached before the failure, e.g. no hops at all).
+	RemoteMTA string
+}
+
+// Deliver tries hops in order and returns one result per env.Recipients
+// entry, in the same order.
+//
+// A hop that fails before the server has accepted MAIL (connect, greeting,
+// EHLO, STARTTLS, AUTH, a 4xx MAIL) is skipped for the next one: failover,
+// RFC 5321 section 5.1. Once MAIL is accepted, or the server refuses the
+// sender permanently, that hop's per-recipient replies are final for this
+// attempt, so a message never reaches two hops in one attempt. When every
+// hop fails, all recipients get the last transient failure (or, if every
+// hop failed permanently, the last failure).
+//
+// body is opened only when at least one recipient was accepted. Cancelling
+// ctx closes the connection; every recipient then gets a transient 4.4.2.
+func (d *Dialer) Deliver(ctx context.Context, hops []Hop, env Envelope, body func() (io.ReadCloser, error)) []RcptResult {
+	results := make([]RcptResult, len(env.Recipients))
+	for i, r := range env.Recipients {
+		results[i].Address = r.Address
+	}
+	if len(results) == 0 {
+		return results
+	}
+	var failure RcptResult
+	tried := false
+	for _, hop := range hops {
+		if ctx.Err() != nil {
+			break
+		}
+		if s := d.cache().take(poolKey(hop)); s != nil {
+			// A cached connection may have been closed by the server in
+			// the meantime; if MAIL fails on it, a fresh one is tried.
+			if s.again(ctx, env, body, results).final {
+				return results
+			}
+		}
+		s := &session{d: d, hop: hop}
+		end := s.run(ctx, env, body, results)
+		if end.final {
+			return results
+		}
+		reply := end.reply
+		if !tried || reply.Class == smtpcodes.Transient || failure.Reply.Class != smtpcodes.Transient {
+			failure = RcptResult{Reply: reply, RemoteMTA: hop.Host}
+		}
+		tried = true
+	}
+	if !tried {
+		err := smtpcodes.Transientf("4.4.4", "delivery: no next hop to try")
+		if ctx.Err() != nil {
+			err = smtpcodes.Transientf("4.4.2", "delivery: attempt abandoned: %v", ctx.Err())
+		}
+		failure = RcptResult{Reply: smtpcodes.Classify(smtpcodes.StageConnect, err)}
+	}
+	for i := range results {
+		results[i].Reply, results[i].RemoteMTA = failure.Reply, failure.RemoteMTA
+	}
+	return results
+}
+
+// dial connects to address.
+func (d *Dialer) dial(ctx context.Context, address string) (net.Conn, error) {
+	if d.DialContext != nil {
+		ctx, cancel := context.WithTimeout(ctx, d.connectTimeout())
+		defer cancel()
+		return d.DialContext(ctx, "tcp", address)
+	}
+	dialer := net.Dialer{Timeout: d.connectTimeout(), Resolver: d.Resolver}
+	return dialer.DialContext(ctx, "tcp", address)
+}
+
+func (d *Dialer) connectTimeout() time.Duration {
+	if d.ConnectTimeout > 0 {
+		return d.ConnectTimeout
+	}
+	return DefaultConnectTimeout
+}
+
+func (d *Dialer) commandTimeout() time.Duration {
+	if d.CommandTimeout > 0 {
+		return d.CommandTimeout
+	}
+	return DefaultCommandTimeout
+}
+
+func (d *Dialer) hostname() string {
+	if d.Hostname != "" {
+		return d.Hostname
+	}
+	if h, err := os.Hostname(); err == nil && h != "" && !strings.ContainsAny(h, "\r\n ") {
+		return h
+	}
+	return "localhost"
+}
+
+// tlsMode is how one session secures its connection.
+type tlsMode struct {
+	starttls TLSMode // TLSOpportunistic, TLSRequired or TLSNone before the greeting
+	implicit bool    // TLS from the first byte
+	verify   bool    // verify the certificate chain and name
+	auth     *Smarthost
+}
+
+// policy decides TLS and AUTH for hop. Smarthost hops always verify: we send
+// a password there, and a man in the middle must not get it.
+func (d *Dialer) policy(hop Hop) tlsMode {
+	if hop.Smarthost && d.Smarthost != nil {
+		sh := d.Smarthost
+		m := tlsMode{starttls: TLSRequired, verify: true, auth: sh, implicit: hop.ImplicitTLS}
+		switch sh.TLS.normal() {
+		case SmarthostNoTLS:
+			m.starttls = TLSNone
+		case SmarthostImplicit:
+			m.implicit = true
+		}
+		if m.implicit {
+			m.starttls = TLSNone
+		}
+		return m
+	}
+	m := tlsMode{starttls: TLSOpportunistic, implicit: hop.ImplicitTLS}
+	switch TLSMode(strings.ToLower(string(d.TLS))) {
+	case TLSRequired:
+		m.starttls, m.verify = TLSRequired, true
+	case TLSNone:
+		m.starttls = TLSNone
+	}
+	if m.implicit {
+		m.starttls = TLSNone
+	}
+	return m
+}
+
+// cache returns the Dialer's connection cache.
+func (d *Dialer) cache() *connPool {
+	d.poolOnce.Do(func() { d.pool = &connPool{} })
+	return d.pool
+}
+
+// Close quits the cached connections; sessions that finish later are
+// closed instead of cached. Deliveries still work, one connection each.
+func (d *Dialer) Close() { d.cache().close() }

@@ -1,0 +1,28 @@
+// Package smtpclient is relayq's SMTP client: it makes one delivery attempt
+// of one message to a list of next hops (Dialer.Deliver) and says, per
+// recipient, what the server answered. It knows nothing of the queue, the
+// scheduler or routing: hops come in, replies go out.
+//
+// Invariants:
+//   - Hops are tried in order; a hop that fails before the server accepted
+//     MAIL (connect, greeting, EHLO, STARTTLS, AUTH, a 4xx MAIL) is skipped
+//     for the next. Once MAIL is accepted, that hop's replies are final for
+//     the attempt: a message goes to at most one hop per attempt.
+//   - The context is passed per call, never stored in a session (a session
+//     outlives its attempt in the connection cache). Cancelling it closes
+//     the connection; every recipient then gets a transient 4.4.2.
+//   - Credentials are never sent in clear unless the operator allows it
+//     (Smarthost.AllowInsecureAuth), and nothing with a bare CR or LF is
+//     ever sent: command lines with a line break are refused, bodies go
+//     through crlf.Writer.
+//   - With a server that offers PIPELINING, MAIL, every RCPT and DATA go in
+//     one write (RFC 2920) and every reply is read, in order, before the
+//     content or the next command; without it, each command waits for its
+//     reply. Content is sent only after a 354 and only to a transaction with
+//     an accepted recipient.
+//   - A connection is cached for the next message to the same hop only
+//     after a transaction that ended cleanly (at most maxUses transactions,
+//     idleTimeout idle).
+//   - Every reply carries a class and enhanced code smtpcodes.Classify
+//     understands; server replies are *smtp.SMTPError values.
+package smtpclient
