@@ -20,8 +20,9 @@
 //   - The script (rules, rate limits, greylisting settings, connection
 //     limit) is replaced whole and atomically: each command sees one script,
 //     and a replacement never drops a connection.
-//   - A rate limit charges one token per matching command, whatever the
-//     outcome, and refills by the injected clock.
+//   - A matching command takes a token from each rate limit's bucket that
+//     has one; a refused command takes none. Buckets refill by the injected
+//     clock, in exact integer arithmetic.
 //   - Message IDs count up from 1 and are never reused, not even by Reset,
 //     so "after=ID" is race-free.
 //   - Delays wait on a real timer that also ends when the server closes, so

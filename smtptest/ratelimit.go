@@ -168,8 +168,8 @@ func (l RateRule) String() string {
 	default:
 		b.WriteString(l.Every.String())
 	}
-	if l.Per == PerSender {
-		b.WriteString(",per=sender")
+	if l.Per != "" {
+		b.WriteString(",per=" + string(l.Per))
 	}
 	r := Rule{Stage: l.Stage, Code: l.Code, Enhanced: l.Enhanced, Text: l.Text}
 	_, action, _ := strings.Cut(r.String(), "=")
@@ -300,24 +300,32 @@ type ConnLimit struct {
 // ParseConnLimit parses `MAX[=CODE [ENH] [TEXT]]`, e.g.
 // "2=421 4.7.0 Too many connections"; the default reply is that one.
 func ParseConnLimit(s string) (ConnLimit, error) {
+	c, err := parseConnLimit(s)
+	if err != nil {
+		return c, fmt.Errorf("smtptest: connection limit %q: %w", s, err)
+	}
+	return c, nil
+}
+
+func parseConnLimit(s string) (ConnLimit, error) {
 	var c ConnLimit
 	n, reply, hasReply := strings.Cut(s, "=")
 	max, err := strconv.Atoi(strings.TrimSpace(n))
 	if err != nil || max < 1 || max > 1_000_000 {
-		return c, fmt.Errorf("smtptest: connection limit %q: want MAX[=REPLY] with MAX from 1, e.g. 2=421 4.7.0 Too many connections", s)
+		return c, errors.New("want MAX[=REPLY] with MAX from 1, e.g. 2=421 4.7.0 Too many connections")
 	}
 	c.Max = max
 	if hasReply {
 		var r Rule
 		if err := parseAction(&r, reply); err != nil {
-			return c, fmt.Errorf("smtptest: connection limit %q: %w", s, err)
+			return c, err
+		}
+		if r.Code == 0 || r.Delay != 0 || r.Drop {
+			return c, errors.New("the reply must be CODE [ENH] [TEXT]")
 		}
 		c.Code, c.Enhanced, c.Text = r.Code, r.Enhanced, r.Text
 	}
-	if err := c.Validate(); err != nil {
-		return c, fmt.Errorf("smtptest: connection limit %q: %w", s, err)
-	}
-	return c, nil
+	return c, c.Validate()
 }
 
 // Validate reports whether c can be served.

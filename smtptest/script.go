@@ -104,7 +104,7 @@ func (sc *Script) set(name, value string) error {
 			sc.RateLimits = append(sc.RateLimits, l)
 		}
 	case FlagMaxConnsPerIP:
-		sc.ConnLimit, err = ParseConnLimit(value)
+		sc.ConnLimit, err = parseConnLimit(value)
 	default:
 		return fmt.Errorf("unknown setting (want %s, %s, %s, %s, %s or %s)", FlagGreylist,
 			FlagGreylistExpiry, FlagGreylistText, FlagReply, FlagRateLimit, FlagMaxConnsPerIP)
