@@ -33,6 +33,11 @@ type Config struct {
 
 	// Rules script replies, faults and delays; the first that applies wins.
 	Rules []Rule
+	// RateLimits refuse commands once a client's (or sender domain's) token
+	// bucket is empty; they apply after Rules and before greylisting.
+	RateLimits []RateRule
+	// ConnLimit refuses connections at greeting beyond a number open per IP.
+	ConnLimit ConnLimit
 
 	// StartTLS offers STARTTLS with a self-signed certificate made at start.
 	StartTLS bool
@@ -64,16 +69,11 @@ type Config struct {
 
 // validate checks cfg before anything is started.
 func (cfg *Config) validate() error {
-	if cfg.Greylist < 0 || cfg.GreylistExpiry < 0 {
-		return errors.New("smtptest: negative greylist duration")
+	if err := cfg.script().Validate(); err != nil {
+		return fmt.Errorf("smtptest: %w", err)
 	}
 	if cfg.StartTLS && cfg.ImplicitTLS {
 		return errors.New("smtptest: choose StartTLS or ImplicitTLS, not both")
-	}
-	for i, r := range cfg.Rules {
-		if err := r.Validate(); err != nil {
-			return fmt.Errorf("smtptest: rule %d (%s): %w", i, r, err)
-		}
 	}
 	for u := range cfg.Users {
 		if u == "" || strings.ContainsAny(u, "\x00") {
@@ -81,6 +81,18 @@ func (cfg *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// script is the replaceable part of cfg.
+func (cfg *Config) script() Script {
+	return Script{
+		Greylist:       cfg.Greylist,
+		GreylistExpiry: cfg.GreylistExpiry,
+		GreylistText:   cfg.GreylistText,
+		Rules:          cfg.Rules,
+		RateLimits:     cfg.RateLimits,
+		ConnLimit:      cfg.ConnLimit,
+	}
 }
 
 // Option changes a Config; NewServer applies options in order.
@@ -145,6 +157,38 @@ func Sequence(stage Stage, match string, actions ...string) Option {
 			c.Rules = append(c.Rules, r)
 		}
 		return nil
+	}
+}
+
+// RateLimit appends rate limits written in ParseRateLimit's syntax, e.g.
+// "rcpt:*@gmail.test=10/min=421 4.7.28 Unusual rate of mail" or, per
+// sender domain, "mail=5/min,per=sender=451 4.7.1 Slow down".
+func RateLimit(specs ...string) Option {
+	return func(c *Config) error {
+		for _, s := range specs {
+			l, err := ParseRateLimit(s)
+			if err != nil {
+				return err
+			}
+			c.RateLimits = append(c.RateLimits, l)
+		}
+		return nil
+	}
+}
+
+// WithRateLimits appends rate limits built as structs.
+func WithRateLimits(limits ...RateRule) Option {
+	return func(c *Config) error { c.RateLimits = append(c.RateLimits, limits...); return nil }
+}
+
+// MaxConnsPerIP refuses a connection at greeting when its IP already has max
+// open, with the reply written after '=' in spec ("2=421 4.7.0 Too many
+// connections"; a bare number uses that reply).
+func MaxConnsPerIP(spec string) Option {
+	return func(c *Config) error {
+		l, err := ParseConnLimit(spec)
+		c.ConnLimit = l
+		return err
 	}
 }
 

@@ -3,7 +3,9 @@
 // stage and per attempt, slow replies, dropped connections, STARTTLS or
 // implicit TLS with a certificate generated at start, and AUTH PLAIN/LOGIN.
 // It records every event and every accepted message so a test can assert on
-// what a client did. cmd/fakemx wraps it for people.
+// what a client did. HTTPHandler serves the same over HTTP (messages with
+// their MIME parts, a blocking wait, attempts, reset, the script) and a web
+// page. cmd/fakemx wraps it for people.
 //
 // Invariants:
 //   - A message is recorded (Messages, OnMessage) before its 250 reply is
@@ -13,7 +15,16 @@
 //   - A 421 reply at any stage is followed by closing the connection
 //     (RFC 5321 section 3.8); go-smtp alone would keep reading commands.
 //   - Rules are tried in order and the first that applies wins; scripted
-//     replies come before greylisting, which comes before acceptance.
+//     replies come before rate limits, which come before greylisting, which
+//     comes before acceptance. The connection limit comes first of all.
+//   - The script (rules, rate limits, greylisting settings, connection
+//     limit) is replaced whole and atomically: each command sees one script,
+//     and a replacement never drops a connection.
+//   - A matching command takes a token from each rate limit's bucket that
+//     has one; a refused command takes none. Buckets refill by the injected
+//     clock, in exact integer arithmetic.
+//   - Message IDs count up from 1 and are never reused, not even by Reset,
+//     so "after=ID" is race-free.
 //   - Delays wait on a real timer that also ends when the server closes, so
 //     Close never waits for a scripted delay to run out.
 //   - Greylisting and recorded times use the injected clock only; the clock

@@ -27,6 +27,7 @@ func (c *trackedConn) Close() error {
 		c.l.mu.Lock()
 		delete(c.l.conns, c)
 		c.l.mu.Unlock()
+		c.l.srv.rec.touch() // waiters on "fewer connections open" re-check
 	})
 	return c.Conn.Close()
 }
@@ -47,6 +48,19 @@ func (l *trackListener) Accept() (net.Conn, error) {
 	l.mu.Unlock()
 	l.srv.rec.addConn()
 	return tc, nil
+}
+
+// openFrom counts the open connections from ip, the caller's included.
+func (l *trackListener) openFrom(ip string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for c := range l.conns {
+		if hostOf(c.RemoteAddr().String()) == ip {
+			n++
+		}
+	}
+	return n
 }
 
 // closeAll closes the listener and every open connection.

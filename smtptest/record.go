@@ -1,6 +1,7 @@
 package smtptest
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,10 +22,35 @@ type Event struct {
 	// Reply is the reply line, e.g. "451 4.7.1 Greylisted, try again in 3
 	// seconds", or "(dropped)" when the connection was closed without one.
 	Reply string
+	// By names what decided a reply other than the default one: a scripted
+	// rule, greylisting, the rate limiter or the connection limit.
+	By Answerer
+	// From is the transaction's sender at mail, rcpt and data.
+	From string
+	// To is the recipient at rcpt, and the accepted recipients at data.
+	To []string
+	// MessageID is the accepted message's ID on a data event with 250.
+	MessageID string
 }
+
+// Answerer names what decided a reply, for Event.By.
+type Answerer string
+
+// What can decide a reply; the zero value is the server's default behaviour
+// (accepting, or go-smtp's own protocol errors).
+const (
+	ByDefault   Answerer = ""
+	ByRule      Answerer = "rule"
+	ByGreylist  Answerer = "greylist"
+	ByRateLimit Answerer = "rate-limit"
+	ByConnLimit Answerer = "conn-limit"
+)
 
 // Message is one message the server accepted with 250.
 type Message struct {
+	// ID is assigned when the message is recorded: "1", "2", ... in order of
+	// arrival, never reused, not even after Reset.
+	ID     string
 	Time   time.Time
 	Client string
 	Helo   string
@@ -51,6 +77,7 @@ type recorder struct {
 	messages  []Message
 	nEvents   int
 	nMessages int
+	lastID    int
 	changed   chan struct{} // closed and replaced on every record
 }
 
@@ -68,16 +95,36 @@ func (r *recorder) addEvent(e Event) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) addMessage(m Message) {
+// addMessage gives m its ID, records it and returns the ID.
+func (r *recorder) addMessage(m Message) string {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastID++
+	m.ID = strconv.Itoa(r.lastID)
 	r.nMessages++
 	r.messages = append(r.messages, m)
 	r.notifyLocked()
-	r.mu.Unlock()
+	return m.ID
+}
+
+// reset forgets every message and event; IDs keep counting up.
+func (r *recorder) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.messages, r.events = nil, nil
+	r.nMessages, r.nEvents = 0, 0
+	r.notifyLocked()
 }
 
 func (r *recorder) addConn() {
 	r.conns.Add(1)
+	r.mu.Lock()
+	r.notifyLocked()
+	r.mu.Unlock()
+}
+
+// touch wakes waiters without recording anything (the script changed).
+func (r *recorder) touch() {
 	r.mu.Lock()
 	r.notifyLocked()
 	r.mu.Unlock()

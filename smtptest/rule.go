@@ -67,15 +67,24 @@ type Rule struct {
 //	data=delay 30s 250 OK
 //	data:carol@=drop
 func ParseRule(s string) (Rule, error) {
+	r, err := parseRule(s)
+	if err != nil {
+		return r, fmt.Errorf("smtptest: rule %q: %w", s, err)
+	}
+	return r, nil
+}
+
+// parseRule is ParseRule with errors that do not repeat the input.
+func parseRule(s string) (Rule, error) {
 	var r Rule
 	lhs, rhs, ok := strings.Cut(s, "=")
 	if !ok {
-		return r, fmt.Errorf("smtptest: rule %q: missing '='", s)
+		return r, errors.New("missing '=': want STAGE[:MATCH][#N]=ACTION, e.g. rcpt:nobody@=550 5.1.1 No such user")
 	}
 	if i := strings.LastIndexByte(lhs, '#'); i >= 0 {
 		n, err := strconv.Atoi(lhs[i+1:])
 		if err != nil || n < 1 || n > 1_000_000 || lhs[i+1] == '+' {
-			return r, fmt.Errorf("smtptest: rule %q: attempt after '#' must be a number from 1", s)
+			return r, errors.New("attempt after '#' must be a number from 1")
 		}
 		r.Attempt = n
 		lhs = lhs[:i]
@@ -84,15 +93,12 @@ func ParseRule(s string) (Rule, error) {
 	r.Stage = Stage(strings.ToLower(strings.TrimSpace(stage)))
 	r.Match = match
 	if hasMatch && match == "" {
-		return r, fmt.Errorf("smtptest: rule %q: empty match after ':'", s)
+		return r, errors.New("empty match after ':'")
 	}
 	if err := parseAction(&r, rhs); err != nil {
-		return r, fmt.Errorf("smtptest: rule %q: %w", s, err)
+		return r, err
 	}
-	if err := r.Validate(); err != nil {
-		return r, fmt.Errorf("smtptest: rule %q: %w", s, err)
-	}
-	return r, nil
+	return r, r.Validate()
 }
 
 // parseAction fills the delay, drop and reply parts of r from the text after '='.

@@ -57,10 +57,7 @@ func (rs *ruleSet) decide(stage Stage, args ...string) (Rule, bool) {
 	if len(rules) == 0 {
 		return Rule{}, false // the hot path without rules takes no lock
 	}
-	lowered := make([]string, len(args))
-	for i, a := range args {
-		lowered[i] = strings.ToLower(a)
-	}
+	lowered := lowerAll(args)
 	groups := rs.groups[stage]
 	attempt := make([]int, len(groups))
 	rs.mu.Lock()
@@ -83,16 +80,47 @@ func (rs *ruleSet) decide(stage Stage, args ...string) (Rule, bool) {
 	return Rule{}, false
 }
 
-// matchesAny reports whether the lower-cased match is a substring of any arg;
-// an empty match matches every command, even one without arguments.
+// matchesAny reports whether the lower-cased match applies to any arg: as a
+// substring, or as a whole-argument pattern when it contains '*' (which
+// stands for any run of characters, so "*@gmail.test" is the domain). An
+// empty match matches every command, even one without arguments.
 func matchesAny(match string, args []string) bool {
 	if match == "" {
 		return true
 	}
+	glob := strings.Contains(match, "*")
 	for _, a := range args {
-		if strings.Contains(a, match) {
+		if glob && matchGlob(match, a) || !glob && strings.Contains(a, match) {
 			return true
 		}
 	}
 	return false
+}
+
+// matchGlob reports whether s matches pattern, where '*' is any run of
+// characters and every other character stands for itself.
+func matchGlob(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	last := len(parts) - 1
+	for _, p := range parts[1:last] {
+		i := strings.Index(s, p)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(p):]
+	}
+	return strings.HasSuffix(s, parts[last])
+}
+
+// lowerAll returns args lower-cased.
+func lowerAll(args []string) []string {
+	lowered := make([]string, len(args))
+	for i, a := range args {
+		lowered[i] = strings.ToLower(a)
+	}
+	return lowered
 }

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,8 +25,8 @@ type Server struct {
 	now      func() time.Time
 	hostname string
 
-	rules *ruleSet
-	grey  *greylist // nil without greylisting
+	state atomic.Pointer[scriptState] // replaced whole by SetScript and Reset
+	grey  *greylist
 	rec   *recorder
 	cert  *Cert // nil without TLS
 
@@ -71,7 +72,7 @@ func Start(cfg Config) (*Server, error) {
 		users:    maps.Clone(cfg.Users),
 		now:      cfg.Clock,
 		hostname: cfg.Hostname,
-		rules:    newRuleSet(cfg.Rules),
+		grey:     newGreylist(),
 		rec:      newRecorder(cfg.DiscardBodies, cfg.DiscardEvents),
 		done:     make(chan struct{}),
 		served:   make(chan struct{}),
@@ -82,9 +83,7 @@ func Start(cfg Config) (*Server, error) {
 	if s.hostname == "" {
 		s.hostname = "fakemx.localhost"
 	}
-	if cfg.Greylist > 0 {
-		s.grey = newGreylist(cfg.Greylist, cfg.GreylistExpiry)
-	}
+	s.state.Store(newScriptState(cfg.script()))
 	addr := cfg.Addr
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -167,9 +166,9 @@ func (s *Server) pause(d time.Duration) bool {
 	}
 }
 
-// event records an event and calls OnEvent.
-func (s *Server) event(client string, stage Stage, arg, reply string) {
-	e := Event{Time: s.now(), Client: client, Stage: stage, Arg: arg, Reply: reply}
+// record records e, stamped with the time, and calls OnEvent.
+func (s *Server) record(e Event) {
+	e.Time = s.now()
 	s.rec.addEvent(e)
 	if s.cfg.OnEvent != nil {
 		s.hookMu.Lock()
@@ -178,39 +177,51 @@ func (s *Server) event(client string, stage Stage, arg, reply string) {
 	}
 }
 
-// message records an accepted message and calls OnMessage.
-func (s *Server) message(m Message) {
-	s.rec.addMessage(m)
+// message records an accepted message, calls OnMessage and returns its ID.
+func (s *Server) message(m Message) string {
+	m.ID = s.rec.addMessage(m)
 	if s.cfg.OnMessage != nil {
 		s.hookMu.Lock()
 		defer s.hookMu.Unlock()
 		s.cfg.OnMessage(m)
 	}
+	return m.ID
 }
 
-// greet applies greeting rules to a new connection and reports whether
-// go-smtp should go on to greet and serve it.
+// greet applies the connection limit, greeting rules and greeting rate
+// limits to a new connection and reports whether go-smtp should go on to
+// greet and serve it.
 func (s *Server) greet(c net.Conn) bool {
 	client := c.RemoteAddr().String()
-	r, ok := s.rules.decide(StageGreeting, hostOf(client))
+	ip := hostOf(client)
+	st := s.script()
+	refuse := func(e *smtp.SMTPError, by Answerer) bool {
+		// RFC 5321 section 3.1: a server refusing service may greet with
+		// 421 (or 554) and close; go-smtp cannot, so it is written here.
+		s.record(Event{Client: client, Stage: StageGreeting, Reply: replyLine(e), By: by})
+		writeReplyAndClose(c, e)
+		return false
+	}
+	if max := st.ConnLimit.Max; max > 0 && s.tl.openFrom(ip) > max {
+		return refuse(st.ConnLimit.smtpError(), ByConnLimit)
+	}
+	r, ok := st.rules.decide(StageGreeting, ip)
 	if ok && r.Delay > 0 && !s.pause(r.Delay) {
 		c.Close()
 		return false
 	}
 	switch {
 	case ok && r.Drop:
-		s.event(client, StageGreeting, "", replyDropped)
+		s.record(Event{Client: client, Stage: StageGreeting, Reply: replyDropped, By: ByRule})
 		c.Close()
 		return false
 	case ok && r.Code >= 400:
-		// RFC 5321 section 3.1: a server refusing service may greet with
-		// 421 (or 554) and close; go-smtp cannot, so it is written here.
-		e := r.smtpError()
-		s.event(client, StageGreeting, "", replyLine(e))
-		writeReplyAndClose(c, e)
-		return false
+		return refuse(r.smtpError(), ByRule)
 	}
-	s.event(client, StageGreeting, "", fmt.Sprintf("220 %s ESMTP Service Ready", s.hostname))
+	if l, limited := st.limits.take(s.now(), StageGreeting, ip, "", ip); limited {
+		return refuse(l.smtpError(), ByRateLimit)
+	}
+	s.record(Event{Client: client, Stage: StageGreeting, Reply: fmt.Sprintf("220 %s ESMTP Service Ready", s.hostname)})
 	return true
 }
 

@@ -39,10 +39,10 @@ func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
 		tls:    isTLS,
 	}
 	ss.ip = hostOf(ss.client)
-	if _, done, err := ss.scripted(StageEHLO, ss.helo, ss.helo); done {
+	if _, done, err := ss.decide(StageEHLO, ss.helo, ss.helo); done {
 		return nil, err
 	}
-	s.event(ss.client, StageEHLO, ss.helo, "250 Hello "+ss.helo)
+	ss.event(StageEHLO, ss.helo, "250 Hello "+ss.helo, ByDefault)
 	return ss, nil
 }
 
@@ -64,66 +64,89 @@ type session struct {
 
 var _ smtp.AuthSession = (*session)(nil)
 
-// scripted applies the first matching rule at stage. It reports done when
-// the rule decided the reply (returned as err) or dropped the connection;
-// otherwise the command proceeds, and the rule is returned for a 2xx text.
-func (ss *session) scripted(stage Stage, arg string, matchArgs ...string) (Rule, bool, error) {
-	r, ok := ss.srv.rules.decide(stage, matchArgs...)
-	if !ok {
-		return r, false, nil
+// event records one reply of this session, with the transaction so far.
+func (ss *session) event(stage Stage, arg, reply string, by Answerer) {
+	e := Event{Client: ss.client, Stage: stage, Arg: arg, Reply: reply, By: by, From: ss.from}
+	switch stage {
+	case StageMail:
+		e.From = arg
+	case StageRcpt:
+		e.To = []string{arg}
+	case StageData:
+		e.To = append([]string(nil), ss.to...)
 	}
-	if r.Delay > 0 && !ss.srv.pause(r.Delay) {
+	ss.srv.record(e)
+}
+
+// refuse records the refusal e and returns it for go-smtp to write; a 421
+// is written here and the connection closed (RFC 5321 section 3.8: 421
+// means the server is closing the channel, and go-smtp would keep reading).
+func (ss *session) refuse(stage Stage, arg string, e *smtp.SMTPError, by Answerer) error {
+	ss.event(stage, arg, replyLine(e), by)
+	if e.Code == 421 {
+		writeReplyAndClose(ss.nc, e)
+	}
+	return e
+}
+
+// decide applies the current script at stage: the first matching rule,
+// then the rate limits. It reports done when they decided the reply
+// (returned as err) or dropped the connection; otherwise the command
+// proceeds, and the rule is returned for a 2xx text.
+func (ss *session) decide(stage Stage, arg string, matchArgs ...string) (Rule, bool, error) {
+	st := ss.srv.script()
+	r, ok := st.rules.decide(stage, matchArgs...)
+	if ok && r.Delay > 0 && !ss.srv.pause(r.Delay) {
 		ss.nc.Close()
 		return r, true, errServerClosed
 	}
-	if r.Drop {
-		ss.srv.event(ss.client, stage, arg, replyDropped)
+	switch {
+	case ok && r.Drop:
+		ss.event(stage, arg, replyDropped, ByRule)
 		ss.nc.Close()
 		return r, true, errDropped
+	case ok && r.Code >= 400:
+		return r, true, ss.refuse(stage, arg, r.smtpError(), ByRule)
 	}
-	if r.Code == 0 || r.Code/100 == 2 {
-		return r, false, nil
+	sender := ss.from
+	if stage == StageMail {
+		sender = arg
 	}
-	e := r.smtpError()
-	ss.srv.event(ss.client, stage, arg, replyLine(e))
-	if e.Code == 421 {
-		// RFC 5321 section 3.8: 421 means the server is closing the
-		// channel. go-smtp would keep reading, so reply and close here.
-		writeReplyAndClose(ss.nc, e)
+	if l, limited := st.limits.take(ss.srv.now(), stage, ss.ip, sender, matchArgs...); limited {
+		return r, true, ss.refuse(stage, arg, l.smtpError(), ByRateLimit)
 	}
-	return r, true, e
+	return r, false, nil
 }
 
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 	if len(ss.srv.users) > 0 && ss.authUser == "" {
-		ss.srv.event(ss.client, StageMail, from, replyLine(errAuthRequired))
+		ss.event(StageMail, from, replyLine(errAuthRequired), ByDefault)
 		return errAuthRequired
 	}
-	if _, done, err := ss.scripted(StageMail, from, from); done {
+	if _, done, err := ss.decide(StageMail, from, from); done {
 		return err
 	}
 	ss.from = from
-	ss.srv.event(ss.client, StageMail, from, fmt.Sprintf("250 2.0.0 Roger, accepting mail from <%s>", from))
+	ss.event(StageMail, from, fmt.Sprintf("250 2.0.0 Roger, accepting mail from <%s>", from), ByDefault)
 	return nil
 }
 
 func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
-	if _, done, err := ss.scripted(StageRcpt, to, to); done {
+	if _, done, err := ss.decide(StageRcpt, to, to); done {
 		return err
 	}
-	if g := ss.srv.grey; g != nil {
-		if wait := g.check(ss.srv.now(), ss.ip, ss.from, to); wait > 0 {
-			text := ss.srv.cfg.GreylistText
+	if st := ss.srv.script(); st.Greylist > 0 {
+		if wait := ss.srv.grey.check(ss.srv.now(), st.Greylist, st.GreylistExpiry, ss.ip, ss.from, to); wait > 0 {
+			text := st.GreylistText
 			if text == "" {
 				text = fmt.Sprintf("Greylisted, try again in %d seconds", int(math.Ceil(wait.Seconds())))
 			}
 			e := &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: text}
-			ss.srv.event(ss.client, StageRcpt, to, replyLine(e))
-			return e
+			return ss.refuse(StageRcpt, to, e, ByGreylist)
 		}
 	}
 	ss.to = append(ss.to, to)
-	ss.srv.event(ss.client, StageRcpt, to, fmt.Sprintf("250 2.0.0 I'll make sure <%s> gets this", to))
+	ss.event(StageRcpt, to, fmt.Sprintf("250 2.0.0 I'll make sure <%s> gets this", to), ByDefault)
 	return nil
 }
 
@@ -141,17 +164,17 @@ func (ss *session) Data(r io.Reader) error {
 	if err != nil {
 		var se *smtp.SMTPError
 		if errors.As(err, &se) {
-			ss.srv.event(ss.client, StageData, arg, replyLine(se))
+			ss.event(StageData, arg, replyLine(se), ByDefault)
 			return se
 		}
-		ss.srv.event(ss.client, StageData, arg, "(read error: "+err.Error()+")")
+		ss.event(StageData, arg, "(read error: "+err.Error()+")", ByDefault)
 		return err
 	}
-	rule, done, serr := ss.scripted(StageData, arg, append([]string{ss.from}, ss.to...)...)
+	rule, done, serr := ss.decide(StageData, arg, append([]string{ss.from}, ss.to...)...)
 	if done {
 		return serr
 	}
-	ss.srv.message(Message{
+	id := ss.srv.message(Message{
 		Time:     ss.srv.now(),
 		Client:   ss.client,
 		Helo:     ss.helo,
@@ -162,13 +185,14 @@ func (ss *session) Data(r io.Reader) error {
 		TLS:      ss.tls,
 		AuthUser: ss.authUser,
 	})
+	reply, by, result := "250 2.0.0 OK: queued", ByDefault, error(nil)
 	if rule.Code/100 == 2 {
 		e := rule.smtpError()
-		ss.srv.event(ss.client, StageData, arg, replyLine(e))
-		return e // go-smtp writes a 2xx SMTPError as the success line
+		reply, by, result = replyLine(e), ByRule, e // go-smtp writes a 2xx SMTPError as the success line
 	}
-	ss.srv.event(ss.client, StageData, arg, "250 2.0.0 OK: queued")
-	return nil
+	e := Event{Client: ss.client, Stage: StageData, Arg: arg, Reply: reply, By: by, From: ss.from, To: append([]string(nil), ss.to...), MessageID: id}
+	ss.srv.record(e)
+	return result
 }
 
 func (ss *session) Reset() {
@@ -201,7 +225,7 @@ func (ss *session) Auth(mech string) (sasl.Server, error) {
 			return ss.authResult(sasl.Login, user, ss.checkPassword(user, pass))
 		}}, nil
 	}
-	ss.srv.event(ss.client, StageAuth, mech, replyLine(smtp.ErrAuthUnknownMechanism))
+	ss.event(StageAuth, mech, replyLine(smtp.ErrAuthUnknownMechanism), ByDefault)
 	return nil, smtp.ErrAuthUnknownMechanism
 }
 
@@ -215,10 +239,10 @@ func (ss *session) checkPassword(user, pass string) bool {
 func (ss *session) authResult(mech, user string, ok bool) error {
 	arg := mech + " " + user
 	if !ok {
-		ss.srv.event(ss.client, StageAuth, arg, replyLine(smtp.ErrAuthFailed))
+		ss.event(StageAuth, arg, replyLine(smtp.ErrAuthFailed), ByDefault)
 		return smtp.ErrAuthFailed
 	}
 	ss.authUser = user
-	ss.srv.event(ss.client, StageAuth, arg, "235 2.0.0 Authentication succeeded")
+	ss.event(StageAuth, arg, "235 2.0.0 Authentication succeeded", ByDefault)
 	return nil
 }

@@ -1,6 +1,8 @@
 // Command fakemx is a scriptable SMTP server for trying mail clients against
-// greylisting, scripted failures, slow replies, TLS and AUTH. It prints one
-// line per SMTP event and can append accepted messages to a JSONL file.
+// greylisting, scripted failures, rate limits, slow replies, TLS and AUTH.
+// It prints one line per SMTP event, can append accepted messages and
+// refused attempts to a JSONL file, and with --http serves an API to assert
+// on (and to change the script at run time) and a web page.
 // The behaviour lives in package smtptest; this file only wires flags to it.
 package main
 
@@ -10,10 +12,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/relayq/relayq/smtptest"
 )
@@ -24,9 +30,17 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// options is the command line, parsed.
+type options struct {
+	cfg      smtptest.Config
+	record   string // JSONL file to append messages and refused attempts to
+	certOut  string // where to write the generated certificate
+	httpAddr string // where to serve the API and page; "" for nowhere
+}
+
 // run parses args, serves until ctx ends and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, recordPath, certOut, err := parseFlags(args, stderr)
+	opts, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -34,10 +48,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fakemx: %v\n", err)
 		return 2
 	}
-
-	var record *os.File
-	if recordPath != "" {
-		record, err = os.OpenFile(recordPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	cfg := opts.cfg
+	if opts.record != "" {
+		record, err := os.OpenFile(opts.record, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
 			fmt.Fprintf(stderr, "fakemx: open record file: %v\n", err)
 			return 1
@@ -48,27 +61,45 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "fakemx: %v\n", err)
 			}
 		}
+		cfg.OnEvent = func(e smtptest.Event) {
+			fmt.Fprintln(stdout, smtptest.FormatEvent(e))
+			if e.Refused() {
+				if err := smtptest.WriteAttempt(record, e); err != nil {
+					fmt.Fprintf(stderr, "fakemx: %v\n", err)
+				}
+			}
+		}
+	} else {
+		// The server calls hooks one at a time, so lines never interleave; an
+		// *os.File is unbuffered, so each line is out as soon as it happens.
+		cfg.OnEvent = func(e smtptest.Event) { fmt.Fprintln(stdout, smtptest.FormatEvent(e)) }
 	}
-	// The server calls hooks one at a time, so lines never interleave; an
-	// *os.File is unbuffered, so each line is out as soon as it happens.
-	cfg.OnEvent = func(e smtptest.Event) { fmt.Fprintln(stdout, smtptest.FormatEvent(e)) }
 
 	srv, err := smtptest.Start(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "fakemx: %v\n", err)
 		return 1
 	}
-	if certOut != "" {
-		if err := os.WriteFile(certOut, srv.CertPEM(), 0o644); err != nil {
-			srv.Close()
+	defer srv.Close()
+	if opts.certOut != "" {
+		if err := os.WriteFile(opts.certOut, srv.CertPEM(), 0o644); err != nil {
 			fmt.Fprintf(stderr, "fakemx: write certificate: %v\n", err)
 			return 1
 		}
 	}
 	fmt.Fprintf(stdout, "fakemx: listening on %s\n", srv.Addr())
+	stopHTTP, err := serveHTTP(opts.httpAddr, srv, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "fakemx: %v\n", err)
+		return 1
+	}
 
 	<-ctx.Done()
-	if err := srv.Close(); err != nil {
+	// The SMTP side closes first: that also ends waits and event streams,
+	// which the HTTP server's shutdown would otherwise wait for.
+	err = srv.Close()
+	stopHTTP()
+	if err != nil {
 		fmt.Fprintf(stderr, "fakemx: close: %v\n", err)
 		return 1
 	}
@@ -76,53 +107,105 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// parseFlags turns the command line into a smtptest.Config.
-func parseFlags(args []string, stderr io.Writer) (cfg smtptest.Config, record, certOut string, err error) {
+// serveHTTP serves the API and page on addr until the returned stop is
+// called; with addr "" it serves nothing.
+func serveHTTP(addr string, srv *smtptest.Server, stdout, stderr io.Writer) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--http: %w", err)
+	}
+	hs := &http.Server{Handler: srv.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(stderr, "fakemx: http: ", 0)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		hs.Serve(ln)
+	}()
+	fmt.Fprintf(stdout, "fakemx: web page and API on http://%s/\n", ln.Addr())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+const usage = `usage: fakemx [flags]
+
+Reply rules: STAGE[:MATCH][#ATTEMPT]=[delay DUR] (drop | CODE [ENH] [TEXT])
+  STAGE is greeting, ehlo, mail, rcpt or data; e.g. 'rcpt:nobody@=550 5.1.1 No such user'
+Rate limits: STAGE[:MATCH]=COUNT/PERIOD[,per=ip|sender]=CODE [ENH] [TEXT]
+  e.g. 'rcpt:*@gmail.test=10/min=421 4.7.28 Unusual rate of mail'
+The --http API serves the same flags as a script: GET/PUT /api/v1/script.
+
+`
+
+// parseFlags turns the command line into options. Errors are one line;
+// the usage is printed only for -h.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	var script smtptest.Script
+	var flagErr error // the script flags' own error, clearer than flag's wrapping
 	fs := flag.NewFlagSet("fakemx", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: fakemx [flags]\n\nReply rules: STAGE[:MATCH][#ATTEMPT]=[delay DUR] (drop | CODE [ENH] [TEXT])\n  STAGE is greeting, ehlo, mail, rcpt or data; e.g. 'rcpt:nobody@=550 5.1.1 No such user'\n\n")
-		fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	scriptFlag := func(name, help string) {
+		fs.Func(name, help, func(v string) error {
+			if err := script.Set(name, v); err != nil {
+				flagErr = err
+				return err
+			}
+			return nil
+		})
 	}
 	// 2526, next to relayq's own default 2525, so both run side by side.
-	fs.StringVar(&cfg.Addr, "listen", "127.0.0.1:2526", "address to listen on")
-	fs.StringVar(&cfg.Hostname, "hostname", "", "name announced in the greeting (default fakemx.localhost)")
-	fs.DurationVar(&cfg.Greylist, "greylist", 0, "greylist new (IP, sender, recipient) triplets for this long (0: off)")
-	fs.DurationVar(&cfg.GreylistExpiry, "greylist-expiry", 0, "forget unconfirmed triplets retried later than this (0: never)")
-	fs.StringVar(&cfg.GreylistText, "greylist-text", "", "text of the greylisting 451 (default names the remaining wait)")
-	fs.StringVar(&record, "record", "", "append accepted messages to this file as JSON lines")
-	fs.BoolVar(&cfg.StartTLS, "tls", false, "offer STARTTLS with a self-signed certificate for 127.0.0.1/localhost")
-	fs.BoolVar(&cfg.ImplicitTLS, "implicit-tls", false, "serve TLS from the first byte instead of STARTTLS")
-	fs.StringVar(&certOut, "cert-out", "", "write the generated certificate (PEM) here, for clients to trust")
-	fs.BoolVar(&cfg.AllowInsecureAuth, "insecure-auth", false, "offer AUTH without TLS")
-	fs.Int64Var(&cfg.MaxMessageBytes, "max-size", 0, "refuse messages larger than this many bytes (0: no limit)")
-	fs.Func("reply", "reply rule (repeatable), e.g. 'greeting=421 4.3.2 Busy'", func(s string) error {
-		r, err := smtptest.ParseRule(s)
-		if err != nil {
-			return err
-		}
-		cfg.Rules = append(cfg.Rules, r)
-		return nil
-	})
+	fs.StringVar(&o.cfg.Addr, "listen", "127.0.0.1:2526", "address to listen on")
+	fs.StringVar(&o.httpAddr, "http", "", "serve the HTTP API and web page here, e.g. 127.0.0.1:8026 (default: off)")
+	fs.StringVar(&o.cfg.Hostname, "hostname", "", "name announced in the greeting (default fakemx.localhost)")
+	scriptFlag(smtptest.FlagGreylist, "greylist new (IP, sender, recipient) triplets for this long (default 0: off)")
+	scriptFlag(smtptest.FlagGreylistExpiry, "forget unconfirmed triplets retried later than this (default 0: never)")
+	scriptFlag(smtptest.FlagGreylistText, "text of the greylisting 451 (default names the remaining wait)")
+	scriptFlag(smtptest.FlagReply, "reply rule (repeatable), e.g. 'greeting=421 4.3.2 Busy'")
+	scriptFlag(smtptest.FlagRateLimit, "token-bucket rate limit (repeatable), e.g. 'mail=5/min,per=sender=451 4.7.1 Slow down'")
+	scriptFlag(smtptest.FlagMaxConnsPerIP, "refuse connections beyond this many open per IP, e.g. '2=421 4.7.0 Too many connections'")
+	fs.StringVar(&o.record, "record", "", "append accepted messages and refused attempts to this file as JSON lines")
+	fs.BoolVar(&o.cfg.StartTLS, "tls", false, "offer STARTTLS with a self-signed certificate for 127.0.0.1/localhost")
+	fs.BoolVar(&o.cfg.ImplicitTLS, "implicit-tls", false, "serve TLS from the first byte instead of STARTTLS")
+	fs.StringVar(&o.certOut, "cert-out", "", "write the generated certificate (PEM) here, for clients to trust")
+	fs.BoolVar(&o.cfg.AllowInsecureAuth, "insecure-auth", false, "offer AUTH without TLS")
+	fs.Int64Var(&o.cfg.MaxMessageBytes, "max-size", 0, "refuse messages larger than this many bytes (0: no limit)")
 	fs.Func("auth", "require AUTH PLAIN/LOGIN with user:pass (repeatable)", func(s string) error {
 		user, pass, ok := strings.Cut(s, ":")
 		if !ok || user == "" {
-			return errors.New("want user:pass")
+			flagErr = fmt.Errorf("--auth %q: want user:pass", s)
+			return flagErr
 		}
-		if cfg.Users == nil {
-			cfg.Users = make(map[string]string)
+		if o.cfg.Users == nil {
+			o.cfg.Users = make(map[string]string)
 		}
-		cfg.Users[user] = pass
+		o.cfg.Users[user] = pass
 		return nil
 	})
 	if err := fs.Parse(args); err != nil {
-		return cfg, "", "", err
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			fs.SetOutput(stderr)
+			fmt.Fprint(stderr, usage)
+			fs.PrintDefaults()
+			return o, err
+		case flagErr != nil:
+			return o, flagErr
+		}
+		return o, fmt.Errorf("%v (fakemx -h lists the flags)", err)
 	}
 	if fs.NArg() > 0 {
-		return cfg, "", "", fmt.Errorf("unexpected arguments: %q", fs.Args())
+		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	if certOut != "" && !cfg.StartTLS && !cfg.ImplicitTLS {
-		return cfg, "", "", errors.New("--cert-out needs --tls or --implicit-tls")
+	if o.certOut != "" && !o.cfg.StartTLS && !o.cfg.ImplicitTLS {
+		return o, errors.New("--cert-out needs --tls or --implicit-tls")
 	}
-	return cfg, record, certOut, nil
+	o.cfg.Greylist, o.cfg.GreylistExpiry, o.cfg.GreylistText = script.Greylist, script.GreylistExpiry, script.GreylistText
+	o.cfg.Rules, o.cfg.RateLimits, o.cfg.ConnLimit = script.Rules, script.RateLimits, script.ConnLimit
+	return o, nil
 }

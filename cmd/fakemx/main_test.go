@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,14 +173,21 @@ func TestFakemxBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
-		if len(lines) != 1 {
-			t.Fatalf("record file has %d lines: %q", len(lines), raw)
+		if len(lines) != 2 {
+			t.Fatalf("record file has %d lines, want the refused RCPT and the message: %q", len(lines), raw)
 		}
-		var r smtptest.Record
-		if err := json.Unmarshal([]byte(lines[0]), &r); err != nil {
+		var a smtptest.AttemptRecord
+		if err := json.Unmarshal([]byte(lines[0]), &a); err != nil {
 			t.Fatal(err)
 		}
-		if r.From != "a@src.test" || len(r.To) != 1 || r.To[0] != "b@dst.test" || r.Message != body || r.Size != int64(len(body)) || !r.TLS || r.Time.IsZero() {
+		if a.Type != "attempt" || a.Command != "RCPT TO:<nobody@example.test>" || a.Reply != "550 5.1.1 No such user" || a.By != smtptest.ByRule {
+			t.Fatalf("attempt record = %+v", a)
+		}
+		var r smtptest.Record
+		if err := json.Unmarshal([]byte(lines[1]), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Type != "message" || r.From != "a@src.test" || len(r.To) != 1 || r.To[0] != "b@dst.test" || r.Message != body || r.Size != int64(len(body)) || !r.TLS || r.Time.IsZero() {
 			t.Fatalf("record = %+v", r)
 		}
 	})
@@ -202,27 +211,105 @@ func TestFakemxBinary(t *testing.T) {
 	})
 }
 
+func TestFakemxHTTP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	bin := buildFakemx(t)
+	f := startFakemx(t, bin, "--greylist", "1h", "--http", "127.0.0.1:0")
+	line := f.waitLine(t, "fakemx: web page and API on ")
+	base := strings.TrimSuffix(strings.TrimPrefix(line, "fakemx: web page and API on "), "/")
+
+	c, err := smtp.Dial(f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Mail("a@src.test", nil); err != nil {
+		t.Fatal(err)
+	}
+	var se *smtp.SMTPError
+	if err := c.Rcpt("b@dst.test", nil); !errors.As(err, &se) || se.Code != 451 {
+		t.Fatalf("RCPT: %v, want 451", err)
+	}
+	// The script is replaced at run time: greylisting off, on the same connection.
+	req, _ := http.NewRequest("PUT", base+"/api/v1/script", strings.NewReader("--reply rcpt:nobody@=550 5.1.1 No such user\n"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("PUT script: %s", resp.Status)
+	}
+	if err := c.Rcpt("b@dst.test", nil); err != nil {
+		t.Fatalf("RCPT after the script changed: %v", err)
+	}
+	w, err := c.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, "Subject: over http\r\n\r\nhi\r\n")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = http.Get(base + "/api/v1/messages/wait?to=b@dst.test&timeout=10s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m smtptest.MessageDetail
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != 200 || m.Subject != "over http" {
+		t.Fatalf("wait: %s %+v %v", resp.Status, m, err)
+	}
+	c.Quit()
+	f.stop(t)
+}
+
 func TestParseFlags(t *testing.T) {
-	cfg, record, _, err := parseFlags([]string{
+	o, err := parseFlags([]string{
 		"--listen", "127.0.0.1:2526", "--greylist", "3s", "--record", "r.jsonl",
 		"--reply", "rcpt:nobody@example.test=550 5.1.1 No such user", "--reply", "greeting=421 4.3.2 Busy",
-		"--tls", "--auth", "user:pass",
+		"--rate-limit", "rcpt:*@gmail.test=10/min=421 4.7.28 Unusual rate", "--max-conns-per-ip", "2",
+		"--tls", "--auth", "user:pass", "--http", "127.0.0.1:8026",
 	}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Addr != "127.0.0.1:2526" || cfg.Greylist != 3*time.Second || record != "r.jsonl" || !cfg.StartTLS ||
-		len(cfg.Rules) != 2 || cfg.Rules[1].Code != 421 || cfg.Users["user"] != "pass" {
-		t.Fatalf("config = %+v", cfg)
+	cfg := o.cfg
+	if cfg.Addr != "127.0.0.1:2526" || cfg.Greylist != 3*time.Second || o.record != "r.jsonl" || !cfg.StartTLS ||
+		len(cfg.Rules) != 2 || cfg.Rules[1].Code != 421 || cfg.Users["user"] != "pass" || o.httpAddr != "127.0.0.1:8026" ||
+		len(cfg.RateLimits) != 1 || cfg.RateLimits[0].Count != 10 || cfg.ConnLimit.Max != 2 {
+		t.Fatalf("options = %+v", o)
 	}
-	for _, bad := range [][]string{
-		{"--reply", "rcpt=hello"},
-		{"--auth", "nopass"},
-		{"--cert-out", "x.pem"},
-		{"extra"},
+}
+
+// A bad command line is refused with exit status 2 and exactly one line
+// that names the flag and what is wrong, without the usage.
+func TestBadFlagsSayWhatIsWrongInOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--reply", "rcpt=hello"}, `fakemx: --reply "rcpt=hello": bad reply code "hello"` + "\n"},
+		{[]string{"--reply", "quit=421"}, `fakemx: --reply "quit=421": unknown stage "quit" (want greeting, ehlo, mail, rcpt or data)` + "\n"},
+		{[]string{"--rate-limit", "rcpt=10/fortnight=421"}, `fakemx: --rate-limit "rcpt=10/fortnight=421": bad rate period "fortnight": want s, min, h or a duration such as 30s` + "\n"},
+		{[]string{"--greylist", "soon"}, `fakemx: --greylist "soon": time: invalid duration "soon"` + "\n"},
+		{[]string{"--auth", "nopass"}, `fakemx: --auth "nopass": want user:pass` + "\n"},
+		{[]string{"--cert-out", "x.pem"}, "fakemx: --cert-out needs --tls or --implicit-tls\n"},
+		{[]string{"--nope"}, "fakemx: flag provided but not defined: -nope (fakemx -h lists the flags)\n"},
+		{[]string{"extra"}, `fakemx: unexpected arguments: ["extra"]` + "\n"},
 	} {
-		if _, _, _, err := parseFlags(bad, io.Discard); err == nil {
-			t.Errorf("parseFlags(%q) accepted", bad)
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), tc.args, &stdout, &stderr); code != 2 {
+			t.Errorf("%q: exit %d, want 2", tc.args, code)
 		}
+		if stderr.String() != tc.want {
+			t.Errorf("%q: stderr\n%q\nwant\n%q", tc.args, stderr.String(), tc.want)
+		}
+	}
+	var stderr strings.Builder
+	if code := run(context.Background(), []string{"-h"}, io.Discard, &stderr); code != 0 || !strings.Contains(stderr.String(), "--rate-limit") && !strings.Contains(stderr.String(), "-rate-limit") {
+		t.Errorf("-h: exit %d, usage %q", code, stderr.String())
 	}
 }
