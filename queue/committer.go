@@ -30,7 +30,11 @@ func (s *Store) submit(fn func(w *writeTx) error) error {
 	}
 	s.reqs <- req
 	s.mu.RUnlock()
-	return <-req.done
+	err := <-req.done
+	// A write that found a damaged message fails; the message is then
+	// quarantined in a commit of its own.
+	s.quarantineFound(err)
+	return err
 }
 
 // commitLoop is the single writer. It takes every request that is waiting,
@@ -120,6 +124,7 @@ func runOne(fn func(*writeTx) error, w *writeTx) (err error) {
 func (c *counts) merge(o counts) {
 	c.messages += o.messages
 	c.held += o.held
+	c.quarantined += o.quarantined
 	if len(o.recipients) > 0 && c.recipients == nil {
 		c.recipients = make(map[Status]int, 4)
 	}

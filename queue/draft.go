@@ -110,7 +110,7 @@ func (d *Draft) spill(chunk []byte) error {
 		if err != nil {
 			return err
 		}
-		return putChunk(b, d.next, chunk)
+		return putChunk(b, d.id, d.next, chunk)
 	})
 	if err != nil {
 		return fmt.Errorf("queue: draft %s: spill chunk %d: %w", d.id, d.next, err)

@@ -19,6 +19,11 @@ type Stats struct {
 	// Oldest is the Created time of the message with the lowest ID (IDs are
 	// time-ordered, so this is the oldest message); zero when empty.
 	Oldest time.Time
+	// Quarantined is the number of messages in quarantine, and
+	// QuarantinedSinceOpen how many were put there since Open (at Open
+	// itself included): damaged records that are never delivered.
+	Quarantined          int
+	QuarantinedSinceOpen uint64
 	// Commits counts group commits (one fsync pair each) made by the
 	// committer since Open; CommittedWrites counts the write requests they
 	// carried. CommittedWrites/Commits is the mean batch size. Body chunks
@@ -31,6 +36,8 @@ type Stats struct {
 type counts struct {
 	messages, held int
 	recipients     map[Status]int
+	// quarantined counts messages in quarantine (see quarantine.go).
+	quarantined int
 }
 
 // add adds sign times env's contribution.
@@ -56,6 +63,8 @@ type stats struct {
 	c               counts
 	oldest          time.Time
 	commits, writes uint64
+	// quarantinedNew counts quarantinings since Open.
+	quarantinedNew uint64
 }
 
 // apply folds a committed batch into the counters.
@@ -64,6 +73,8 @@ func (s *stats) apply(d counts, oldest time.Time, writes int) {
 	defer s.mu.Unlock()
 	s.c.messages += d.messages
 	s.c.held += d.held
+	s.c.quarantined += d.quarantined
+	s.quarantinedNew += uint64(d.quarantined)
 	if s.c.recipients == nil {
 		s.c.recipients = make(map[Status]int, 4)
 	}
@@ -93,6 +104,9 @@ func (s *stats) snapshot() Stats {
 		Oldest:          s.oldest,
 		Commits:         s.commits,
 		CommittedWrites: s.writes,
+
+		Quarantined:          s.c.quarantined,
+		QuarantinedSinceOpen: s.quarantinedNew,
 	}
 }
 

@@ -21,6 +21,10 @@ var (
 	// keyed by ID: no bucket per message, so a small message costs its
 	// bytes, not a page, and Open never needs to touch them.
 	bucketSmallBodies = []byte("small_bodies")
+	// bucketSmallBodiesSum is bucketSmallBodies with checksummed values
+	// (see encodeChunk); small_bodies itself holds the plain bodies of
+	// files written before checksums and gets no new ones.
+	bucketSmallBodiesSum = []byte("small_bodies_sum")
 	// bucketDrafts lists drafts that have spilled chunks but are not
 	// committed yet; Open deletes the chunks of those a crash left behind.
 	bucketDrafts     = []byte("drafts")
@@ -29,6 +33,9 @@ var (
 	// bucketQuarantineBodies keeps the body of a quarantined envelope so an
 	// operator can still rescue the message by hand.
 	bucketQuarantineBodies = []byte("quarantine_bodies")
+	// bucketQuarantineInfo says why and when each quarantined message was
+	// set aside (ID -> JSON QuarantineInfo).
+	bucketQuarantineInfo = []byte("quarantine_info")
 )
 
 // Options tunes a Store. The zero value gives the documented defaults.
