@@ -282,7 +282,9 @@ func parseMeta(b []byte) (meta, error) {
 // picks the newer valid one, as bbolt does. It fails when neither is valid,
 // the file is shorter than the pages the meta counts (truncated) or the
 // freelist is damaged, and returns the free pages.
-func readMeta(f io.ReaderAt, size int64) (meta, map[uint64]bool, error) {
+//
+// Not strict (for salvage), only the meta page is checked.
+func readMeta(f io.ReaderAt, size int64, strict bool) (meta, map[uint64]bool, error) {
 	buf := make([]byte, metaSize)
 	read := func(off int64) (meta, error) {
 		clear(buf)
@@ -303,6 +305,9 @@ func readMeta(f io.ReaderAt, size int64) (meta, map[uint64]bool, error) {
 		return meta{}, nil, fmt.Errorf("both meta pages are invalid: %v; %v", err0, err1)
 	case err0 != nil || err1 == nil && m1.txid > m0.txid:
 		best = m1
+	}
+	if !strict {
+		return best, map[uint64]bool{}, nil
 	}
 	if need := int64(best.pgid) * int64(best.pageSize); size < need {
 		return meta{}, nil, fmt.Errorf("file is %d bytes but its pages take %d: truncated", size, need)

@@ -26,6 +26,14 @@ type rawChecker struct {
 	free map[uint64]bool
 	seen map[uint64]bool
 	errs []string
+	// salvage: keep going past problems, skipping only what cannot be
+	// read, and pass every readable value to emit with the names of the
+	// buckets it is in.
+	salvage bool
+	emit    func(path [][]byte, k, v []byte) error
+	path    [][]byte
+	// lost counts problems beyond the ones kept in errs.
+	lost int
 }
 
 // Page layout of bbolt's format version 2 (native byte order).
@@ -44,12 +52,23 @@ var errTooManyProblems = errors.New("too many problems")
 // failf records a problem; it returns errTooManyProblems once enough are
 // known, which ends the walk.
 func (c *rawChecker) failf(format string, args ...any) error {
+	if c.salvage {
+		if len(c.errs) < maxSalvageErrors {
+			c.errs = append(c.errs, fmt.Sprintf(format, args...))
+		} else {
+			c.lost++
+		}
+		return nil
+	}
 	c.errs = append(c.errs, fmt.Sprintf(format, args...))
 	if len(c.errs) >= maxStructureErrors {
 		return errTooManyProblems
 	}
 	return nil
 }
+
+// maxSalvageErrors caps the problems a salvage lists one by one.
+const maxSalvageErrors = 1000
 
 // pageRun is one page (and its overflow pages) as far as it was read.
 type pageRun struct {
@@ -148,7 +167,8 @@ func (c *rawChecker) branch(r *pageRun, lo, hi []byte, depth int) error {
 		}
 		keys[i], kids[i] = bytes.Clone(k), ne.Uint64(e[8:])
 	}
-	if err := c.ordered(r.id, keys, lo, hi); err != nil || len(c.errs) > 0 {
+	before := len(c.errs) + c.lost
+	if err := c.ordered(r.id, keys, lo, hi); err != nil || len(c.errs)+c.lost > before && !c.salvage {
 		return err
 	}
 	for i, kid := range kids {
@@ -195,6 +215,18 @@ func (c *rawChecker) leafElems(r *pageRun, lo, hi []byte, depth int, inline bool
 		if at+ksize+vsize > r.size {
 			return c.failf("page %d: value of element %d runs past the page", r.id, i)
 		}
+		if flags&bucketLeafFlag == 0 && flags == 0 && c.emit != nil {
+			v, err := c.read(r, at+ksize, vsize)
+			if err != nil {
+				if err := c.failf("%v", err); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := c.emit(c.path, keys[i], v); err != nil {
+				return err
+			}
+		}
 		if flags&bucketLeafFlag != 0 {
 			if inline {
 				// bbolt never nests a bucket in an inline one.
@@ -212,7 +244,8 @@ func (c *rawChecker) leafElems(r *pageRun, lo, hi []byte, depth int, inline bool
 			return c.failf("page %d: element %d has unknown flags %#x", r.id, i, flags)
 		}
 	}
-	if err := c.ordered(r.id, keys, lo, hi); err != nil || len(c.errs) > 0 {
+	before := len(c.errs) + c.lost
+	if err := c.ordered(r.id, keys, lo, hi); err != nil || len(c.errs)+c.lost > before && !c.salvage {
 		return err
 	}
 	for _, s := range subs {
@@ -225,6 +258,8 @@ func (c *rawChecker) leafElems(r *pageRun, lo, hi []byte, depth int, inline bool
 
 // bucket checks a nested bucket from its stored header.
 func (c *rawChecker) bucket(in uint64, name, v []byte, depth int) error {
+	c.path = append(c.path, name)
+	defer func() { c.path = c.path[:len(c.path)-1] }()
 	root := binary.NativeEndian.Uint64(v)
 	if root != 0 {
 		return c.tree(root, nil, nil, depth+1)
@@ -282,7 +317,7 @@ func checkStructure(path string, lockTimeout time.Duration) ([]string, error) {
 
 // structureProblems is checkStructure on any reader of size bytes.
 func structureProblems(f io.ReaderAt, size int64) []string {
-	m, free, err := readMeta(f, size)
+	m, free, err := readMeta(f, size, true)
 	if err != nil {
 		return []string{err.Error()}
 	}
