@@ -19,6 +19,8 @@ commands:
   check-config [--config FILE]  validate the configuration and exit
   queue <list|show|retry|hold|release|delete|flush> ...
                                 inspect and steer a running relay's queue
+  queue <check|salvage|compact> ...
+                                check, rescue or shrink a stopped relay's queue file
   version                       print the version
 `)
 }
