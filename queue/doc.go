@@ -76,9 +76,12 @@
 //
 // # Durability settings
 //
-// bbolt runs with the map freelist and NoFreelistSync: commits skip writing
-// the freelist, and after an unclean stop bbolt rebuilds it at Open by
-// scanning the file. Fsync is never disabled. The file never shrinks.
+// bbolt runs with the map freelist, synced: every commit writes the
+// freelist, so pages freed by delivered mail are reused by later writes,
+// also after an unclean stop, and Open need not walk the file to rebuild
+// it. Fsync is never disabled. The file never shrinks by itself: it keeps
+// the size of the queue's busiest moment, and Stats reports its free
+// bytes; Compact (offline) writes a copy without them.
 //
 // # Locking rule
 //
