@@ -114,6 +114,11 @@ func TestQueueGaugesFromStats(t *testing.T) {
 			Oldest:          now.Add(-90 * time.Second),
 			Commits:         10,
 			CommittedWrites: 25,
+
+			Quarantined:          3,
+			QuarantinedSinceOpen: 1,
+			FileBytes:            1 << 20,
+			FreeBytes:            4096,
 		}
 	})
 	wantLines(t, scrape(t, m),
@@ -126,6 +131,10 @@ func TestQueueGaugesFromStats(t *testing.T) {
 		`relayq_queue_oldest_message_age_seconds 90`,
 		`relayq_queue_commits_total 10`,
 		`relayq_queue_committed_writes_total 25`,
+		`relayq_queue_quarantined_messages 3`,
+		`relayq_queue_quarantined_total 1`,
+		`relayq_queue_file_bytes 1.048576e+06`,
+		`relayq_queue_free_bytes 4096`,
 	)
 	if calls != 1 {
 		t.Errorf("one scrape read the stats %d times, want once (one consistent snapshot)", calls)

@@ -26,6 +26,14 @@ var (
 		"Group commits (one fsync pair each) since the queue was opened.", nil, nil)
 	descWrites = prometheus.NewDesc(namespace+"_queue_committed_writes_total",
 		"Write requests carried by those commits; writes/commits is the mean fsync batch size.", nil, nil)
+	descQuarantined = prometheus.NewDesc(namespace+"_queue_quarantined_messages",
+		"Damaged messages in quarantine (never delivered); see relayq queue list --quarantined.", nil, nil)
+	descQuarantinedTotal = prometheus.NewDesc(namespace+"_queue_quarantined_total",
+		"Messages found damaged (checksum mismatch, undecodable, body missing) and quarantined since start.", nil, nil)
+	descFileBytes = prometheus.NewDesc(namespace+"_queue_file_bytes",
+		"Size of the queue file.", nil, nil)
+	descFreeBytes = prometheus.NewDesc(namespace+"_queue_free_bytes",
+		"Bytes of the queue file that hold no data (reused by later writes; relayq queue compact returns them).", nil, nil)
 )
 
 // queueCollector exports queue.Stats. A custom collector rather than one
@@ -35,7 +43,8 @@ type queueCollector struct{ m *Metrics }
 
 // Describe sends every queue metric's description.
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRecipients, descMessages, descHeld, descOldest, descCommits, descWrites} {
+	for _, d := range []*prometheus.Desc{descRecipients, descMessages, descHeld, descOldest, descCommits, descWrites,
+		descQuarantined, descQuarantinedTotal, descFileBytes, descFreeBytes} {
 		ch <- d
 	}
 }
@@ -59,4 +68,8 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, age)
 	ch <- prometheus.MustNewConstMetric(descCommits, prometheus.CounterValue, float64(st.Commits))
 	ch <- prometheus.MustNewConstMetric(descWrites, prometheus.CounterValue, float64(st.CommittedWrites))
+	ch <- prometheus.MustNewConstMetric(descQuarantined, prometheus.GaugeValue, float64(st.Quarantined))
+	ch <- prometheus.MustNewConstMetric(descQuarantinedTotal, prometheus.CounterValue, float64(st.QuarantinedSinceOpen))
+	ch <- prometheus.MustNewConstMetric(descFileBytes, prometheus.GaugeValue, float64(st.FileBytes))
+	ch <- prometheus.MustNewConstMetric(descFreeBytes, prometheus.GaugeValue, float64(st.FreeBytes))
 }

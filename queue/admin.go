@@ -36,7 +36,9 @@ func (s *Store) List(o ListOptions) (msgs []Envelope, next string, err error) {
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
+	var bad [][2]string
 	err = s.view(func(tx *bolt.Tx) error {
+		msgs, next, bad = nil, "", nil
 		b := tx.Bucket(bucketEnvelopes)
 		if b == nil {
 			return nil
@@ -49,7 +51,9 @@ func (s *Store) List(o ListOptions) (msgs []Envelope, next string, err error) {
 		for ; k != nil; k, v = c.Next() {
 			env, err := decodeEnvelope(v)
 			if err != nil {
-				return fmt.Errorf("queue: list: %s: %w", k, err)
+				// Damaged: quarantined below, not listed.
+				bad = append(bad, [2]string{string(k), err.Error()})
+				continue
 			}
 			if !o.matches(env) {
 				continue
@@ -62,6 +66,9 @@ func (s *Store) List(o ListOptions) (msgs []Envelope, next string, err error) {
 		}
 		return nil
 	})
+	for _, b := range bad {
+		s.quarantine(b[0], b[1])
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -70,25 +70,41 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// load copies the next chunk into r.cur.
+// load copies the next chunk into r.cur, verified against its checksum.
+// A chunk that fails it, or is missing while the message still exists,
+// quarantines the message: the reader fails before handing out one byte
+// of the damaged chunk, so a delivery in progress is cut off, never
+// completed with altered content.
 func (r *bodyReader) load() error {
 	err := r.s.view(func(tx *bolt.Tx) error {
 		var v []byte
+		var err error
 		if r.next == 0 {
-			if sb := tx.Bucket(bucketSmallBodies); sb != nil {
-				v = sb.Get([]byte(r.id))
-			}
+			v, err = getSmallBody(tx, r.id)
 		}
-		if v == nil {
+		if v == nil && err == nil {
 			if bodies := tx.Bucket(bucketBodies); bodies != nil {
 				if b := bodies.Bucket([]byte(r.id)); b != nil {
-					v = getChunk(b, r.next)
+					v, err = getChunk(b, r.id, r.next)
 				}
 			}
 		}
+		if err != nil {
+			return damaged(r.id, err)
+		}
 		if len(v) == 0 {
-			return fmt.Errorf("queue: body %s: chunk %d missing after %d of %d bytes: %w",
+			err := fmt.Errorf("queue: body %s: chunk %d missing after %d of %d bytes: %w",
 				r.id, r.next, r.read, r.size, io.ErrUnexpectedEOF)
+			if envs := tx.Bucket(bucketEnvelopes); envs != nil && envs.Get([]byte(r.id)) != nil {
+				// The message is still there: its body is damaged, not
+				// deleted under us.
+				return damaged(r.id, fmt.Errorf("%w: %w", ErrDamaged, err))
+			}
+			return err
+		}
+		if int64(len(v)) > r.size-r.read {
+			return damaged(r.id, fmt.Errorf("%w: body %s: %d bytes stored, envelope says %d",
+				ErrDamaged, r.id, r.read+int64(len(v)), r.size))
 		}
 		if r.buf == nil {
 			r.buf = getBuffer()
@@ -98,6 +114,7 @@ func (r *bodyReader) load() error {
 		return nil
 	})
 	if err != nil {
+		r.s.quarantineFound(err)
 		return err
 	}
 	r.next++

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,7 +31,11 @@ func (s *Store) submit(fn func(w *writeTx) error) error {
 	}
 	s.reqs <- req
 	s.mu.RUnlock()
-	return <-req.done
+	err := <-req.done
+	// A write that found a damaged message fails; the message is then
+	// quarantined in a commit of its own.
+	s.quarantineFound(err)
+	return err
 }
 
 // commitLoop is the single writer. It takes every request that is waiting,
@@ -68,11 +73,17 @@ func (s *Store) commitLoop() {
 func (s *Store) runBatch(batch []*writeReq) {
 	live := batch
 	for len(live) > 0 {
+		if b := s.broken.Load(); b != nil {
+			for _, r := range live {
+				r.done <- *b
+			}
+			return
+		}
 		failed := -1
 		var failErr error
 		var delta counts
 		var oldest time.Time
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.update(func(tx *bolt.Tx) error {
 			delta = counts{}
 			for i, r := range live {
 				w := &writeTx{tx: tx, s: s}
@@ -105,6 +116,22 @@ func (s *Store) runBatch(batch []*writeReq) {
 	}
 }
 
+// update is db.Update with a fault or panic inside bbolt (a damaged page
+// met while committing, such as "page already freed") turned into an error
+// for this batch and every later write: the process stays up, refuses new
+// mail with a temporary error and says why, instead of crashing into a
+// restart loop.
+func (s *Store) update(fn func(tx *bolt.Tx) error) error {
+	err := guarded(func() error { return s.db.Update(fn) })
+	var pe *panicError
+	if errors.As(err, &pe) {
+		err = fmt.Errorf("%w: %s: %v; stop relayq and run `relayq queue check`", ErrDamaged, s.path, pe)
+		s.broken.Store(&err)
+		s.opts.Logger.Error("queue: commit failed inside bbolt, queue file damaged; no more writes", "file", s.path, "err", err)
+	}
+	return err
+}
+
 // runOne runs fn, turning a panic into an error so one bad request can
 // neither kill the committer nor take its batch down.
 func runOne(fn func(*writeTx) error, w *writeTx) (err error) {
@@ -120,6 +147,7 @@ func runOne(fn func(*writeTx) error, w *writeTx) (err error) {
 func (c *counts) merge(o counts) {
 	c.messages += o.messages
 	c.held += o.held
+	c.quarantined += o.quarantined
 	if len(o.recipients) > 0 && c.recipients == nil {
 		c.recipients = make(map[Status]int, 4)
 	}

@@ -26,13 +26,28 @@
 //
 // # Layout
 //
-//	envelopes     ID -> 0x01 + JSON(Envelope)      (see codec.go)
-//	small_bodies  ID -> bytes, for bodies up to 16 KiB written with the envelope
-//	bodies        ID -> bucket: uint32 BE chunk index -> bucket: 0x00 -> bytes
-//	schedule      uint64 BE unix nanos + ID -> empty
-//	drafts        ID -> empty, while a draft has spilled chunks but is not
-//	              committed (Open deletes what a crash left behind)
-//	quarantine, quarantine_bodies: records that failed to decode at Open
+//	envelopes         ID -> 0x02 + CRC-32C + JSON(Envelope)   (see codec.go)
+//	small_bodies_sum  ID -> CRC-32C + bytes                 (bodies up to 16 KiB)
+//	bodies            ID -> bucket: uint32 BE chunk index -> bucket: 0x01 -> CRC-32C + bytes
+//	schedule          uint64 BE unix nanos + ID -> empty
+//	drafts            ID -> empty (spilled chunks not yet committed)
+//	quarantine, quarantine_bodies, quarantine_info: damaged messages
+//
+// Files written before checksums hold 0x01 + JSON envelopes, plain small
+// bodies in small_bodies and plain chunks under key 0x00; they are still
+// read, and rewritten envelopes get a checksum. A body chunk's CRC covers
+// the message ID and chunk index too, so a chunk under the wrong key fails.
+//
+// # Damage
+//
+//   - Every envelope and body chunk is verified when read. A message that
+//     fails (or whose body is missing while its envelope is there) is
+//     moved whole to the quarantine buckets, with the reason, and never
+//     delivered: a body reader fails before handing out a byte of a bad
+//     chunk, so a delivery in progress is cut off, never completed.
+//   - Open first checks the file's structure read-only (integrity.go), with
+//     faults and panics inside bbolt turned into an error wrapping
+//     ErrDamaged: a damaged file is refused, never crashed on.
 //
 // IDs are 20 upper-case hex digits: 16 of the creation time in Unix
 // nanoseconds, strictly increasing within the process and above every
@@ -64,10 +79,12 @@
 //
 // # Durability settings
 //
-// bbolt runs with the map freelist, synced with every commit
-// (NoFreelistSync off): without it, Open would rebuild the freelist by
-// walking every page of the file, slow on a big queue; syncing it cost no
-// measurable throughput. Fsync is never disabled. The file never shrinks.
+// bbolt runs with the map freelist, synced: every commit writes the
+// freelist, so pages freed by delivered mail are reused by later writes,
+// also after an unclean stop, and Open need not walk the file to rebuild
+// it. Fsync is never disabled. The file never shrinks by itself: it keeps
+// the size of the queue's busiest moment, and Stats reports its free
+// bytes; Compact (offline) writes a copy without them.
 //
 // # Locking rule
 //

@@ -94,7 +94,7 @@ func (d *Draft) Write(p []byte) (int, error) {
 // and the chunk needs no fsync ordering of its own (the envelope commit that
 // makes it reachable comes later).
 func (d *Draft) spill(chunk []byte) error {
-	err := d.s.db.Update(func(tx *bolt.Tx) error {
+	err := d.s.update(func(tx *bolt.Tx) error {
 		if d.next == 0 {
 			// Remembered so that Open can delete the chunks if the draft
 			// never gets committed (a crash mid-upload).
@@ -110,7 +110,7 @@ func (d *Draft) spill(chunk []byte) error {
 		if err != nil {
 			return err
 		}
-		return putChunk(b, d.next, chunk)
+		return putChunk(b, d.id, d.next, chunk)
 	})
 	if err != nil {
 		return fmt.Errorf("queue: draft %s: spill chunk %d: %w", d.id, d.next, err)
@@ -188,7 +188,7 @@ func (d *Draft) discard() error {
 	if d.next == 0 {
 		return nil
 	}
-	err := d.s.db.Update(func(tx *bolt.Tx) error { return deleteBody(tx, d.id) })
+	err := d.s.update(func(tx *bolt.Tx) error { return deleteBody(tx, d.id) })
 	if err != nil && !errors.Is(err, bolt.ErrDatabaseNotOpen) {
 		return fmt.Errorf("queue: abort %s: %w", d.id, err)
 	}

@@ -18,3 +18,9 @@ var ErrHeld = errors.New("message is held")
 
 // ErrClosed is returned (wrapped) by every operation after Close.
 var ErrClosed = errors.New("queue closed")
+
+// ErrDamaged is returned (wrapped) when stored bytes fail their checksum or
+// do not decode: the queue file was damaged (by the disk, a crash of the
+// file system, or a hand edit). A damaged message is quarantined, never
+// delivered; a damaged file structure makes Open refuse to start.
+var ErrDamaged = errors.New("queue file damaged")

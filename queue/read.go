@@ -24,10 +24,11 @@ func (s *Store) Get(id string) (*Envelope, error) {
 		var err error
 		env, err = decodeEnvelope(v)
 		if err != nil {
-			return fmt.Errorf("queue: load %s: %w", id, err)
+			return damaged(id, err)
 		}
 		return nil
 	})
+	s.quarantineFound(err)
 	return env, err
 }
 

@@ -25,17 +25,17 @@ func (s *Store) recover() error {
 	log := s.opts.Logger
 	var c counts
 	var oldest time.Time
+	var quarantined, quarantinedNow int
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		buckets := map[string]*bolt.Bucket{}
-		for _, name := range [][]byte{bucketEnvelopes, bucketBodies, bucketSmallBodies, bucketDrafts, bucketSchedule, bucketQuarantine, bucketQuarantineBodies} {
+		for _, name := range [][]byte{bucketEnvelopes, bucketBodies, bucketSmallBodies, bucketSmallBodiesSum, bucketDrafts, bucketSchedule, bucketQuarantine, bucketQuarantineBodies, bucketQuarantineInfo} {
 			b, err := tx.CreateBucketIfNotExists(name)
 			if err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 			buckets[string(name)] = b
 		}
-		envs, bodies, sched := buckets[string(bucketEnvelopes)], buckets[string(bucketBodies)], buckets[string(bucketSchedule)]
-		qEnv, qBody := buckets[string(bucketQuarantine)], buckets[string(bucketQuarantineBodies)]
+		envs, sched := buckets[string(bucketEnvelopes)], buckets[string(bucketSchedule)]
 
 		c, oldest = counts{}, time.Time{}
 		want := map[string]bool{}
@@ -75,40 +75,15 @@ func (s *Store) recover() error {
 			}
 		}
 
+		now := s.now()
 		for _, b := range bads {
-			if b.val == nil {
-				if err := envs.MoveBucket(b.key, qEnv); err != nil {
-					return fmt.Errorf("quarantine %q: %w", b.key, err)
-				}
-			} else {
-				if err := qEnv.Put(b.key, b.val); err != nil {
-					return fmt.Errorf("quarantine %q: %w", b.key, err)
-				}
-				if err := envs.Delete(b.key); err != nil {
-					return fmt.Errorf("quarantine %q: %w", b.key, err)
-				}
-			}
-			if v := buckets[string(bucketSmallBodies)].Get(b.key); v != nil {
-				if err := qBody.Put(b.key, bytes.Clone(v)); err != nil {
-					return fmt.Errorf("quarantine body %q: %w", b.key, err)
-				}
-				if err := buckets[string(bucketSmallBodies)].Delete(b.key); err != nil {
-					return fmt.Errorf("quarantine body %q: %w", b.key, err)
-				}
-			}
-			if bodies.Bucket(b.key) != nil {
-				if qBody.Bucket(b.key) != nil {
-					if err := qBody.DeleteBucket(b.key); err != nil {
-						return fmt.Errorf("quarantine body %q: %w", b.key, err)
-					}
-				}
-				if err := bodies.MoveBucket(b.key, qBody); err != nil {
-					return fmt.Errorf("quarantine body %q: %w", b.key, err)
-				}
+			if err := quarantineTx(tx, b.key, b.val == nil, b.reason, now); err != nil {
+				return err
 			}
 			log.Error("queue: undecodable message moved to quarantine",
 				"file", s.path, "id", string(b.key), "reason", b.reason)
 		}
+		quarantined, quarantinedNow = countQuarantined(tx), len(bads)
 
 		// Only drafts that spilled chunks can leave a body without a
 		// message: small bodies are written with their envelope. So the
@@ -171,7 +146,9 @@ func (s *Store) recover() error {
 		return err
 	}
 	s.stats.mu.Lock()
+	c.quarantined = quarantined
 	s.stats.c, s.stats.oldest = c, oldest
+	s.stats.quarantinedNew = uint64(quarantinedNow)
 	s.stats.mu.Unlock()
 	return nil
 }

@@ -48,7 +48,7 @@ func TestOpenQuarantinesCorruptRecord(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return putChunk(b, 0, []byte("bad body"))
+		return putChunk(b, badID, 0, []byte("bad body"))
 	})
 
 	var logs bytes.Buffer

@@ -2,8 +2,11 @@ package queue
 
 import (
 	"maps"
+	"os"
 	"sync"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Stats is a snapshot of the queue for metrics. It is kept in memory,
@@ -19,6 +22,15 @@ type Stats struct {
 	// Oldest is the Created time of the message with the lowest ID (IDs are
 	// time-ordered, so this is the oldest message); zero when empty.
 	Oldest time.Time
+	// Quarantined is the number of messages in quarantine, and
+	// QuarantinedSinceOpen how many were put there since Open (at Open
+	// itself included): damaged records that are never delivered.
+	Quarantined          int
+	QuarantinedSinceOpen uint64
+	// FileBytes is the queue file's size; FreeBytes how much of it holds
+	// no data and is reused by later writes. The file never shrinks by
+	// itself: `relayq queue compact` gives FreeBytes back (offline).
+	FileBytes, FreeBytes int64
 	// Commits counts group commits (one fsync pair each) made by the
 	// committer since Open; CommittedWrites counts the write requests they
 	// carried. CommittedWrites/Commits is the mean batch size. Body chunks
@@ -31,6 +43,8 @@ type Stats struct {
 type counts struct {
 	messages, held int
 	recipients     map[Status]int
+	// quarantined counts messages in quarantine (see quarantine.go).
+	quarantined int
 }
 
 // add adds sign times env's contribution.
@@ -56,6 +70,8 @@ type stats struct {
 	c               counts
 	oldest          time.Time
 	commits, writes uint64
+	// quarantinedNew counts quarantinings since Open.
+	quarantinedNew uint64
 }
 
 // apply folds a committed batch into the counters.
@@ -64,6 +80,8 @@ func (s *stats) apply(d counts, oldest time.Time, writes int) {
 	defer s.mu.Unlock()
 	s.c.messages += d.messages
 	s.c.held += d.held
+	s.c.quarantined += d.quarantined
+	s.quarantinedNew += uint64(d.quarantined)
 	if s.c.recipients == nil {
 		s.c.recipients = make(map[Status]int, 4)
 	}
@@ -93,8 +111,35 @@ func (s *stats) snapshot() Stats {
 		Oldest:          s.oldest,
 		Commits:         s.commits,
 		CommittedWrites: s.writes,
+
+		Quarantined:          s.c.quarantined,
+		QuarantinedSinceOpen: s.quarantinedNew,
 	}
 }
 
-// Stats returns a snapshot of the in-memory counters.
-func (s *Store) Stats() Stats { return s.stats.snapshot() }
+// Stats returns a snapshot of the in-memory counters, and the file's size
+// and free space (one stat call and bbolt's own counters).
+func (s *Store) Stats() Stats {
+	st := s.stats.snapshot()
+	st.FileBytes, st.FreeBytes = s.space()
+	return st
+}
+
+// space is the file's size and the bytes in it that writes can reuse: free
+// pages, and the room bbolt allocated past the pages in use.
+func (s *Store) space() (file, free int64) {
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return 0, 0
+	}
+	file = fi.Size()
+	var used int64
+	if s.view(func(tx *bolt.Tx) error { used = tx.Size(); return nil }) != nil {
+		return file, 0
+	}
+	free = int64(s.db.Stats().FreePageN) * int64(s.db.Info().PageSize)
+	if file > used {
+		free += file - used
+	}
+	return file, free
+}

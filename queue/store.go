@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -21,6 +22,10 @@ var (
 	// keyed by ID: no bucket per message, so a small message costs its
 	// bytes, not a page, and Open never needs to touch them.
 	bucketSmallBodies = []byte("small_bodies")
+	// bucketSmallBodiesSum is bucketSmallBodies with checksummed values
+	// (see encodeChunk); small_bodies itself holds the plain bodies of
+	// files written before checksums and gets no new ones.
+	bucketSmallBodiesSum = []byte("small_bodies_sum")
 	// bucketDrafts lists drafts that have spilled chunks but are not
 	// committed yet; Open deletes the chunks of those a crash left behind.
 	bucketDrafts     = []byte("drafts")
@@ -29,6 +34,9 @@ var (
 	// bucketQuarantineBodies keeps the body of a quarantined envelope so an
 	// operator can still rescue the message by hand.
 	bucketQuarantineBodies = []byte("quarantine_bodies")
+	// bucketQuarantineInfo says why and when each quarantined message was
+	// set aside (ID -> JSON QuarantineInfo).
+	bucketQuarantineInfo = []byte("quarantine_info")
 )
 
 // Options tunes a Store. The zero value gives the documented defaults.
@@ -84,6 +92,10 @@ type Store struct {
 	stats stats
 
 	// mu guards closed and sends on reqs, so Close can close reqs safely.
+	// broken is set when a commit faulted or panicked inside bbolt: the
+	// file is damaged, and no further write is tried (see runBatch).
+	broken atomic.Pointer[error]
+
 	mu     sync.RWMutex
 	closed bool
 	reqs   chan *writeReq
@@ -98,18 +110,32 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("queue: create directory for %s: %w", path, err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout: opts.LockTimeout,
-		// The map freelist is O(1) per allocation. It is synced: without
-		// it bbolt rebuilds the freelist at Open by walking every page of
-		// the file, which is slow on a big queue and faults the whole file
-		// into memory; measured, syncing it cost no throughput.
-		FreelistType:   bolt.FreelistMapType,
-		NoFreelistSync: false,
+	// A damaged file is refused here, before bbolt opens it for writing
+	// and can fault or panic on it (see integrity.go).
+	if err := preflight(path, opts.LockTimeout); err != nil {
+		return nil, err
+	}
+	var db *bolt.DB
+	err := guarded(func() error {
+		var err error
+		db, err = bolt.Open(path, 0o600, &bolt.Options{
+			Timeout: opts.LockTimeout,
+			// The map freelist is O(1) per allocation. It is synced: without
+			// it bbolt rebuilds the freelist at Open by walking every page of
+			// the file, which is slow on a big queue and faults the whole file
+			// into memory; measured, syncing it cost no throughput.
+			FreelistType:   bolt.FreelistMapType,
+			NoFreelistSync: false,
+		})
+		return err
 	})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("queue: queue file %s is in use by another relayq: %w", path, ErrLocked)
+		}
+		var pe *panicError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%w: %s: %v; run `relayq queue check`", ErrDamaged, path, err)
 		}
 		return nil, fmt.Errorf("queue: open %s: %w", path, err)
 	}
@@ -121,9 +147,9 @@ func Open(path string, opts Options) (*Store, error) {
 		reqs: make(chan *writeReq, 1024),
 		done: make(chan struct{}),
 	}
-	if err := s.recover(); err != nil {
+	if err := guarded(s.recover); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("queue: recover %s: %w", path, err)
+		return nil, fmt.Errorf("%w: %s: recovery failed: %v; run `relayq queue check`", ErrDamaged, path, err)
 	}
 	if err := releaseMapping(db, path); err != nil {
 		opts.Logger.Debug("queue: could not release pages read at start-up", "file", path, "err", err)
@@ -155,8 +181,11 @@ func (s *Store) now() time.Time { return s.opts.Now() }
 
 // view runs a read transaction; after Close it reports ErrClosed like every
 // write does, rather than bbolt's own error.
+//
+// A fault or panic inside bbolt (a file damaged while relayq runs) becomes
+// an error of this call, not a crash of the process.
 func (s *Store) view(fn func(tx *bolt.Tx) error) error {
-	err := s.db.View(fn)
+	err := guarded(func() error { return s.db.View(fn) })
 	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
 		return fmt.Errorf("queue: %w", ErrClosed)
 	}

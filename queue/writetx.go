@@ -33,7 +33,7 @@ func (w *writeTx) load(id string) (*Envelope, error) {
 	}
 	env, err := decodeEnvelope(v)
 	if err != nil {
-		return nil, fmt.Errorf("queue: load %s: %w", id, err)
+		return nil, damaged(id, err)
 	}
 	return env, nil
 }
@@ -119,11 +119,11 @@ func (w *writeTx) insert(env *Envelope, first uint32, body []byte, chunkSize int
 		return fmt.Errorf("queue: insert %s: %w", env.ID, err)
 	}
 	if first == 0 && len(body) > 0 && len(body) <= smallBodyMax {
-		sb, err := w.bucket(bucketSmallBodies)
+		sb, err := w.bucket(bucketSmallBodiesSum)
 		if err != nil {
 			return err
 		}
-		if err := sb.Put([]byte(env.ID), body); err != nil {
+		if err := sb.Put([]byte(env.ID), encodeChunk(env.ID, 0, body)); err != nil {
 			return fmt.Errorf("queue: insert %s body: %w", env.ID, err)
 		}
 		body = nil
@@ -143,7 +143,7 @@ func (w *writeTx) insert(env *Envelope, first uint32, body []byte, chunkSize int
 		}
 		for i := first; len(body) > 0; i++ {
 			n := min(len(body), chunkSize)
-			if err := putChunk(bb, i, body[:n]); err != nil {
+			if err := putChunk(bb, env.ID, i, body[:n]); err != nil {
 				return fmt.Errorf("queue: insert %s body: %w", env.ID, err)
 			}
 			body = body[n:]
@@ -166,25 +166,50 @@ func bodyBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 	return bodies.CreateBucketIfNotExists([]byte(id))
 }
 
-// chunkValueKey is the single key inside a chunk's bucket.
-var chunkValueKey = []byte{0}
+// The single key inside a chunk's bucket: chunkSumKey for a checksummed
+// chunk (see encodeChunk), chunkValueKey for the plain bytes that files
+// written before checksums hold.
+var (
+	chunkValueKey = []byte{0}
+	chunkSumKey   = []byte{1}
+)
 
-// putChunk stores chunk i of a body in its own nested bucket.
-func putChunk(body *bolt.Bucket, i uint32, data []byte) error {
+// putChunk stores chunk i of message id's body, checksummed, in its own
+// nested bucket.
+func putChunk(body *bolt.Bucket, id string, i uint32, data []byte) error {
 	cb, err := body.CreateBucket(chunkKey(i))
 	if err != nil {
 		return fmt.Errorf("chunk %d: %w", i, err)
 	}
-	return cb.Put(chunkValueKey, data)
+	return cb.Put(chunkSumKey, encodeChunk(id, i, data))
 }
 
-// getChunk returns chunk i (valid only inside the transaction), or nil.
-func getChunk(body *bolt.Bucket, i uint32) []byte {
+// getChunk returns chunk i of message id (valid only inside the
+// transaction), verified when it carries a checksum, or nil when there is
+// none. A failed check is an error wrapping ErrDamaged.
+func getChunk(body *bolt.Bucket, id string, i uint32) ([]byte, error) {
 	cb := body.Bucket(chunkKey(i))
 	if cb == nil {
-		return nil
+		return nil, nil
 	}
-	return cb.Get(chunkValueKey)
+	if v := cb.Get(chunkSumKey); v != nil {
+		return decodeChunk(id, i, v)
+	}
+	return cb.Get(chunkValueKey), nil
+}
+
+// getSmallBody returns message id's body if it is stored whole as a small
+// body (valid only inside the transaction), verified, or nil.
+func getSmallBody(tx *bolt.Tx, id string) ([]byte, error) {
+	if sb := tx.Bucket(bucketSmallBodiesSum); sb != nil {
+		if v := sb.Get([]byte(id)); v != nil {
+			return decodeChunk(id, 0, v)
+		}
+	}
+	if sb := tx.Bucket(bucketSmallBodies); sb != nil {
+		return sb.Get([]byte(id)), nil
+	}
+	return nil, nil
 }
 
 // smallBodyMax is the largest body kept as a plain value in
@@ -194,9 +219,11 @@ const smallBodyMax = 16 << 10
 
 // deleteBody drops a message's body, wherever it is.
 func deleteBody(tx *bolt.Tx, id string) error {
-	if sb := tx.Bucket(bucketSmallBodies); sb != nil {
-		if err := sb.Delete([]byte(id)); err != nil {
-			return err
+	for _, name := range [][]byte{bucketSmallBodies, bucketSmallBodiesSum} {
+		if sb := tx.Bucket(name); sb != nil {
+			if err := sb.Delete([]byte(id)); err != nil {
+				return err
+			}
 		}
 	}
 	if d := tx.Bucket(bucketDrafts); d != nil {

@@ -20,6 +20,8 @@ commands:
   queue <list|show|retry|hold|release|delete|flush> ...
                                 inspect and steer a running relay's queue
   dkim <keygen|check> ...       make DKIM keys, check their DNS records
+  queue <check|salvage|compact> ...
+                                check, rescue or shrink a stopped relay's queue file
   version                       print the version
 `)
 }

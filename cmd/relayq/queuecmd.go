@@ -29,6 +29,8 @@ commands:
   release ID         put a held ID back in the schedule, due now
   delete ID          remove ID for good, without a bounce
   flush              attempt every waiting recipient now
+  check, salvage, compact
+                     offline work on the queue file (see relayq queue check --help)
 
 flags:
 `
@@ -37,16 +39,19 @@ flags:
 type queueFlags struct {
 	admin, token, status, domain, after string
 	limit                               int
-	json                                bool
+	json, quarantined                   bool
 }
 
 // listOnly are the flags that only mean something to `list`.
-var listOnly = []string{"status", "domain", "limit", "after"}
+var listOnly = []string{"status", "domain", "limit", "after", "quarantined"}
 
 // requestTimeout bounds one command, whatever the relay is doing.
 const requestTimeout = 30 * time.Second
 
 func queueCmd(args []string, out io.Writer) error {
+	if handled, err := offlineQueueCmd(args, out); handled {
+		return err
+	}
 	var f queueFlags
 	fs := flag.NewFlagSet("relayq queue", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -62,6 +67,7 @@ func queueCmd(args []string, out io.Writer) error {
 	fs.StringVar(&f.domain, "domain", "", "list: only messages with a recipient at this domain")
 	fs.IntVar(&f.limit, "limit", 0, "list: show at most this many messages (1-1000; default all)")
 	fs.StringVar(&f.after, "after", "", "list: start after this message ID (the cursor a limited list prints)")
+	fs.BoolVar(&f.quarantined, "quarantined", false, "list: the quarantine (damaged messages, never delivered) instead of the queue")
 
 	pos, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -203,6 +209,9 @@ const listPage = 1000
 
 // queueList prints the queue: every page, or one page of --limit.
 func queueList(ctx context.Context, c *admin.Client, f queueFlags, out io.Writer) error {
+	if f.quarantined {
+		return quarantineList(ctx, c, f, out)
+	}
 	q := admin.ListQuery{Status: f.status, Domain: f.domain, Limit: f.limit, After: f.after}
 	all := admin.Page{Messages: []admin.Message{}}
 	for {

@@ -1,0 +1,84 @@
+package queue
+
+import (
+	"bytes"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// salvageAndRead salvages p into a new file and reads every message of
+// bodies back from it: each must be byte-identical or quarantined.
+func salvageAndRead(t *testing.T, p string, bodies map[string][]byte) (kept, lost int, rep *SalvageReport) {
+	t.Helper()
+	to := filepath.Join(t.TempDir(), "salvaged.db")
+	rep, err := Salvage(p, to, testOpts(newClock()))
+	if err != nil {
+		t.Fatalf("Salvage: %v", err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the damaged file is gone: %v", err)
+	}
+	s := openAt(t, to, testOpts(newClock()))
+	quarantined := map[string]bool{}
+	list, err := allQuarantined(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range list {
+		quarantined[q.ID] = true
+	}
+	for id, want := range bodies {
+		if _, err := s.Get(id); err != nil {
+			lost++
+			continue
+		}
+		if got := readBody(t, s, id); !bytes.Equal(got, want) {
+			t.Errorf("%s: salvaged body differs", id)
+		}
+		kept++
+	}
+	if st := s.Stats(); st.Messages != kept {
+		t.Errorf("salvaged file holds %d messages, %d of them ours", st.Messages, kept)
+	}
+	if rep.Messages != kept {
+		t.Errorf("report says %d messages kept, the file has %d", rep.Messages, kept)
+	}
+	return kept, lost, rep
+}
+
+func TestSalvageSoundFileKeepsEverything(t *testing.T) {
+	path, bodies := fillQueue(t, 30)
+	kept, lost, rep := salvageAndRead(t, path, bodies)
+	if lost != 0 || kept != len(bodies) || len(rep.Problems)+len(rep.Unreadable) != 0 {
+		t.Errorf("salvage of a sound file: kept %d, lost %d, report %+v", kept, lost, rep)
+	}
+	if _, err := Salvage(path, path, testOpts(newClock())); err == nil {
+		t.Error("Salvage onto an existing file succeeded")
+	}
+}
+
+func TestSalvageDamagedFiles(t *testing.T) {
+	path, bodies := fillQueue(t, 60)
+	orig, _ := os.ReadFile(path)
+	// Cut in half: what lies in the first half is kept.
+	half := filepath.Join(t.TempDir(), "queue.db")
+	os.WriteFile(half, orig[:len(orig)/2], 0o600)
+	kept, lost, rep := salvageAndRead(t, half, bodies)
+	t.Logf("truncated: kept %d, lost %d, quarantined %d, unreadable %d", kept, lost, len(rep.Problems), len(rep.Unreadable))
+	if len(rep.Unreadable) == 0 {
+		t.Error("a truncated file salvaged without any unreadable part reported")
+	}
+	for seed := int64(1); seed <= 8; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		b := bytes.Clone(orig)
+		for range 100 {
+			b[2*4096+rng.Intn(len(b)-2*4096)] ^= byte(1 + rng.Intn(255))
+		}
+		p := filepath.Join(t.TempDir(), "queue.db")
+		os.WriteFile(p, b, 0o600)
+		kept, lost, rep := salvageAndRead(t, p, bodies)
+		t.Logf("seed %d: kept %d, lost %d, quarantined %d, unreadable %d", seed, kept, lost, len(rep.Problems), len(rep.Unreadable))
+	}
+}
