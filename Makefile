@@ -4,13 +4,20 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 FUZZTIME  ?= 5s
+# Version stamped into binaries (see buildinfo/doc.go); the date is the
+# commit's, so that the same commit always builds the same bytes.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILDDATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
+BI        := github.com/relayq/relayq/buildinfo
+LDFLAGS   := -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(BUILDDATE)
 
 .PHONY: all build run test fmt-check vet test-race fuzz fuzz-short bench bench-go bench-postfix demo clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 run: build
 	./$(BIN)/relayq serve

@@ -6,10 +6,9 @@ package main
 import (
 	"fmt"
 	"os"
-)
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+	"github.com/relayq/relayq/buildinfo"
+)
 
 func usage() {
 	fmt.Fprint(os.Stderr, `usage: relayq <command> [flags]
@@ -19,7 +18,7 @@ commands:
   check-config [--config FILE]  validate the configuration and exit
   queue <list|show|retry|hold|release|delete|flush> ...
                                 inspect and steer a running relay's queue
-  version                       print the version
+  version                       print version, commit, build date and Go version
 `)
 }
 
@@ -37,7 +36,7 @@ func main() {
 	case "queue":
 		err = queueCmd(os.Args[2:], os.Stdout)
 	case "version", "--version", "-v":
-		fmt.Println("relayq", version)
+		fmt.Println(buildinfo.Get())
 	case "help", "-h", "--help":
 		usage()
 	default:

@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/relayq/relayq/admin"
+	"github.com/relayq/relayq/buildinfo"
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
 	relaymetrics "github.com/relayq/relayq/metrics"
@@ -21,7 +22,12 @@ import (
 // metrics is the process's metrics registry and observers.
 type metrics struct{ m *relaymetrics.Metrics }
 
-func newMetrics() *metrics { return &metrics{m: relaymetrics.New()} }
+func newMetrics() *metrics {
+	m := relaymetrics.New()
+	bi := buildinfo.Get()
+	m.SetBuildInfo(bi.Version, bi.GoVersion, bi.Commit)
+	return &metrics{m: m}
+}
 
 // watchQueue exports the store's in-memory stats at every scrape.
 func (m *metrics) watchQueue(st *queue.Store) { m.m.WatchQueue(st.Stats) }

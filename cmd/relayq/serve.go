@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/relayq/relayq/buildinfo"
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/logbuf"
@@ -115,7 +116,8 @@ func serve(args []string) error {
 	ctx, stop := context.WithCancel(context.Background())
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(ctx, cfg.ShutdownTimeout) }()
-	log.Info("relayq started", "version", version, "hostname", cfg.Hostname, "queue", cfg.Queue.Path, "config", cfgName(path))
+	bi := buildinfo.Get()
+	log.Info("relayq started", "version", bi.Version, "commit", bi.Commit, "go", bi.GoVersion, "hostname", cfg.Hostname, "queue", cfg.Queue.Path, "config", cfgName(path))
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
