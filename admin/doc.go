@@ -4,10 +4,12 @@
 // that API which the `relayq queue` command uses.
 //
 // Invariants:
-//   - When a token is configured, every request except GET /healthz must
-//     carry it as "Authorization: Bearer <token>" (RFC 6750 section 2.1);
-//     the comparison takes the same time whatever the guess. /healthz stays
-//     open so a supervisor can tell "process up" without a secret.
+//   - When a token is configured, every request except /healthz and /readyz
+//     must carry it as "Authorization: Bearer <token>" (RFC 6750 section
+//     2.1); the comparison takes the same time whatever the guess. The probes
+//     stay open so a supervisor can ask without a secret. A read token, when
+//     configured, is accepted for GET and HEAD outside /debug/ only: it can
+//     never change the queue.
 //   - Every error is JSON {"error": "..."} with a status code that says what
 //     went wrong: 400 bad request, 401 no or wrong token, 404 unknown message
 //     or endpoint, 405 wrong method, 503 queue closed, 500 anything else.

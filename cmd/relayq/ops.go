@@ -40,10 +40,11 @@ func (m *metrics) delivery() delivery.Observer { return m.m.Delivery() }
 // start) and serves the admin API, /metrics and the probes in the background.
 func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, m *metrics, log *slog.Logger) (*http.Server, error) {
 	o := admin.Options{
-		Store:  st,
-		Token:  c.Token,
-		Ready:  admin.StoreReady(st),
-		Logger: log,
+		Store:     st,
+		Token:     c.Token,
+		ReadToken: c.ReadToken,
+		Ready:     admin.StoreReady(st),
+		Logger:    log,
 	}
 	if eng != nil { // a nil *Engine in the interface would not compare nil
 		o.Kicker = eng
