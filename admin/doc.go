@@ -1,5 +1,6 @@
 // Package admin is relayq's operator interface: an HTTP API to inspect and
-// steer the queue (list, show, retry, hold, release, delete, flush), the
+// steer the queue (list and search, show, raw, retry, hold, release, delete,
+// flush, bulk actions by filter with a dry run, shape by domain and age), the
 // health and readiness probes, the Prometheus endpoint, and a Client for
 // that API which the `relayq queue` command uses.
 //
@@ -19,6 +20,8 @@
 //   - The API changes the queue only through queue.Store's admin methods,
 //     which keep the queue's own invariants (final recipients are never
 //     touched; a held message is never attempted; delete sends no DSN).
+//   - A bulk action with neither a filter nor IDs is refused unless the
+//     request says "all": true; it is all or nothing (one transaction).
 //   - admin does not import delivery: the scheduler is reached through the
 //     one-method Kicker interface.
 package admin
