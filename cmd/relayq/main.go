@@ -44,6 +44,10 @@ func main() {
 		err = configCmd(os.Args[2:], os.Stdout)
 	case "queue":
 		err = queueCmd(os.Args[2:], os.Stdout)
+	case "healthcheck":
+		err = healthcheck(os.Args[2:], os.Stdout)
+	case "completion":
+		err = completionCmd(os.Args[2:], os.Stdout)
 	case "version", "--version", "-v":
 		fmt.Println(buildinfo.Get())
 	case "help", "-h", "--help":
