@@ -12,7 +12,7 @@ BUILDDATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
 BI        := github.com/relayq/relayq/buildinfo
 LDFLAGS   := -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(BUILDDATE)
 
-.PHONY: all build run test fmt-check vet test-race fuzz fuzz-short bench bench-go bench-postfix demo clean
+.PHONY: dist all build run test fmt-check vet test-race fuzz fuzz-short bench bench-go bench-postfix demo clean
 
 all: build
 
@@ -72,5 +72,19 @@ bench-postfix: build
 demo: build
 	./scripts/demo.sh
 
+# dist: static release binaries and their SHA256SUMS in $(DIST). The same
+# commit and Go version build the same bytes anywhere: -trimpath drops local
+# paths, the build ID is empty, the date is the commit's.
+DIST        ?= dist
+DIST_ARCHES ?= amd64 arm64
+dist:
+	@rm -rf $(DIST) && mkdir -p $(DIST)
+	@set -e; for arch in $(DIST_ARCHES); do \
+	  echo "$(DIST)/relayq-$(VERSION)-linux-$$arch"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -buildvcs=false \
+	    -ldflags "-s -w -buildid= $(LDFLAGS)" -o $(DIST)/relayq-$(VERSION)-linux-$$arch ./cmd/relayq; \
+	done
+	@cd $(DIST) && sha256sum relayq-* > SHA256SUMS && cat SHA256SUMS
+
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(DIST)
