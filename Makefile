@@ -4,13 +4,20 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 FUZZTIME  ?= 5s
+# Version stamped into binaries (see buildinfo/doc.go); the date is the
+# commit's, so that the same commit always builds the same bytes.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILDDATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
+BI        := github.com/relayq/relayq/buildinfo
+LDFLAGS   := -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(BUILDDATE)
 
-.PHONY: all build run test fmt-check vet test-race fuzz fuzz-short bench bench-go bench-postfix demo clean
+.PHONY: dist all build run test fmt-check vet test-race fuzz fuzz-short bench bench-go bench-postfix demo clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/... ./bench/relaybench
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/... ./bench/relaybench
 
 run: build
 	./$(BIN)/relayq serve
@@ -65,5 +72,19 @@ bench-postfix: build
 demo: build
 	./scripts/demo.sh
 
+# dist: static release binaries and their SHA256SUMS in $(DIST). The same
+# commit and Go version build the same bytes anywhere: -trimpath drops local
+# paths, the build ID is empty, the date is the commit's.
+DIST        ?= dist
+DIST_ARCHES ?= amd64 arm64
+dist:
+	@rm -rf $(DIST) && mkdir -p $(DIST)
+	@set -e; for arch in $(DIST_ARCHES); do \
+	  echo "$(DIST)/relayq-$(VERSION)-linux-$$arch"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -buildvcs=false \
+	    -ldflags "-s -w -buildid= $(LDFLAGS)" -o $(DIST)/relayq-$(VERSION)-linux-$$arch ./cmd/relayq; \
+	done
+	@cd $(DIST) && sha256sum relayq-* > SHA256SUMS && cat SHA256SUMS
+
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(DIST)

@@ -34,7 +34,9 @@ type ListQuery struct {
 	// Status is queued, deferred, delivered, bounced or held.
 	Status string
 	Domain string
-	Limit  int
+	// From and To search by sender and by recipient address.
+	From, To string
+	Limit    int
 	// After is the cursor from the previous Page.Next.
 	After string
 }
@@ -74,6 +76,12 @@ func (c *Client) List(ctx context.Context, q ListQuery) (*Page, error) {
 	}
 	if q.Domain != "" {
 		v.Set("domain", q.Domain)
+	}
+	if q.From != "" {
+		v.Set("from", q.From)
+	}
+	if q.To != "" {
+		v.Set("to", q.To)
 	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))

@@ -1,13 +1,16 @@
 // Package admin is relayq's operator interface: an HTTP API to inspect and
-// steer the queue (list, show, retry, hold, release, delete, flush), the
+// steer the queue (list and search, show, raw, retry, hold, release, delete,
+// flush, bulk actions by filter with a dry run, shape by domain and age), the
 // health and readiness probes, the Prometheus endpoint, and a Client for
 // that API which the `relayq queue` command uses.
 //
 // Invariants:
-//   - When a token is configured, every request except GET /healthz must
-//     carry it as "Authorization: Bearer <token>" (RFC 6750 section 2.1);
-//     the comparison takes the same time whatever the guess. /healthz stays
-//     open so a supervisor can tell "process up" without a secret.
+//   - When a token is configured, every request except /healthz and /readyz
+//     must carry it as "Authorization: Bearer <token>" (RFC 6750 section
+//     2.1); the comparison takes the same time whatever the guess. The probes
+//     stay open so a supervisor can ask without a secret. A read token, when
+//     configured, is accepted for GET and HEAD outside /debug/ only: it can
+//     never change the queue.
 //   - Every error is JSON {"error": "..."} with a status code that says what
 //     went wrong: 400 bad request, 401 no or wrong token, 404 unknown message
 //     or endpoint, 405 wrong method, 503 queue closed, 500 anything else.
@@ -17,6 +20,8 @@
 //   - The API changes the queue only through queue.Store's admin methods,
 //     which keep the queue's own invariants (final recipients are never
 //     touched; a held message is never attempted; delete sends no DSN).
+//   - A bulk action with neither a filter nor IDs is refused unless the
+//     request says "all": true; it is all or nothing (one transaction).
 //   - admin does not import delivery: the scheduler is reached through the
 //     one-method Kicker interface.
 package admin

@@ -24,8 +24,11 @@ type Options struct {
 	// Kicker is woken after retry, release and flush; nil for none.
 	Kicker Kicker
 	// Token, when not empty, is required as a bearer token on every request
-	// except /healthz.
+	// except /healthz and /readyz.
 	Token string
+	// ReadToken, when not empty, is also accepted, but only for GET and HEAD
+	// requests outside /debug/ (so for listing, showing and /metrics).
+	ReadToken string
 	// Metrics serves GET /metrics; nil leaves the endpoint out (404).
 	Metrics http.Handler
 	// Ready backs /readyz: nil error means ready. nil means always ready.
@@ -38,9 +41,10 @@ type Options struct {
 
 // handler is the admin API.
 type handler struct {
-	o     Options
-	mux   *http.ServeMux
-	token [sha256.Size]byte
+	o         Options
+	mux       *http.ServeMux
+	token     [sha256.Size]byte
+	readToken [sha256.Size]byte
 }
 
 // NewHandler builds the admin API described in doc.go.
@@ -55,6 +59,9 @@ func NewHandler(o Options) http.Handler {
 	if o.Token != "" {
 		h.token = sha256.Sum256([]byte(o.Token))
 	}
+	if o.ReadToken != "" {
+		h.readToken = sha256.Sum256([]byte(o.ReadToken))
+	}
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.HandleFunc("GET /readyz", h.readyz)
 	if o.Metrics != nil {
@@ -68,6 +75,7 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/hold", h.hold)
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/release", h.release)
 	h.mux.HandleFunc("GET /api/v1/quarantine", h.quarantine)
+	h.incidentRoutes()
 	// Go's profiler, for "why is it slow" questions in production; behind
 	// the same token as everything else.
 	h.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -81,7 +89,7 @@ func NewHandler(o Options) http.Handler {
 // ServeHTTP checks the token, then routes. Requests the mux would answer
 // with its own plain-text 404 or 405 get the JSON error form instead.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.o.Token != "" && r.URL.Path != "/healthz" && !h.authorized(r) {
+	if h.o.Token != "" && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !h.authorized(r) {
 		// RFC 6750 section 3: say which scheme is expected.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="relayq"`)
 		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
@@ -113,7 +121,11 @@ func (h *handler) authorized(r *http.Request) bool {
 		return false
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	return subtle.ConstantTimeCompare(got[:], h.token[:]) == 1
+	if subtle.ConstantTimeCompare(got[:], h.token[:]) == 1 {
+		return true
+	}
+	readOnly := (r.Method == http.MethodGet || r.Method == http.MethodHead) && !strings.HasPrefix(r.URL.Path, "/debug/")
+	return h.o.ReadToken != "" && readOnly && subtle.ConstantTimeCompare(got[:], h.readToken[:]) == 1
 }
 
 // healthz says the process is up; it needs no token and touches nothing.

@@ -36,6 +36,10 @@ func parseList(r *http.Request) (queue.ListOptions, error) {
 		}
 		o.Domain = d
 	}
+	o.From, o.To = q.Get("from"), q.Get("to")
+	if len(o.From) > 320 || len(o.To) > 320 {
+		return o, fmt.Errorf("bad from or to: longer than an address can be")
+	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > maxListLimit {

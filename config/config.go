@@ -84,6 +84,9 @@ type Admin struct {
 	Listen string
 	// Token is the required bearer token, or "" for none.
 	Token string
+	// ReadToken, when set, is a second token that is valid only for GET
+	// requests and /metrics (for monitoring); Token must then be set too.
+	ReadToken string
 }
 
 // Retry is the backoff schedule for transient delivery failures: the n-th

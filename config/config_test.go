@@ -298,6 +298,26 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 			want: `config $FILE: unknown key "submission.lisen" (did you mean "submission.listen"?)`,
 		},
 		{
+			name: "misspelt environment variable",
+			env:  map[string]string{"RELAYQ_RETRY_MAX_DELAYS": "10m"},
+			want: `environment RELAYQ_RETRY_MAX_DELAYS: not a relayq setting (did you mean RELAYQ_RETRY_MAX_DELAY?)`,
+		},
+		{
+			name: "environment variable far from any key",
+			env:  map[string]string{"RELAYQ_COLOUR": "blue", "RELAYQ_SUBMISION_LISTEN": "x"},
+			want: `environment RELAYQ_COLOUR: not a relayq setting (every key's variable is RELAYQ_ plus the key in capitals, dots as underscores, e.g. RELAYQ_RETRY_MAX_DELAY); also unknown: RELAYQ_SUBMISION_LISTEN`,
+		},
+		{
+			name: "read token without token",
+			file: "admin:\n  read_token: r\n",
+			want: `config $FILE: admin.read_token: set, but admin.token is empty: without admin.token every request is allowed, so a read-only token restricts nothing`,
+		},
+		{
+			name: "read token equal to token",
+			env:  map[string]string{"RELAYQ_ADMIN_TOKEN": "t", "RELAYQ_ADMIN_READ_TOKEN": "t"},
+			want: `environment RELAYQ_ADMIN_READ_TOKEN: is the same as admin.token: give monitoring a token of its own`,
+		},
+		{
 			name: "unknown section",
 			file: "smtp:\n  listen: x\nlogging:\n  level: debug\n",
 			want: `config $FILE: unknown keys "logging", "smtp"`,

@@ -36,8 +36,9 @@ func (l *loader) decode() *Config {
 		},
 		Queue: Queue{Path: l.str("queue.path")},
 		Admin: Admin{
-			Listen: l.str("admin.listen"),
-			Token:  l.str("admin.token"),
+			Listen:    l.str("admin.listen"),
+			Token:     l.str("admin.token"),
+			ReadToken: l.str("admin.read_token"),
 		},
 		Retry: Retry{
 			InitialDelay: l.duration("retry.initial_delay"),

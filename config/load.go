@@ -35,6 +35,13 @@ var mapLeaves = map[string]bool{"delivery::routes": true, "shaping::domains": tr
 // variables, and validates the result. The error is one line naming the file
 // and key, or the environment variable, that is wrong.
 func Load(path string) (*Config, error) {
+	c, _, err := load(path)
+	return c, err
+}
+
+// load is Load that also returns the loader, which knows where each value
+// came from (see Settings).
+func load(path string) (*Config, *loader, error) {
 	var data []byte
 	if path != "" {
 		b, err := os.ReadFile(path)
@@ -43,34 +50,34 @@ func Load(path string) (*Config, error) {
 			if errors.As(err, &pe) {
 				err = pe.Err // the path is already at the front of the message
 			}
-			return nil, fmt.Errorf("config %s: %w", path, err)
+			return nil, nil, fmt.Errorf("config %s: %w", path, err)
 		}
 		data = b
 	}
 	l, err := newLoader(path, data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	l.checkKeys()
 	if l.err != nil {
-		return nil, l.err
+		return nil, nil, l.err
 	}
 	c := l.decode()
 	if l.err != nil {
-		return nil, l.err
+		return nil, nil, l.err
 	}
 	l.validate(c)
 	if l.err != nil {
-		return nil, l.err
+		return nil, nil, l.err
 	}
 	if c.Hostname == "" {
 		host, err := os.Hostname()
 		if err != nil || host == "" {
-			return nil, fmt.Errorf("%s: empty and the system host name is unknown (%v); set it", l.where("hostname", ""), err)
+			return nil, nil, fmt.Errorf("%s: empty and the system host name is unknown (%v); set it", l.where("hostname", ""), err)
 		}
 		c.Hostname = host
 	}
-	return c, nil
+	return c, l, nil
 }
 
 // newLoader prepares one viper instance for one load (never the global one)
@@ -165,6 +172,9 @@ func (l *loader) checkKeys() {
 			l.err = fmt.Errorf("environment %s: %q is a section, not a key; set the variables of its keys instead (%s_...)", name, dotted(sec), name)
 			return
 		}
+	}
+	if l.checkEnvNames(); l.err != nil {
+		return
 	}
 	keys := l.v.AllKeys()
 	sort.Strings(keys)

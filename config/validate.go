@@ -29,6 +29,12 @@ func (l *loader) validate(c *Config) {
 	if c.Admin.Listen != "" {
 		l.listenAddr("admin.listen", "", c.Admin.Listen)
 	}
+	switch a := c.Admin; {
+	case a.ReadToken != "" && a.Token == "":
+		l.failf("admin.read_token", "set, but admin.token is empty: without admin.token every request is allowed, so a read-only token restricts nothing")
+	case a.ReadToken != "" && a.ReadToken == a.Token:
+		l.failf("admin.read_token", "is the same as admin.token: give monitoring a token of its own")
+	}
 	l.validateRetry(&c.Retry)
 	l.validateDelivery(&c.Delivery)
 	l.validateShaping(c)

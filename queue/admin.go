@@ -18,6 +18,9 @@ type ListOptions struct {
 	Held bool
 	// Domain matches recipient domains case-insensitively; "" matches any.
 	Domain string
+	// From and To match the sender and some recipient address exactly,
+	// case-insensitively; "" matches any, "<>" is the null sender.
+	From, To string
 	// Limit caps the page size; <= 0 means 100.
 	Limit int
 	// After is a cursor: only IDs greater than After are listed.
@@ -86,7 +89,7 @@ func (o ListOptions) matches(env *Envelope) bool {
 	if o.Domain != "" && !anyRecipient(env, func(r Recipient) bool { return strings.EqualFold(domainOf(r.Address), o.Domain) }) {
 		return false
 	}
-	return true
+	return o.matchesAddresses(env)
 }
 
 // anyRecipient reports whether f holds for some recipient.

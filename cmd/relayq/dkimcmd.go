@@ -76,7 +76,7 @@ func dkimKeygen(args []string, out io.Writer) error {
 }
 
 func dkimCheck(args []string, out io.Writer) error {
-	path, err := configFlag("dkim check", args)
+	path, err := configFlag("dkim check", args, out, nil)
 	if err != nil {
 		return err
 	}

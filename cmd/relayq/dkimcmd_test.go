@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,7 +74,7 @@ func TestCheckConfigRefusesMissingKeyFile(t *testing.T) {
 	missing := filepath.Join(dir, "gone.pem")
 	p := filepath.Join(dir, "relayq.yaml")
 	os.WriteFile(p, []byte(fmt.Sprintf("dkim:\n  keys:\n    - {domain: example.org, selector: s, private_key_file: %q}\n", missing)), 0o600)
-	err := checkConfig([]string{"--config", p})
+	err := checkConfig([]string{"--config", p}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "dkim.keys[0].private_key_file") {
 		t.Fatalf("check-config: %v, want an error naming %s", err, missing)
 	}

@@ -6,23 +6,29 @@ package main
 import (
 	"fmt"
 	"os"
-)
+	"strings"
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+	"github.com/relayq/relayq/buildinfo"
+)
 
 func usage() {
 	fmt.Fprint(os.Stderr, `usage: relayq <command> [flags]
 
 commands:
   serve [--config FILE]         run the relay (embedded defaults without --config)
-  check-config [--config FILE]  validate the configuration and exit
+  check-config [--config FILE] [--strict]
+                                validate the configuration, warn about dangerous setups
+  config show [--config FILE]   print the effective configuration and where each value comes from
   queue <list|show|retry|hold|release|delete|flush> ...
                                 inspect and steer a running relay's queue
   dkim <keygen|check> ...       make DKIM keys, check their DNS records
   queue <check|salvage|compact> ...
                                 check, rescue or shrink a stopped relay's queue file
-  version                       print the version
+  healthcheck [--admin URL]     exit 0 when a running relay is ready (/readyz)
+  completion bash|zsh           print a shell completion script
+  version                       print version, commit, build date and Go version
+
+relayq COMMAND --help explains a command, with examples.
 `)
 }
 
@@ -36,21 +42,31 @@ func main() {
 	case "serve":
 		err = serve(os.Args[2:])
 	case "check-config":
-		err = checkConfig(os.Args[2:])
+		err = checkConfig(os.Args[2:], os.Stdout)
+	case "config":
+		err = configCmd(os.Args[2:], os.Stdout)
 	case "queue":
 		err = queueCmd(os.Args[2:], os.Stdout)
 	case "dkim":
 		err = dkimCmd(os.Args[2:], os.Stdout)
+	case "healthcheck":
+		err = healthcheck(os.Args[2:], os.Stdout)
+	case "completion":
+		err = completionCmd(os.Args[2:], os.Stdout)
 	case "version", "--version", "-v":
-		fmt.Println("relayq", version)
+		fmt.Println(buildinfo.Get())
 	case "help", "-h", "--help":
+		if c, ok := lookup(strings.Join(os.Args[2:], "")); ok {
+			writeHelp(os.Stdout, c, nil)
+			break
+		}
 		usage()
 	default:
 		fmt.Fprintf(os.Stderr, "relayq: unknown command %q\n", os.Args[1])
 		usage()
 		os.Exit(2)
 	}
-	if err != nil {
+	if err != nil && !helpAsked(err) {
 		fmt.Fprintln(os.Stderr, "relayq:", err)
 		os.Exit(1)
 	}

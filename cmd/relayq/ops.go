@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/relayq/relayq/admin"
+	"github.com/relayq/relayq/buildinfo"
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
 	relaymetrics "github.com/relayq/relayq/metrics"
@@ -21,7 +22,12 @@ import (
 // metrics is the process's metrics registry and observers.
 type metrics struct{ m *relaymetrics.Metrics }
 
-func newMetrics() *metrics { return &metrics{m: relaymetrics.New()} }
+func newMetrics() *metrics {
+	m := relaymetrics.New()
+	bi := buildinfo.Get()
+	m.SetBuildInfo(bi.Version, bi.GoVersion, bi.Commit)
+	return &metrics{m: m}
+}
 
 // watchQueue exports the store's in-memory stats at every scrape.
 func (m *metrics) watchQueue(st *queue.Store) { m.m.WatchQueue(st.Stats) }
@@ -34,10 +40,11 @@ func (m *metrics) delivery() delivery.Observer { return m.m.Delivery() }
 // start) and serves the admin API, /metrics and the probes in the background.
 func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, m *metrics, log *slog.Logger) (*http.Server, error) {
 	o := admin.Options{
-		Store:  st,
-		Token:  c.Token,
-		Ready:  admin.StoreReady(st),
-		Logger: log,
+		Store:     st,
+		Token:     c.Token,
+		ReadToken: c.ReadToken,
+		Ready:     admin.StoreReady(st),
+		Logger:    log,
 	}
 	if eng != nil { // a nil *Engine in the interface would not compare nil
 		o.Kicker = eng

@@ -52,6 +52,9 @@ func queueCmd(args []string, out io.Writer) error {
 	if handled, err := offlineQueueCmd(args, out); handled {
 		return err
 	}
+	if handled, err := incidentCmd(args, out); handled {
+		return err
+	}
 	var f queueFlags
 	fs := flag.NewFlagSet("relayq queue", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -145,7 +148,7 @@ func runQueueCmd(ctx context.Context, c *admin.Client, cmd string, rest []string
 	)
 	switch cmd {
 	case "list":
-		return queueList(ctx, c, f, out)
+		return queueList(ctx, c, f, out, "", "")
 	case "show":
 		if m, err = c.Show(ctx, rest[0]); err != nil {
 			return err
@@ -208,11 +211,11 @@ func actionDone(cmd string, m *admin.Message) string {
 const listPage = 1000
 
 // queueList prints the queue: every page, or one page of --limit.
-func queueList(ctx context.Context, c *admin.Client, f queueFlags, out io.Writer) error {
+func queueList(ctx context.Context, c *admin.Client, f queueFlags, out io.Writer, from, to string) error {
 	if f.quarantined {
 		return quarantineList(ctx, c, f, out)
 	}
-	q := admin.ListQuery{Status: f.status, Domain: f.domain, Limit: f.limit, After: f.after}
+	q := admin.ListQuery{Status: f.status, Domain: f.domain, From: from, To: to, Limit: f.limit, After: f.after}
 	all := admin.Page{Messages: []admin.Message{}}
 	for {
 		if f.limit <= 0 {
@@ -235,7 +238,7 @@ func queueList(ctx context.Context, c *admin.Client, f queueFlags, out io.Writer
 	}
 	if len(all.Messages) == 0 {
 		msg := "Mail queue is empty"
-		if f.status != "" || f.domain != "" || f.after != "" {
+		if f.status != "" || f.domain != "" || f.after != "" || from != "" || to != "" {
 			msg = "No messages match"
 		}
 		_, err := fmt.Fprintln(out, msg)

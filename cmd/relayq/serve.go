@@ -3,15 +3,16 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/relayq/relayq/buildinfo"
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/dkim"
@@ -20,31 +21,6 @@ import (
 	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/submission"
 )
-
-func configFlag(name string, args []string) (string, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	path := fs.String("config", "", "YAML config file (default: embedded defaults)")
-	if err := fs.Parse(args); err != nil {
-		return "", err
-	}
-	return *path, nil
-}
-
-func checkConfig(args []string) error {
-	path, err := configFlag("check-config", args)
-	if err != nil {
-		return err
-	}
-	if _, err := config.Load(path); err != nil {
-		return err
-	}
-	where := path
-	if where == "" {
-		where = "embedded defaults"
-	}
-	fmt.Printf("%s: ok\n", where)
-	return nil
-}
 
 // logOut batches log lines to standard error (see logbuf); serve flushes
 // it on the way out.
@@ -61,17 +37,18 @@ func newLogger(c config.Log) *slog.Logger {
 }
 
 func serve(args []string) error {
-	path, err := configFlag("serve", args)
+	path, err := configFlag("serve", args, os.Stdout, nil)
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load(path)
+	cfg, running, err := config.LoadSettings(path)
 	if err != nil {
 		return err
 	}
 	log := newLogger(cfg.Log)
 	slog.SetDefault(log)
 	defer logOut.Flush()
+	logWarnings(log, cfg)
 
 	metrics := newMetrics()
 	store, err := queue.Open(cfg.Queue.Path, queue.Options{Logger: log})
@@ -102,17 +79,22 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	var smtpAddrs, smtpsAddrs []net.Addr
 	for _, a := range cfg.Submission.Listen {
-		if _, err := srv.Listen(a); err != nil {
+		la, err := srv.Listen(a)
+		if err != nil {
 			srv.Close()
 			return err
 		}
+		smtpAddrs = append(smtpAddrs, la)
 	}
 	for _, a := range cfg.Submission.TLSListen {
-		if _, err := srv.ListenTLS(a); err != nil {
+		la, err := srv.ListenTLS(a)
+		if err != nil {
 			srv.Close()
 			return err
 		}
+		smtpsAddrs = append(smtpsAddrs, la)
 	}
 	var admin *http.Server
 	if cfg.Admin.Listen != "" {
@@ -126,13 +108,15 @@ func serve(args []string) error {
 	ctx, stop := context.WithCancel(context.Background())
 	engDone := make(chan struct{})
 	go func() { eng.Run(ctx, cfg.ShutdownTimeout); close(engDone) }()
-	log.Info("relayq started", "version", version, "hostname", cfg.Hostname, "queue", cfg.Queue.Path, "config", cfgName(path))
+	bi := buildinfo.Get()
+	log.Info("relayq started", "version", bi.Version, "commit", bi.Commit, "go", bi.GoVersion, "hostname", cfg.Hostname, "queue", cfg.Queue.Path, "config", cfgName(path))
+	logSummary(log, cfg, smtpAddrs, smtpsAddrs)
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
-			reload(path, srv, eng, signer, log)
+			running = reload(path, running, srv, eng, signer, log)
 			continue
 		}
 		log.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
@@ -164,29 +148,34 @@ func cfgName(path string) string {
 	return path
 }
 
-// reload re-reads the config file on SIGHUP. A bad file is refused with a
-// log line and the running configuration stays.
-func reload(path string, srv *submission.Server, eng *delivery.Engine, signer *dkim.Signer, log *slog.Logger) {
-	cfg, err := config.Load(path)
+// reload re-reads the config file on SIGHUP and returns the settings now
+// running. A bad file is refused with a log line and the running
+// configuration stays; a changed key that needs a restart is named in a
+// warning (reloadcheck.go).
+func reload(path string, running []config.Setting, srv *submission.Server, eng *delivery.Engine, signer *dkim.Signer, log *slog.Logger) []config.Setting {
+	cfg, loaded, err := config.LoadSettings(path)
 	if err != nil {
 		log.Error("reload refused, keeping the running configuration", "err", err)
-		return
+		return running
 	}
 	tlsConf, err := loadTLS(cfg.Submission.TLS)
 	if err != nil {
 		log.Error("reload refused, keeping the running configuration", "err", err)
-		return
+		return running
 	}
 	dc, err := dkimConfig(cfg)
 	if err != nil {
 		log.Error("reload refused, keeping the running configuration", "err", err)
-		return
+		return running
 	}
 	srv.SetPolicy(submissionPolicy(cfg))
 	srv.SetTLS(tlsConf)
 	signer.Update(dc)
 	eng.Update(engineSettings(cfg))
-	log.Info("configuration reloaded", "config", cfgName(path))
+	applied, restart, now := reloadDiff(running, loaded)
+	logWarnings(log, cfg)
+	logReload(log, cfgName(path), applied, restart)
+	return now
 }
 
 func loadTLS(f config.TLSFiles) (*tls.Config, error) {

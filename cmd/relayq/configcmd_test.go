@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/relayq/relayq/config"
+)
+
+// clearRelayqEnv keeps the machine's RELAYQ_ variables out of the test.
+func clearRelayqEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "RELAYQ_") {
+			t.Setenv(name, "")
+			os.Unsetenv(name)
+		}
+	}
+}
+
+func writeConfig(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "relayq.yaml")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// `relayq serve relayq.yaml` used to run the embedded defaults.
+func TestPositionalConfigIsRefused(t *testing.T) {
+	for _, name := range []string{"serve", "check-config", "config"} {
+		_, err := configFlag(name, []string{"relayq.yaml"}, &bytes.Buffer{}, nil)
+		if err == nil || !strings.Contains(err.Error(), "give the config file with --config relayq.yaml") {
+			t.Errorf("%s relayq.yaml: %v, want advice to use --config", name, err)
+		}
+	}
+}
+
+func TestHelpIsSuccessWithExamples(t *testing.T) {
+	for _, name := range []string{"serve", "check-config"} {
+		var out bytes.Buffer
+		_, err := configFlag(name, []string{"--help"}, &out, nil)
+		if !helpAsked(err) {
+			t.Errorf("%s --help: %v, want the help answer", name, err)
+		}
+		for _, want := range []string{"usage: relayq " + name, "-config", "examples:"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%s --help lacks %q:\n%s", name, want, out.String())
+			}
+		}
+	}
+}
+
+func TestCheckConfigWarnsAndStrictFails(t *testing.T) {
+	clearRelayqEnv(t)
+	path := writeConfig(t, "submission:\n  trusted_networks: [\"0.0.0.0/0\"]\nqueue:\n  path: "+filepath.Join(t.TempDir(), "q.db")+"\n")
+	var out bytes.Buffer
+	if err := checkConfig([]string{"--config", path}, &out); err != nil {
+		t.Fatalf("check-config without --strict: %v", err)
+	}
+	if !strings.Contains(out.String(), "warning: submission.trusted_networks: 0.0.0.0/0 trusts every address") ||
+		!strings.Contains(out.String(), path+": ok, with 1 warning") {
+		t.Errorf("output:\n%s", out.String())
+	}
+	out.Reset()
+	err := checkConfig([]string{"--config", path, "--strict"}, &out)
+	if err == nil || err.Error() != path+": 1 warning (--strict)" {
+		t.Errorf("--strict: %v", err)
+	}
+}
+
+func TestConfigShow(t *testing.T) {
+	clearRelayqEnv(t)
+	path := writeConfig(t, "retry:\n  max_age: 48h\nadmin:\n  token: do-not-print\n")
+	t.Setenv("RELAYQ_DELIVERY_WORKERS", "8")
+	var out bytes.Buffer
+	if err := configCmd([]string{"show", "--config", path}, &out); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	if strings.Contains(s, "do-not-print") {
+		t.Errorf("the token is printed:\n%s", s)
+	}
+	for _, re := range []string{
+		`(?m)^retry\.max_age = 48h +# file$`,
+		`(?m)^delivery\.workers = 8 +# env$`,
+		`(?m)^retry\.max_delay = 64s +# default$`,
+		`(?m)^admin\.token = <redacted> +# file$`,
+	} {
+		if !regexpMatch(re, s) {
+			t.Errorf("output lacks %s:\n%s", re, s)
+		}
+	}
+	out.Reset()
+	if err := configCmd([]string{"show", "--config", path, "--changed"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(out.String(), "\n"); lines != 4 { // header + 3 keys
+		t.Errorf("--changed printed %d lines:\n%s", lines, out.String())
+	}
+}
+
+func TestReloadDiff(t *testing.T) {
+	set := func(kv ...string) []config.Setting {
+		var out []config.Setting
+		for i := 0; i < len(kv); i += 2 {
+			out = append(out, config.Setting{Key: kv[i], Value: kv[i+1]})
+		}
+		return out
+	}
+	running := set("delivery.routes", "{}", "delivery.workers", "32", "submission.listen", "[127.0.0.1:2525]", "submission.tls.cert_file", `""`)
+	loaded := set("delivery.routes", "{a.example: mx:25}", "delivery.workers", "64", "submission.listen", "[127.0.0.1:2525]", "submission.tls.cert_file", "/etc/cert.pem")
+	applied, restart, now := reloadDiff(running, loaded)
+	if want := []string{"delivery.routes"}; !reflect.DeepEqual(applied, want) {
+		t.Errorf("applied %q, want %q", applied, want)
+	}
+	if want := []string{"delivery.workers", "submission.tls.cert_file"}; !reflect.DeepEqual(restart, want) {
+		t.Errorf("restart %q, want %q (turning TLS on needs a restart)", restart, want)
+	}
+	// A second SIGHUP with the same file warns again: the running value is still the old one.
+	_, restart2, _ := reloadDiff(now, loaded)
+	if !reflect.DeepEqual(restart2, restart) {
+		t.Errorf("second reload: restart %q, want %q", restart2, restart)
+	}
+}
+
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }

@@ -1,0 +1,91 @@
+package main
+
+// Help texts: every subcommand prints its own with --help (exit 0), with
+// examples. The same table drives `relayq completion`.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// command is one subcommand's help.
+type command struct {
+	name     string
+	synopsis string // one line, after "relayq "
+	about    string
+	examples string
+}
+
+// commands lists the top-level subcommands in the order usage shows them.
+var commands = []command{
+	{"serve", "serve [--config FILE]", "Run the relay: SMTP submission, delivery and the admin API. Without --config the embedded defaults run. SIGHUP re-reads the file; SIGTERM shuts down gracefully.",
+		"  relayq serve --config /etc/relayq/relayq.yaml\n  RELAYQ_SUBMISSION_LISTEN=127.0.0.1:2526 relayq serve\n"},
+	{"check-config", "check-config [--config FILE] [--strict]", "Load and validate the configuration, print warnings about dangerous setups (open relay, admin API without token, AUTH without TLS, unwritable queue directory, empty file) and exit. --strict fails on warnings.",
+		"  relayq check-config --config /etc/relayq/relayq.yaml\n  relayq check-config --config relayq.yaml --strict\n"},
+	{"config", "config show [--config FILE] [--changed]", "Print the effective configuration, one key per line, each marked default, file or env; secrets are redacted. --changed leaves out keys at their default (like postconf -n).",
+		"  relayq config show --config /etc/relayq/relayq.yaml\n  relayq config show --changed\n"},
+	{"queue", "queue <command> [flags]", "Inspect and steer a running relay's queue through its admin API (see `relayq queue --help`).",
+		"  relayq queue list --status deferred\n  relayq queue delete --from spammer@app.example --dry-run\n"},
+	{"healthcheck", "healthcheck [--admin URL]", "Ask a running relay's /readyz; exit 0 when it is ready, 1 otherwise. For container HEALTHCHECKs and scripts.",
+		"  relayq healthcheck --admin http://127.0.0.1:8025\n"},
+	{"completion", "completion bash|zsh", "Print a shell completion script.",
+		"  source <(relayq completion bash)\n  relayq completion zsh > \"${fpath[1]}/_relayq\"\n"},
+	{"version", "version", "Print version, commit, build date and Go version.", "  relayq version\n"},
+}
+
+// lookup returns the help of a top-level command.
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// writeHelp prints one command's help and, when fs is given, its flags.
+func writeHelp(out io.Writer, c command, fs *flag.FlagSet) {
+	fmt.Fprintf(out, "usage: relayq %s\n\n%s\n", c.synopsis, wrap(c.about, 78))
+	if fs != nil {
+		fmt.Fprintln(out, "\nflags:")
+		fs.SetOutput(out)
+		fs.PrintDefaults()
+	}
+	if c.examples != "" {
+		fmt.Fprintf(out, "\nexamples:\n%s", c.examples)
+	}
+}
+
+// wrap breaks text into lines of at most width characters.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(text) {
+		if n > 0 && n+1+len(w) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if n > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
+}
+
+// newFlagSet is a flag set whose -h/--help prints the command's help.
+func newFlagSet(name string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("relayq "+name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	c, _ := lookup(name)
+	fs.Usage = func() { writeHelp(out, c, fs) }
+	return fs
+}
+
+// helpAsked reports whether err is the flag package's answer to -h/--help,
+// which is a successful run.
+func helpAsked(err error) bool { return errors.Is(err, flag.ErrHelp) }

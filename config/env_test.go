@@ -1,0 +1,14 @@
+package config
+
+import "testing"
+
+// The command-line tools' own variables sit next to the relay's in the same
+// shell; they must not stop the relay from starting.
+func TestClientVariablesAreNotMisspellings(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("RELAYQ_ADMIN_URL", "http://127.0.0.1:8025")
+	t.Setenv("RELAYQ_ADMIN_TOKEN", "secret")
+	if _, err := Load(""); err != nil {
+		t.Fatal(err)
+	}
+}

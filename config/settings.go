@@ -1,0 +1,145 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Source says where a setting's value came from.
+type Source string
+
+// Sources, from weakest to strongest.
+const (
+	SourceDefault Source = "default"
+	SourceFile    Source = "file"
+	SourceEnv     Source = "env"
+)
+
+// Setting is one key of the effective configuration, as `relayq config
+// show` prints it and as SIGHUP compares it.
+type Setting struct {
+	Key    string // dotted, e.g. retry.max_delay
+	Value  string // the value as written (a list as [a, b]); never redacted
+	Source Source
+	// Secret keys (tokens, passwords, password hashes) are shown redacted.
+	Secret bool
+}
+
+// Redacted marks a secret that is set, in place of its value.
+const Redacted = "<redacted>"
+
+// Shown is the value safe to print: secrets that are set are redacted.
+func (s Setting) Shown() string {
+	if s.Key == "submission.users" {
+		return s.showUsers()
+	}
+	if s.Secret && s.Value != "" && s.Value != "[]" && s.Value != `""` {
+		return Redacted
+	}
+	return s.Value
+}
+
+// LoadSettings is Load that also lists every key with its value and
+// source, sorted by key.
+func LoadSettings(path string) (*Config, []Setting, error) {
+	c, l, err := load(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, l.settings(c), nil
+}
+
+// settings lists every leaf key with its value and source.
+func (l *loader) settings(c *Config) []Setting {
+	keys := make([]string, 0, len(l.leaves))
+	for k := range l.leaves {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]Setting, 0, len(keys))
+	for _, k := range keys {
+		s := Setting{Key: dotted(k), Source: SourceDefault, Secret: isSecret(k)}
+		switch {
+		case fromEnv(k):
+			s.Source = SourceEnv
+		case l.v.InConfig(k):
+			s.Source = SourceFile
+		}
+		val := l.v.Get(k)
+		if val == nil {
+			val = l.defaults.Get(k)
+		}
+		s.Value = render(val)
+		switch k {
+		case "hostname":
+			if s.Value == `""` {
+				s.Value = c.Hostname + " (the system host name)"
+			}
+		case "submission" + delim + "users":
+			// Usernames are not secret and say who may log in; hashes are.
+			names := make([]string, len(c.Submission.Users))
+			for i, u := range c.Submission.Users {
+				names[i] = u.Username + ":" + u.PasswordHash
+			}
+			s.Value = "[" + strings.Join(names, ", ") + "]"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// showUsers keeps the usernames, which say who may log in, and redacts
+// the password hashes.
+func (s Setting) showUsers() string {
+	if s.Value == "[]" {
+		return s.Value
+	}
+	items := strings.Split(strings.Trim(s.Value, "[]"), ", ")
+	for i, it := range items {
+		name, _, _ := strings.Cut(it, ":")
+		items[i] = name + ":" + Redacted
+	}
+	return "[" + strings.Join(items, ", ") + "]"
+}
+
+// isSecret reports whether a key holds a credential.
+func isSecret(k string) bool {
+	last := k[strings.LastIndex(k, delim)+1:]
+	return k == "submission"+delim+"users" || strings.Contains(last, "password") ||
+		strings.Contains(last, "token") || strings.Contains(last, "secret")
+}
+
+// render writes a raw value compactly: strings as they are ("" when
+// empty), lists as [a, b], maps as {k: v} sorted by key.
+func render(val any) string {
+	switch x := val.(type) {
+	case nil:
+		return `""`
+	case string:
+		if x == "" {
+			return `""`
+		}
+		return x
+	case []any:
+		parts := make([]string, len(x))
+		for i, it := range x {
+			parts[i] = render(it)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	default:
+		if m, ok := stringMap(val); ok {
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			parts := make([]string, len(keys))
+			for i, k := range keys {
+				parts[i] = k + ": " + render(m[k])
+			}
+			return "{" + strings.Join(parts, ", ") + "}"
+		}
+		return fmt.Sprint(x)
+	}
+}

@@ -1,0 +1,101 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// Warning is a configuration that loads and works but is probably not what
+// its author meant, or is dangerous. `relayq check-config` prints them and
+// fails on them with --strict; serve logs them at start.
+type Warning struct {
+	Key     string // dotted key, or "" for the file as a whole
+	Message string
+}
+
+func (w Warning) String() string {
+	if w.Key == "" {
+		return w.Message
+	}
+	return w.Key + ": " + w.Message
+}
+
+// Warnings inspects a loaded configuration for dangerous setups. It reads
+// the file system (the queue directory, the config file) but changes
+// nothing.
+func Warnings(c *Config) []Warning {
+	var ws []Warning
+	add := func(key, format string, args ...any) {
+		ws = append(ws, Warning{Key: key, Message: fmt.Sprintf(format, args...)})
+	}
+	if c.File != "" {
+		if data, err := os.ReadFile(c.File); err == nil {
+			if v, err := parseYAML(data); err == nil && len(v.AllKeys()) == 0 {
+				add("", "config %s sets nothing: the built-in defaults run", c.File)
+			}
+		}
+	}
+	for _, p := range c.Submission.TrustedNetworks {
+		if p.Bits() == 0 {
+			add("submission.trusted_networks", "%s trusts every address: anyone who can connect may relay mail through you (an open relay)", p)
+		}
+	}
+	s := c.Submission
+	if len(s.Users) > 0 && !s.TLS.Enabled() && s.AllowInsecureAuth {
+		add("submission.allow_insecure_auth", "AUTH is offered without TLS: passwords cross the network in clear text")
+	}
+	if sh := c.Delivery.Smarthost; sh.Username != "" && sh.TLS == SmarthostTLSNone {
+		add("delivery.smarthost.allow_insecure_auth", "the smarthost password is sent without TLS")
+	}
+	if c.Admin.Listen != "" && c.Admin.Token == "" && !loopbackListen(c.Admin.Listen) {
+		add("admin.listen", "%s is reachable beyond this host and admin.token is empty: anyone who can connect can delete mail", c.Admin.Listen)
+	}
+	if err := writableDir(filepath.Dir(c.Queue.Path)); err != nil {
+		add("queue.path", "%s: %v", c.Queue.Path, err)
+	}
+	return ws
+}
+
+// loopbackListen reports whether a listen address is loopback only.
+func loopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+// writableDir checks that relayq could create or write the queue in dir:
+// dir itself when it exists, else the nearest existing parent (relayq
+// creates the missing directories).
+func writableDir(dir string) error {
+	for {
+		fi, err := os.Stat(dir)
+		switch {
+		case err == nil && !fi.IsDir():
+			return fmt.Errorf("%s is not a directory", dir)
+		case err == nil:
+			if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+				return fmt.Errorf("directory %s is not writable by this user: %w", dir, err)
+			}
+			return nil
+		case !errors.Is(err, os.ErrNotExist):
+			return err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return nil
+		}
+		dir = parent
+	}
+}
