@@ -179,14 +179,8 @@ func (s *session) Data(r io.Reader) error {
 		s.log.Error("queue write failed", "err", err)
 		return s.reject("storage", errQueueUnavailable)
 	}
-	bw := &bodyWriter{w: d, limit: srv.opts.MaxMessageBytes}
-	buf := copyBuffers.Get().(*[]byte)
-	_, err := io.CopyBuffer(bw, r, *buf)
-	copyBuffers.Put(buf)
-	if err == nil {
-		err = bw.finish()
-	}
-	if err != nil {
+	// The body goes into the queue draft here, after the trace header.
+	if err := copyBody(d, r, srv.opts.MaxMessageBytes); err != nil {
 		d.Abort()
 		var se *smtp.SMTPError
 		switch {
@@ -303,6 +297,24 @@ func (s *session) Auth(mech string) (sasl.Server, error) {
 	return nil, smtp.ErrAuthUnknownMechanism
 }
 
-// copyBuffers are reused for DATA: io.Copy would allocate 32 KiB per
+// copyBody writes the message body from go-smtp's reader r to w: for DATA
+// straight from go-smtp's buffer with dotBody (see takeOver), for BDAT
+// through the chunk pipe, checked by bodyWriter.
+func copyBody(w io.Writer, r io.Reader, limit int64) error {
+	if br := takeOver(r); br != nil {
+		_, err := dotBody(br, w, limit)
+		return err
+	}
+	bw := &bodyWriter{w: w, limit: limit}
+	buf := copyBuffers.Get().(*[]byte)
+	_, err := io.CopyBuffer(bw, r, *buf)
+	copyBuffers.Put(buf)
+	if err == nil {
+		err = bw.finish()
+	}
+	return err
+}
+
+// copyBuffers are reused for BDAT: io.Copy would allocate 32 KiB per
 // message, a large share of the garbage at thousands of messages a second.
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
