@@ -253,12 +253,17 @@ func TestSlowloris(t *testing.T) {
 			if took > 5*time.Second {
 				t.Fatalf("slow client held its connection for %v", took)
 			}
-			// The last word is a closing reply: 421 for the timeout, or 500
-			// "too many errors" when go-smtp took fragments cut off by the
-			// deadline as (bad) commands.
+			// The last word is 421 at the first deadline (issue 12, defect
+			// 5): before, each fragment cut off by read_timeout was run as
+			// a command and got a fresh deadline, and only go-smtp's "500
+			// 5.5.1 too many errors" ended the session, four deadlines
+			// later. At most the one fragment cut off is answered first.
 			lines := strings.Split(strings.TrimSpace(said), "\r\n")
-			if last := lines[len(lines)-1]; last != "" && !strings.HasPrefix(last, "421") && !strings.HasPrefix(last, "500 5.5.1") {
-				t.Errorf("last reply before closing %q, want 421 or 500 5.5.1", last)
+			if last := lines[len(lines)-1]; last != "" && !strings.HasPrefix(last, "421 4.4.2") {
+				t.Errorf("last reply before closing %q, want 421 4.4.2", last)
+			}
+			if len(lines) > 2 {
+				t.Errorf("the session read on after the first read_timeout: %q", said)
 			}
 			// A DATA cut off by its timeout ends the session at once: the
 			// rest of the body is never read as commands.
@@ -272,6 +277,35 @@ func TestSlowloris(t *testing.T) {
 	}
 	if n := countMessages(t, env.store); n != 0 {
 		t.Fatalf("%d messages queued from slow clients", n)
+	}
+}
+
+// TestSessionTimeoutNotExtendedByCommands: a client that sends valid
+// commands, each well inside read_timeout, is still hung up on with 421
+// once the session has lasted session_timeout.
+func TestSessionTimeoutNotExtendedByCommands(t *testing.T) {
+	env := startServer(t, func(o *Options) {
+		o.ReadTimeout = time.Second
+		o.SessionTimeout = 500 * time.Millisecond
+	})
+	r := rawDial(t, env.addr)
+	r.cmd("EHLO client.test", "250")
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		<-tick.C
+		if i > 200 {
+			t.Fatal("session still open after 200 NOOPs 50 ms apart")
+		}
+		r.send("NOOP\r\n")
+		if l := r.reply(); strings.HasPrefix(l, "421 4.4.2") {
+			break
+		} else if !strings.HasPrefix(l, "250") {
+			t.Fatalf("NOOP: %q", l)
+		}
+	}
+	if ok, rest := closedWithin(r.c, 5*time.Second); !ok {
+		t.Fatalf("not closed after the 421; server said %q", rest)
 	}
 }
 

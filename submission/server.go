@@ -45,9 +45,13 @@ type Options struct {
 	MaxConnsPerIP     int           // default 50
 	ReadTimeout       time.Duration // per command; default 5m (RFC 5321 4.5.3.2)
 	DataTimeout       time.Duration // whole DATA upload; default 10m
-	WriteTimeout      time.Duration // default 1m
-	AuthMaxFailures   int           // default 5
-	AuthLockout       time.Duration // default 5m
+	// SessionTimeout bounds a whole connection, however busy: when it has
+	// passed, the session gets 421 at its next read (even mid-DATA), so a
+	// client trickling valid commands cannot keep its slot. Default 1h.
+	SessionTimeout  time.Duration
+	WriteTimeout    time.Duration // default 1m
+	AuthMaxFailures int           // default 5
+	AuthLockout     time.Duration // default 5m
 	// AuthFailureDelay slows each failed AUTH by this much times the number of
 	// recent failures from the same address; default 1s. Tests set it tiny.
 	AuthFailureDelay time.Duration
@@ -116,6 +120,7 @@ func New(o Options) (*Server, error) {
 	}
 	def(&o.ReadTimeout, 5*time.Minute)
 	def(&o.DataTimeout, 10*time.Minute)
+	def(&o.SessionTimeout, time.Hour)
 	def(&o.WriteTimeout, time.Minute)
 	def(&o.AuthLockout, 5*time.Minute)
 	if o.AuthFailureDelay == 0 {
@@ -209,7 +214,7 @@ func (s *Server) listen(addr string, implicitTLS bool) (net.Addr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("submission: listen %s: %w", addr, err)
 	}
-	var ln net.Listener = &limitListener{Listener: l, limits: s.conns, log: s.log, obs: s.opts.Observer, auth: s.auth, live: &s.live}
+	var ln net.Listener = &limitListener{Listener: l, limits: s.conns, log: s.log, obs: s.opts.Observer, auth: s.auth, live: &s.live, sessionTimeout: s.opts.SessionTimeout}
 	if implicitTLS {
 		ln = tls.NewListener(ln, s.smtp.TLSConfig)
 	}
