@@ -146,10 +146,13 @@ func New(o Options) (*Server, error) {
 
 	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
 	srv.Domain = o.Hostname
-	// go-smtp refuses a body of exactly MaxMessageBytes (it needs one more
-	// byte to see the end); allow the limit itself and enforce it exactly in
-	// Data. SIZE is therefore advertised one byte above the configured limit.
-	srv.MaxMessageBytes = o.MaxMessageBytes + 1
+	// EHLO advertises SIZE as exactly the limit, MAIL SIZE= up to it is
+	// accepted, and so is a body of exactly that size: relayq reads DATA
+	// bodies itself (dotBody, exact limit), and go-smtp's BDAT check is
+	// exact. Only go-smtp's own DATA reader, used if takeOver ever cannot
+	// be, would refuse a body of exactly the limit (it needs one more byte
+	// to see the end).
+	srv.MaxMessageBytes = o.MaxMessageBytes
 	srv.MaxRecipients = o.MaxRecipients
 	srv.AllowInsecureAuth = o.AllowInsecureAuth
 	srv.ReadTimeout = o.ReadTimeout
