@@ -21,7 +21,7 @@ func (s *session) checkPassword(username, password string) error {
 	if !s.srv.auth.begin(s.ip) {
 		s.log.Warn("auth refused: address locked out", "user", username)
 		if o := s.srv.opts.Observer; o != nil {
-			o.Rejected("auth_lockout")
+			o.Rejected(RejectAuthLockout)
 		}
 		return errAuthLocked
 	}
@@ -55,7 +55,7 @@ func (s *session) authFail(username, why string) error {
 func (s *session) authFailed(username, why string, n int, delay time.Duration) error {
 	s.log.Warn("auth failed", "user", username, "why", why, "recent_failures", n)
 	if o := s.srv.opts.Observer; o != nil {
-		o.Rejected("auth")
+		o.Rejected(RejectAuth)
 	}
 	if delay > 0 {
 		t := time.NewTimer(delay)

@@ -70,7 +70,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if !l.limits.acquire(ip) {
 			l.log.Warn("connection refused: too many connections", "client", ip.String())
 			if l.obs != nil {
-				l.obs.Rejected("connections")
+				l.obs.Rejected(RejectConnections)
 			}
 			refuse(c, "421 4.7.0 Too many connections, try again later\r\n")
 			continue

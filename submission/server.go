@@ -74,8 +74,8 @@ type Observer interface {
 	SessionClosed()
 	// Accepted is called after a message was queued.
 	Accepted(size int64)
-	// Rejected is called with a short stable reason ("auth", "relay", "size", "storage", ...).
-	Rejected(reason string)
+	// Rejected is called with the reason for each refusal.
+	Rejected(reason RejectReason)
 }
 
 // Server accepts SMTP submissions on any number of listeners.
