@@ -39,8 +39,8 @@ func (s pathSession) Data(r io.Reader) error {
 		w = &buf
 	}
 	if !s.ownReader {
-		_, err := io.Copy(w, r)
-		return err
+		// What relayq did before: go-smtp's reader, then bodyWriter.
+		return copyChecked(w, r, 64<<20)
 	}
 	if takeOver(r) != nil {
 		s.mu.Lock()

@@ -305,6 +305,11 @@ func copyBody(w io.Writer, r io.Reader, limit int64) error {
 		_, err := dotBody(br, w, limit)
 		return err
 	}
+	return copyChecked(w, r, limit)
+}
+
+// copyChecked copies r to w through bodyWriter's checks.
+func copyChecked(w io.Writer, r io.Reader, limit int64) error {
 	bw := &bodyWriter{w: w, limit: limit}
 	buf := copyBuffers.Get().(*[]byte)
 	_, err := io.CopyBuffer(bw, r, *buf)
