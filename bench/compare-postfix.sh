@@ -17,9 +17,12 @@
 # softirq, steal) over the same span, minus the busy time of that round's
 # direct run (the load tools alone), divided by the messages. It counts
 # everything a relay makes the machine do (all of Postfix's processes,
-# kernel work for fsync and loopback TCP), so run it on a quiet machine:
-# anything else running is counted too. In scenario c the direct run also
-# counts smtp-sink, which c does not use, so c's figures are a little low.
+# kernel work for fsync and loopback TCP). Anything else running is counted
+# too: each round first samples the machine idle for 2 s ("bg", busy ms per
+# second) and takes that rate times each run's length off the run, which
+# helps only if the other load is steady; run it on a quiet machine. In
+# scenario c the direct run also counts smtp-sink, which c does not use, so
+# c's figures are a little low.
 #
 # Everything listens on 127.0.0.1 only; everything started is stopped on exit.
 # Needs root for the private Postfix instance (it drops to user postfix).
@@ -34,7 +37,7 @@ while [ $# -gt 0 ]; do
 	--install) INSTALL=1 ;;
 	--rounds) ROUNDS="$2"; shift ;;
 	--scenarios) SCENARIOS="$2"; shift ;;
-	-h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,28p' "$0"; exit 0 ;;
 	*) echo "compare-postfix: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -97,6 +100,13 @@ now() { date +%s.%N; }
 # busy_ms: the machine's busy CPU time since boot, in milliseconds.
 HZ=$(getconf CLK_TCK)
 busy_ms() { awk -v hz="$HZ" '$1 == "cpu" { printf "%.0f\n", ($2 + $3 + $4 + $7 + $8 + $9) * 1000 / hz; exit }' /proc/stat; }
+
+# background: the machine's busy ms per second with none of ours running.
+background() {
+	local b0 b1
+	b0=$(busy_ms); sleep 2; b1=$(busy_ms)
+	echo $(((b1 - b0) / 2))
+}
 
 # start_sink N PORT: smtp-sink that exits after N messages.
 start_sink() {
@@ -221,13 +231,15 @@ measure() {
 	fi
 	if [ "$DOWN" = 1 ] && [ "${2:-}" != direct ]; then
 		b1=$(busy_ms)
-		awk -v n="$COUNT" -v a="$t0" -v b="$t1" -v u="$((b1 - b0))" 'BEGIN { printf "%.0f - %d\n", n / (b - a), u }'
+		awk -v n="$COUNT" -v a="$t0" -v b="$t1" -v u="$((b1 - b0))" -v bg="$BG" \
+			'BEGIN { printf "%.0f - %.0f\n", n / (b - a), u - bg * (b - a) }'
 		return
 	fi
 	wait_sink
 	t2=$(now)
 	b1=$(busy_ms)
-	awk -v n="$COUNT" -v a="$t0" -v b="$t1" -v c="$t2" -v u="$((b1 - b0))" 'BEGIN { printf "%.0f %.0f %d\n", n / (b - a), n / (c - a), u }'
+	awk -v n="$COUNT" -v a="$t0" -v b="$t1" -v c="$t2" -v u="$((b1 - b0))" -v bg="$BG" \
+		'BEGIN { printf "%.0f %.0f %.0f\n", n / (b - a), n / (c - a), u - bg * (c - a) }'
 }
 
 # cpu_per_msg BUSY DIRECT_BUSY: a relay's CPU ms per message.
@@ -243,10 +255,11 @@ for sc in $SCENARIOS; do
 	[ "$DOWN" = 1 ] && metric=accepted
 	echo
 	echo "scenario $sc: $SESS sessions x $SIZE B x $COUNT msgs$([ "$DOWN" = 1 ] && echo ', next hop down (accept-only)'); rates in msgs/s ($metric); CPU in ms per message (machine busy time; a relay's minus its round's direct run)"
-	printf '%-6s %10s %10s %10s %14s %12s | %9s %9s %9s %8s\n' round direct postfix relayq relayq/postfix relayq/direct \
-		"cpu:dir" postfix relayq rq/pf
-	for k in direct pf rq ratio frac cdir cpf crq cratio; do : >"$WORK/$sc.$k"; done
+	printf '%-6s %10s %10s %10s %14s %12s | %6s %9s %9s %9s %8s\n' round direct postfix relayq relayq/postfix relayq/direct \
+		bg "cpu:dir" postfix relayq rq/pf
+	for k in direct pf rq ratio frac bg cdir cpf crq cratio; do : >"$WORK/$sc.$k"; done
 	for r in $(seq "$ROUNDS"); do
+		BG=$(background)
 		# The direct run: the ceiling (not in c) and the load tools' own CPU.
 		sp=$(free_port); start_sink "$COUNT" "$sp"
 		m=$(measure "$sp" direct)
@@ -281,16 +294,16 @@ for sc in $SCENARIOS; do
 		cratio=$(awk -v a="$crq" -v b="$cpf" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }')
 		echo "$p" >>"$WORK/$sc.pf"; echo "$q" >>"$WORK/$sc.rq"; echo "$ratio" >>"$WORK/$sc.ratio"
 		[ "$frac" != "-" ] && echo "${frac%\%}" >>"$WORK/$sc.frac"
-		echo "$cdir" >>"$WORK/$sc.cdir"; echo "$cpf" >>"$WORK/$sc.cpf"; echo "$crq" >>"$WORK/$sc.crq"
+		echo "$BG" >>"$WORK/$sc.bg"; echo "$cdir" >>"$WORK/$sc.cdir"; echo "$cpf" >>"$WORK/$sc.cpf"; echo "$crq" >>"$WORK/$sc.crq"
 		[ "$cratio" != "-" ] && echo "$cratio" >>"$WORK/$sc.cratio"
-		printf '%-6s %10s %10s %10s %14s %12s | %9s %9s %9s %8s\n' "$r" "$d" "$p" "$q" "${ratio}x" "$frac" "$cdir" "$cpf" "$crq" "$cratio"
+		printf '%-6s %10s %10s %10s %14s %12s | %6s %9s %9s %9s %8s\n' "$r" "$d" "$p" "$q" "${ratio}x" "$frac" "$BG" "$cdir" "$cpf" "$crq" "$cratio"
 	done
-	for k in direct pf rq ratio frac cdir cpf crq cratio; do read -r "min_$k" "med_$k" "max_$k" < <(stats <"$WORK/$sc.$k"); done
+	for k in direct pf rq ratio frac bg cdir cpf crq cratio; do read -r "min_$k" "med_$k" "max_$k" < <(stats <"$WORK/$sc.$k"); done
 	span() { if [ "$1" = - ]; then echo -; else echo "$1-$2${3:-}"; fi; }
 	pct() { if [ "$1" = - ]; then echo -; else echo "$1%"; fi; }
-	printf '%-6s %10s %10s %10s %14s %12s | %9s %9s %9s %8s\n' median "$med_direct" "$med_pf" "$med_rq" "${med_ratio}x" "$(pct "$med_frac")" \
-		"$med_cdir" "$med_cpf" "$med_crq" "$med_cratio"
-	printf '%-6s %10s %10s %10s %14s %12s | %9s %9s %9s %8s\n' min-max "$(span "$min_direct" "$max_direct")" "$(span "$min_pf" "$max_pf")" \
+	printf '%-6s %10s %10s %10s %14s %12s | %6s %9s %9s %9s %8s\n' median "$med_direct" "$med_pf" "$med_rq" "${med_ratio}x" "$(pct "$med_frac")" \
+		"$med_bg" "$med_cdir" "$med_cpf" "$med_crq" "$med_cratio"
+	printf '%-6s %10s %10s %10s %14s %12s | %6s %9s %9s %9s %8s\n' min-max "$(span "$min_direct" "$max_direct")" "$(span "$min_pf" "$max_pf")" \
 		"$(span "$min_rq" "$max_rq")" "$(span "$min_ratio" "$max_ratio")" "$(span "$min_frac" "$max_frac" %)" \
-		"$(span "$min_cdir" "$max_cdir")" "$(span "$min_cpf" "$max_cpf")" "$(span "$min_crq" "$max_crq")" "$(span "$min_cratio" "$max_cratio")"
+		"$(span "$min_bg" "$max_bg")" "$(span "$min_cdir" "$max_cdir")" "$(span "$min_cpf" "$max_cpf")" "$(span "$min_crq" "$max_crq")" "$(span "$min_cratio" "$max_cratio")"
 done
