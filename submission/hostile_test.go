@@ -53,6 +53,25 @@ func closedWithin(c net.Conn, d time.Duration) (bool, string) {
 	return true, string(b)
 }
 
+// rawGreet dials, says EHLO and, with useTLS, starts TLS (trusting pool)
+// and says EHLO again.
+func rawGreet(t *testing.T, addr string, useTLS bool, pool *x509.CertPool) *rawConn {
+	t.Helper()
+	r := rawDial(t, addr)
+	r.cmd("EHLO client.test", "250")
+	if !useTLS {
+		return r
+	}
+	r.cmd("STARTTLS", "220")
+	c := tls.Client(r.c, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	if err := c.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	r = &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+	r.cmd("EHLO client.test", "250")
+	return r
+}
+
 func TestOverlongCommandLine(t *testing.T) {
 	env := startServer(t, nil)
 	r := rawDial(t, env.addr)
@@ -215,17 +234,7 @@ func TestBodySentWithCommands(t *testing.T) {
 	env := startServer(t, func(o *Options) { o.TLS = tlsConf })
 	for _, useTLS := range []bool{false, true} {
 		t.Run(fmt.Sprint("tls=", useTLS), func(t *testing.T) {
-			r := rawDial(t, env.addr)
-			r.cmd("EHLO client.test", "250")
-			if useTLS {
-				r.cmd("STARTTLS", "220")
-				c := tls.Client(r.c, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
-				if err := c.Handshake(); err != nil {
-					t.Fatal(err)
-				}
-				r = &rawConn{t: t, c: c, r: bufio.NewReader(c)}
-				r.cmd("EHLO client.test", "250")
-			}
+			r := rawGreet(t, env.addr, useTLS, pool)
 			const n = 20
 			var b strings.Builder
 			for i := 0; i < n; i++ {
@@ -756,17 +765,7 @@ func TestDataTimeoutEndsSession(t *testing.T) {
 	})
 	for _, useTLS := range []bool{false, true} {
 		t.Run(fmt.Sprint("tls=", useTLS), func(t *testing.T) {
-			r := rawDial(t, env.addr)
-			r.cmd("EHLO client.test", "250")
-			if useTLS {
-				r.cmd("STARTTLS", "220")
-				c := tls.Client(r.c, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
-				if err := c.Handshake(); err != nil {
-					t.Fatal(err)
-				}
-				r = &rawConn{t: t, c: c, r: bufio.NewReader(c)}
-				r.cmd("EHLO client.test", "250")
-			}
+			r := rawGreet(t, env.addr, useTLS, pool)
 			r.cmd("MAIL FROM:<a@example.org>", "250")
 			r.cmd("RCPT TO:<b@example.net>", "250")
 			r.cmd("DATA", "354")
