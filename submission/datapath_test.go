@@ -201,3 +201,42 @@ func BenchmarkDataPath(b *testing.B) {
 		}
 	}
 }
+
+// TestBodySentWithCommands: a client that sends the whole transaction,
+// body and the commands after it, in one write without waiting for 354
+// (not what RFC 2920 allows, but what an attacker does) has part of the
+// body in go-smtp's buffer before DATA is answered. relayq's DATA reader
+// reads from that same buffer, so every message is stored whole and
+// unstuffed, and the commands after each body are read as commands, TLS or
+// not.
+func TestBodySentWithCommands(t *testing.T) {
+	tlsConf, pool := testCert(t)
+	env := startServer(t, func(o *Options) { o.TLS = tlsConf })
+	for _, useTLS := range []bool{false, true} {
+		t.Run(fmt.Sprint("tls=", useTLS), func(t *testing.T) {
+			r := rawGreet(t, env.addr, useTLS, pool)
+			const n = 20
+			var b strings.Builder
+			for i := 0; i < n; i++ {
+				fmt.Fprintf(&b, "MAIL FROM:<a@example.org>\r\nRCPT TO:<b%d@example.net>\r\nDATA\r\n", i)
+				fmt.Fprintf(&b, "Subject: %d\r\n\r\n..leading dot\r\n%s\r\n.\r\nNOOP\r\n", i, strings.Repeat(strings.Repeat("x", 70)+"\r\n", i*5))
+			}
+			r.send(b.String())
+			var ids []string
+			for i := 0; i < n; i++ {
+				r.expect("250")
+				r.expect("250")
+				r.expect("354")
+				ids = append(ids, queueIDFrom(t, r.expect("250 2.0.0 Ok: queued as ")))
+				r.expect("250 2.0.0 I have successfully done nothing")
+			}
+			for i, id := range ids {
+				body := readBody(t, env.store, id)
+				want := fmt.Sprintf("Subject: %d\r\n\r\n.leading dot\r\n%s\r\n", i, strings.Repeat(strings.Repeat("x", 70)+"\r\n", i*5))
+				if !strings.HasSuffix(body, want) {
+					t.Fatalf("message %d stored as %q, want it to end %q", i, body, want)
+				}
+			}
+		})
+	}
+}
