@@ -13,6 +13,17 @@
 # smtp-sink -M N exits then); accepted is messages / smtp-source's run time.
 # smtp-source runs with -d (connections reused, one message per transaction).
 #
+# CPU ms/msg: the machine's busy time (/proc/stat: user, nice, system, irq,
+# softirq, steal) over the same span, minus the busy time of that round's
+# direct run (the load tools alone), divided by the messages. It counts
+# everything a relay makes the machine do (all of Postfix's processes,
+# kernel work for fsync and loopback TCP). Anything else running is counted
+# too: each round first samples the machine idle for 2 s ("bg", busy ms per
+# second) and takes that rate times each run's length off the run, which
+# helps only if the other load is steady; run it on a quiet machine. In
+# scenario c the direct run also counts smtp-sink, which c does not use, so
+# c's figures are a little low.
+#
 # Everything listens on 127.0.0.1 only; everything started is stopped on exit.
 # Needs root for the private Postfix instance (it drops to user postfix).
 set -euo pipefail
@@ -26,7 +37,7 @@ while [ $# -gt 0 ]; do
 	--install) INSTALL=1 ;;
 	--rounds) ROUNDS="$2"; shift ;;
 	--scenarios) SCENARIOS="$2"; shift ;;
-	-h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,28p' "$0"; exit 0 ;;
 	*) echo "compare-postfix: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -85,6 +96,17 @@ wait_port() {
 }
 
 now() { date +%s.%N; }
+
+# busy_ms: the machine's busy CPU time since boot, in milliseconds.
+HZ=$(getconf CLK_TCK)
+busy_ms() { awk -v hz="$HZ" '$1 == "cpu" { printf "%.0f\n", ($2 + $3 + $4 + $7 + $8 + $9) * 1000 / hz; exit }' /proc/stat; }
+
+# background: the machine's busy ms per second with none of ours running.
+background() {
+	local b0 b1
+	b0=$(busy_ms); sleep 2; b1=$(busy_ms)
+	echo $(((b1 - b0) / 2))
+}
 
 # start_sink N PORT: smtp-sink that exits after N messages.
 start_sink() {
@@ -192,11 +214,13 @@ shape() {
 }
 
 # measure TARGET_PORT [direct]: runs smtp-source against it; when DOWN=0
-# waits for the sink too. Prints "accepted e2e" in msgs/s (e2e "-" when
-# DOWN=1). Straight into smtp-sink, the sink quits at its N-th message and
-# smtp-source may then report a lost connection: harmless there.
+# waits for the sink too. Prints "accepted e2e busy" in msgs/s (e2e "-" when
+# DOWN=1) and the machine's busy CPU ms over the run. Straight into
+# smtp-sink, the sink quits at its N-th message and smtp-source may then
+# report a lost connection: harmless there.
 measure() {
-	local t0 t1 t2 rc=0
+	local t0 t1 t2 b0 b1 rc=0
+	b0=$(busy_ms)
 	t0=$(now)
 	timeout "$TIMEOUT" smtp-source -d -s "$SESS" -m "$COUNT" -l "$SIZE" \
 		-f bench@src.relaybench.localhost -t sink@dst.relaybench.localhost \
@@ -205,14 +229,21 @@ measure() {
 	if [ "$rc" != 0 ] && [ "${2:-}" != direct ]; then
 		echo "compare-postfix: smtp-source exited $rc: $(tail -1 "$WORK/source.err")" >&2
 	fi
-	if [ "$DOWN" = 1 ]; then
-		awk -v n="$COUNT" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f -\n", n / (b - a) }'
+	if [ "$DOWN" = 1 ] && [ "${2:-}" != direct ]; then
+		b1=$(busy_ms)
+		awk -v n="$COUNT" -v a="$t0" -v b="$t1" -v u="$((b1 - b0))" -v bg="$BG" \
+			'BEGIN { printf "%.0f - %.0f\n", n / (b - a), u - bg * (b - a) }'
 		return
 	fi
 	wait_sink
 	t2=$(now)
-	awk -v n="$COUNT" -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "%.0f %.0f\n", n / (b - a), n / (c - a) }'
+	b1=$(busy_ms)
+	awk -v n="$COUNT" -v a="$t0" -v b="$t1" -v c="$t2" -v u="$((b1 - b0))" -v bg="$BG" \
+		'BEGIN { printf "%.0f %.0f %.0f\n", n / (b - a), n / (c - a), u - bg * (c - a) }'
 }
+
+# cpu_per_msg BUSY DIRECT_BUSY: a relay's CPU ms per message.
+cpu_per_msg() { awk -v a="$1" -v d="$2" -v n="$COUNT" 'BEGIN { printf "%.3f", (a - d) / n }'; }
 
 # stats: min median max of the numbers on stdin.
 stats() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) { print "- - -"; exit } printf "%s %s %s\n", v[1], v[int((NR + 1) / 2)], v[NR] }'; }
@@ -223,41 +254,56 @@ for sc in $SCENARIOS; do
 	metric=e2e
 	[ "$DOWN" = 1 ] && metric=accepted
 	echo
-	echo "scenario $sc: $SESS sessions x $SIZE B x $COUNT msgs$([ "$DOWN" = 1 ] && echo ', next hop down (accept-only)'); rates in msgs/s ($metric)"
-	printf '%-6s %10s %10s %10s %14s %12s\n' round direct postfix relayq relayq/postfix relayq/direct
-	: >"$WORK/$sc.direct"; : >"$WORK/$sc.pf"; : >"$WORK/$sc.rq"; : >"$WORK/$sc.ratio"; : >"$WORK/$sc.frac"
+	echo "scenario $sc: $SESS sessions x $SIZE B x $COUNT msgs$([ "$DOWN" = 1 ] && echo ', next hop down (accept-only)'); rates in msgs/s ($metric); CPU in ms per message (machine busy time; a relay's minus its round's direct run)"
+	printf '%-6s %10s %10s %10s %14s %12s | %6s %9s %9s %9s %8s\n' round direct postfix relayq relayq/postfix relayq/direct \
+		bg "cpu:dir" postfix relayq rq/pf
+	for k in direct pf rq ratio frac bg cdir cpf crq cratio; do : >"$WORK/$sc.$k"; done
 	for r in $(seq "$ROUNDS"); do
+		BG=$(background)
+		# The direct run: the ceiling (not in c) and the load tools' own CPU.
+		sp=$(free_port); start_sink "$COUNT" "$sp"
+		m=$(measure "$sp" direct)
 		d="-"
 		if [ "$DOWN" = 0 ]; then
-			sp=$(free_port); start_sink "$COUNT" "$sp"
-			d=$(measure "$sp" direct | awk '{ print $2 }')
+			d=$(echo "$m" | awk '{ print $2 }')
 			echo "$d" >>"$WORK/$sc.direct"
 		fi
+		dbusy=$(echo "$m" | awk '{ print $3 }')
 		# Postfix
 		sp=$(free_port); pp=$(free_port)
 		[ "$DOWN" = 0 ] && start_sink "$COUNT" "$sp"
 		start_postfix "$pp" "$sp"
 		m=$(measure "$pp")
 		stop_postfix
-		if [ "$DOWN" = 1 ]; then p=${m% *}; else p=${m#* }; fi
+		read -r acc e2e pbusy <<<"$m"
+		if [ "$DOWN" = 1 ]; then p=$acc; else p=$e2e; fi
 		# relayq
 		sp=$(free_port); rp=$(free_port)
 		[ "$DOWN" = 0 ] && start_sink "$COUNT" "$sp"
 		if [ "$DOWN" = 1 ]; then start_relayq "$rp" "$sp" 1h; else start_relayq "$rp" "$sp" 2s; fi
 		m=$(measure "$rp")
 		stop_relayq
-		if [ "$DOWN" = 1 ]; then q=${m% *}; else q=${m#* }; fi
+		read -r acc e2e qbusy <<<"$m"
+		if [ "$DOWN" = 1 ]; then q=$acc; else q=$e2e; fi
 		ratio=$(awk -v a="$q" -v b="$p" 'BEGIN { printf "%.2f", a / b }')
 		frac="-"
 		[ "$d" != "-" ] && frac=$(awk -v a="$q" -v b="$d" 'BEGIN { printf "%.0f%%", 100 * a / b }')
+		cdir=$(cpu_per_msg "$dbusy" 0)
+		cpf=$(cpu_per_msg "$pbusy" "$dbusy")
+		crq=$(cpu_per_msg "$qbusy" "$dbusy")
+		cratio=$(awk -v a="$crq" -v b="$cpf" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }')
 		echo "$p" >>"$WORK/$sc.pf"; echo "$q" >>"$WORK/$sc.rq"; echo "$ratio" >>"$WORK/$sc.ratio"
 		[ "$frac" != "-" ] && echo "${frac%\%}" >>"$WORK/$sc.frac"
-		printf '%-6s %10s %10s %10s %14s %12s\n' "$r" "$d" "$p" "$q" "${ratio}x" "$frac"
+		echo "$BG" >>"$WORK/$sc.bg"; echo "$cdir" >>"$WORK/$sc.cdir"; echo "$cpf" >>"$WORK/$sc.cpf"; echo "$crq" >>"$WORK/$sc.crq"
+		[ "$cratio" != "-" ] && echo "$cratio" >>"$WORK/$sc.cratio"
+		printf '%-6s %10s %10s %10s %14s %12s | %6s %9s %9s %9s %8s\n' "$r" "$d" "$p" "$q" "${ratio}x" "$frac" "$BG" "$cdir" "$cpf" "$crq" "$cratio"
 	done
-	for k in direct pf rq ratio frac; do read -r "min_$k" "med_$k" "max_$k" < <(stats <"$WORK/$sc.$k"); done
+	for k in direct pf rq ratio frac bg cdir cpf crq cratio; do read -r "min_$k" "med_$k" "max_$k" < <(stats <"$WORK/$sc.$k"); done
 	span() { if [ "$1" = - ]; then echo -; else echo "$1-$2${3:-}"; fi; }
 	pct() { if [ "$1" = - ]; then echo -; else echo "$1%"; fi; }
-	printf '%-6s %10s %10s %10s %14s %12s\n' median "$med_direct" "$med_pf" "$med_rq" "${med_ratio}x" "$(pct "$med_frac")"
-	printf '%-6s %10s %10s %10s %14s %12s\n' min-max "$(span "$min_direct" "$max_direct")" "$(span "$min_pf" "$max_pf")" \
-		"$(span "$min_rq" "$max_rq")" "$(span "$min_ratio" "$max_ratio")" "$(span "$min_frac" "$max_frac" %)"
+	printf '%-6s %10s %10s %10s %14s %12s | %6s %9s %9s %9s %8s\n' median "$med_direct" "$med_pf" "$med_rq" "${med_ratio}x" "$(pct "$med_frac")" \
+		"$med_bg" "$med_cdir" "$med_cpf" "$med_crq" "$med_cratio"
+	printf '%-6s %10s %10s %10s %14s %12s | %6s %9s %9s %9s %8s\n' min-max "$(span "$min_direct" "$max_direct")" "$(span "$min_pf" "$max_pf")" \
+		"$(span "$min_rq" "$max_rq")" "$(span "$min_ratio" "$max_ratio")" "$(span "$min_frac" "$max_frac" %)" \
+		"$(span "$min_bg" "$max_bg")" "$(span "$min_cdir" "$max_cdir")" "$(span "$min_cpf" "$max_cpf")" "$(span "$min_crq" "$max_crq")" "$(span "$min_cratio" "$max_cratio")"
 done

@@ -23,26 +23,18 @@ func TestDeliveredBytesHaveNoBareNewlines(t *testing.T) {
 		t.Fatal(err)
 	}
 	const forged = "MAIL FROM:<ceo@example.org>\r\nRCPT TO:<victim@example.net>\r\nDATA\r\nSubject: tok-forged\r\n\r\nforged\r\n"
-	smuggling := []struct {
-		name, body string
-		// mayAccept marks the one payload relayq cannot see: go-smtp
-		// v0.26.0's DATA reader (data.go, stateDotCR) drops the CR of a
-		// line starting ".\r" not followed by LF, where net/textproto keeps
-		// it, so the bare CR never reaches relayq's check. The message is
-		// then accepted as ONE message whose text includes the payload,
-		// and is delivered CRLF-clean: no second message either way.
-		mayAccept bool
-	}{
-		{"LF.LF", "Subject: tok-s1\r\n\r\nhi\n.\n" + forged, false},
-		{"CRLF.LF", "Subject: tok-s2\r\n\r\nhi\r\n.\n" + forged, false},
-		{"LF.CRLF", "Subject: tok-s3\r\n\r\nhi\n.\r\n" + forged, false},
-		{"CR.CR", "Subject: tok-s4\r\n\r\nhi\r.\r" + forged, false},
-		{"CRLF.CR", "Subject: tok-s5\r\n\r\nhi\r\n.\r" + forged, true},
-		{"bare LF", "Subject: tok-s6\r\n\r\nline one\nline two\r\n", false},
-		{"bare CR", "Subject: tok-s7\r\n\r\nline one\rline two\r\n", false},
-		{"NUL.LF", "Subject: tok-s8\r\n\r\nhi\r\n\x00.\n" + strings.ReplaceAll(forged, "\r\n", "\n"), false},
+	smuggling := []struct{ name, body string }{
+		{"LF.LF", "Subject: tok-s1\r\n\r\nhi\n.\n" + forged},
+		{"CRLF.LF", "Subject: tok-s2\r\n\r\nhi\r\n.\n" + forged},
+		{"LF.CRLF", "Subject: tok-s3\r\n\r\nhi\n.\r\n" + forged},
+		{"CR.CR", "Subject: tok-s4\r\n\r\nhi\r.\r" + forged},
+		// go-smtp's own DATA reader silently dropped the "." and the CR
+		// here (issue 12, defect 4); relayq reads DATA itself and refuses it.
+		{"CRLF.CR", "Subject: tok-s5\r\n\r\nhi\r\n.\r" + forged},
+		{"bare LF", "Subject: tok-s6\r\n\r\nline one\nline two\r\n"},
+		{"bare CR", "Subject: tok-s7\r\n\r\nline one\rline two\r\n"},
+		{"NUL.LF", "Subject: tok-s8\r\n\r\nhi\r\n\x00.\n" + strings.ReplaceAll(forged, "\r\n", "\n")},
 	}
-	nAccepted := 0
 	c, err := dialClient(r.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -66,12 +58,8 @@ func TestDeliveredBytesHaveNoBareNewlines(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch {
-		case sm.mayAccept && code == 250:
-			nAccepted++
-			t.Logf("%s: accepted as one message (go-smtp drops the CR, see above)", name)
-		case !strings.HasPrefix(line, "550 5.7.0"):
-			t.Errorf("%s: DATA reply %q, want 550 5.7.0", name, line)
+		if !strings.HasPrefix(line, "550 5.7.0") {
+			t.Errorf("%s: DATA reply %q (%d), want 550 5.7.0", name, line, code)
 		}
 		// Nothing of the payload may have been read as commands.
 		if code, line, err := c.cmd("NOOP"); err != nil || code != 250 {
@@ -83,13 +71,9 @@ func TestDeliveredBytesHaveNoBareNewlines(t *testing.T) {
 		t.Fatalf("clean message: %s %q %v", o, line, err)
 	}
 	mx.WaitFor(t, 20*time.Second, func() bool { return deliveredTokens(mx)["tok-clean"] > 0 })
-	// Only what got a 250 above may ever reach the next hop, each as
-	// exactly one message.
-	if nAccepted > 0 {
-		mx.WaitFor(t, 20*time.Second, func() bool { return mx.MessageCount() >= 1+nAccepted })
-	}
-	if n := mx.MessageCount(); n != 1+nAccepted {
-		t.Errorf("next hop received %d messages, want %d", n, 1+nAccepted)
+	// Only the clean message may ever reach the next hop.
+	if n := mx.MessageCount(); n != 1 {
+		t.Errorf("next hop received %d messages, want 1", n)
 	}
 	for _, m := range mx.Messages() {
 		tok := tokenOf(m.Data)

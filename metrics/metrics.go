@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/submission"
 )
 
 // namespace prefixes every relayq metric name.
@@ -46,7 +47,7 @@ func newWithClock(now func() time.Time) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), now: now}
 	m.received = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace, Name: "messages_received_total",
-		Help: "Mail transactions that reached a verdict: messages accepted plus transaction-level rejections (relay, syntax, size, storage, bare_newline, line_length).",
+		Help: "Mail transactions that reached a verdict: messages accepted plus refused ones (reasons relay, syntax, size, storage, bare_newline, line_length).",
 	})
 	m.accepted = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace, Name: "messages_accepted_total",
@@ -79,8 +80,8 @@ func newWithClock(now func() time.Time) *Metrics {
 	})
 	// Pre-create every label value so a rate() over a reason or result
 	// that has not happened yet is 0, not "no data".
-	for _, r := range rejectReasons {
-		m.rejected.WithLabelValues(r)
+	for _, r := range submission.RejectReasons() {
+		m.rejected.WithLabelValues(string(r))
 	}
 	m.rejected.WithLabelValues(other)
 	for _, r := range attemptResults {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/submission"
 )
 
 // scrape fetches /metrics through the handler and returns the text body.
@@ -52,11 +53,12 @@ func TestObserversMoveCounters(t *testing.T) {
 	sub.SessionClosed()
 	sub.Accepted(1000)
 	sub.Accepted(500)
-	sub.Rejected("relay")
-	sub.Rejected("size")
-	sub.Rejected("auth")
-	sub.Rejected("connections")
-	sub.Rejected("something-new@example.com") // never becomes a label value
+	sub.Rejected(submission.RejectRelay)
+	sub.Rejected(submission.RejectSize)
+	sub.Rejected(submission.RejectAuth)
+	sub.Rejected(submission.RejectConnections)
+	sub.Rejected(submission.RejectSequence)                            // was counted as "other" (issue 11)
+	sub.Rejected(submission.RejectReason("something-new@example.com")) // never becomes a label value
 
 	del := m.Delivery()
 	del.Attempted("delivered", 300*time.Millisecond)
@@ -77,6 +79,7 @@ func TestObserversMoveCounters(t *testing.T) {
 		`relayq_messages_rejected_total{reason="size"} 1`,
 		`relayq_messages_rejected_total{reason="auth"} 1`,
 		`relayq_messages_rejected_total{reason="connections"} 1`,
+		`relayq_messages_rejected_total{reason="sequence"} 1`,
 		`relayq_messages_rejected_total{reason="other"} 1`,
 		`relayq_messages_rejected_total{reason="storage"} 0`,
 		`relayq_delivery_attempts_total{result="delivered"} 2`,

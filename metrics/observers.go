@@ -13,17 +13,6 @@ import (
 // so a new code path can never create unbounded series.
 const other = "other"
 
-// rejectReasons are the submission server's rejection reasons. The first
-// six are refusals inside a mail transaction and count as received mail;
-// the rest refuse a login or a connection, before any message.
-var rejectReasons = []string{
-	"relay", "syntax", "size", "storage", "bare_newline", "line_length",
-	"auth", "auth_lockout", "connections",
-}
-
-// transactionReasons is the prefix of rejectReasons that counts as received.
-var transactionReasons = rejectReasons[:6]
-
 // attemptResults are the delivery statuses the engine reports.
 var attemptResults = []string{"delivered", "deferred", "bounced"}
 
@@ -51,13 +40,15 @@ func (o submissionObserver) Accepted(size int64) {
 	}
 }
 
-// Rejected counts a refusal under its reason ("other" if unknown).
-func (o submissionObserver) Rejected(reason string) {
-	if !slices.Contains(rejectReasons, reason) {
-		reason = other
+// Rejected counts a refusal under its reason ("other" if unknown); a
+// refused message also counts as received.
+func (o submissionObserver) Rejected(reason submission.RejectReason) {
+	label := other
+	if slices.Contains(submission.RejectReasons(), reason) {
+		label = string(reason)
 	}
-	o.m.rejected.WithLabelValues(reason).Inc()
-	if slices.Contains(transactionReasons, reason) {
+	o.m.rejected.WithLabelValues(label).Inc()
+	if reason.RefusesMessage() {
 		o.m.received.Inc()
 	}
 }

@@ -16,10 +16,12 @@ import (
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("relayq-no-such-user"), bcrypt.DefaultCost)
 
 func (s *session) checkPassword(username, password string) error {
-	if s.srv.auth.locked(s.ip) {
+	// Reserve the guess before checking it: guesses checked in parallel
+	// count against the limit while they run, not only once they failed.
+	if !s.srv.auth.begin(s.ip) {
 		s.log.Warn("auth refused: address locked out", "user", username)
 		if o := s.srv.opts.Observer; o != nil {
-			o.Rejected("auth_lockout")
+			o.Rejected(RejectAuthLockout)
 		}
 		return errAuthLocked
 	}
@@ -32,9 +34,10 @@ func (s *session) checkPassword(username, password string) error {
 		}
 	}
 	if err := bcrypt.CompareHashAndPassword(hash, []byte(password)); err != nil || !known {
-		return s.authFail(username, "bad credentials")
+		n, delay := s.srv.auth.finish(s.ip, false)
+		return s.authFailed(username, "bad credentials", n, delay)
 	}
-	s.srv.auth.success(s.ip)
+	s.srv.auth.finish(s.ip, true)
 	s.authUser = username
 	s.log.Info("authenticated", "user", username)
 	return nil
@@ -44,9 +47,15 @@ func (s *session) checkPassword(username, password string) error {
 // failures from the same address, and returns 535 5.7.8.
 func (s *session) authFail(username, why string) error {
 	n, delay := s.srv.auth.failure(s.ip)
+	return s.authFailed(username, why, n, delay)
+}
+
+// authFailed logs and counts a failure already recorded as the n-th recent
+// one, waits delay and returns 535 5.7.8.
+func (s *session) authFailed(username, why string, n int, delay time.Duration) error {
 	s.log.Warn("auth failed", "user", username, "why", why, "recent_failures", n)
 	if o := s.srv.opts.Observer; o != nil {
-		o.Rejected("auth")
+		o.Rejected(RejectAuth)
 	}
 	if delay > 0 {
 		t := time.NewTimer(delay)
@@ -70,6 +79,7 @@ type authLimiter struct {
 
 type authEntry struct {
 	failures int
+	inFlight int // guesses being checked now (begin without finish)
 	first    time.Time
 }
 
@@ -93,9 +103,47 @@ func (l *authLimiter) locked(ip netip.Addr) bool {
 	return e != nil && e.failures >= l.max
 }
 
+// begin reserves one guess for ip, or reports false when the failures in
+// the window plus the guesses being checked already reach the limit.
+func (l *authLimiter) begin(ip netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.entryOrNew(ip)
+	if e.failures+e.inFlight >= l.max {
+		return false
+	}
+	e.inFlight++
+	return true
+}
+
+// finish ends a guess reserved by begin: a success forgets the address, a
+// failure is counted (in the same step as the reservation is released, so
+// no other guess slips in between) and returns failure's results.
+func (l *authLimiter) finish(ip netip.Addr, ok bool) (int, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ok {
+		delete(l.entries, ip)
+		return 0, 0
+	}
+	e := l.entryOrNew(ip)
+	if e.inFlight > 0 {
+		e.inFlight--
+	}
+	return l.count(e)
+}
+
+// failure counts a failed AUTH that was refused without a password check
+// (no guess reserved).
 func (l *authLimiter) failure(ip netip.Addr) (int, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.count(l.entryOrNew(ip))
+}
+
+// entryOrNew returns ip's entry in the current window, starting one if
+// needed. l.mu is held.
+func (l *authLimiter) entryOrNew(ip netip.Addr) *authEntry {
 	e := l.entry(ip)
 	if e == nil {
 		e = &authEntry{first: l.now()}
@@ -109,6 +157,12 @@ func (l *authLimiter) failure(ip netip.Addr) (int, time.Duration) {
 			}
 		}
 	}
+	return e
+}
+
+// count records one failure in e and returns the recent failures and the
+// delay to apply. l.mu is held.
+func (l *authLimiter) count(e *authEntry) (int, time.Duration) {
 	e.failures++
 	d := l.delay * time.Duration(e.failures)
 	if d > 10*l.delay {
@@ -118,12 +172,6 @@ func (l *authLimiter) failure(ip netip.Addr) (int, time.Duration) {
 		d = 0
 	}
 	return e.failures, d
-}
-
-func (l *authLimiter) success(ip netip.Addr) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.entries, ip)
 }
 
 // loginServer is the server side of the (obsolete but ubiquitous) LOGIN

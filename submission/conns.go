@@ -1,6 +1,7 @@
 package submission
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"time"
@@ -24,9 +25,14 @@ type limitedConn struct {
 	once    sync.Once
 	release func()
 
-	mu      sync.Mutex
-	inTxn   bool // a mail transaction is open: a recipient was accepted
-	closing bool // the server is shutting down
+	// sessionEnd is when the whole session must be over (SessionTimeout):
+	// every read deadline is capped by it.
+	sessionEnd time.Time
+
+	mu       sync.Mutex
+	inTxn    bool // a mail transaction is open: a recipient was accepted
+	closing  bool // the server is shutting down
+	timedOut error
 }
 
 // aLongTimeAgo is a read deadline that has already passed, which wakes a
@@ -43,22 +49,53 @@ func (c *limitedConn) refusing() bool {
 
 // Read returns net.ErrClosed instead of the next command once the server is
 // shutting down; go-smtp then ends the session quietly.
+//
+// A read deadline that passes is final (issue 12, defect 5): every later
+// Read fails with the same timeout. go-smtp sets a fresh read_timeout
+// before each command line, but its line reader returns a line cut off by
+// the deadline as if it were complete, so without this a client trickling
+// bytes got each fragment run as a command and a new deadline, and the
+// session lived on. Now go-smtp answers at most that one fragment, then
+// its next read fails: 421 4.4.2 and the connection is closed. The
+// deadline itself is absolute, so bytes arriving never extend it.
 func (c *limitedConn) Read(p []byte) (int, error) {
 	if c.refusing() {
 		return 0, net.ErrClosed
 	}
+	if err := c.expired(); err != nil {
+		return 0, err
+	}
 	n, err := c.Conn.Read(p)
-	if err != nil && c.refusing() {
-		return n, net.ErrClosed
+	if err != nil {
+		if c.refusing() {
+			return n, net.ErrClosed
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			c.mu.Lock()
+			c.timedOut = err
+			c.mu.Unlock()
+		}
 	}
 	return n, err
 }
 
+// expired returns the timeout that ended the session, if one did.
+func (c *limitedConn) expired() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.timedOut
+}
+
 // SetReadDeadline keeps the expired deadline set by shutdown, so go-smtp
-// re-arming its per-command timeout cannot wake an idle session back up.
+// re-arming its per-command timeout cannot wake an idle session back up,
+// and caps every deadline at the end of the session.
 func (c *limitedConn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.sessionEnd.IsZero() && (t.IsZero() || t.After(c.sessionEnd)) {
+		t = c.sessionEnd
+	}
 	if c.closing && !c.inTxn {
 		t = aLongTimeAgo
 	}

@@ -51,6 +51,8 @@ type limitListener struct {
 	obs    Observer
 	auth   *authLimiter
 	live   *liveConns
+	// sessionTimeout bounds each connection's whole life.
+	sessionTimeout time.Duration
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -68,7 +70,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if !l.limits.acquire(ip) {
 			l.log.Warn("connection refused: too many connections", "client", ip.String())
 			if l.obs != nil {
-				l.obs.Rejected("connections")
+				l.obs.Rejected(RejectConnections)
 			}
 			refuse(c, "421 4.7.0 Too many connections, try again later\r\n")
 			continue
@@ -78,6 +80,10 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		l.log.Info("connect", "client", ip.String())
 		lc := &limitedConn{Conn: c}
+		if l.sessionTimeout > 0 {
+			lc.sessionEnd = time.Now().Add(l.sessionTimeout)
+			_ = lc.SetReadDeadline(time.Time{})
+		}
 		lc.release = func() {
 			l.limits.release(ip)
 			l.live.remove(lc)

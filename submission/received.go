@@ -1,10 +1,9 @@
 package submission
 
 import (
-	"fmt"
 	"net/netip"
-	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/relayq/relayq/queue"
 )
@@ -27,57 +26,72 @@ func receivedHeader(i receivedInfo) []byte {
 	if i.UTF8 {
 		proto = "UTF8SMTP"
 	}
+	b := make([]byte, 0, 160+len(i.Helo)+len(i.Hostname))
+	b = append(b, "Received: from "...)
+	b = appendHelo(b, i.Helo)
+	b = append(b, " (["...)
+	b = appendIPLiteral(b, i.IP)
+	b = append(b, "])\r\n\tby "...)
+	b = appendHelo(b, i.Hostname)
+	b = append(b, " (relayq) with "...)
+	b = append(b, proto...)
 	if i.TLS {
-		proto += "S"
+		b = append(b, 'S')
 	}
 	if i.Auth {
-		proto += "A"
+		b = append(b, 'A')
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Received: from %s ([%s])\r\n\tby %s (relayq) with %s id %s",
-		sanitizeHelo(i.Helo), ipLiteral(i.IP), sanitizeHelo(i.Hostname), proto, i.ID)
+	b = append(b, " id "...)
+	b = append(b, i.ID...)
 	if len(i.Rcpts) == 1 {
-		fmt.Fprintf(&b, "\r\n\tfor <%s>", sanitizeAddr(i.Rcpts[0].Address))
+		b = append(b, "\r\n\tfor <"...)
+		b = appendAddr(b, i.Rcpts[0].Address)
+		b = append(b, '>')
 	}
-	fmt.Fprintf(&b, ";\r\n\t%s\r\n", i.Now.Format(time.RFC1123Z))
-	return []byte(b.String())
+	b = append(b, ";\r\n\t"...)
+	b = i.Now.AppendFormat(b, time.RFC1123Z)
+	return append(b, "\r\n"...)
 }
 
-func ipLiteral(ip netip.Addr) string {
+// appendIPLiteral appends ip as an address literal's content.
+func appendIPLiteral(b []byte, ip netip.Addr) []byte {
 	if !ip.IsValid() {
-		return "unknown"
+		return append(b, "unknown"...)
 	}
 	if ip.Is6() {
-		return "IPv6:" + ip.String()
+		b = append(b, "IPv6:"...)
 	}
-	return ip.String()
+	return ip.AppendTo(b)
 }
 
-// sanitizeHelo keeps only characters that can appear in a domain or address
-// literal, so a hostile HELO cannot inject header lines or comments.
-func sanitizeHelo(h string) string {
-	var b strings.Builder
-	for i := 0; i < len(h) && b.Len() < 255; i++ {
+// appendHelo appends h keeping only characters that can appear in a domain
+// or address literal, so a hostile HELO cannot inject header lines or
+// comments; at most 255 of them, "unknown" for none.
+func appendHelo(b []byte, h string) []byte {
+	if h == "" {
+		return append(b, "unknown"...)
+	}
+	for i := 0; i < len(h) && i < 255; i++ {
 		c := h[i]
 		switch {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
 			c == '.', c == '-', c == '_', c == ':', c == '[', c == ']':
-			b.WriteByte(c)
+			b = append(b, c)
 		default:
-			b.WriteByte('?')
+			b = append(b, '?')
 		}
 	}
-	if b.Len() == 0 {
-		return "unknown"
-	}
-	return b.String()
+	return b
 }
 
-func sanitizeAddr(a string) string {
-	return strings.Map(func(r rune) rune {
+// appendAddr appends a with control characters and angle brackets
+// replaced, so it cannot end the "for <...>" clause or the header.
+func appendAddr(b []byte, a string) []byte {
+	for _, r := range a {
 		if r < 0x20 || r == 0x7f || r == '<' || r == '>' {
-			return '?'
+			r = '?'
 		}
-		return r
-	}, a)
+		b = utf8.AppendRune(b, r)
+	}
+	return b
 }

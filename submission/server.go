@@ -46,9 +46,13 @@ type Options struct {
 	MaxConnsPerIP     int           // default 50
 	ReadTimeout       time.Duration // per command; default 5m (RFC 5321 4.5.3.2)
 	DataTimeout       time.Duration // whole DATA upload; default 10m
-	WriteTimeout      time.Duration // default 1m
-	AuthMaxFailures   int           // default 5
-	AuthLockout       time.Duration // default 5m
+	// SessionTimeout bounds a whole connection, however busy: when it has
+	// passed, the session gets 421 at its next read (even mid-DATA), so a
+	// client trickling valid commands cannot keep its slot. Default 1h.
+	SessionTimeout  time.Duration
+	WriteTimeout    time.Duration // default 1m
+	AuthMaxFailures int           // default 5
+	AuthLockout     time.Duration // default 5m
 	// AuthFailureDelay slows each failed AUTH by this much times the number of
 	// recent failures from the same address; default 1s. Tests set it tiny.
 	AuthFailureDelay time.Duration
@@ -84,8 +88,8 @@ type Observer interface {
 	SessionClosed()
 	// Accepted is called after a message was queued.
 	Accepted(size int64)
-	// Rejected is called with a short stable reason ("auth", "relay", "size", "storage", ...).
-	Rejected(reason string)
+	// Rejected is called with the reason for each refusal.
+	Rejected(reason RejectReason)
 }
 
 // Server accepts SMTP submissions on any number of listeners.
@@ -130,6 +134,7 @@ func New(o Options) (*Server, error) {
 	}
 	def(&o.ReadTimeout, 5*time.Minute)
 	def(&o.DataTimeout, 10*time.Minute)
+	def(&o.SessionTimeout, time.Hour)
 	def(&o.WriteTimeout, time.Minute)
 	def(&o.AuthLockout, 5*time.Minute)
 	if o.AuthFailureDelay == 0 {
@@ -155,10 +160,13 @@ func New(o Options) (*Server, error) {
 
 	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
 	srv.Domain = o.Hostname
-	// go-smtp refuses a body of exactly MaxMessageBytes (it needs one more
-	// byte to see the end); allow the limit itself and enforce it exactly in
-	// Data. SIZE is therefore advertised one byte above the configured limit.
-	srv.MaxMessageBytes = o.MaxMessageBytes + 1
+	// EHLO advertises SIZE as exactly the limit, MAIL SIZE= up to it is
+	// accepted, and so is a body of exactly that size: relayq reads DATA
+	// bodies itself (dotBody, exact limit), and go-smtp's BDAT check is
+	// exact. Only go-smtp's own DATA reader, used if takeOver ever cannot
+	// be, would refuse a body of exactly the limit (it needs one more byte
+	// to see the end).
+	srv.MaxMessageBytes = o.MaxMessageBytes
 	srv.MaxRecipients = o.MaxRecipients
 	srv.AllowInsecureAuth = o.AllowInsecureAuth
 	srv.ReadTimeout = o.ReadTimeout
@@ -223,7 +231,7 @@ func (s *Server) listen(addr string, implicitTLS bool) (net.Addr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("submission: listen %s: %w", addr, err)
 	}
-	var ln net.Listener = &limitListener{Listener: l, limits: s.conns, log: s.log, obs: s.opts.Observer, auth: s.auth, live: &s.live}
+	var ln net.Listener = &limitListener{Listener: l, limits: s.conns, log: s.log, obs: s.opts.Observer, auth: s.auth, live: &s.live, sessionTimeout: s.opts.SessionTimeout}
 	if implicitTLS {
 		ln = tls.NewListener(ln, s.smtp.TLSConfig)
 	}

@@ -76,7 +76,7 @@ func (s *session) trusted() bool {
 // client either may send anywhere or nowhere.
 func (s *session) mayRelay() bool { return s.authUser != "" || s.trusted() }
 
-func (s *session) reject(reason string, err *smtp.SMTPError, args ...any) error {
+func (s *session) reject(reason RejectReason, err *smtp.SMTPError, args ...any) error {
 	s.log.Info("rejected", append([]any{"reason", reason, "reply", err.Code}, args...)...)
 	if o := s.srv.opts.Observer; o != nil {
 		o.Rejected(reason)
@@ -86,18 +86,18 @@ func (s *session) reject(reason string, err *smtp.SMTPError, args ...any) error 
 
 func (s *session) Mail(from string, opts *smtp.MailOptions) error {
 	if !s.mayRelay() {
-		return s.reject("relay", errAuthRequired, "from", from)
+		return s.reject(RejectRelay, errAuthRequired, "from", from)
 	}
 	if s.from != nil {
 		// RFC 5321 section 4.1.4: MAIL must not be sent while a
 		// transaction is open; go-smtp would let it replace the sender.
-		return s.reject("sequence", errNestedMail, "from", from)
+		return s.reject(RejectSequence, errNestedMail, "from", from)
 	}
 	if from != "" && !validAddress(from) {
-		return s.reject("syntax", errBadSender, "from", from)
+		return s.reject(RejectSyntax, errBadSender, "from", from)
 	}
 	if opts != nil && opts.Size > s.srv.opts.MaxMessageBytes {
-		return s.reject("size", errTooBig, "declared_size", opts.Size)
+		return s.reject(RejectSize, errTooBig, "declared_size", opts.Size)
 	}
 	f := from
 	s.from = &f
@@ -112,10 +112,10 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 	// Second fence: Mail already refused strangers, but a future code path
 	// must not be able to skip it.
 	if !s.mayRelay() {
-		return s.reject("relay", errRelayDenied, "to", to)
+		return s.reject(RejectRelay, errRelayDenied, "to", to)
 	}
 	if !validAddress(to) {
-		return s.reject("syntax", errBadRecipient, "to", to)
+		return s.reject(RejectSyntax, errBadRecipient, "to", to)
 	}
 	r := queue.Recipient{Address: to}
 	if opts != nil {
@@ -184,30 +184,25 @@ func (s *session) Data(r io.Reader) error {
 	if _, err := out.Write(hdr); err != nil {
 		d.Abort()
 		s.log.Error("queue write failed", "err", err)
-		return s.reject("storage", errQueueUnavailable)
+		return s.reject(RejectStorage, errQueueUnavailable)
 	}
-	bw := &bodyWriter{w: out, limit: srv.opts.MaxMessageBytes}
-	buf := copyBuffers.Get().(*[]byte)
-	_, err := io.CopyBuffer(bw, r, *buf)
-	copyBuffers.Put(buf)
-	if err == nil {
-		err = bw.finish()
-	}
-	if err != nil {
+	// The body goes into the queue draft (and the signer beside it) here,
+	// after the trace header.
+	if err := copyBody(out, r, srv.opts.MaxMessageBytes); err != nil {
 		d.Abort()
 		var se *smtp.SMTPError
 		switch {
 		case errors.Is(err, errBareNewlineFound):
-			return s.reject("bare_newline", errBareNewline)
+			return s.reject(RejectBareNewline, errBareNewline)
 		case errors.Is(err, errTooBigFound), errors.Is(err, smtp.ErrDataTooLarge):
-			return s.reject("size", errTooBig)
+			return s.reject(RejectSize, errTooBig)
 		case errors.Is(err, smtp.ErrTooLongLine):
-			return s.reject("line_length", errLineTooLong)
+			return s.reject(RejectLineLength, errLineTooLong)
 		case errors.As(err, &se):
 			return se
 		case errors.Is(err, errWriteFailed):
 			s.log.Error("queue write failed", "err", err)
-			return s.reject("storage", errQueueUnavailable)
+			return s.reject(RejectStorage, errQueueUnavailable)
 		default:
 			// The client went away or timed out mid-DATA: it never saw a 250.
 			// Hang up: go-smtp would otherwise answer and go on to parse the
@@ -246,7 +241,7 @@ func (s *session) Data(r io.Reader) error {
 	if err := d.Commit(env); err != nil {
 		d.Abort()
 		s.log.Error("queue commit failed", "err", err)
-		return s.reject("storage", errQueueUnavailable)
+		return s.reject(RejectStorage, errQueueUnavailable)
 	}
 	env = d.Committed()
 	rcpts := make([]string, len(env.Recipients))
@@ -319,6 +314,29 @@ func (s *session) Auth(mech string) (sasl.Server, error) {
 	return nil, smtp.ErrAuthUnknownMechanism
 }
 
-// copyBuffers are reused for DATA: io.Copy would allocate 32 KiB per
+// copyBody writes the message body from go-smtp's reader r to w: for DATA
+// straight from go-smtp's buffer with dotBody (see takeOver), for BDAT
+// through the chunk pipe, checked by bodyWriter.
+func copyBody(w io.Writer, r io.Reader, limit int64) error {
+	if br := takeOver(r); br != nil {
+		_, err := dotBody(br, w, limit)
+		return err
+	}
+	return copyChecked(w, r, limit)
+}
+
+// copyChecked copies r to w through bodyWriter's checks.
+func copyChecked(w io.Writer, r io.Reader, limit int64) error {
+	bw := &bodyWriter{w: w, limit: limit}
+	buf := copyBuffers.Get().(*[]byte)
+	_, err := io.CopyBuffer(bw, r, *buf)
+	copyBuffers.Put(buf)
+	if err == nil {
+		err = bw.finish()
+	}
+	return err
+}
+
+// copyBuffers are reused for BDAT: io.Copy would allocate 32 KiB per
 // message, a large share of the garbage at thousands of messages a second.
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}

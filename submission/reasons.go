@@ -1,0 +1,44 @@
+package submission
+
+// RejectReason says why the server refused a command, a message or a
+// connection. Observer.Rejected receives one; metrics uses it as a label
+// value, so every reason is one of the constants below.
+type RejectReason string
+
+// Refusals inside a mail transaction, each the verdict on a message.
+const (
+	RejectRelay       RejectReason = "relay"        // not allowed to relay (MAIL 530, RCPT 554)
+	RejectSyntax      RejectReason = "syntax"       // bad sender or recipient address
+	RejectSize        RejectReason = "size"         // declared or actual size over the limit
+	RejectStorage     RejectReason = "storage"      // the queue could not persist it (451)
+	RejectBareNewline RejectReason = "bare_newline" // bare CR or LF in the body (550 5.7.0)
+	RejectLineLength  RejectReason = "line_length"  // a body line over the limit
+)
+
+// Refusals of a command or a connection, before or beside any message.
+const (
+	// RejectSequence is a MAIL while a transaction is open (503): the open
+	// transaction goes on and gets its own verdict.
+	RejectSequence    RejectReason = "sequence"
+	RejectAuth        RejectReason = "auth"         // wrong credentials (535)
+	RejectAuthLockout RejectReason = "auth_lockout" // too many failures from the address (454)
+	RejectConnections RejectReason = "connections"  // over the connection limits (421 at connect)
+)
+
+// RejectReasons returns every reason, for pre-creating label values.
+func RejectReasons() []RejectReason {
+	return []RejectReason{
+		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength,
+		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections,
+	}
+}
+
+// RefusesMessage reports whether r refuses a message inside a mail transaction,
+// i.e. whether the refusal counts as a received (and refused) message.
+func (r RejectReason) RefusesMessage() bool {
+	switch r {
+	case RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength:
+		return true
+	}
+	return false
+}
