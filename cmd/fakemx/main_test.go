@@ -168,28 +168,7 @@ func TestFakemxBinary(t *testing.T) {
 		}
 		f.stop(t)
 
-		raw, err := os.ReadFile(record)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
-		if len(lines) != 2 {
-			t.Fatalf("record file has %d lines, want the refused RCPT and the message: %q", len(lines), raw)
-		}
-		var a smtptest.AttemptRecord
-		if err := json.Unmarshal([]byte(lines[0]), &a); err != nil {
-			t.Fatal(err)
-		}
-		if a.Type != "attempt" || a.Command != "RCPT TO:<nobody@example.test>" || a.Reply != "550 5.1.1 No such user" || a.By != smtptest.ByRule {
-			t.Fatalf("attempt record = %+v", a)
-		}
-		var r smtptest.Record
-		if err := json.Unmarshal([]byte(lines[1]), &r); err != nil {
-			t.Fatal(err)
-		}
-		if r.Type != "message" || r.From != "a@src.test" || len(r.To) != 1 || r.To[0] != "b@dst.test" || r.Message != body || r.Size != int64(len(body)) || !r.TLS || r.Time.IsZero() {
-			t.Fatalf("record = %+v", r)
-		}
+		checkRecord(t, record, body)
 	})
 
 	t.Run("greylist", func(t *testing.T) {
@@ -209,6 +188,34 @@ func TestFakemxBinary(t *testing.T) {
 		f.waitLine(t, "-> 451 4.7.1 Greylisted, try again in 3600 seconds")
 		f.stop(t)
 	})
+}
+
+// checkRecord wants the record file to hold the refused RCPT as an attempt
+// line and then the accepted message, with body, as a message line.
+func checkRecord(t *testing.T, record, body string) {
+	t.Helper()
+	raw, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("record file has %d lines, want the refused RCPT and the message: %q", len(lines), raw)
+	}
+	var a smtptest.AttemptRecord
+	if err := json.Unmarshal([]byte(lines[0]), &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Type != "attempt" || a.Command != "RCPT TO:<nobody@example.test>" || a.Reply != "550 5.1.1 No such user" || a.By != smtptest.ByRule {
+		t.Fatalf("attempt record = %+v", a)
+	}
+	var r smtptest.Record
+	if err := json.Unmarshal([]byte(lines[1]), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Type != "message" || r.From != "a@src.test" || len(r.To) != 1 || r.To[0] != "b@dst.test" || r.Message != body || r.Size != int64(len(body)) || !r.TLS || r.Time.IsZero() {
+		t.Fatalf("record = %+v", r)
+	}
 }
 
 func TestFakemxHTTP(t *testing.T) {
