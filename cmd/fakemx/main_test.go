@@ -173,18 +173,7 @@ func TestFakemxBinary(t *testing.T) {
 
 	t.Run("greylist", func(t *testing.T) {
 		f := startFakemx(t, bin, "--greylist", "1h")
-		c, err := smtp.Dial(f.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if err := c.Mail("a@src.test", nil); err != nil {
-			t.Fatal(err)
-		}
-		var se *smtp.SMTPError
-		if err := c.Rcpt("b@dst.test", nil); !errors.As(err, &se) || se.Code != 451 {
-			t.Fatalf("RCPT: %v, want 451", err)
-		}
+		greylisted(t, f.addr)
 		f.waitLine(t, "-> 451 4.7.1 Greylisted, try again in 3600 seconds")
 		f.stop(t)
 	})
@@ -218,6 +207,25 @@ func checkRecord(t *testing.T, record, body string) {
 	}
 }
 
+// greylisted opens a session, sends MAIL and wants RCPT b@dst.test to be
+// greylisted; the session stays open for the test to go on with.
+func greylisted(t *testing.T, addr string) *smtp.Client {
+	t.Helper()
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Mail("a@src.test", nil); err != nil {
+		t.Fatal(err)
+	}
+	var se *smtp.SMTPError
+	if err := c.Rcpt("b@dst.test", nil); !errors.As(err, &se) || se.Code != 451 {
+		t.Fatalf("RCPT: %v, want 451", err)
+	}
+	return c
+}
+
 func TestFakemxHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary")
@@ -227,18 +235,7 @@ func TestFakemxHTTP(t *testing.T) {
 	line := f.waitLine(t, "fakemx: web page and API on ")
 	base := strings.TrimSuffix(strings.TrimPrefix(line, "fakemx: web page and API on "), "/")
 
-	c, err := smtp.Dial(f.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Mail("a@src.test", nil); err != nil {
-		t.Fatal(err)
-	}
-	var se *smtp.SMTPError
-	if err := c.Rcpt("b@dst.test", nil); !errors.As(err, &se) || se.Code != 451 {
-		t.Fatalf("RCPT: %v, want 451", err)
-	}
+	c := greylisted(t, f.addr)
 	// The script is replaced at run time: greylisting off, on the same connection.
 	req, _ := http.NewRequest("PUT", base+"/api/v1/script", strings.NewReader("--reply rcpt:nobody@=550 5.1.1 No such user\n"))
 	resp, err := http.DefaultClient.Do(req)
