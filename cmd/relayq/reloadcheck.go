@@ -25,6 +25,7 @@ var reloadable = []string{
 	"delivery.tls",
 	"delivery.connect_timeout",
 	"delivery.command_timeout",
+	"dkim.", // keys re-read from their files: rotation
 }
 
 func isReloadable(key string) bool {
