@@ -42,6 +42,16 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	if err != nil || strings.Contains(string(out), "relayq.service") {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
 	}
+	// The example /etc/relayq/relayq.yaml passes the strict check (its queue
+	// directory's parent, /var/lib, is writable by root only).
+	if os.Geteuid() == 0 {
+		example := filepath.Join(moduleRoot(t), "packaging", "systemd", "relayq.yaml")
+		cmd := exec.Command(relayqBin, "check-config", "--config", example, "--strict")
+		cmd.Env = cleanEnv()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("check-config --strict on the example: %v\n%s", err, out)
+		}
+	}
 }
 
 // Under systemd (Type=notify) relayq says READY=1 only once its listeners
