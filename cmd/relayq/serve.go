@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
+
 	"github.com/relayq/relayq/buildinfo"
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
@@ -111,6 +113,7 @@ func serve(args []string) error {
 	bi := buildinfo.Get()
 	log.Info("relayq started", "version", bi.Version, "commit", bi.Commit, "go", bi.GoVersion, "hostname", cfg.Hostname, "queue", cfg.Queue.Path, "config", cfgName(path))
 	logSummary(log, cfg, smtpAddrs, smtpsAddrs)
+	notifySystemd(log, daemon.SdNotifyReady)
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -120,6 +123,7 @@ func serve(args []string) error {
 			continue
 		}
 		log.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
+		notifySystemd(log, daemon.SdNotifyStopping)
 		break
 	}
 	signal.Stop(sigs)
