@@ -1,8 +1,13 @@
 // Package submission is relayq's SMTP server side: it accepts mail from
 // applications and hosts and hands each message to the queue.
 //
+// Every protocol enters the queue through the Acceptor (accept.go): the
+// SMTP session and the HTTP API (package httpsubmit) check senders and
+// recipients and store messages there, so relay policy, limits and the
+// fsync-before-reply rule exist once.
+//
 // Invariants:
-//   - A 250 reply to DATA is sent only after queue.Draft.Commit returned,
+//   - A 250 reply to DATA (and Acceptor.Accept's return) comes only after queue.Draft.Commit returned,
 //     i.e. after the message is fsync'd. Any failure to persist is answered
 //     with 451 4.3.0 and the draft is aborted, so nothing half-written remains.
 //   - Only an authenticated client or one from a trusted network may relay;

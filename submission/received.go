@@ -11,10 +11,12 @@ import (
 
 type receivedInfo struct {
 	Helo, Hostname, ID string
-	IP                 netip.Addr
-	TLS, Auth, UTF8    bool
-	Rcpts              []queue.Recipient
-	Now                time.Time
+	// With replaces the RFC 3848 protocol keyword when set ("HTTP").
+	With            string
+	IP              netip.Addr
+	TLS, Auth, UTF8 bool
+	Rcpts           []queue.Recipient
+	Now             time.Time
 }
 
 // receivedHeader builds the trace header RFC 5321 section 4.4 requires of
@@ -32,6 +34,9 @@ func receivedHeader(i receivedInfo) []byte {
 	}
 	if i.Auth {
 		proto += "A"
+	}
+	if i.With != "" {
+		proto = i.With
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Received: from %s ([%s])\r\n\tby %s (relayq) with %s id %s",
