@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,7 +29,16 @@ type testEnv struct {
 	mx    *smtptest.Server
 	srv   *Server
 	sub   *submission.Server
+	obs   *counter
 }
+
+// counter counts the submission server's acceptances.
+type counter struct{ accepted atomic.Int64 }
+
+func (c *counter) SessionOpened()         {}
+func (c *counter) SessionClosed()         {}
+func (c *counter) Accepted(int64)         { c.accepted.Add(1) }
+func (c *counter) Rejected(reason string) {}
 
 type envOpts struct {
 	trusted  bool // 127.0.0.0/8 may relay without credentials
@@ -37,6 +47,8 @@ type envOpts struct {
 	maxBytes int64
 	maxRcpts int
 	insecure bool
+	// authMax is the AUTH failures before a lockout (default 100).
+	authMax int
 }
 
 func start(t *testing.T, o envOpts) *testEnv {
@@ -63,15 +75,19 @@ func start(t *testing.T, o envOpts) *testEnv {
 	go func() { eng.Run(ctx, time.Second); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 
+	if o.authMax == 0 {
+		o.authMax = 100
+	}
 	p := submission.Policy{Users: o.users, APIKeys: o.keys}
 	if o.trusted {
 		p.Trusted = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	}
+	obs := &counter{}
 	sub, err := submission.New(submission.Options{
 		Hostname: "relay.test", Queue: st, Policy: p, Logger: log,
 		MaxMessageBytes: o.maxBytes, MaxRecipients: o.maxRcpts,
-		AllowInsecureAuth: o.insecure, AuthFailureDelay: -1, AuthMaxFailures: 3,
-		OnQueued: eng.Enqueue, BeforeCommit: eng.ClaimFirst,
+		AllowInsecureAuth: o.insecure, AuthFailureDelay: -1, AuthMaxFailures: o.authMax,
+		OnQueued: eng.Enqueue, BeforeCommit: eng.ClaimFirst, Observer: obs,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +98,7 @@ func start(t *testing.T, o envOpts) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	return &testEnv{url: "http://" + addr.String() + Path, store: st, mx: mx, srv: srv, sub: sub}
+	return &testEnv{url: "http://" + addr.String() + Path, store: st, mx: mx, srv: srv, sub: sub, obs: obs}
 }
 
 // response is a decoded API answer.
