@@ -19,11 +19,16 @@ commands:
   check-config [--config FILE]  validate the configuration and exit
   queue <list|show|retry|hold|release|delete|flush> ...
                                 inspect and steer a running relay's queue
+  sendmail [options] [rcpt...]  a sendmail-compatible command (also as argv[0] "sendmail")
+  apikey new NAME               make an HTTP API key and its hash
   version                       print the version
 `)
 }
 
 func main() {
+	if code, ok := appCommand(os.Args); ok {
+		os.Exit(code)
+	}
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
