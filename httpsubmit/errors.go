@@ -69,7 +69,9 @@ func writeError(w http.ResponseWriter, status int, body apiError) {
 func writeJSON(w http.ResponseWriter, status int, body any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // message IDs keep their <>
+	_ = enc.Encode(body)
 }
 
 // Refusals decided by the HTTP side itself, as SMTP-style replies so they
