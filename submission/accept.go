@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/emersion/go-smtp"
 	"golang.org/x/crypto/bcrypt"
@@ -300,7 +299,7 @@ func (a Acceptor) LoginKey(ip netip.Addr, key string) (string, error) {
 func (a Acceptor) checkSecret(ip netip.Addr, who, hash string, known bool, secret string) error {
 	s := a.s
 	if s.auth.locked(ip) {
-		s.log.Warn("auth refused: address locked out", "who", who)
+		s.log.Warn("auth refused: address locked out", "client", ip.String(), "who", who)
 		if o := s.opts.Observer; o != nil {
 			o.Rejected("auth_lockout")
 		}
@@ -315,17 +314,7 @@ func (a Acceptor) checkSecret(ip netip.Addr, who, hash string, known bool, secre
 		h = []byte(hash)
 	}
 	if err := bcrypt.CompareHashAndPassword(h, []byte(secret)); err != nil || !known {
-		n, delay := s.auth.failure(ip)
-		s.log.Warn("auth failed", "client", ip.String(), "who", who, "recent_failures", n)
-		if o := s.opts.Observer; o != nil {
-			o.Rejected("auth")
-		}
-		if delay > 0 {
-			t := time.NewTimer(delay)
-			defer t.Stop()
-			<-t.C
-		}
-		return errAuthFailed
+		return s.authFailure(ip, who, "bad credentials")
 	}
 	s.auth.success(ip)
 	s.verified.add(sum, hash)

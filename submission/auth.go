@@ -16,25 +16,9 @@ import (
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("relayq-no-such-user"), bcrypt.DefaultCost)
 
 func (s *session) checkPassword(username, password string) error {
-	if s.srv.auth.locked(s.ip) {
-		s.log.Warn("auth refused: address locked out", "user", username)
-		if o := s.srv.opts.Observer; o != nil {
-			o.Rejected("auth_lockout")
-		}
-		return errAuthLocked
+	if err := s.srv.Acceptor().Login(s.ip, username, password); err != nil {
+		return err
 	}
-	hash := dummyHash
-	known := false
-	for _, u := range s.srv.policy.Load().Users {
-		if u.Username == username {
-			hash, known = []byte(u.PasswordHash), true
-			break
-		}
-	}
-	if err := bcrypt.CompareHashAndPassword(hash, []byte(password)); err != nil || !known {
-		return s.authFail(username, "bad credentials")
-	}
-	s.srv.auth.success(s.ip)
 	s.authUser = username
 	s.log.Info("authenticated", "user", username)
 	return nil
@@ -43,9 +27,14 @@ func (s *session) checkPassword(username, password string) error {
 // authFail records a failure, slows the reply in proportion to recent
 // failures from the same address, and returns 535 5.7.8.
 func (s *session) authFail(username, why string) error {
-	n, delay := s.srv.auth.failure(s.ip)
-	s.log.Warn("auth failed", "user", username, "why", why, "recent_failures", n)
-	if o := s.srv.opts.Observer; o != nil {
+	return s.srv.authFailure(s.ip, "user:"+username, why)
+}
+
+// authFailure is authFail for any protocol: who names the account tried.
+func (s *Server) authFailure(ip netip.Addr, who, why string) error {
+	n, delay := s.auth.failure(ip)
+	s.log.Warn("auth failed", "client", ip.String(), "who", who, "why", why, "recent_failures", n)
+	if o := s.opts.Observer; o != nil {
 		o.Rejected("auth")
 	}
 	if delay > 0 {
