@@ -20,7 +20,7 @@ const maxHeaderBlock = 1 << 20
 func (s *Server) readRaw(w http.ResponseWriter, r *http.Request) (*submitted, *smtp.SMTPError) {
 	limit := s.acc.MaxMessageBytes()
 	body := http.MaxBytesReader(w, r.Body, limit+1)
-	br := bufio.NewReaderSize(body, 32<<10)
+	br := bufio.NewReaderSize(body, 8<<10)
 	h, err := rawmsg.ReadHeader(br, min(maxHeaderBlock, int(limit)+1))
 	var mbe *http.MaxBytesError
 	switch {

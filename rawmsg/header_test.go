@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -138,10 +139,12 @@ func FuzzReadHeader(f *testing.F) {
 func FuzzCRLFReader(f *testing.F) {
 	f.Add([]byte("a\nb\r\nc\rd\n\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		out, _ := io.ReadAll(NewCRLFReader(bytes.NewReader(in)))
 		want := bytes.ReplaceAll(bytes.ReplaceAll(in, []byte("\r\n"), []byte("\n")), []byte("\n"), []byte("\r\n"))
-		if !bytes.Equal(out, want) {
-			t.Fatalf("%q -> %q, want %q", in, out, want)
+		for _, r := range []io.Reader{bytes.NewReader(in), iotest.OneByteReader(bytes.NewReader(in))} {
+			out, _ := io.ReadAll(NewCRLFReader(r))
+			if !bytes.Equal(out, want) {
+				t.Fatalf("%q -> %q, want %q", in, out, want)
+			}
 		}
 	})
 }
