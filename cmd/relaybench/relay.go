@@ -20,6 +20,7 @@ type relayConfig struct {
 	NextHop      string // delivery.routes "*"
 	InitialDelay string // retry.initial_delay
 	MaxDelay     string // retry.max_delay; relayq refuses one below initial_delay
+	HTTPListen   string // submission.http_listen, "" for none
 }
 
 // yaml renders a complete relayq configuration for cfg. Everything not
@@ -29,6 +30,7 @@ func (cfg relayConfig) yaml() string {
 shutdown_timeout: 10s
 submission:
   listen: [%q]
+  http_listen: %q
   max_connections_per_ip: 1000
 queue:
   path: %q
@@ -44,7 +46,7 @@ delivery:
   tls: none
 log:
   level: info
-`, cfg.Listen, cfg.QueuePath, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop)
+`, cfg.Listen, cfg.HTTPListen, cfg.QueuePath, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop)
 }
 
 // relayProc is a relay process relaybench started.
