@@ -9,11 +9,14 @@
 //     non-zero per sysexits.h with one line on standard error: 75
 //     (EX_TEMPFAIL) when the relay is unreachable or answers 4xx, 67
 //     (EX_NOUSER) when it refuses a recipient, 65 (EX_DATAERR) when it
-//     refuses the message, 64 (EX_USAGE) for bad options. So a caller never
+//     refuses the message, 77 (EX_NOPERM) when it refuses our credentials,
+//     64 (EX_USAGE) for bad options. So a caller never
 //     believes mail was sent that was not.
 //   - All recipients or none: if the relay refuses any recipient, the
 //     transaction is abandoned and nothing is sent.
 //   - The options programs actually use are honoured; harmless legacy
 //     options are accepted and ignored rather than failing the caller.
 //   - A Bcc header never leaves the machine.
+//   - Credentials (RELAYQ_SENDMAIL_USERNAME/PASSWORD) go only over
+//     STARTTLS or to a loopback relay, never in clear across a network.
 package sendmail

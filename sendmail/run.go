@@ -83,7 +83,8 @@ func Run(args []string, env Env) int {
 	if err != nil {
 		return fail(env, code, err)
 	}
-	id, code, err := submit(rc.Server, rc.Hostname, m)
+	cr := credentials{Username: env.Getenv("RELAYQ_SENDMAIL_USERNAME"), Password: env.Getenv("RELAYQ_SENDMAIL_PASSWORD")}
+	id, code, err := submit(rc.Server, rc.Hostname, cr, m)
 	if err != nil {
 		return fail(env, code, err)
 	}
@@ -275,17 +276,12 @@ func (d *dotStop) Read(p []byte) (int, error) {
 }
 
 // submit runs one SMTP transaction; all recipients or none.
-func submit(server, hostname string, m message) (string, int, error) {
-	conn, err := net.DialTimeout("tcp", server, 30*time.Second)
+func submit(server, hostname string, cr credentials, m message) (string, int, error) {
+	c, code, err := dialRelay(server, hostname, cr)
 	if err != nil {
-		return "", ExTempFail, fmt.Errorf("relay %s unreachable: %w", server, err)
+		return "", code, err
 	}
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Minute))
-	c := smtp.NewClient(conn)
 	defer c.Close()
-	if err := c.Hello(hostname); err != nil {
-		return "", codeFor(err, ExDataErr), fmt.Errorf("relay %s: EHLO: %w", server, err)
-	}
 	if err := c.Mail(m.from, nil); err != nil {
 		return "", codeFor(err, ExDataErr), fmt.Errorf("relay %s refused sender <%s>: %w", server, m.from, err)
 	}

@@ -13,13 +13,19 @@ import (
 // run runs the command against server with in on standard input.
 func run(t *testing.T, server, in string, args ...string) (int, string) {
 	t.Helper()
+	return runEnv(t, server, in, nil, args...)
+}
+
+// runEnv is run with environment variables.
+func runEnv(t *testing.T, server, in string, vars map[string]string, args ...string) (int, string) {
+	t.Helper()
 	var stderr bytes.Buffer
 	code := Run(append([]string{"--server", server}, args...), Env{
 		Stdin:      strings.NewReader(in),
 		Stdout:     &bytes.Buffer{},
 		Stderr:     &stderr,
 		LoadConfig: func(string) (RelayConfig, error) { return RelayConfig{Hostname: "host.test"}, nil },
-		Getenv:     func(string) string { return "" },
+		Getenv:     func(k string) string { return vars[k] },
 		Now:        func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) },
 		Login:      func() string { return "cron" },
 	})
@@ -146,5 +152,34 @@ func TestDialable(t *testing.T) {
 		if got := dialable(in); got != want {
 			t.Errorf("dialable(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// With RELAYQ_SENDMAIL_USERNAME/PASSWORD the command authenticates: over
+// STARTTLS when offered, in clear only to a loopback relay; wrong
+// credentials exit 77 (EX_NOPERM) and send nothing.
+func TestAuth(t *testing.T) {
+	creds := map[string]string{"RELAYQ_SENDMAIL_USERNAME": "app", "RELAYQ_SENDMAIL_PASSWORD": "pw"}
+	for _, tc := range []struct {
+		name string
+		opts []smtptest.Option
+	}{
+		{"loopback without TLS", []smtptest.Option{smtptest.Auth("app", "pw"), smtptest.AllowInsecureAuth()}},
+		{"STARTTLS", []smtptest.Option{smtptest.Auth("app", "pw"), smtptest.StartTLS()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mx := smtptest.NewServer(t, tc.opts...)
+			if code, errs := runEnv(t, mx.Addr(), "Subject: s\n\nbody\n", creds, "a@x.test"); code != ExOK {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			if m := mx.WaitMessages(t, 1, 5*time.Second)[0]; m.AuthUser != "app" {
+				t.Errorf("delivered without AUTH (user %q)", m.AuthUser)
+			}
+		})
+	}
+	mx := smtptest.NewServer(t, smtptest.Auth("app", "other"), smtptest.AllowInsecureAuth())
+	code, _ := runEnv(t, mx.Addr(), "Subject: s\n\nbody\n", creds, "a@x.test")
+	if code != ExNoPerm || mx.MessageCount() != 0 {
+		t.Fatalf("wrong password: exit %d, %d messages; want %d and none", code, mx.MessageCount(), ExNoPerm)
 	}
 }
