@@ -32,20 +32,26 @@ func (r *relay) withHTTP(t *testing.T) string {
 	return "http://" + addr + "/api/v1/messages"
 }
 
-// waitDial waits (bounded) until addr accepts connections.
+// waitDial waits until addr accepts connections: a bounded poll on a
+// ticker (the relay opens its HTTP listener just after the SMTP one that
+// start waited for).
 func waitDial(t *testing.T, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
 			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline.C:
 			t.Fatalf("%s not listening: %v", addr, err)
+		case <-tick.C:
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

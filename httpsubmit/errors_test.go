@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-smtp"
 
@@ -182,5 +183,19 @@ func TestStatusForTable(t *testing.T) {
 		if got := statusFor(&smtp.SMTPError{Code: tc.code, EnhancedCode: tc.enh}); got != tc.want {
 			t.Errorf("%d %v: %d, want %d", tc.code, tc.enh, got, tc.want)
 		}
+	}
+}
+
+// With submission.tls the API serves HTTPS, where keys need no
+// allow_insecure_auth, and the Received header says HTTPS.
+func TestHTTPS(t *testing.T) {
+	e := start(t, envOpts{tls: true, keys: []submission.APIKey{{Name: "app", KeyHash: bcryptHash(t, apiKey)}}})
+	r := e.post(t, "", "message/rfc822", "Bearer "+apiKey, []byte("From: a@example.org\r\nTo: b@example.net\r\n\r\nx\r\n"))
+	if r.status != http.StatusAccepted {
+		t.Fatalf("got %d %+v", r.status, r.err)
+	}
+	got := e.mx.WaitMessages(t, 1, 10*time.Second)[0]
+	if !strings.Contains(string(got.Data), " with HTTPS id ") {
+		t.Errorf("Received header: %q", got.Data)
 	}
 }

@@ -3,6 +3,7 @@ package httpsubmit
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -24,12 +25,13 @@ import (
 // testEnv is the whole path: HTTP API → submission.Acceptor → queue file →
 // delivery engine → an smtptest next hop.
 type testEnv struct {
-	url   string
-	store *queue.Store
-	mx    *smtptest.Server
-	srv   *Server
-	sub   *submission.Server
-	obs   *counter
+	url    string
+	client *http.Client
+	store  *queue.Store
+	mx     *smtptest.Server
+	srv    *Server
+	sub    *submission.Server
+	obs    *counter
 }
 
 // counter counts the submission server's acceptances.
@@ -49,6 +51,8 @@ type envOpts struct {
 	insecure bool
 	// authMax is the AUTH failures before a lockout (default 100).
 	authMax int
+	// tls serves HTTPS with a fresh certificate; the env's client trusts it.
+	tls bool
 }
 
 func start(t *testing.T, o envOpts) *testEnv {
@@ -83,7 +87,18 @@ func start(t *testing.T, o envOpts) *testEnv {
 		p.Trusted = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	}
 	obs := &counter{}
-	sub, err := submission.New(submission.Options{
+	client := &http.Client{Timeout: 30 * time.Second}
+	var tlsConf *tls.Config
+	scheme := "http://"
+	if o.tls {
+		c, err := smtptest.NewCert()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tlsConf, scheme = &tls.Config{Certificates: []tls.Certificate{c.TLS}}, "https://"
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.Pool}}
+	}
+	sub, err := submission.New(submission.Options{TLS: tlsConf,
 		Hostname: "relay.test", Queue: st, Policy: p, Logger: log,
 		MaxMessageBytes: o.maxBytes, MaxRecipients: o.maxRcpts,
 		AllowInsecureAuth: o.insecure, AuthFailureDelay: -1, AuthMaxFailures: o.authMax,
@@ -98,7 +113,7 @@ func start(t *testing.T, o envOpts) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	return &testEnv{url: "http://" + addr.String() + Path, store: st, mx: mx, srv: srv, sub: sub, obs: obs}
+	return &testEnv{url: scheme + addr.String() + Path, client: client, store: st, mx: mx, srv: srv, sub: sub, obs: obs}
 }
 
 // response is a decoded API answer.
@@ -119,13 +134,7 @@ func (e *testEnv) post(t *testing.T, query, ctype, auth string, body []byte) res
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	return do(t, req)
-}
-
-func do(t *testing.T, req *http.Request) response {
-	t.Helper()
-	c := &http.Client{Timeout: 30 * time.Second}
-	resp, err := c.Do(req)
+	resp, err := e.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
