@@ -27,6 +27,9 @@ func (l *loader) apiKeys(key string) []APIKey {
 // the dot, so it has no dot itself.
 var apiKeyName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
+// ValidAPIKeyName reports whether name may name an API key.
+func ValidAPIKeyName(name string) bool { return apiKeyName.MatchString(name) }
+
 func (l *loader) validateAPIKeys(s *Submission) {
 	const key = "submission.api_keys"
 	seen := map[string]bool{}

@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -78,8 +77,8 @@ func apikeyCmd(args []string, out io.Writer) error {
 		return fmt.Errorf("usage: relayq apikey new NAME")
 	}
 	name := args[1]
-	if name == "" || strings.ContainsAny(name, ". \t:,") {
-		return fmt.Errorf("apikey: %q: a name is letters, digits, '-' or '_'", name)
+	if !config.ValidAPIKeyName(name) {
+		return fmt.Errorf("apikey: %q: a name is 1-64 letters, digits, '-' or '_'", name)
 	}
 	secret := make([]byte, 24)
 	if _, err := rand.Read(secret); err != nil {
