@@ -26,6 +26,7 @@ var reloadable = []string{
 	"delivery.tls",
 	"delivery.connect_timeout",
 	"delivery.command_timeout",
+	"dkim.", // signer.Update: key rotation without a restart
 }
 
 func isReloadable(key string) bool {
