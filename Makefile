@@ -12,12 +12,26 @@ BUILDDATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
 BI        := github.com/relayq/relayq/buildinfo
 LDFLAGS   := -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(BUILDDATE)
 
-.PHONY: image dist all build run test fmt-check vet test-race fuzz fuzz-short bench bench-go bench-postfix demo clean
+.PHONY: image dist install all build run test fmt-check vet test-race fuzz fuzz-short bench bench-go bench-postfix demo clean
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/... ./bench/relaybench
+
+# install: bin/relayq to $(DESTDIR)$(PREFIX)/bin. `make install SENDMAIL_LINK=1`
+# also links /usr/sbin/sendmail to it (only when asked: it replaces the
+# system's sendmail for cron, PHP's mail() and friends).
+PREFIX        ?= /usr/local
+SENDMAIL_PATH ?= /usr/sbin/sendmail
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN)/relayq $(DESTDIR)$(PREFIX)/bin/relayq
+	@if [ "$(SENDMAIL_LINK)" = "1" ]; then \
+	  install -d $(DESTDIR)$$(dirname $(SENDMAIL_PATH)); \
+	  ln -sf $(PREFIX)/bin/relayq $(DESTDIR)$(SENDMAIL_PATH); \
+	  echo "linked $(DESTDIR)$(SENDMAIL_PATH) -> $(PREFIX)/bin/relayq"; \
+	fi
 
 run: build
 	./$(BIN)/relayq serve

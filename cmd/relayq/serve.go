@@ -98,6 +98,11 @@ func serve(args []string) error {
 		}
 		smtpsAddrs = append(smtpsAddrs, la)
 	}
+	stopHTTP, err := startHTTPSubmission(cfg, srv, log)
+	if err != nil {
+		srv.Close()
+		return err
+	}
 	var admin *http.Server
 	if cfg.Admin.Listen != "" {
 		admin, err = startAdmin(cfg.Admin, store, eng, metrics, log)
@@ -130,6 +135,7 @@ func serve(args []string) error {
 	// Stop taking mail first, then stop delivering, then close the queue.
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
+	stopHTTP(sctx)
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("submission sessions cut at shutdown", "err", err)
 	}
@@ -194,7 +200,7 @@ func loadTLS(f config.TLSFiles) (*tls.Config, error) {
 }
 
 func submissionPolicy(cfg *config.Config) submission.Policy {
-	p := submission.Policy{Trusted: cfg.Submission.TrustedNetworks}
+	p := submission.Policy{Trusted: cfg.Submission.TrustedNetworks, APIKeys: apiKeys(cfg)}
 	for _, u := range cfg.Submission.Users {
 		p.Users = append(p.Users, submission.User{Username: u.Username, PasswordHash: u.PasswordHash})
 	}
