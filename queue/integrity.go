@@ -45,8 +45,10 @@ type CheckReport struct {
 	// that would be quarantined (bodies are verified with Bodies only).
 	Messages int       `json:"messages"`
 	Problems []Problem `json:"problems,omitempty"`
-	// Quarantined counts messages already in quarantine.
-	Quarantined int `json:"quarantined"`
+	// Quarantined counts messages already in quarantine; Quarantine lists
+	// the first maxCheckQuarantine of them.
+	Quarantined int           `json:"quarantined"`
+	Quarantine  []Quarantined `json:"quarantine,omitempty"`
 	// BodiesChecked says whether every body byte was verified.
 	BodiesChecked bool `json:"bodies_checked"`
 }
@@ -62,6 +64,9 @@ type CheckOptions struct {
 	// LockTimeout bounds the wait for the file lock; default 1s.
 	LockTimeout time.Duration
 }
+
+// maxCheckQuarantine caps the quarantine listed by Check.
+const maxCheckQuarantine = 10000
 
 // maxStructureErrors caps how many of bbolt's check errors are kept.
 const maxStructureErrors = 20
@@ -170,6 +175,7 @@ func guardedOpen(path string, lockTimeout time.Duration) (*bolt.DB, error) {
 // walk decodes every envelope and, with bodies, verifies every body.
 func walk(tx *bolt.Tx, rep *CheckReport, bodies bool) error {
 	rep.Quarantined = countQuarantined(tx)
+	rep.Quarantine, _ = listQuarantined(tx, "", maxCheckQuarantine)
 	envs := tx.Bucket(bucketEnvelopes)
 	if envs == nil {
 		return nil
