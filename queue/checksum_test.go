@@ -54,7 +54,7 @@ func TestDamagedBodyIsQuarantinedNotRead(t *testing.T) {
 	}{
 		{"small body", 100, func(id string) [][]byte { return [][]byte{bucketSmallBodiesSum, []byte(id)} }, -3},
 		{"second chunk", 3 << 20, func(id string) [][]byte {
-			return [][]byte{bucketBodies, []byte(id), chunkKey(1), chunkSumKey}
+			return [][]byte{bucketBodies, []byte(id), chunkKey(1), chunkDataKey}
 		}, 5000},
 		{"envelope", 100, func(id string) [][]byte { return [][]byte{bucketEnvelopes, []byte(id)} }, 12},
 	}
