@@ -213,9 +213,7 @@ func TestCorruptionRound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped with -short")
 	}
-	seed := crashSeed(t)
-	t.Logf("seed %d (set RELAYQ_E2E_SEED to repeat the damage)", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := seededRand(t, "damage")
 	live, ids, msgs := fillLiveQueue(t, 24)
 
 	for round := range 6 {

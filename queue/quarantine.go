@@ -108,23 +108,15 @@ func (w *writeTx) quarantine(id, reason string, now time.Time) (bool, error) {
 // quarantineTx moves one envelope (a value, or a bucket where a value
 // belongs) and everything stored for its body into the quarantine buckets.
 func quarantineTx(tx *bolt.Tx, key []byte, isBucket bool, reason string, now time.Time) error {
-	bk := func(name []byte) (*bolt.Bucket, error) { return tx.CreateBucketIfNotExists(name) }
-	envs, err := bk(bucketEnvelopes)
-	if err != nil {
-		return err
+	var bs [4]*bolt.Bucket
+	for i, name := range [][]byte{bucketEnvelopes, bucketQuarantine, bucketQuarantineBodies, bucketQuarantineInfo} {
+		b, err := tx.CreateBucketIfNotExists(name)
+		if err != nil {
+			return err
+		}
+		bs[i] = b
 	}
-	qEnv, err := bk(bucketQuarantine)
-	if err != nil {
-		return err
-	}
-	qBody, err := bk(bucketQuarantineBodies)
-	if err != nil {
-		return err
-	}
-	qInfo, err := bk(bucketQuarantineInfo)
-	if err != nil {
-		return err
-	}
+	envs, qEnv, qBody, qInfo := bs[0], bs[1], bs[2], bs[3]
 	if err := moveEntry(envs, qEnv, key, isBucket); err != nil {
 		return fmt.Errorf("quarantine %q: %w", key, err)
 	}
