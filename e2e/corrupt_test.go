@@ -144,7 +144,8 @@ type checkReport struct {
 }
 
 // refusedCleanly asserts that a start on a damaged file ended with exit
-// code 1 and the one advertised line, not a crash.
+// code 3 (a supervisor need not restart it) and the one advertised line,
+// not a crash.
 func refusedCleanly(t *testing.T, r *relay, startErr error) {
 	t.Helper()
 	code := -1
@@ -152,7 +153,7 @@ func refusedCleanly(t *testing.T, r *relay, startErr error) {
 		code = st.ExitCode()
 	}
 	out := r.log.tail()
-	if code != 1 || !strings.Contains(out, "relayq: queue file damaged: ") || !strings.Contains(out, "; run `relayq queue check`") {
+	if code != 3 || !strings.Contains(out, "relayq: queue file damaged: ") || !strings.Contains(out, "; run `relayq queue check`") {
 		t.Fatalf("start on a damaged file: exit %d, %v\n%s", code, startErr, out)
 	}
 	for _, crash := range []string{"panic", "SIGSEGV", "SIGBUS", "goroutine ", "fatal error"} {
@@ -164,8 +165,9 @@ func refusedCleanly(t *testing.T, r *relay, startErr error) {
 
 // TestTruncatedQueueFileIsRefused: `truncate -s 50% queue.db` made relayq
 // die of SIGSEGV inside bbolt (exit 2, restarted forever by a
-// supervisor). It must refuse to start with one clear line, `relayq queue
-// check` must say what is wrong, and salvage must give a file it starts on.
+// supervisor). It must refuse to start with one clear line and exit code
+// 3, `relayq queue check` must say what is wrong, and salvage must give a
+// file it starts on.
 func TestTruncatedQueueFileIsRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped with -short")

@@ -208,6 +208,13 @@ func FuzzCheckStructure(f *testing.F) {
 		file[int(a1)%len(file)] ^= x1
 		file[int(a2)%len(file)] ^= x2
 		file[int(a3)%len(file)] ^= x3
-		_ = structureProblems(bytes.NewReader(file), int64(len(file)))
+		r := bytes.NewReader(file)
+		_ = structureProblems(r, int64(len(file)))
+		// Salvage's walk, which goes on past problems.
+		if m, _, err := readMeta(r, int64(len(file)), false); err == nil {
+			c := &rawChecker{f: r, m: m, ps: int64(m.pageSize), free: map[uint64]bool{}, seen: map[uint64]bool{},
+				salvage: true, emit: func([][]byte, []byte, []byte) error { return nil }}
+			_ = c.tree(m.root, nil, nil, 0)
+		}
 	})
 }

@@ -49,6 +49,6 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relayq:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
