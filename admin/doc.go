@@ -1,5 +1,6 @@
 // Package admin is relayq's operator interface: an HTTP API to inspect and
-// steer the queue (list, show, retry, hold, release, delete, flush), the
+// steer the queue (list, show, retry, hold, release, delete, flush; list
+// the quarantine of damaged messages), the
 // health and readiness probes, the Prometheus endpoint, and a Client for
 // that API which the `relayq queue` command uses.
 //
