@@ -68,7 +68,8 @@ type CheckOptions struct {
 // maxCheckQuarantine caps the quarantine listed by Check.
 const maxCheckQuarantine = 10000
 
-// maxStructureErrors caps how many of bbolt's check errors are kept.
+// maxStructureErrors caps how many structure problems a check keeps; it
+// stops looking after that many.
 const maxStructureErrors = 20
 
 // Check examines the queue file at path without changing it. An error
@@ -90,6 +91,9 @@ func check(path string, o CheckOptions, envelopes bool) (*CheckReport, error) {
 	}
 	rep := &CheckReport{Path: path, FileBytes: fi.Size(), BodiesChecked: o.Bodies}
 	problems, err := checkStructure(path, o.LockTimeout)
+	if errors.Is(err, ErrLocked) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("queue: check %s: %w", path, err)
 	}
