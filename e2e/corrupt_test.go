@@ -35,8 +35,9 @@ func sizedMessage(tok string, size int) string {
 // queuedAs finds the queue ID in a 250 reply.
 var queuedAs = regexp.MustCompile(`queued as ([0-9A-F]+)`)
 
-// quarantinedLog finds the ID in the relay's quarantine log lines.
-var quarantinedLog = regexp.MustCompile(`moved to quarantine.* id=([0-9A-Za-z]+)`)
+// quarantinedLog finds the ID in the relay's quarantine log lines (quoted
+// when damage made it more than hex digits).
+var quarantinedLog = regexp.MustCompile(`moved to quarantine.* id=("(?:[^"\\]|\\.)*"|\S+)`)
 
 // fillLiveQueue submits n messages of assorted sizes to a relay whose next
 // hop does not answer, kills it (SIGKILL: the file is left as a crash
@@ -217,117 +218,146 @@ func TestCorruptionRound(t *testing.T) {
 	}
 	rng := seededRand(t, "damage")
 	live, ids, msgs := fillLiveQueue(t, 24)
-
+	ours := map[string]bool{}
+	for _, id := range ids {
+		ours[id] = true
+	}
 	for round := range 6 {
-		var mu sync.Mutex
-		delivered := map[string][]byte{}
+		d := &damageRound{t: t, n: round, ids: ids, ours: ours, msgs: msgs, delivered: map[string][]byte{}}
 		mx := smtptest.NewServer(t, smtptest.DiscardEvents(), smtptest.OnMessage(func(m smtptest.Message) {
-			mu.Lock()
-			defer mu.Unlock()
-			delivered[tokenOf(m.Data)] = bytes.Clone(m.Data)
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			d.delivered[tokenOf(m.Data)] = bytes.Clone(m.Data)
 		}))
-		r := newRelay(t, mx.Addr(), "", "")
-		file := filepath.Join(r.dir, "queue.db")
+		d.r = newRelay(t, mx.Addr(), "", "")
 		// Rounds 0-2 damage anywhere (mostly bodies), 3-5 the structure.
-		flipBytes(t, live, file, rng, 10+rng.Intn(60), round >= 3)
-		salvaged, salvagedLive := false, 0
-		if err := r.start(); err != nil {
-			refusedCleanly(t, r, err)
-			out, code := runRelayq(t, "queue", "salvage", "--config", r.cfgPath, "--to", file+".salvaged", "--json")
-			var rep struct {
-				Messages int `json:"messages"`
-			}
-			if code != 0 || json.NewDecoder(strings.NewReader(out)).Decode(&rep) != nil {
-				t.Fatalf("round %d: salvage: exit %d\n%s", round, code, out)
-			}
-			salvagedLive = rep.Messages
-			if err := os.Rename(file+".salvaged", file); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.start(); err != nil {
-				t.Fatalf("round %d: no start on the salvaged file: %v", round, err)
-			}
-			salvaged = true
-		}
-		// Wait until every message is delivered or known quarantined;
-		// one whose ID itself was damaged resolves only at the end.
-		ours := map[string]bool{}
-		for _, id := range ids {
-			ours[id] = true
-		}
-		settled := func() bool {
-			q, foreign := map[string]bool{}, 0
-			for _, m := range quarantinedLog.FindAllStringSubmatch(r.log.tail(), -1) {
-				if !q[m[1]] && !ours[m[1]] {
-					foreign++
-				}
-				q[m[1]] = true
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if salvaged {
-				// The salvage quarantined what it found damaged; what it
-				// kept is delivered or quarantined by this run.
-				return len(delivered)+len(q) >= salvagedLive
-			}
-			open := 0
-			for tok, id := range ids {
-				if delivered[tok] == nil && !q[id] {
-					open++
-				}
-			}
-			return open <= foreign
-		}
-		waitUntil(t, 20*time.Second, settled)
-		if code, err := r.term(10 * time.Second); err != nil || code != 0 {
+		flipBytes(t, live, filepath.Join(d.r.dir, "queue.db"), rng, 10+rng.Intn(60), round >= 3)
+		d.start()
+		waitUntil(t, 20*time.Second, d.settled)
+		if code, err := d.r.term(10 * time.Second); err != nil || code != 0 {
 			t.Errorf("round %d: SIGTERM: exit %d, %v", round, code, err)
 		}
-		out, _ := runRelayq(t, "queue", "check", "--config", r.cfgPath, "--json")
-		var rep checkReport
-		if err := json.NewDecoder(strings.NewReader(out)).Decode(&rep); err != nil {
-			t.Fatalf("round %d: check --json: %v\n%s", round, err, out)
-		}
-		quarantined := map[string]bool{}
-		for _, q := range rep.Quarantine {
-			quarantined[q.ID] = true
-		}
-		mu.Lock()
-		var sent, held, unaccounted int
-		for tok, id := range ids {
-			switch got := delivered[tok]; {
-			case got != nil:
-				sent++
-				if !bytes.HasSuffix(got, []byte(msgs[tok])) || tokenOf(got) != tok {
-					t.Errorf("round %d: %s (%s) went out ALTERED", round, tok, id)
-				}
-				if quarantined[id] {
-					t.Errorf("round %d: %s both delivered and quarantined", round, tok)
-				}
-			case quarantined[id]:
-				held++
-			default:
-				unaccounted++
-			}
-		}
-		for tok := range delivered {
-			if _, ok := ids[tok]; !ok {
-				t.Errorf("round %d: delivered a message nobody sent (token %q)", round, tok)
-			}
-		}
-		mu.Unlock()
-		// A message whose ID (the key) was damaged is quarantined under
-		// the damaged key; one on a page salvage could not read is gone
-		// with the page, which salvage reported.
-		foreign := len(rep.Quarantine) - held
-		if unaccounted > foreign && !salvaged {
-			t.Errorf("round %d: %d messages neither delivered nor quarantined (%d quarantined under damaged IDs)", round, unaccounted, foreign)
-		}
-		if rep.Messages != 0 {
-			t.Errorf("round %d: %d messages still queued after the run", round, rep.Messages)
-		}
-		t.Logf("round %d: salvaged %v; delivered intact %d, quarantined %d, under damaged IDs %d, lost with unreadable pages %d",
-			round, salvaged, sent, held, foreign, max(unaccounted-foreign, 0))
+		d.account()
 	}
+}
+
+// damageRound is one start of relayq on a damaged copy of the live queue.
+type damageRound struct {
+	t         *testing.T
+	n         int
+	r         *relay
+	ids, msgs map[string]string // token -> queue ID, token -> message
+	ours      map[string]bool   // the queue IDs
+	// salvaged: relayq refused the file and runs on a salvaged copy
+	// holding salvagedLive messages.
+	salvaged     bool
+	salvagedLive int
+
+	mu        sync.Mutex
+	delivered map[string][]byte // token -> what the next hop got
+}
+
+// start starts relayq on the damaged file; if it refuses (cleanly), the
+// file is salvaged and relayq started on the copy.
+func (d *damageRound) start() {
+	t, r := d.t, d.r
+	err := r.start()
+	if err == nil {
+		return
+	}
+	refusedCleanly(t, r, err)
+	file := filepath.Join(r.dir, "queue.db")
+	out, code := runRelayq(t, "queue", "salvage", "--config", r.cfgPath, "--to", file+".salvaged", "--json")
+	var rep struct {
+		Messages int `json:"messages"`
+	}
+	if code != 0 || json.NewDecoder(strings.NewReader(out)).Decode(&rep) != nil {
+		t.Fatalf("round %d: salvage: exit %d\n%s", d.n, code, out)
+	}
+	if err := os.Rename(file+".salvaged", file); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.start(); err != nil {
+		t.Fatalf("round %d: no start on the salvaged file: %v", d.n, err)
+	}
+	d.salvaged, d.salvagedLive = true, rep.Messages
+}
+
+// settled reports whether every message is delivered or quarantined as
+// far as the log tells; one quarantined under a damaged ID counts for any.
+func (d *damageRound) settled() bool {
+	q, foreign := map[string]bool{}, 0
+	for _, m := range quarantinedLog.FindAllStringSubmatch(d.r.log.tail(), -1) {
+		if !q[m[1]] && !d.ours[m[1]] {
+			foreign++
+		}
+		q[m[1]] = true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.salvaged {
+		// The salvage quarantined what it found damaged; what it kept is
+		// delivered or quarantined by this run.
+		return len(d.delivered)+len(q) >= d.salvagedLive
+	}
+	open := 0
+	for tok, id := range d.ids {
+		if d.delivered[tok] == nil && !q[id] {
+			open++
+		}
+	}
+	return open <= foreign
+}
+
+// account checks, with the relay stopped, that every message went out
+// byte-identical or is in the quarantine, and nothing is left queued.
+func (d *damageRound) account() {
+	t, round := d.t, d.n
+	out, _ := runRelayq(t, "queue", "check", "--config", d.r.cfgPath, "--json")
+	var rep checkReport
+	if err := json.NewDecoder(strings.NewReader(out)).Decode(&rep); err != nil {
+		t.Fatalf("round %d: check --json: %v\n%s", round, err, out)
+	}
+	quarantined := map[string]bool{}
+	for _, q := range rep.Quarantine {
+		quarantined[q.ID] = true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var sent, held, unaccounted int
+	for tok, id := range d.ids {
+		switch got := d.delivered[tok]; {
+		case got != nil:
+			sent++
+			if !bytes.HasSuffix(got, []byte(d.msgs[tok])) || tokenOf(got) != tok {
+				t.Errorf("round %d: %s (%s) went out ALTERED", round, tok, id)
+			}
+			if quarantined[id] {
+				t.Errorf("round %d: %s both delivered and quarantined", round, tok)
+			}
+		case quarantined[id]:
+			held++
+		default:
+			unaccounted++
+		}
+	}
+	for tok := range d.delivered {
+		if _, ok := d.ids[tok]; !ok {
+			t.Errorf("round %d: delivered a message nobody sent (token %q)", round, tok)
+		}
+	}
+	// A message whose ID (the key) was damaged is quarantined under the
+	// damaged key; one on a page salvage could not read is gone with the
+	// page, which salvage reported.
+	foreign := len(rep.Quarantine) - held
+	if unaccounted > foreign && !d.salvaged {
+		t.Errorf("round %d: %d messages neither delivered nor quarantined (%d quarantined under damaged IDs)", round, unaccounted, foreign)
+	}
+	if rep.Messages != 0 {
+		t.Errorf("round %d: %d messages still queued after the run", round, rep.Messages)
+	}
+	t.Logf("round %d: salvaged %v; delivered intact %d, quarantined %d, under damaged IDs %d, lost with unreadable pages %d",
+		round, d.salvaged, sent, held, foreign, max(unaccounted-foreign, 0))
 }
 
 // waitUntil polls cond on a ticker until it holds or within passes (then
