@@ -97,6 +97,15 @@ func TestDamagedBodyIsQuarantinedNotRead(t *testing.T) {
 			if got := readBody(t, s, other); string(got) != "innocent bystander" {
 				t.Errorf("other message's body = %q", got)
 			}
+			if err := s.DeleteQuarantined(id); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeleteQuarantined(id); !errors.Is(err, ErrNotFound) {
+				t.Errorf("second DeleteQuarantined = %v, want ErrNotFound", err)
+			}
+			if q, _, _ := s.ListQuarantined("", 0); len(q) != 0 || s.Stats().Quarantined != 0 {
+				t.Errorf("after DeleteQuarantined: %+v, stats %+v", q, s.Stats())
+			}
 		})
 	}
 }
