@@ -81,8 +81,8 @@ func (p Plan) Convert(w io.Writer, r io.Reader) error {
 	})
 }
 
-// Convert plans and converts in one call, reading src twice (it must be
-// the same message both times); for tests and small messages.
+// Convert plans and converts in one call, opening the message twice (open
+// must give the same bytes both times).
 func Convert(w io.Writer, open func() (io.Reader, error)) error {
 	r, err := open()
 	if err != nil {
