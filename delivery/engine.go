@@ -102,6 +102,7 @@ type Engine struct {
 	running int               // jobs not done yet (their outcome may still be being written)
 	pending int               // jobs waiting in destination queues
 	arrived []*queue.Envelope // new messages handed over by Enqueue
+	storage storageState      // back-off after queue errors, outcomes not written yet
 }
 
 // New builds an Engine; Run starts it.
