@@ -17,6 +17,12 @@
 //     loss and never a hot retry loop. The first attempt is recorded by
 //     ClaimFirst in the very write that queues the message. An attempt
 //     tries exactly the addresses its claim returned.
+//   - A failed queue operation (claim, outcome, postpone, scan; a full disk)
+//     makes the scheduler back off, 1s doubling to 30s, and is counted
+//     (StorageObserver); it never retries in a tight loop. An outcome that
+//     could not be written stays in memory, its message in flight, and is
+//     written first when the back-off ends: while relayq runs, a delivery
+//     made is never made again (storage.go).
 //   - A worker and destination slot is held only while talking SMTP; the
 //     message stays in flight (never scheduled twice) until its outcome is
 //     on disk.
