@@ -100,3 +100,55 @@ func TestNotifyNeverSuppressesBounce(t *testing.T) {
 		t.Fatalf("a report was queued despite NOTIFY=NEVER")
 	}
 }
+
+// Issue 12, defect 13: a report names a Remote-MTA only for a reply that
+// host sent (RFC 3464 section 2.3.5). relayq's own decisions, a message too
+// big for the server's SIZE (5.3.4) and giving up on a host that never
+// answered, carried "Remote-MTA: dns; 127.0.0.1" before. A server's UTF-8
+// reply reaches the Diagnostic-Code encoded per RFC 6533, not as '?'.
+func TestReportsNameRemoteMTAOnlyForItsReplies(t *testing.T) {
+	small := smtptest.NewServer(t, smtptest.WithConfig(smtptest.Config{MaxMessageBytes: 20}))
+	sink := smtptest.NewServer(t, smtptest.Reply("rcpt:nobody@=550 5.1.1 Empfänger unbekannt"))
+	dead := closedAddr(t)
+	r := newRig(t, nil, func(o *Options) {
+		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"small.example": small.Addr(), "dead.example": dead, "*": sink.Addr()}})
+		o.Policy.MaxAttempts = 1
+	})
+	r.submit("app@example.org", "big@small.example", "x@dead.example", "nobody@remote.example")
+	var reports []string
+	sink.WaitFor(t, 10*time.Second, func() bool {
+		reports = reports[:0]
+		for _, m := range sink.Messages() {
+			if m.From == "" {
+				reports = append(reports, string(m.Data))
+			}
+		}
+		return strings.Count(strings.Join(reports, ""), "Final-Recipient:") >= 3
+	})
+	groups := map[string]string{}
+	for _, rep := range reports {
+		rep = strings.ReplaceAll(rep, "\r\n ", " ")
+		for _, g := range strings.Split(rep, "\r\n\r\n") {
+			if _, addr, ok := strings.Cut(g, "Final-Recipient: rfc822; "); ok {
+				addr, _, _ = strings.Cut(addr, "\r\n")
+				groups[addr] = g
+			}
+		}
+	}
+	for _, own := range []string{"big@small.example", "x@dead.example"} {
+		g, ok := groups[own]
+		if !ok {
+			t.Fatalf("no report group for %s in:\n%s", own, strings.Join(reports, "\n----\n"))
+		}
+		if strings.Contains(g, "Remote-MTA:") {
+			t.Errorf("report for %s names a Remote-MTA though no server answered for it:\n%s", own, g)
+		}
+	}
+	g := groups["nobody@remote.example"]
+	if !strings.Contains(g, "Remote-MTA: dns; 127.0.0.1") {
+		t.Errorf("report for a server's 550 lacks its Remote-MTA:\n%s", g)
+	}
+	if !strings.Contains(g, `Diagnostic-Code: smtp; 550 5.1.1 Empf\x{E4}nger unbekannt`) {
+		t.Errorf("UTF-8 reply not encoded per RFC 6533 in the Diagnostic-Code:\n%s", g)
+	}
+}
