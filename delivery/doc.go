@@ -27,7 +27,10 @@
 //     message stays in flight (never scheduled twice) until its outcome is
 //     on disk.
 //   - Recipients of one message that share a destination go in one SMTP
-//     transaction. A message goes to at most one hop per attempt: later hops
+//     transaction, and those it defers together get one next attempt (the
+//     backoff's jitter is drawn per job, not per recipient), so they stay
+//     together. Recipients found past max_age in one pass form one job,
+//     whatever their destinations, and so one report. A message goes to at most one hop per attempt: later hops
 //     are failover, never copies.
 //   - 2xx delivered, 5xx bounced, 4xx and connection/DNS/TLS trouble deferred
 //     by the backoff (or the reply's own wait, up to 30 minutes) until

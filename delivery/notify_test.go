@@ -152,3 +152,84 @@ func TestReportsNameRemoteMTAOnlyForItsReplies(t *testing.T) {
 		t.Errorf("UTF-8 reply not encoded per RFC 6533 in the Diagnostic-Code:\n%s", g)
 	}
 }
+
+// Issue 12, defect 12: recipients of one message deferred together by the
+// same destination keep one schedule: they are retried in one transaction
+// (the backoff's jitter is drawn per message and destination, not per
+// recipient), and when they give up together the sender gets one report
+// for all of them, as from Postfix. Before: five transactions per retry and
+// five reports.
+func TestRecipientsDeferredTogetherStayTogether(t *testing.T) {
+	r := newRig(t, []smtptest.Option{
+		smtptest.Reply("rcpt:late=450 4.2.0 Mailbox busy, try later"),
+		smtptest.Reply("rcpt:nobody@=550 5.1.1 No such user"),
+	}, func(o *Options) { o.Policy.MaxAttempts = 3 })
+	rcpts := []string{"nobody@example.net"}
+	for i := 1; i <= 5; i++ {
+		rcpts = append(rcpts, fmt.Sprintf("late%d@example.net", i))
+	}
+	r.submit("app@example.org", rcpts...)
+	for i := 0; i < 100; i++ {
+		if msgs, _, _ := r.store.List(queue.ListOptions{Limit: 10}); len(msgs) == 0 {
+			break
+		}
+		r.advanceToOutcome()
+	}
+	var mails, reports int
+	for _, e := range r.srv.Events() {
+		if e.Stage == smtptest.StageMail && strings.Contains(e.Arg, "app@example.org") {
+			mails++
+		}
+	}
+	var bodies []string
+	for _, m := range r.srv.Messages() {
+		if m.From == "" {
+			reports++
+			bodies = append(bodies, string(m.Data))
+		}
+	}
+	if mails != 3 {
+		t.Errorf("%d transactions for 3 attempts of one message to one destination, want 3", mails)
+	}
+	if len(r.rcptAttempts("late")) != 15 {
+		t.Errorf("%d RCPTs for the deferred recipients, want 15 (5 recipients, 3 attempts)", len(r.rcptAttempts("late")))
+	}
+	// One report for the 550 at the first attempt, one for the five that
+	// gave up together at the third.
+	if reports != 2 {
+		t.Fatalf("%d reports, want 2:\n%s", reports, strings.Join(bodies, "\n----\n"))
+	}
+	last := strings.ReplaceAll(bodies[0]+bodies[1], "\r\n ", " ")
+	for _, a := range rcpts {
+		if !strings.Contains(last, "Final-Recipient: rfc822; "+a) {
+			t.Errorf("no report names %s", a)
+		}
+	}
+}
+
+// Issue 12, defect 12: recipients of one message found past max_age in
+// one pass are bounced in one report, whatever their destinations.
+func TestExpiredRecipientsOneReport(t *testing.T) {
+	sink := smtptest.NewServer(t)
+	r := newRig(t, nil, func(o *Options) {
+		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"a.example": closedAddr(t), "b.example": closedAddr(t), "*": sink.Addr()}})
+		o.Policy.MaxAge = time.Hour
+	})
+	d := r.store.NewDraft()
+	io.WriteString(d, "Subject: old\r\n\r\nx\r\n")
+	env := queue.Envelope{From: "app@example.org", Created: t0.Add(-2 * time.Hour)}
+	for _, a := range []string{"x@a.example", "y@b.example", "z@b.example"} {
+		env.Recipients = append(env.Recipients, queue.Recipient{Address: a})
+	}
+	if err := d.Commit(env); err != nil {
+		t.Fatal(err)
+	}
+	r.eng.Kick()
+	if got := r.expectOutcomes(4); got["bounced"] != 3 || got["delivered"] != 1 {
+		t.Fatalf("outcomes %v, want 3 bounced and the report delivered", got)
+	}
+	msgs := sink.WaitMessages(t, 1, 5*time.Second)
+	if len(msgs) != 1 || strings.Count(string(msgs[0].Data), "Final-Recipient:") != 3 {
+		t.Fatalf("%d reports; want one naming all three recipients", len(msgs))
+	}
+}

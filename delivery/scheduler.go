@@ -253,6 +253,11 @@ func (e *Engine) loadEnvelope(env *queue.Envelope, now time.Time, postpone postp
 		}
 		preclaimed = preclaimed || first
 		d := set.Router.Destination(domainOf(r.Address))
+		if expired && len(order) > 0 {
+			// Past max_age: bounced without an attempt, whatever the
+			// destination, so all in one job and one report.
+			d = order[0]
+		}
 		if _, ok := groups[d]; !ok {
 			order = append(order, d)
 		}
