@@ -3,7 +3,6 @@ package e2e
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,14 +33,7 @@ func TestDiskFullSuspendedDestinationNoHotLoop(t *testing.T) {
 			t.Errorf("unmount %s: %v", dir, err)
 		}
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
-
-	r := newRelay(t, closed, "retry:\n  initial_delay: 1s\n  max_delay: 2s\n  jitter: 0s\n", "")
+	r := newRelay(t, freeAddr(t), "retry:\n  initial_delay: 1s\n  max_delay: 2s\n  jitter: 0s\n", "")
 	cfg, err := os.ReadFile(r.cfgPath)
 	if err != nil {
 		t.Fatal(err)
