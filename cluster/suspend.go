@@ -1,0 +1,443 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/relayq/relayq/shaping"
+)
+
+// entry is a suspension or throttle as stored in Redis: ID tells two
+// entries of the same scope and action apart (one that ended and a later
+// one).
+type entry struct {
+	shaping.Suspension
+	ID string
+}
+
+// patch is a change this node made that a loaded snapshot may not show
+// yet: it holds until a snapshot of version ver or later is loaded.
+type patch struct {
+	e   entry
+	ok  bool // false: removed
+	ver int64
+}
+
+// suspensions is the node's view of the shared suspensions and throttles,
+// and what it owes Redis and its Shaper.
+type suspensions struct {
+	mu      sync.RWMutex
+	snap    map[string]entry // by member (SCOPE|ACTION), as loaded at version snapVer
+	snapVer int64
+	recent  map[string]patch
+	// pending were begun or extended, removals ended, while Redis was
+	// down; recover sends them.
+	pending  map[string]entry
+	removals map[string]bool
+	// mine began on this node (Put returned true here) and have not been
+	// reported ended by Expire or Remove.
+	mine    map[string]entry
+	lastNow time.Time // the latest time a caller gave
+}
+
+// grace keeps an entry in Redis this long after its end, so that every
+// node sees that it ended rather than that it vanished.
+const grace = time.Minute
+
+func member(scope string, a shaping.Action) string { return scope + "|" + a.String() }
+
+var actions = [...]shaping.Action{shaping.ActionSuspend, shaping.ActionThrottle}
+
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// seen records now as the latest time given, for recover.
+func (s *suspensions) seen(now time.Time) {
+	if now.After(s.lastNow) {
+		s.lastNow = now
+	}
+}
+
+// lookup returns the entry of member m in this node's view: a recent
+// local change wins over the snapshot, and a pending one over both when
+// it ends later. The caller holds mu.
+func (s *suspensions) lookup(m string) (entry, bool) {
+	e, ok := s.snap[m]
+	if p, has := s.recent[m]; has {
+		e, ok = p.e, p.ok
+	}
+	if p, has := s.pending[m]; has && (!ok || p.Until.After(e.Until)) {
+		e, ok = p, true
+	}
+	if s.removals[m] && !s.pendingHas(m) {
+		return entry{}, false
+	}
+	return e, ok
+}
+
+func (s *suspensions) pendingHas(m string) bool { _, ok := s.pending[m]; return ok }
+
+// Put implements shaping.State.
+func (n *Node) Put(now time.Time, sus shaping.Suspension) bool {
+	m := member(sus.Scope.String(), sus.Action)
+	s := &n.sus
+	if n.up.Load() {
+		created, e, ver, err := n.putShared(now, entry{Suspension: sus, ID: newID()})
+		if err == nil {
+			s.mu.Lock()
+			s.seen(now)
+			s.recent[m] = patch{e: e, ok: true, ver: ver}
+			if created {
+				s.mine[m] = e
+			}
+			s.mu.Unlock()
+			return created
+		}
+		n.down(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen(now)
+	if e, ok := s.lookup(m); ok && e.Until.After(now) {
+		if sus.Until.After(e.Until) {
+			e.Until = sus.Until
+			s.pending[m] = e
+		}
+		return false
+	}
+	e := entry{Suspension: sus, ID: newID()}
+	s.pending[m] = e
+	s.mine[m] = e
+	return true
+}
+
+func (n *Node) putShared(now time.Time, e entry) (bool, entry, int64, error) {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return false, entry{}, 0, fmt.Errorf("cluster: put: %w", err)
+	}
+	ctx, cancel := n.ctx()
+	defer cancel()
+	res, err := putScript.Run(ctx, n.rdb, nil, n.prefix, member(e.Scope.String(), e.Action),
+		now.UnixMicro(), e.Until.UnixMicro(), data, grace.Milliseconds()).Slice()
+	if err != nil {
+		return false, entry{}, 0, fmt.Errorf("cluster: put: %w", err)
+	}
+	if len(res) != 4 {
+		return false, entry{}, 0, fmt.Errorf("cluster: put: unexpected reply %v", res)
+	}
+	stored, err := decodeEntry(res[1], res[2])
+	if err != nil {
+		return false, entry{}, 0, fmt.Errorf("cluster: put: %w", err)
+	}
+	created, _ := res[0].(int64)
+	ver, _ := res[3].(int64)
+	return created == 1, stored, ver, nil
+}
+
+// decodeEntry reads a stored entry; until is authoritative over the
+// Until in data (an extension changes only until).
+func decodeEntry(data, until any) (entry, error) {
+	str, ok := data.(string)
+	u, ok2 := until.(int64)
+	if !ok || !ok2 {
+		return entry{}, fmt.Errorf("stored entry %v %v is not data and a time", data, until)
+	}
+	var e entry
+	if err := json.Unmarshal([]byte(str), &e); err != nil {
+		return entry{}, fmt.Errorf("stored entry: %w", err)
+	}
+	e.Until = time.UnixMicro(u)
+	return e, nil
+}
+
+// decodeEntries reads {member, until, data, ...}.
+func decodeEntries(res []any) (map[string]entry, error) {
+	out := make(map[string]entry, len(res)/3)
+	for i := 0; i+2 < len(res); i += 3 {
+		m, _ := res[i].(string)
+		e, err := decodeEntry(res[i+2], res[i+1])
+		if err != nil {
+			return nil, err
+		}
+		out[m] = e
+	}
+	return out, nil
+}
+
+// Active implements shaping.State from this node's view, which follows
+// Redis within Config.Refresh; no Redis call.
+func (n *Node) Active(now time.Time, keys []string) []shaping.Suspension {
+	s := &n.sus
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if len(s.snap) == 0 && len(s.recent) == 0 && len(s.pending) == 0 {
+		return nil
+	}
+	var out []shaping.Suspension
+	for _, k := range keys {
+		for _, a := range actions {
+			if e, ok := s.lookup(member(k, a)); ok && e.Until.After(now) {
+				out = append(out, e.Suspension)
+			}
+		}
+	}
+	return out
+}
+
+// List implements shaping.State.
+func (n *Node) List(now time.Time) []shaping.Suspension {
+	s := &n.sus
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen(now)
+	var out []shaping.Suspension
+	for m := range s.members() {
+		if e, ok := s.lookup(m); ok && e.Until.After(now) {
+			out = append(out, e.Suspension)
+		}
+	}
+	sortSuspensions(out)
+	return out
+}
+
+// members returns every member in the view. The caller holds mu.
+func (s *suspensions) members() map[string]bool {
+	all := map[string]bool{}
+	for m := range s.snap {
+		all[m] = true
+	}
+	for m := range s.recent {
+		all[m] = true
+	}
+	for m := range s.pending {
+		all[m] = true
+	}
+	return all
+}
+
+// Expire implements shaping.State for the entries this node began: each
+// is returned once, when it has ended at now, been removed by another
+// node, or been replaced. Entries other nodes began are theirs to report.
+func (n *Node) Expire(now time.Time) []shaping.Suspension {
+	s := &n.sus
+	s.mu.Lock()
+	s.seen(now)
+	for m, e := range s.pending {
+		if !e.Until.After(now) {
+			delete(s.pending, m)
+		}
+	}
+	if len(s.mine) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	members := make([]any, 0, len(s.mine)+1)
+	members = append(members, n.prefix)
+	for m := range s.mine {
+		members = append(members, m)
+	}
+	s.mu.Unlock()
+
+	var current map[string]entry
+	if n.up.Load() {
+		var err error
+		if current, err = n.getShared(members); err != nil {
+			n.down(err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []shaping.Suspension
+	for m, mine := range s.mine {
+		cur, ok := current[m]
+		if current == nil || s.pendingHas(m) {
+			cur, ok = s.lookup(m)
+		}
+		if ok && cur.ID == mine.ID {
+			mine.Until = cur.Until
+			if cur.Until.After(now) {
+				s.mine[m] = mine
+				continue
+			}
+		}
+		out = append(out, mine.Suspension)
+		delete(s.mine, m)
+	}
+	sortSuspensions(out)
+	return out
+}
+
+func (n *Node) getShared(args []any) (map[string]entry, error) {
+	ctx, cancel := n.ctx()
+	defer cancel()
+	res, err := getScript.Run(ctx, n.rdb, nil, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: expire: %w", err)
+	}
+	return decodeEntries(res)
+}
+
+// Remove implements shaping.State: it ends the scope's entries on every
+// node and returns them, whichever node began them.
+func (n *Node) Remove(key string) []shaping.Suspension {
+	ms := []string{member(key, shaping.ActionSuspend), member(key, shaping.ActionThrottle)}
+	s := &n.sus
+	if n.up.Load() {
+		removed, ver, err := n.removeShared(ms)
+		if err == nil {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			var out []shaping.Suspension
+			for _, m := range ms {
+				s.recent[m] = patch{ok: false, ver: ver}
+				if p, ok := s.pending[m]; ok {
+					if _, in := removed[m]; !in {
+						removed[m] = p
+					}
+					delete(s.pending, m)
+				}
+				delete(s.mine, m)
+				if e, ok := removed[m]; ok {
+					out = append(out, e.Suspension)
+				}
+			}
+			return out
+		}
+		n.down(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []shaping.Suspension
+	for _, m := range ms {
+		if e, ok := s.lookup(m); ok {
+			out = append(out, e.Suspension)
+			s.removals[m] = true
+		}
+		delete(s.pending, m)
+		delete(s.mine, m)
+	}
+	return out
+}
+
+func (n *Node) removeShared(ms []string) (map[string]entry, int64, error) {
+	args := []any{n.prefix}
+	for _, m := range ms {
+		args = append(args, m)
+	}
+	ctx, cancel := n.ctx()
+	defer cancel()
+	res, err := removeScript.Run(ctx, n.rdb, nil, args...).Slice()
+	if err != nil || len(res) == 0 {
+		return nil, 0, fmt.Errorf("cluster: remove: %w", err)
+	}
+	ver, _ := res[0].(int64)
+	removed, err := decodeEntries(res[1:])
+	if err != nil {
+		return nil, 0, fmt.Errorf("cluster: remove: %w", err)
+	}
+	return removed, ver, nil
+}
+
+// refresh reloads the view when the suspensions changed in Redis.
+func (n *Node) refresh() error {
+	ctx, cancel := n.ctx()
+	defer cancel()
+	ver, err := n.rdb.Get(ctx, n.prefix+"sus:version").Int64()
+	if err != nil && !isNil(err) {
+		return fmt.Errorf("cluster: refresh: %w", err)
+	}
+	n.sus.mu.RLock()
+	same := ver == n.sus.snapVer
+	n.sus.mu.RUnlock()
+	if same {
+		return nil
+	}
+	return n.reload()
+}
+
+// reload replaces the snapshot with what Redis holds. Local changes of a
+// later version than the snapshot stay on top of it; when the version
+// went back (Redis restarted empty) they are dropped.
+func (n *Node) reload() error {
+	ctx, cancel := n.ctx()
+	defer cancel()
+	res, err := loadScript.Run(ctx, n.rdb, nil, n.prefix).Slice()
+	if err != nil || len(res) == 0 {
+		return fmt.Errorf("cluster: load suspensions: %v", err)
+	}
+	ver, _ := res[0].(int64)
+	snap, err := decodeEntries(res[1:])
+	if err != nil {
+		return fmt.Errorf("cluster: load suspensions: %w", err)
+	}
+	s := &n.sus
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for m, p := range s.recent {
+		if p.ver <= ver || ver < s.snapVer {
+			delete(s.recent, m)
+		}
+	}
+	s.snap, s.snapVer = snap, ver
+	return nil
+}
+
+// pushPending sends the resumes and suspensions this node saw while
+// Redis was down.
+func (n *Node) pushPending() error {
+	s := &n.sus
+	s.mu.Lock()
+	now := s.lastNow
+	var removals []string
+	for m := range s.removals {
+		removals = append(removals, m)
+	}
+	var pending []entry
+	for _, e := range s.pending {
+		if e.Until.After(now) {
+			pending = append(pending, e)
+		}
+	}
+	s.mu.Unlock()
+	if len(removals) > 0 {
+		if _, _, err := n.removeShared(removals); err != nil {
+			return err
+		}
+	}
+	for _, e := range pending {
+		if _, _, _, err := n.putShared(now, e); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	for _, m := range removals {
+		delete(s.removals, m)
+	}
+	for _, e := range pending {
+		m := member(e.Scope.String(), e.Action)
+		if p, ok := s.pending[m]; ok && p.ID == e.ID && !p.Until.After(e.Until) {
+			delete(s.pending, m)
+		}
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func sortSuspensions(list []shaping.Suspension) {
+	sort.Slice(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if a.Scope != b.Scope {
+			return a.Scope.String() < b.Scope.String()
+		}
+		return a.Action < b.Action
+	})
+}
