@@ -24,6 +24,8 @@ type Config struct {
 	Delivery        Delivery
 	// Shaping is the traffic shaping policy (issue 13), for shaping.NewPolicy.
 	Shaping shaping.Config
+	// Cluster shares the shaping state with other nodes (issue 19).
+	Cluster Cluster
 	Log     Log
 	// File is the path Load read, "" when only defaults and environment apply.
 	File string
@@ -210,6 +212,7 @@ func Default() *Config {
 			Domains:   map[string]shaping.Limits{},
 			Rules:     []shaping.Rule{},
 		},
-		Log: Log{Format: "text", Level: "info"},
+		Cluster: Cluster{NodeName: host, ExpectedNodes: 1},
+		Log:     Log{Format: "text", Level: "info"},
 	}
 }

@@ -66,6 +66,7 @@ func (l *loader) decode() *Config {
 			CommandTimeout: l.duration("delivery.command_timeout"),
 		},
 		Shaping: l.shaping(),
+		Cluster: l.cluster(),
 		Log: Log{
 			Format: strings.ToLower(l.str("log.format")),
 			Level:  strings.ToLower(l.str("log.level")),

@@ -25,4 +25,7 @@
 //     accepts it), and the deprecated delivery.max_conns_per_domain and
 //     shaping.defaults.max_connections hold the same value: the old key,
 //     when it alone is set, sets the new one.
+//   - After Load, Cluster.NodeName is never empty ("" means the host name)
+//     and Cluster.RedisURL is "" or a redis:// or rediss:// URL; no message
+//     shows its password.
 package config

@@ -32,6 +32,7 @@ func (l *loader) validate(c *Config) {
 	l.validateRetry(&c.Retry)
 	l.validateDelivery(&c.Delivery)
 	l.validateShaping(c)
+	l.validateCluster(&c.Cluster)
 	l.oneOf("log.format", c.Log.Format, "text", "json")
 	l.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 }
