@@ -14,7 +14,7 @@ var start = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // newNode starts a node of the cluster sharing r, named name; the test
 // closes it.
-func newNode(t *testing.T, r *redisServer, name string, mod func(*Config)) (*Node, *logBuf) {
+func newNode(t testing.TB, r *redisServer, name string, mod func(*Config)) (*Node, *logBuf) {
 	t.Helper()
 	logs := &logBuf{}
 	cfg := Config{RedisURL: r.url(), NodeName: name, ExpectedNodes: 3, Refresh: 20 * time.Millisecond, Probe: 50 * time.Millisecond}

@@ -15,14 +15,14 @@ import (
 // redisServer is a redis-server process started by a test on a loopback
 // port, without persistence.
 type redisServer struct {
-	t    *testing.T
+	t    testing.TB
 	port int
 	cmd  *exec.Cmd
 }
 
 // startRedis starts redis-server on a free loopback port. Without the
 // binary the test is skipped, unless CI is set: there .ci/run installs it.
-func startRedis(t *testing.T) *redisServer {
+func startRedis(t testing.TB) *redisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") == "" {
