@@ -208,10 +208,11 @@ func (n *Node) ctx() (context.Context, context.CancelFunc) {
 }
 
 // heartbeat marks the node alive and rewrites its connection counts from
-// the exact local ones.
+// the exact local ones. When the suspensions' version in Redis went back,
+// Redis lost its data (restarted without persistence): the suspensions
+// this node began and that are still in force are sent again.
 func (n *Node) heartbeat() error {
 	n.pub.Lock()
-	defer n.pub.Unlock()
 	n.hmu.Lock()
 	args := []any{n.prefix, n.cfg.NodeName, n.cfg.LeaseTTL.Milliseconds()}
 	for k, c := range n.held {
@@ -219,9 +220,17 @@ func (n *Node) heartbeat() error {
 	}
 	n.hmu.Unlock()
 	ctx, cancel := n.ctx()
-	defer cancel()
-	if err := heartbeatScript.Run(ctx, n.rdb, nil, args...).Err(); err != nil {
+	ver, err := heartbeatScript.Run(ctx, n.rdb, nil, args...).Int64()
+	cancel()
+	n.pub.Unlock()
+	if err != nil {
 		return fmt.Errorf("cluster: heartbeat: %w", err)
+	}
+	n.sus.mu.RLock()
+	lost := ver < n.sus.snapVer
+	n.sus.mu.RUnlock()
+	if lost {
+		return n.pushMine()
 	}
 	return nil
 }
@@ -256,7 +265,7 @@ func (n *Node) takeShared(now time.Time, buckets []shaping.Bucket) (bool, int, t
 		return false, 0, time.Time{}, fmt.Errorf("cluster: take: %w", err)
 	}
 	if len(res) == 3 && res[0] == 0 {
-		return false, int(res[1]) - 1, time.UnixMicro(res[2]), nil
+		return false, int(res[1]) - 1, time.UnixMicro(res[2]).UTC(), nil
 	}
 	if len(res) != 1 || res[0] != 1 {
 		return false, 0, time.Time{}, fmt.Errorf("cluster: take: unexpected reply %v", res)

@@ -113,3 +113,35 @@ func TestSuspensionDuringOutageReachesOthersAfter(t *testing.T) {
 		t.Errorf("a: Expire at the end = %+v; want its suspension once", e)
 	}
 }
+
+// Redis restarted without persistence loses the suspensions; the node
+// that began one still in force sends it again.
+func TestSuspensionSurvivesRedisRestart(t *testing.T) {
+	r := startRedis(t)
+	a, _ := newNode(t, r, "a", nil)
+	b, _ := newNode(t, r, "b", nil)
+	sc := shaping.Scope{Kind: shaping.ScopeDomain, Name: "example.org"}
+	keys := []string{sc.String()}
+	for i := 0; i < 3; i++ { // a version above the restarted Redis's
+		a.Put(start, shaping.Suspension{Scope: shaping.Scope{Kind: shaping.ScopeDomain, Name: "x.example"}, Action: shaping.ActionThrottle, Since: start, Until: start.Add(time.Duration(i+1) * time.Minute)})
+	}
+	a.Put(start, shaping.Suspension{Scope: sc, Action: shaping.ActionSuspend, Since: start, Until: start.Add(time.Hour)})
+	if !poll(time.Second, func() bool { return len(b.Active(start, keys)) == 1 }) {
+		t.Fatal("b: suspension not in force before the restart")
+	}
+	r.stop()
+	r.start()
+	b.Take(start, []shaping.Bucket{{Key: "domain:y.example", Interval: time.Second}}) // b notices
+	if !poll(5*time.Second, func() bool { return a.RedisUp() && b.RedisUp() }) {
+		t.Fatal("Redis back, nodes not")
+	}
+	if !poll(5*time.Second, func() bool {
+		got, _ := r.probe("EXISTS", Prefix+"sus:"+sc.String()+"|suspend")
+		return got == ":1"
+	}) {
+		t.Fatal("the suspension a began was not sent again to the restarted Redis")
+	}
+	if !poll(time.Second, func() bool { return len(b.Active(start.Add(time.Minute), keys)) == 1 }) {
+		t.Error("b: suspension not in force after the restart")
+	}
+}

@@ -73,6 +73,24 @@ func (r *redisServer) start() {
 	}
 }
 
+// probe sends one command (words without spaces) and returns the first
+// line of the reply.
+func (r *redisServer) probe(words ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", r.port), time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte(strings.Join(words, " ") + "\r\n")); err != nil {
+		return "", err
+	}
+	buf := make([]byte, 512)
+	n, err := c.Read(buf)
+	line, _, _ := strings.Cut(string(buf[:n]), "\r\n")
+	return line, err
+}
+
 // stop kills the server by its PID and waits for it.
 func (r *redisServer) stop() {
 	if r.cmd == nil || r.cmd.Process == nil {

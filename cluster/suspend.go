@@ -155,7 +155,7 @@ func decodeEntry(data, until any) (entry, error) {
 	if err := json.Unmarshal([]byte(str), &e); err != nil {
 		return entry{}, fmt.Errorf("stored entry: %w", err)
 	}
-	e.Until = time.UnixMicro(u)
+	e.Until = time.UnixMicro(u).UTC()
 	return e, nil
 }
 
@@ -429,6 +429,27 @@ func (n *Node) pushPending() error {
 		}
 	}
 	s.mu.Unlock()
+	return nil
+}
+
+// pushMine sends again the suspensions this node began that are still in
+// force, after Redis lost them.
+func (n *Node) pushMine() error {
+	s := &n.sus
+	s.mu.Lock()
+	now := s.lastNow
+	var mine []entry
+	for _, e := range s.mine {
+		if e.Until.After(now) {
+			mine = append(mine, e)
+		}
+	}
+	s.mu.Unlock()
+	for _, e := range mine {
+		if _, _, _, err := n.putShared(now, e); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
