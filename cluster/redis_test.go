@@ -17,12 +17,13 @@ import (
 type redisServer struct {
 	t    testing.TB
 	port int
+	args []string // more redis-server options
 	cmd  *exec.Cmd
 }
 
 // startRedis starts redis-server on a free loopback port. Without the
 // binary the test is skipped, unless CI is set: there .ci/run installs it.
-func startRedis(t testing.TB) *redisServer {
+func startRedis(t testing.TB, args ...string) *redisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") == "" {
@@ -36,7 +37,7 @@ func startRedis(t testing.TB) *redisServer {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	r := &redisServer{t: t, port: port}
+	r := &redisServer{t: t, port: port, args: args}
 	r.start()
 	t.Cleanup(r.stop)
 	return r
@@ -49,8 +50,9 @@ func (r *redisServer) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0"
 func (r *redisServer) start() {
 	r.t.Helper()
 	var out bytes.Buffer
-	r.cmd = exec.Command("redis-server", "--port", fmt.Sprint(r.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no")
+	args := append([]string{"--port", fmt.Sprint(r.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no"}, r.args...)
+	r.cmd = exec.Command("redis-server", args...)
 	r.cmd.Stdout, r.cmd.Stderr = &out, &out
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatalf("start redis-server: %v", err)
@@ -63,9 +65,10 @@ func (r *redisServer) start() {
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(time.Second))
 		c.Write([]byte("PING\r\n"))
-		buf := make([]byte, 7)
+		buf := make([]byte, 64)
 		n, _ := c.Read(buf)
-		return strings.HasPrefix(string(buf[:n]), "+PONG")
+		// -NOAUTH: up, with a password
+		return strings.HasPrefix(string(buf[:n]), "+PONG") || strings.HasPrefix(string(buf[:n]), "-NOAUTH")
 	})
 	if !ok {
 		r.stop()

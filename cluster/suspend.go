@@ -155,22 +155,27 @@ func decodeEntry(data, until any) (entry, error) {
 	if err := json.Unmarshal([]byte(str), &e); err != nil {
 		return entry{}, fmt.Errorf("stored entry: %w", err)
 	}
+	if e.Scope.IsZero() || (e.Action != shaping.ActionSuspend && e.Action != shaping.ActionThrottle) {
+		return entry{}, fmt.Errorf("stored entry %q is not a suspension or throttle of a scope", str)
+	}
 	e.Until = time.UnixMicro(u).UTC()
 	return e, nil
 }
 
-// decodeEntries reads {member, until, data, ...}.
-func decodeEntries(res []any) (map[string]entry, error) {
+// decodeEntries reads {member, until, data, ...}. An entry that does not
+// decode, or is stored under another scope's member, is left out: it was
+// not written by a node, and it must not stop the others from applying.
+func decodeEntries(res []any) map[string]entry {
 	out := make(map[string]entry, len(res)/3)
 	for i := 0; i+2 < len(res); i += 3 {
 		m, _ := res[i].(string)
 		e, err := decodeEntry(res[i+2], res[i+1])
-		if err != nil {
-			return nil, err
+		if err != nil || member(e.Scope.String(), e.Action) != m {
+			continue
 		}
 		out[m] = e
 	}
-	return out, nil
+	return out
 }
 
 // Active implements shaping.State from this node's view, which follows
@@ -283,7 +288,7 @@ func (n *Node) getShared(args []any) (map[string]entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: expire: %w", err)
 	}
-	return decodeEntries(res)
+	return decodeEntries(res), nil
 }
 
 // Remove implements shaping.State: it ends the scope's entries on every
@@ -340,11 +345,7 @@ func (n *Node) removeShared(ms []string) (map[string]entry, int64, error) {
 		return nil, 0, fmt.Errorf("cluster: remove: %w", err)
 	}
 	ver, _ := res[0].(int64)
-	removed, err := decodeEntries(res[1:])
-	if err != nil {
-		return nil, 0, fmt.Errorf("cluster: remove: %w", err)
-	}
-	return removed, ver, nil
+	return decodeEntries(res[1:]), ver, nil
 }
 
 // refresh reloads the view when the suspensions changed in Redis.
@@ -365,8 +366,10 @@ func (n *Node) refresh() error {
 }
 
 // reload replaces the snapshot with what Redis holds. Local changes of a
-// later version than the snapshot stay on top of it; when the version
-// went back (Redis restarted empty) they are dropped.
+// later version than the snapshot stay on top of it. When the version went
+// back, Redis lost its data (restarted without persistence): the local
+// changes are dropped and the suspensions this node began that are still
+// in force are sent again.
 func (n *Node) reload() error {
 	ctx, cancel := n.ctx()
 	defer cancel()
@@ -375,19 +378,20 @@ func (n *Node) reload() error {
 		return fmt.Errorf("cluster: load suspensions: %v", err)
 	}
 	ver, _ := res[0].(int64)
-	snap, err := decodeEntries(res[1:])
-	if err != nil {
-		return fmt.Errorf("cluster: load suspensions: %w", err)
-	}
+	snap := decodeEntries(res[1:])
 	s := &n.sus
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	lost := ver < s.snapVer
 	for m, p := range s.recent {
-		if p.ver <= ver || ver < s.snapVer {
+		if p.ver <= ver || lost {
 			delete(s.recent, m)
 		}
 	}
 	s.snap, s.snapVer = snap, ver
+	s.mu.Unlock()
+	if lost {
+		return n.pushMine()
+	}
 	return nil
 }
 
