@@ -111,6 +111,10 @@ func (c Config) redisOptions() (*redis.Options, error) {
 	o.ReadTimeout = c.Timeout
 	o.WriteTimeout = c.Timeout
 	o.PoolTimeout = c.Timeout
+	// Every delivery worker (delivery.workers, 32 by default) may be in a
+	// call at once; waiting for a pooled connection would count against
+	// the timeout.
+	o.PoolSize = 64
 	o.ContextTimeoutEnabled = true
 	o.MaxRetries = -1
 	o.DialerRetries = 1
