@@ -27,14 +27,14 @@
 //     timed out after Redis ran it, Redis restarted empty).
 //   - Suspensions and throttles: Put goes to Redis at once; Active and List
 //     read the node's view, which follows Redis within Config.Refresh
-//     (100 ms), so Admit costs no Redis call for them. Expire reports, once
-//     each, the entries this node began (Put returned true here), when they
-//     end, are removed by any node, or are replaced; entries other nodes
-//     began are theirs to report. Remove ends a scope's entries on every
-//     node and returns them, whichever node began them. So each node logs
-//     and counts (relayq_shaping_suspended) the suspensions it began; the
-//     cluster's total is the sum over the nodes, except that a resume on
-//     a node other than the one that began it shows on both.
+//     (100 ms), so Admit costs no Redis call for them. Node implements
+//     shaping.Shared: Began returns, once each, the entries other nodes
+//     began, and Expire reports, once each, every entry this node began or
+//     learned of, when it ends, is removed by any node, or is replaced.
+//     Remove ends a scope's entries on every node. So every node's Shaper
+//     logs and counts (relayq_shaping_suspended) each suspension once as it
+//     begins (within a second of it, with by="another node" when it began
+//     elsewhere) and once as it ends.
 //   - Every Redis call is bounded by Config.Timeout (250 ms) with no retry.
 //     The first failure switches the node to node-local limits (a
 //     shaping.Memory for buckets with each interval multiplied by

@@ -15,6 +15,8 @@ import (
 	"github.com/relayq/relayq/shaping"
 )
 
+var _ shaping.Shared = (*Node)(nil)
+
 // Prefix starts every key relayq keeps in Redis. The braces are a hash tag:
 // all keys share one slot, so the scripts may touch several of them.
 const Prefix = "relayq:{shaping}:"
@@ -93,7 +95,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 	}
 	n.sus = suspensions{
 		snap: map[string]entry{}, recent: map[string]patch{}, pending: map[string]entry{},
-		removals: map[string]bool{}, mine: map[string]entry{},
+		removals: map[string]bool{}, known: map[string]entry{}, mine: map[string]bool{},
 	}
 	n.local.Store(&shaping.Memory{})
 	if err := n.recover(); err != nil {

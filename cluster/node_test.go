@@ -142,7 +142,8 @@ func TestDeadNodeSlotsComeBack(t *testing.T) {
 
 // A suspension begun on one node is in force on the others; another
 // node's Put of the same scope extends it without beginning a new one;
-// only the node that began it reports its end, once.
+// the node that began it reports its end once, and a node that never
+// reported its beginning (Began) does not report its end.
 func TestSuspensionSharedAcrossNodes(t *testing.T) {
 	r := startRedis(t)
 	a, _ := newNode(t, r, "a", nil)
@@ -179,7 +180,7 @@ func TestSuspensionSharedAcrossNodes(t *testing.T) {
 		t.Errorf("a lists %+v; want one suspension extended to %v", l, later.Until)
 	}
 	if e := b.Expire(start.Add(30 * time.Minute)); len(e) != 0 {
-		t.Errorf("b reported the end of a suspension a began: %+v", e)
+		t.Errorf("b reported the end of a suspension it never reported begun: %+v", e)
 	}
 	if e := a.Expire(start.Add(15 * time.Minute)); len(e) != 0 {
 		t.Errorf("a reported the end before it: %+v", e)

@@ -39,10 +39,13 @@ type suspensions struct {
 	// down; recover sends them.
 	pending  map[string]entry
 	removals map[string]bool
-	// mine began on this node (Put returned true here) and have not been
-	// reported ended by Expire or Remove.
-	mine    map[string]entry
-	lastNow time.Time // the latest time a caller gave
+	// known began on this node (Put returned true here) or were reported
+	// by Began, and have not been reported ended by Expire or Remove;
+	// mine are those that began here, to be sent again if Redis loses them.
+	known   map[string]entry
+	mine    map[string]bool
+	ended   []shaping.Suspension // replaced before Expire saw them end
+	lastNow time.Time            // the latest time a caller gave
 }
 
 // grace keeps an entry in Redis this long after its end, so that every
@@ -96,7 +99,7 @@ func (n *Node) Put(now time.Time, sus shaping.Suspension) bool {
 			s.seen(now)
 			s.recent[m] = patch{e: e, ok: true, ver: ver}
 			if created {
-				s.mine[m] = e
+				s.begin(m, e)
 			}
 			s.mu.Unlock()
 			return created
@@ -115,8 +118,77 @@ func (n *Node) Put(now time.Time, sus shaping.Suspension) bool {
 	}
 	e := entry{Suspension: sus, ID: newID()}
 	s.pending[m] = e
-	s.mine[m] = e
+	s.begin(m, e)
 	return true
+}
+
+// begin records an entry that began here. The caller holds mu.
+func (s *suspensions) begin(m string, e entry) {
+	s.learn(m, e)
+	s.mine[m] = true
+}
+
+// learn records an entry reported begun; one of the same member reported
+// before is then reported ended by the next Expire. The caller holds mu.
+func (s *suspensions) learn(m string, e entry) {
+	if old, ok := s.known[m]; ok && old.ID != e.ID {
+		s.ended = append(s.ended, old.Suspension)
+	}
+	s.known[m] = e
+	delete(s.mine, m)
+}
+
+// Began implements shaping.Shared: the entries in force at now that began
+// on other nodes and have not been returned yet. Candidates come from this
+// node's view and, while Redis is up, are checked there, so that an entry
+// another node just removed is not reported again.
+func (n *Node) Began(now time.Time) []shaping.Suspension {
+	s := &n.sus
+	s.mu.Lock()
+	s.seen(now)
+	cand := map[string]entry{}
+	args := []any{n.prefix}
+	for m := range s.members() {
+		e, ok := s.lookup(m)
+		if !ok || !e.Until.After(now) {
+			continue
+		}
+		if k, has := s.known[m]; has && k.ID == e.ID {
+			continue
+		}
+		cand[m] = e
+		args = append(args, m)
+	}
+	s.mu.Unlock()
+	if len(cand) == 0 {
+		return nil
+	}
+	if n.up.Load() {
+		cur, err := n.getShared(args)
+		if err == nil {
+			for m := range cand {
+				if e, ok := cur[m]; ok && e.Until.After(now) {
+					cand[m] = e
+				} else {
+					delete(cand, m)
+				}
+			}
+		} else {
+			n.down(err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []shaping.Suspension
+	for m, e := range cand {
+		if k, has := s.known[m]; has && k.ID == e.ID {
+			continue
+		}
+		s.learn(m, e)
+		out = append(out, e.Suspension)
+	}
+	sortSuspensions(out)
+	return out
 }
 
 func (n *Node) putShared(now time.Time, e entry) (bool, entry, int64, error) {
@@ -229,9 +301,9 @@ func (s *suspensions) members() map[string]bool {
 	return all
 }
 
-// Expire implements shaping.State for the entries this node began: each
-// is returned once, when it has ended at now, been removed by another
-// node, or been replaced. Entries other nodes began are theirs to report.
+// Expire implements shaping.State for the entries this node began or
+// learned of through Began: each is returned once, when it has ended at
+// now, been removed by any node, or been replaced.
 func (n *Node) Expire(now time.Time) []shaping.Suspension {
 	s := &n.sus
 	s.mu.Lock()
@@ -241,19 +313,19 @@ func (n *Node) Expire(now time.Time) []shaping.Suspension {
 			delete(s.pending, m)
 		}
 	}
-	if len(s.mine) == 0 {
+	if len(s.known) == 0 && len(s.ended) == 0 {
 		s.mu.Unlock()
 		return nil
 	}
-	members := make([]any, 0, len(s.mine)+1)
+	members := make([]any, 0, len(s.known)+1)
 	members = append(members, n.prefix)
-	for m := range s.mine {
+	for m := range s.known {
 		members = append(members, m)
 	}
 	s.mu.Unlock()
 
 	var current map[string]entry
-	if n.up.Load() {
+	if n.up.Load() && len(members) > 1 {
 		var err error
 		if current, err = n.getShared(members); err != nil {
 			n.down(err)
@@ -261,20 +333,22 @@ func (n *Node) Expire(now time.Time) []shaping.Suspension {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []shaping.Suspension
-	for m, mine := range s.mine {
+	out := s.ended
+	s.ended = nil
+	for m, k := range s.known {
 		cur, ok := current[m]
 		if current == nil || s.pendingHas(m) {
 			cur, ok = s.lookup(m)
 		}
-		if ok && cur.ID == mine.ID {
-			mine.Until = cur.Until
+		if ok && cur.ID == k.ID {
+			k.Until = cur.Until
 			if cur.Until.After(now) {
-				s.mine[m] = mine
+				s.known[m] = k
 				continue
 			}
 		}
-		out = append(out, mine.Suspension)
+		out = append(out, k.Suspension)
+		delete(s.known, m)
 		delete(s.mine, m)
 	}
 	sortSuspensions(out)
@@ -286,13 +360,14 @@ func (n *Node) getShared(args []any) (map[string]entry, error) {
 	defer cancel()
 	res, err := getScript.Run(ctx, n.rdb, nil, args...).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("cluster: expire: %w", err)
+		return nil, fmt.Errorf("cluster: read suspensions: %w", err)
 	}
 	return decodeEntries(res), nil
 }
 
 // Remove implements shaping.State: it ends the scope's entries on every
-// node and returns them, whichever node began them.
+// node and returns them, whichever node began them; the other nodes'
+// Expire reports them ended there.
 func (n *Node) Remove(key string) []shaping.Suspension {
 	ms := []string{member(key, shaping.ActionSuspend), member(key, shaping.ActionThrottle)}
 	s := &n.sus
@@ -310,6 +385,7 @@ func (n *Node) Remove(key string) []shaping.Suspension {
 					}
 					delete(s.pending, m)
 				}
+				delete(s.known, m)
 				delete(s.mine, m)
 				if e, ok := removed[m]; ok {
 					out = append(out, e.Suspension)
@@ -328,6 +404,7 @@ func (n *Node) Remove(key string) []shaping.Suspension {
 			s.removals[m] = true
 		}
 		delete(s.pending, m)
+		delete(s.known, m)
 		delete(s.mine, m)
 	}
 	return out
@@ -443,8 +520,8 @@ func (n *Node) pushMine() error {
 	s.mu.Lock()
 	now := s.lastNow
 	var mine []entry
-	for _, e := range s.mine {
-		if e.Until.After(now) {
+	for m := range s.mine {
+		if e := s.known[m]; e.Until.After(now) {
 			mine = append(mine, e)
 		}
 	}
