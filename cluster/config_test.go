@@ -22,9 +22,7 @@ func TestPasswordFile(t *testing.T) {
 	os.WriteFile(good, []byte("file-s3cret\n"), 0o600)
 	os.WriteFile(bad, []byte("wrong"), 0o600)
 	n, _ := newNode(t, r, "a", func(c *Config) { c.PasswordFile = good })
-	if ok, _ := n.Acquire([]shaping.Slot{{Key: "domain:x", Max: 1}}); !ok {
-		t.Fatal("no connection through an authenticated Redis")
-	}
+	acquire(t, n, []shaping.Slot{{Key: "domain:x", Max: 1}}, "a connection through an authenticated Redis")
 	logs := &logBuf{}
 	m, err := New(Config{RedisURL: r.url(), PasswordFile: bad, NodeName: "b"}, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
@@ -75,11 +73,8 @@ func TestStartWithoutRedis(t *testing.T) {
 		t.Fatal("up without Redis")
 	}
 	slots := []shaping.Slot{{Key: "provider:google", Max: 8}}
-	for i := 0; i < 2; i++ {
-		if ok, _ := n.Acquire(slots); !ok {
-			t.Fatalf("connection %d of a share of 2", i+1)
-		}
-	}
+	acquire(t, n, slots, "connection 1 of a share of 2")
+	acquire(t, n, slots, "connection 2 of a share of 2")
 	if ok, _ := n.Acquire(slots); ok {
 		t.Error("a third connection: more than 8/4")
 	}

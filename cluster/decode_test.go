@@ -49,7 +49,7 @@ func TestJunkEntryIgnored(t *testing.T) {
 	a, _ := newNode(t, r, "a", nil)
 	b, _ := newNode(t, r, "b", nil)
 	sc := shaping.Scope{Kind: shaping.ScopeDomain, Name: "real.example"}
-	a.Put(start, shaping.Suspension{Scope: sc, Action: shaping.ActionSuspend, Since: start, Until: start.Add(time.Hour)})
+	a.Put(start, suspension(sc, shaping.ActionSuspend, time.Hour))
 	if !poll(time.Second, func() bool { return len(b.Active(start, []string{sc.String()})) == 1 }) {
 		t.Fatal("b: the real suspension did not arrive next to the junk")
 	}

@@ -32,16 +32,36 @@ func newNode(t testing.TB, r *redisServer, name string, mod func(*Config)) (*Nod
 	return n, logs
 }
 
+// cluster starts Redis and one node per name sharing it.
+func cluster(t testing.TB, mod func(*Config), names ...string) (*redisServer, []*Node) {
+	t.Helper()
+	r := startRedis(t)
+	var nodes []*Node
+	for _, name := range names {
+		n, _ := newNode(t, r, name, mod)
+		nodes = append(nodes, n)
+	}
+	return r, nodes
+}
+
+// acquire fails the test unless n counts a connection in slots.
+func acquire(t *testing.T, n *Node, slots []shaping.Slot, what string) {
+	t.Helper()
+	if ok, full := n.Acquire(slots); !ok {
+		t.Fatalf("%s: %s refused (slot %d full)", n.Name(), what, full)
+	}
+}
+
+// suspension is a suspend or throttle of sc from start for d.
+func suspension(sc shaping.Scope, a shaping.Action, d time.Duration) shaping.Suspension {
+	return shaping.Suspension{Scope: sc, Action: a, Since: start, Until: start.Add(d)}
+}
+
 // Three nodes taking tokens of one 10/s bucket as fast as they are asked,
 // every 5 ms of time for 2 s, get 20 tokens between them: the configured
 // rate is the cluster's, not each node's.
 func TestSharedRateIsTheClustersRate(t *testing.T) {
-	r := startRedis(t)
-	nodes := []*Node{}
-	for _, name := range []string{"a", "b", "c"} {
-		n, _ := newNode(t, r, name, nil)
-		nodes = append(nodes, n)
-	}
+	_, nodes := cluster(t, nil, "a", "b", "c")
 	b := []shaping.Bucket{{Key: "provider:google", Interval: 100 * time.Millisecond}}
 	per := map[string]int{}
 	total := 0
@@ -71,9 +91,8 @@ func TestSharedRateIsTheClustersRate(t *testing.T) {
 
 // Take is all or nothing across nodes, as with shaping.Memory.
 func TestSharedTakeAllOrNothing(t *testing.T) {
-	r := startRedis(t)
-	a, _ := newNode(t, r, "a", nil)
-	b, _ := newNode(t, r, "b", nil)
+	_, n := cluster(t, nil, "a", "b")
+	a, b := n[0], n[1]
 	if ok, _, _ := a.Take(start, []shaping.Bucket{{Key: "x", Interval: time.Second}}); !ok {
 		t.Fatal("first token of x")
 	}
@@ -89,24 +108,16 @@ func TestSharedTakeAllOrNothing(t *testing.T) {
 // A connection limit counts every node's connections; a release on one
 // node frees a slot for another.
 func TestSharedConnectionLimit(t *testing.T) {
-	r := startRedis(t)
-	a, _ := newNode(t, r, "a", nil)
-	b, _ := newNode(t, r, "b", nil)
-	c, _ := newNode(t, r, "c", nil)
+	_, n := cluster(t, nil, "a", "b", "c")
+	a, b, c := n[0], n[1], n[2]
 	slots := []shaping.Slot{{Key: "provider:google", Max: 2}, {Key: "domain:gmail.com", Max: 0}}
-	if ok, _ := a.Acquire(slots); !ok {
-		t.Fatal("a: first connection")
-	}
-	if ok, _ := b.Acquire(slots); !ok {
-		t.Fatal("b: second connection")
-	}
+	acquire(t, a, slots, "first connection")
+	acquire(t, b, slots, "second connection")
 	if ok, full := c.Acquire(slots); ok || full != 0 {
 		t.Fatalf("c: third connection of two allowed: %v, %d", ok, full)
 	}
 	a.Release([]string{"provider:google", "domain:gmail.com"})
-	if ok, _ := c.Acquire(slots); !ok {
-		t.Fatal("c: no connection after a released one")
-	}
+	acquire(t, c, slots, "a connection after a released one")
 	if a.Held("provider:google") != 0 || c.Held("provider:google") != 1 {
 		t.Errorf("held: a %d, c %d", a.Held("provider:google"), c.Held("provider:google"))
 	}
@@ -115,17 +126,12 @@ func TestSharedConnectionLimit(t *testing.T) {
 // A node that dies holding connections (its client closed, nothing
 // released) gives its slots back once its lease has expired.
 func TestDeadNodeSlotsComeBack(t *testing.T) {
-	r := startRedis(t)
 	const lease = 600 * time.Millisecond
-	short := func(c *Config) { c.LeaseTTL = lease }
-	a, _ := newNode(t, r, "a", short)
-	b, _ := newNode(t, r, "b", short)
+	_, n := cluster(t, func(c *Config) { c.LeaseTTL = lease }, "a", "b")
+	a, b := n[0], n[1]
 	slots := []shaping.Slot{{Key: "domain:example.net", Max: 2}}
-	for i := 0; i < 2; i++ {
-		if ok, _ := a.Acquire(slots); !ok {
-			t.Fatalf("a: connection %d", i+1)
-		}
-	}
+	acquire(t, a, slots, "connection 1")
+	acquire(t, a, slots, "connection 2")
 	a.Close() // killed: no Release, no more heartbeats
 	killed := time.Now()
 	if ok, _ := b.Acquire(slots); ok {
@@ -135,9 +141,7 @@ func TestDeadNodeSlotsComeBack(t *testing.T) {
 		t.Fatalf("the dead node's slots did not come back within %v", 10*lease)
 	}
 	t.Logf("slots back %v after the node died (lease %v)", time.Since(killed).Round(10*time.Millisecond), lease)
-	if ok, _ := b.Acquire(slots); !ok {
-		t.Error("only one of the two slots came back")
-	}
+	acquire(t, b, slots, "the second slot back")
 }
 
 // A suspension begun on one node is in force on the others; another
@@ -145,10 +149,8 @@ func TestDeadNodeSlotsComeBack(t *testing.T) {
 // the node that began it reports its end once, and a node that never
 // reported its beginning (Began) does not report its end.
 func TestSuspensionSharedAcrossNodes(t *testing.T) {
-	r := startRedis(t)
-	a, _ := newNode(t, r, "a", nil)
-	b, _ := newNode(t, r, "b", nil)
-	c, _ := newNode(t, r, "c", nil)
+	_, n := cluster(t, nil, "a", "b", "c")
+	a, b, c := n[0], n[1], n[2]
 	sc := shaping.Scope{Kind: shaping.ScopeProvider, Name: "google"}
 	s := shaping.Suspension{Scope: sc, Action: shaping.ActionSuspend, Rule: "rules[0]", Cause: "421 4.7.28 rate limited", Since: start, Until: start.Add(10 * time.Minute)}
 	put := time.Now()
@@ -200,11 +202,10 @@ func TestSuspensionSharedAcrossNodes(t *testing.T) {
 // An operator's resume on any node ends the suspension everywhere; the
 // node that began it reports its end once.
 func TestRemoveOnOneNodeEndsItEverywhere(t *testing.T) {
-	r := startRedis(t)
-	a, _ := newNode(t, r, "a", nil)
-	b, _ := newNode(t, r, "b", nil)
+	_, n := cluster(t, nil, "a", "b")
+	a, b := n[0], n[1]
 	sc := shaping.Scope{Kind: shaping.ScopeDomain, Name: "example.net"}
-	a.Put(start, shaping.Suspension{Scope: sc, Action: shaping.ActionThrottle, Since: start, Until: start.Add(time.Hour)})
+	a.Put(start, suspension(sc, shaping.ActionThrottle, time.Hour))
 	if got := b.Remove(sc.String()); len(got) != 1 || got[0].Action != shaping.ActionThrottle {
 		t.Fatalf("b: Remove = %+v", got)
 	}
@@ -213,36 +214,6 @@ func TestRemoveOnOneNodeEndsItEverywhere(t *testing.T) {
 	}
 	if e := a.Expire(start.Add(time.Second)); len(e) != 1 {
 		t.Errorf("a: Expire after the resume elsewhere = %+v; want its throttle once", e)
-	}
-}
-
-// Two Shapers on two nodes: a 421 4.7.28 reply on one suspends the
-// provider on the other.
-func TestShaperReplyOnOneNodeSuspendsTheOther(t *testing.T) {
-	r := startRedis(t)
-	a, _ := newNode(t, r, "a", nil)
-	b, _ := newNode(t, r, "b", nil)
-	pol, err := shaping.NewPolicy(shaping.Config{Builtin: true, Defaults: shaping.Limits{MaxConnections: 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa := shaping.New(shaping.Options{Policy: pol, State: a, Logger: slog.New(slog.DiscardHandler)})
-	sb := shaping.New(shaping.Options{Policy: pol, State: b, Logger: slog.New(slog.DiscardHandler)})
-	hosts := []string{"gmail-smtp-in.l.google.com"}
-	ta, tb := sa.Resolve("gmail.com", hosts), sb.Resolve("example-workspace.com", hosts)
-	if _, w := sb.Admit(tb, false); w.Reason != 0 {
-		t.Fatalf("b refused before any reply: %+v", w)
-	}
-	reply := parseReply(t, "421 4.7.28 Our system has detected an unusual rate of unsolicited mail")
-	if v, ok := sa.React(ta, reply); !ok || v.Action != shaping.ActionSuspend {
-		t.Fatalf("a: no suspend verdict for %v: %+v", reply, v)
-	}
-	var w shaping.Wait
-	if !poll(time.Second, func() bool { _, w = sb.Admit(tb, false); return w.Reason == shaping.WaitSuspended }) {
-		t.Fatalf("b: Admit = %+v; want suspended within 1s", w)
-	}
-	if w.Scope.String() != "provider:google" {
-		t.Errorf("b suspended on %v", w.Scope)
 	}
 }
 

@@ -30,9 +30,7 @@ func TestRedisOutageLocalLimitsThenSharedAgain(t *testing.T) {
 	key := "domain:example.net"
 	conns := []shaping.Slot{{Key: key, Max: 4}}
 	bucket := []shaping.Bucket{{Key: key, Interval: 100 * time.Millisecond}}
-	if ok, _ := a.Acquire(conns); !ok {
-		t.Fatal("a: connection before the outage")
-	}
+	acquire(t, a, conns, "a connection before the outage")
 
 	r.stop()
 	if got := takes(a, start, bucket); got != 5 {
@@ -42,17 +40,12 @@ func TestRedisOutageLocalLimitsThenSharedAgain(t *testing.T) {
 		t.Error("a reports Redis up while it is down")
 	}
 	// a's share of 4 connections is 2, and it holds one from before.
-	if ok, _ := a.Acquire(conns); !ok {
-		t.Fatal("a: second connection, within its share")
-	}
+	acquire(t, a, conns, "a second connection, within its share")
 	if ok, full := a.Acquire(conns); ok || full != 0 {
 		t.Fatalf("a: third connection beyond its share of 2: %v, %d", ok, full)
 	}
-	for i := 0; i < 2; i++ {
-		if ok, _ := b.Acquire(conns); !ok {
-			t.Fatalf("b: connection %d within its share", i+1)
-		}
-	}
+	acquire(t, b, conns, "connection 1 of its share")
+	acquire(t, b, conns, "connection 2 of its share")
 	if n := alog.count("Redis unreachable"); n != 1 {
 		t.Errorf("a logged the outage %d times; want once:\n%s", n, alog)
 	}
@@ -71,9 +64,7 @@ func TestRedisOutageLocalLimitsThenSharedAgain(t *testing.T) {
 		t.Fatal("a got a fifth connection of four after Redis came back")
 	}
 	b.Release([]string{key})
-	if ok, _ := a.Acquire(conns); !ok {
-		t.Fatal("a: no connection after b released one")
-	}
+	acquire(t, a, conns, "a connection after b released one")
 	t1 := start.Add(time.Hour)
 	shared := 0
 	for step := 0; step < 200; step++ {
@@ -93,13 +84,12 @@ func TestRedisOutageLocalLimitsThenSharedAgain(t *testing.T) {
 // Suspensions begun while Redis is down apply at once on the node that
 // saw the reply, and reach the others when Redis is back.
 func TestSuspensionDuringOutageReachesOthersAfter(t *testing.T) {
-	r := startRedis(t)
-	a, _ := newNode(t, r, "a", nil)
-	b, _ := newNode(t, r, "b", nil)
+	r, n := cluster(t, nil, "a", "b")
+	a, b := n[0], n[1]
 	sc := shaping.Scope{Kind: shaping.ScopeProvider, Name: "outlook"}
 	keys := []string{sc.String()}
 	r.stop()
-	if !a.Put(start, shaping.Suspension{Scope: sc, Action: shaping.ActionSuspend, Since: start, Until: start.Add(time.Hour)}) {
+	if !a.Put(start, suspension(sc, shaping.ActionSuspend, time.Hour)) {
 		t.Fatal("a: Put during the outage began nothing")
 	}
 	if len(a.Active(start, keys)) != 1 {
@@ -117,15 +107,14 @@ func TestSuspensionDuringOutageReachesOthersAfter(t *testing.T) {
 // Redis restarted without persistence loses the suspensions; the node
 // that began one still in force sends it again.
 func TestSuspensionSurvivesRedisRestart(t *testing.T) {
-	r := startRedis(t)
-	a, _ := newNode(t, r, "a", nil)
-	b, _ := newNode(t, r, "b", nil)
+	r, n := cluster(t, nil, "a", "b")
+	a, b := n[0], n[1]
 	sc := shaping.Scope{Kind: shaping.ScopeDomain, Name: "example.org"}
 	keys := []string{sc.String()}
 	for i := 0; i < 3; i++ { // a version above the restarted Redis's
-		a.Put(start, shaping.Suspension{Scope: shaping.Scope{Kind: shaping.ScopeDomain, Name: "x.example"}, Action: shaping.ActionThrottle, Since: start, Until: start.Add(time.Duration(i+1) * time.Minute)})
+		a.Put(start, suspension(shaping.Scope{Kind: shaping.ScopeDomain, Name: "x.example"}, shaping.ActionThrottle, time.Duration(i+1)*time.Minute))
 	}
-	a.Put(start, shaping.Suspension{Scope: sc, Action: shaping.ActionSuspend, Since: start, Until: start.Add(time.Hour)})
+	a.Put(start, suspension(sc, shaping.ActionSuspend, time.Hour))
 	if !poll(time.Second, func() bool { return len(b.Active(start, keys)) == 1 }) {
 		t.Fatal("b: suspension not in force before the restart")
 	}

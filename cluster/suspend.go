@@ -482,22 +482,15 @@ func (n *Node) pushPending() error {
 	for m := range s.removals {
 		removals = append(removals, m)
 	}
-	var pending []entry
-	for _, e := range s.pending {
-		if e.Until.After(now) {
-			pending = append(pending, e)
-		}
-	}
+	pending := inForce(now, s.pending, nil)
 	s.mu.Unlock()
 	if len(removals) > 0 {
 		if _, _, err := n.removeShared(removals); err != nil {
 			return err
 		}
 	}
-	for _, e := range pending {
-		if _, _, _, err := n.putShared(now, e); err != nil {
-			return err
-		}
+	if err := n.putAll(now, pending); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	for _, m := range removals {
@@ -519,14 +512,26 @@ func (n *Node) pushMine() error {
 	s := &n.sus
 	s.mu.Lock()
 	now := s.lastNow
-	var mine []entry
-	for m := range s.mine {
-		if e := s.known[m]; e.Until.After(now) {
-			mine = append(mine, e)
+	mine := inForce(now, s.known, s.mine)
+	s.mu.Unlock()
+	return n.putAll(now, mine)
+}
+
+// inForce returns the entries of es in force at now, only those of the
+// members in only when it is not nil.
+func inForce(now time.Time, es map[string]entry, only map[string]bool) []entry {
+	var out []entry
+	for m, e := range es {
+		if (only == nil || only[m]) && e.Until.After(now) {
+			out = append(out, e)
 		}
 	}
-	s.mu.Unlock()
-	for _, e := range mine {
+	return out
+}
+
+// putAll puts entries this node holds; Redis stores or extends each.
+func (n *Node) putAll(now time.Time, es []entry) error {
+	for _, e := range es {
 		if _, _, _, err := n.putShared(now, e); err != nil {
 			return err
 		}
