@@ -11,6 +11,9 @@ import (
 // The calls that read and write the suspensions in Redis, and keep this
 // node's view of them and Redis in agreement after an outage.
 
+// putShared stores e, or extends the entry of its scope and action in
+// force at now; it returns whether e was stored, the entry stored and the
+// suspensions' version after the change.
 func (n *Node) putShared(now time.Time, e entry) (bool, entry, int64, error) {
 	data, err := json.Marshal(e)
 	if err != nil {
