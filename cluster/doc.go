@@ -24,7 +24,15 @@
 //     node's last heartbeat (every LeaseTTL/3) or change, so a node that
 //     dies gives its slots back within LeaseTTL. Every heartbeat rewrites
 //     the copy from the node's counts, which heals any drift (a call that
-//     timed out after Redis ran it, Redis restarted empty).
+//     timed out after Redis ran it, Redis restarted empty). Release drops
+//     the node's count at once and queues the change for Redis, sent by a
+//     background flusher (many releases in one call) or with the node's
+//     next Acquire of the scope, whichever comes first: delivery never
+//     waits on Redis to give a connection back, a node is never refused on
+//     its own stale count, and another node may see a slot taken a few
+//     milliseconds longer, never the other way. No event tells a node that
+//     another released a slot: a caller refused for connections asks again
+//     after a while.
 //   - Suspensions and throttles: Put goes to Redis at once; Active and List
 //     read the node's view, which follows Redis within Config.Refresh
 //     (100 ms), so Admit costs no Redis call for them. Node implements

@@ -33,7 +33,8 @@ type Node struct {
 	up      atomic.Bool
 	local   atomic.Pointer[shaping.Memory] // buckets while Redis is down
 	stopped chan struct{}
-	done    chan struct{}
+	done    chan struct{} // loop ended
+	flushed chan struct{} // flusher ended
 	once    sync.Once
 
 	// pub is held shared by calls that change this node's connection
@@ -42,6 +43,10 @@ type Node struct {
 	pub  sync.RWMutex
 	hmu  sync.Mutex
 	held map[string]int // this node's connections by scope: the truth
+	// released are releases not yet sent to Redis, by scope; the flusher
+	// sends them, a heartbeat makes them moot. Guarded by hmu.
+	released map[string]int
+	flush    chan struct{}
 
 	sus suspensions
 }
@@ -91,7 +96,11 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		prefix:  Prefix,
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),
+		flushed: make(chan struct{}),
 		held:    map[string]int{},
+
+		released: map[string]int{},
+		flush:    make(chan struct{}, 1),
 	}
 	n.sus = suspensions{
 		snap: map[string]entry{}, recent: map[string]patch{}, pending: map[string]entry{},
@@ -104,6 +113,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		n.log.Info("cluster: shaping state shared through Redis", "node", cfg.NodeName, "redis", opts.Addr)
 	}
 	go n.loop()
+	go n.flusher()
 	return n, nil
 }
 
@@ -136,6 +146,8 @@ func (n *Node) Close() error {
 	n.once.Do(func() {
 		close(n.stopped)
 		<-n.done
+		<-n.flushed
+		n.sendReleases() // the last releases, so that the slots are free at once
 		err = n.rdb.Close()
 	})
 	return err
@@ -220,6 +232,7 @@ func (n *Node) heartbeat() error {
 	for k, c := range n.held {
 		args = append(args, k, c)
 	}
+	clear(n.released) // the counts written here already leave them out
 	n.hmu.Unlock()
 	ctx, cancel := n.ctx()
 	ver, err := heartbeatScript.Run(ctx, n.rdb, nil, args...).Int64()
@@ -283,7 +296,7 @@ func (n *Node) Acquire(slots []shaping.Slot) (bool, int) {
 		n.pub.RLock()
 		ok, full, err := n.acquireShared(slots)
 		if err == nil && ok {
-			n.count(slotKeys(slots), 1)
+			n.count(slotKeys(slots), 1, false)
 		}
 		n.pub.RUnlock()
 		if err == nil {
@@ -306,12 +319,19 @@ func (n *Node) Acquire(slots []shaping.Slot) (bool, int) {
 	return true, -1
 }
 
+// acquireShared counts one connection in every slot through Redis. The
+// releases of these scopes still queued for the flusher go in the same
+// call, first: a node that gives a connection back and asks for one again
+// is never refused on its own stale count.
 func (n *Node) acquireShared(slots []shaping.Slot) (bool, int, error) {
-	args := make([]any, 0, 4+2*len(slots))
+	args := make([]any, 0, 4+3*len(slots))
 	args = append(args, n.prefix, n.cfg.NodeName, n.cfg.LeaseTTL.Milliseconds(), len(slots))
+	n.hmu.Lock()
 	for _, s := range slots {
-		args = append(args, s.Key, s.Max)
+		args = append(args, s.Key, s.Max, n.released[s.Key])
+		delete(n.released, s.Key)
 	}
+	n.hmu.Unlock()
 	ctx, cancel := n.ctx()
 	defer cancel()
 	full, err := acquireScript.Run(ctx, n.rdb, nil, args...).Int()
@@ -324,37 +344,18 @@ func (n *Node) acquireShared(slots []shaping.Slot) (bool, int, error) {
 	return true, -1, nil
 }
 
-// Release implements shaping.State.
-func (n *Node) Release(keys []string) {
-	n.pub.RLock()
-	n.count(keys, -1)
-	if !n.up.Load() {
-		n.pub.RUnlock()
-		return
-	}
-	args := make([]any, 0, 3+len(keys))
-	args = append(args, n.prefix, n.cfg.NodeName, n.cfg.LeaseTTL.Milliseconds())
-	for _, k := range keys {
-		args = append(args, k)
-	}
-	ctx, cancel := n.ctx()
-	err := releaseScript.Run(ctx, n.rdb, nil, args...).Err()
-	cancel()
-	n.pub.RUnlock()
-	if err != nil {
-		// The next heartbeat rewrites the counts from the local ones.
-		n.down(fmt.Errorf("cluster: release: %w", err))
-	}
-}
-
-// count adds d to this node's connections of each key.
-func (n *Node) count(keys []string, d int) {
+// count adds d to this node's connections of each key; with send, the
+// releases (d < 0) are queued for the flusher too.
+func (n *Node) count(keys []string, d int, send bool) {
 	n.hmu.Lock()
 	for _, k := range keys {
 		if c := n.held[k] + d; c > 0 {
 			n.held[k] = c
 		} else {
 			delete(n.held, k)
+		}
+		if send {
+			n.released[k] -= d
 		}
 	}
 	n.hmu.Unlock()

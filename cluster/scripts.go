@@ -40,38 +40,47 @@ end
 return {1}
 `)
 
-// acquireScript: ARGV prefix, node, ttl, n, then n pairs (scope, max).
-// Sums every node's count of each scope; when all are below their max
-// (0: no limit) counts one more for node in each, else returns the
-// 1-based index of the first full one. Returns 0 on success.
+// acquireScript: ARGV prefix, node, ttl, n, then n triples (scope, max,
+// released). First counts released connections fewer for node in each
+// scope (its releases not sent yet). Then sums every node's count of each
+// scope; when all are below their max (0: no limit) counts one more for
+// node in each, else returns the 1-based index of the first full one.
+// Returns 0 on success.
 var acquireScript = redis.NewScript(`
 local p, me, ttl, n = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local mine = p .. 'conns:' .. me
+for i = 1, n do
+  local scope, rel = ARGV[2 + 3*i], tonumber(ARGV[4 + 3*i])
+  if rel > 0 and redis.call('HINCRBY', mine, scope, -rel) <= 0 then redis.call('HDEL', mine, scope) end
+end
 local nodes = redis.call('SMEMBERS', p .. 'nodes')
 for i = 1, n do
-  local scope, max = ARGV[3 + 2*i], tonumber(ARGV[4 + 2*i])
+  local scope, max = ARGV[2 + 3*i], tonumber(ARGV[3 + 3*i])
   if max > 0 then
     local total = 0
     for _, node in ipairs(nodes) do
       local c = redis.call('HGET', p .. 'conns:' .. node, scope)
       if c then total = total + tonumber(c) end
     end
-    if total >= max then return i end
+    if total >= max then
+      if redis.call('EXISTS', mine) == 1 then redis.call('PEXPIRE', mine, ttl) end
+      return i
+    end
   end
 end
-local mine = p .. 'conns:' .. me
-for i = 1, n do redis.call('HINCRBY', mine, ARGV[3 + 2*i], 1) end
+for i = 1, n do redis.call('HINCRBY', mine, ARGV[2 + 3*i], 1) end
 redis.call('PEXPIRE', mine, ttl)
 redis.call('SADD', p .. 'nodes', me)
 return 0
 `)
 
-// releaseScript: ARGV prefix, node, ttl, then scopes. Counts one
-// connection fewer for node in each scope.
+// releaseScript: ARGV prefix, node, ttl, then pairs (scope, count).
+// Counts count connections fewer for node in each scope.
 var releaseScript = redis.NewScript(`
 local p, me, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local mine = p .. 'conns:' .. me
-for i = 4, #ARGV do
-  if redis.call('HINCRBY', mine, ARGV[i], -1) <= 0 then redis.call('HDEL', mine, ARGV[i]) end
+for i = 4, #ARGV, 2 do
+  if redis.call('HINCRBY', mine, ARGV[i], -tonumber(ARGV[i + 1])) <= 0 then redis.call('HDEL', mine, ARGV[i]) end
 end
 if redis.call('EXISTS', mine) == 1 then redis.call('PEXPIRE', mine, ttl) end
 return 0
