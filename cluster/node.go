@@ -47,6 +47,8 @@ type Node struct {
 	// sends them, a heartbeat makes them moot. Guarded by hmu.
 	released map[string]int
 	flush    chan struct{}
+	sending  map[string]bool // scopes of the flush on its way, if any
+	sent     chan struct{}   // closed when that flush ends
 
 	sus suspensions
 }
@@ -321,27 +323,49 @@ func (n *Node) Acquire(slots []shaping.Slot) (bool, int) {
 
 // acquireShared counts one connection in every slot through Redis. The
 // releases of these scopes still queued for the flusher go in the same
-// call, first: a node that gives a connection back and asks for one again
-// is never refused on its own stale count.
+// call, first; when a refusal may be stale because a flush of this node's
+// releases of those scopes is on its way, it asks once more after that
+// flush. So a node that gives a connection back and asks for one again is
+// never refused on its own stale count.
 func (n *Node) acquireShared(slots []shaping.Slot) (bool, int, error) {
-	args := make([]any, 0, 4+3*len(slots))
+	for try := 0; ; try++ {
+		args, sending := n.acquireArgs(slots)
+		ctx, cancel := n.ctx()
+		full, err := acquireScript.Run(ctx, n.rdb, nil, args...).Int()
+		cancel()
+		switch {
+		case err != nil:
+			return false, 0, fmt.Errorf("cluster: acquire: %w", err)
+		case full == 0:
+			return true, -1, nil
+		case sending == nil || try > 0:
+			return false, full - 1, nil
+		}
+		t := time.NewTimer(n.cfg.Timeout) // the flush's own call is bounded so
+		select {
+		case <-sending:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// acquireArgs takes the queued releases of the slots' scopes into the
+// script's arguments; sending is closed when a flush carrying releases of
+// those scopes ends (nil when none is on its way).
+func (n *Node) acquireArgs(slots []shaping.Slot) (args []any, sending chan struct{}) {
+	args = make([]any, 0, 4+3*len(slots))
 	args = append(args, n.prefix, n.cfg.NodeName, n.cfg.LeaseTTL.Milliseconds(), len(slots))
 	n.hmu.Lock()
+	defer n.hmu.Unlock()
 	for _, s := range slots {
 		args = append(args, s.Key, s.Max, n.released[s.Key])
 		delete(n.released, s.Key)
+		if n.sending[s.Key] {
+			sending = n.sent
+		}
 	}
-	n.hmu.Unlock()
-	ctx, cancel := n.ctx()
-	defer cancel()
-	full, err := acquireScript.Run(ctx, n.rdb, nil, args...).Int()
-	if err != nil {
-		return false, 0, fmt.Errorf("cluster: acquire: %w", err)
-	}
-	if full > 0 {
-		return false, full - 1, nil
-	}
-	return true, -1, nil
+	return args, sending
 }
 
 // count adds d to this node's connections of each key; with send, the

@@ -47,17 +47,23 @@ func (n *Node) sendReleases() {
 	}
 	args := make([]any, 0, 3+2*len(n.released))
 	args = append(args, n.prefix, n.cfg.NodeName, n.cfg.LeaseTTL.Milliseconds())
+	n.sending, n.sent = make(map[string]bool, len(n.released)), make(chan struct{})
 	for k, c := range n.released {
 		args = append(args, k, c)
+		n.sending[k] = true
 	}
 	clear(n.released)
 	n.hmu.Unlock()
-	if !n.up.Load() {
-		return
+	var err error
+	if n.up.Load() {
+		ctx, cancel := n.ctx()
+		err = releaseScript.Run(ctx, n.rdb, nil, args...).Err()
+		cancel()
 	}
-	ctx, cancel := n.ctx()
-	err := releaseScript.Run(ctx, n.rdb, nil, args...).Err()
-	cancel()
+	n.hmu.Lock()
+	close(n.sent)
+	n.sending, n.sent = nil, nil
+	n.hmu.Unlock()
 	if err != nil {
 		// The heartbeat after the outage rewrites the counts.
 		n.down(fmt.Errorf("cluster: release: %w", err))
