@@ -55,8 +55,8 @@ type Node struct {
 
 // NewState returns the shaping.State for cfg and what to close at
 // shutdown: a shaping.Memory (nothing to close) when cfg.RedisURL is
-// empty, else a *Node. It does not wait for Redis: an unreachable Redis
-// means node-local limits until it answers.
+// empty, else a *Node. An unreachable Redis delays it by one call's
+// timeout at most, and means node-local limits until Redis answers.
 func NewState(cfg Config, log *slog.Logger) (shaping.State, io.Closer, error) {
 	if cfg.RedisURL == "" {
 		return &shaping.Memory{}, nopCloser{}, nil
