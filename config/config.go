@@ -25,6 +25,8 @@ type Config struct {
 	// Shaping is the traffic shaping policy (issue 13), for shaping.NewPolicy.
 	Shaping shaping.Config
 	DKIM    DKIM
+	// Cluster shares the shaping state with other nodes (issue 19).
+	Cluster Cluster
 	Log     Log
 	// File is the path Load read, "" when only defaults and environment apply.
 	File string
@@ -219,7 +221,8 @@ func Default() *Config {
 			Domains:   map[string]shaping.Limits{},
 			Rules:     []shaping.Rule{},
 		},
-		DKIM: DKIM{Keys: []DKIMKey{}, Headers: []string{}},
-		Log:  Log{Format: "text", Level: "info"},
+		DKIM:    DKIM{Keys: []DKIMKey{}, Headers: []string{}},
+		Cluster: Cluster{NodeName: host, ExpectedNodes: 1},
+		Log:     Log{Format: "text", Level: "info"},
 	}
 }

@@ -140,9 +140,10 @@ func TestLoadFullFile(t *testing.T) {
 				{Match: "mailbox does not exist", Action: shaping.ActionBounce, Scope: shaping.ScopeDomain},
 			},
 		},
-		DKIM: DKIM{Keys: []DKIMKey{}, Headers: []string{}},
-		Log:  Log{Format: "json", Level: "debug"},
-		File: path,
+		DKIM:    DKIM{Keys: []DKIMKey{}, Headers: []string{}},
+		Cluster: Cluster{RedisURL: "rediss://:cluster-pass@127.0.0.1:6380/2", NodeName: "relay-1", ExpectedNodes: 3},
+		Log:     Log{Format: "json", Level: "debug"},
+		File:    path,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", got, want)

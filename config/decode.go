@@ -70,6 +70,7 @@ func (l *loader) decode() *Config {
 		},
 		Shaping: l.shaping(),
 		DKIM:    l.dkim(),
+		Cluster: l.cluster(),
 		Log: Log{
 			Format: strings.ToLower(l.str("log.format")),
 			Level:  strings.ToLower(l.str("log.level")),
