@@ -56,6 +56,8 @@ type Submission struct {
 	// ReadTimeout bounds each command (RFC 5321 4.5.3.2); DataTimeout the whole DATA upload.
 	ReadTimeout time.Duration
 	DataTimeout time.Duration
+	// SessionTimeout bounds a whole connection, however busy it keeps.
+	SessionTimeout time.Duration
 	// AuthMaxFailures failed AUTH attempts from one IP lock it out for AuthLockout.
 	AuthMaxFailures int
 	AuthLockout     time.Duration
@@ -189,6 +191,7 @@ func Default() *Config {
 			MaxConnectionsPerIP: 50,
 			ReadTimeout:         5 * time.Minute,
 			DataTimeout:         10 * time.Minute,
+			SessionTimeout:      time.Hour,
 			AuthMaxFailures:     5,
 			AuthLockout:         5 * time.Minute,
 		},

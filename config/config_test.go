@@ -89,6 +89,7 @@ func TestLoadFullFile(t *testing.T) {
 			MaxConnectionsPerIP: 20,
 			ReadTimeout:         2 * time.Minute,
 			DataTimeout:         20 * time.Minute,
+			SessionTimeout:      time.Hour,
 			AuthMaxFailures:     3,
 			AuthLockout:         15 * time.Minute,
 		},

@@ -33,6 +33,7 @@ func (l *loader) decode() *Config {
 			MaxConnectionsPerIP: l.intKey("submission.max_connections_per_ip"),
 			ReadTimeout:         l.duration("submission.read_timeout"),
 			DataTimeout:         l.duration("submission.data_timeout"),
+			SessionTimeout:      l.duration("submission.session_timeout"),
 			AuthMaxFailures:     l.intKey("submission.auth_max_failures"),
 			AuthLockout:         l.duration("submission.auth_lockout"),
 		},

@@ -83,6 +83,7 @@ func (l *loader) validateSubmission(s *Submission) {
 	l.atLeast("submission.max_connections_per_ip", int64(s.MaxConnectionsPerIP), 1)
 	l.positive("submission.read_timeout", s.ReadTimeout)
 	l.positive("submission.data_timeout", s.DataTimeout)
+	l.positive("submission.session_timeout", s.SessionTimeout)
 	l.atLeast("submission.auth_max_failures", int64(s.AuthMaxFailures), 1)
 	l.positive("submission.auth_lockout", s.AuthLockout)
 }

@@ -221,6 +221,7 @@ func submissionOptions(cfg *config.Config, store *queue.Store, tlsConf *tls.Conf
 		MaxConnsPerIP:     s.MaxConnectionsPerIP,
 		ReadTimeout:       s.ReadTimeout,
 		DataTimeout:       s.DataTimeout,
+		SessionTimeout:    s.SessionTimeout,
 		AuthMaxFailures:   s.AuthMaxFailures,
 		AuthLockout:       s.AuthLockout,
 		Logger:            log,
