@@ -1,0 +1,213 @@
+package delivery
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/smtpclient"
+	"github.com/relayq/relayq/smtpcodes"
+)
+
+// Shaper is the traffic shaping the engine asks before every attempt and
+// tells of every failure reply (issue 13). *shaping.Shaper implements it;
+// where its counts and suspensions live (one process, or shared by several
+// nodes) is the shaping.State it was built with, the engine does not know.
+type Shaper interface {
+	// Resolve says which scopes and limits apply to mail for key (the
+	// recipient domain with its MX host names, or a route's key and nil).
+	Resolve(key string, hosts []string) shaping.Target
+	// Admit takes a connection and a token for one attempt, or says why
+	// not and until when. force (an operator's retry or flush) ignores
+	// suspensions and rates but not connection limits.
+	Admit(t shaping.Target, force bool) (*shaping.Lease, shaping.Wait)
+	// React applies the rules to a failure reply; a Permanent verdict
+	// fails the recipient now.
+	React(t shaping.Target, r smtpcodes.Reply) (shaping.Verdict, bool)
+}
+
+// defaultShaper is the shaping of an engine given none: no rules and one
+// connection limit per destination, MaxConnsPerDest.
+func defaultShaper(o Options) Shaper {
+	p, err := shaping.NewPolicy(shaping.Config{Defaults: shaping.Limits{MaxConnections: o.MaxConnsPerDest}})
+	if err != nil {
+		p, _ = shaping.NewPolicy(shaping.Config{})
+	}
+	return shaping.New(shaping.Options{Policy: p, Clock: o.Clock, Logger: o.Logger})
+}
+
+// Slow start (issue 12, defect 6): a destination that has not succeeded
+// recently may have initialWindow attempts in flight; each attempt some
+// server answered widens that by one, a destination-wide failure narrows
+// it back. Like Postfix's initial_destination_concurrency with feedback,
+// but smaller, since relayq has 32 workers where Postfix has 100: ten
+// silent destinations then hold 20 workers, not all of them.
+const initialWindow = 2
+
+// resolveRetry is how long a destination whose MX lookup failed keeps the
+// target without provider (the attempt itself reports the DNS trouble)
+// before the engine looks again.
+const resolveRetry = time.Minute
+
+// targetOf returns d's shaping target when it is known and current, and
+// otherwise starts finding it (an MX lookup, off the scheduler goroutine)
+// and returns false; an eventResolved brings the answer.
+func (e *Engine) targetOf(ctx context.Context, d *dest, domain string, now time.Time) bool {
+	if d.hasTarget && (d.targetUntil.IsZero() || now.Before(d.targetUntil)) {
+		return true
+	}
+	if d.resolving {
+		return false
+	}
+	router := e.settings.Load().Router
+	key, mx := router.shapeKey(domain)
+	if !mx {
+		d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(key, nil), true, time.Time{}
+		return true
+	}
+	if hosts, until, ok := router.cachedMX(key, now); ok {
+		d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(key, hosts), true, until
+		return true
+	}
+	d.resolving = true
+	e.running++ // the lookup counts as work in flight, so shutdown waits for it
+	go func() {
+		hosts, until, err := router.MXHosts(ctx, key)
+		if err != nil || until.IsZero() {
+			until = e.clock.Now().Add(resolveRetry)
+		}
+		e.events <- event{kind: eventTarget, resolved: resolved{dest: d.name, key: key, hosts: hosts, until: until}}
+	}()
+	return false
+}
+
+// resolved is the answer to a destination's MX lookup for its target.
+type resolved struct {
+	dest, key string
+	hosts     []string
+	until     time.Time
+}
+
+// resolvedTarget books an MX lookup's answer.
+func (e *Engine) resolvedTarget(r resolved) {
+	e.running--
+	d := e.dests[r.dest]
+	if d == nil {
+		return
+	}
+	d.resolving = false
+	d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(r.key, r.hosts), true, r.until
+}
+
+// react hands every distinct failure reply of an attempt to the shaper
+// and makes the recipients whose reply a bounce rule matched permanent.
+func (e *Engine) react(t shaping.Target, results []smtpclient.RcptResult) {
+	seen := map[string]shaping.Verdict{}
+	for i := range results {
+		r := &results[i].Reply
+		if r.Class == smtpcodes.Success || r.Class == 0 {
+			continue
+		}
+		key := r.String()
+		v, ok := seen[key]
+		if !ok {
+			v, _ = e.shaper.React(t, *r)
+			seen[key] = v
+		}
+		if v.Permanent && r.Class == smtpcodes.Transient {
+			r.Class = smtpcodes.Permanent
+			if strings.HasPrefix(r.Enhanced, "4.") {
+				r.Enhanced = "5" + r.Enhanced[1:]
+			}
+		}
+	}
+}
+
+// forceSet is what operators asked to go now whatever the shaping says:
+// messages by ID (queue retry) or everything due (queue flush). Any
+// goroutine may add; the scheduler takes it at its next fill.
+type forceSet struct {
+	mu  sync.Mutex
+	ids map[string]bool
+	all bool
+}
+
+func (f *forceSet) add(ids []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(ids) == 0 {
+		f.all = true
+		return
+	}
+	if f.ids == nil {
+		f.ids = map[string]bool{}
+	}
+	for _, id := range ids {
+		f.ids[id] = true
+	}
+}
+
+// take returns what was asked since the last take.
+func (f *forceSet) take() (map[string]bool, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids, all := f.ids, f.all
+	f.ids, f.all = nil, false
+	return ids, all
+}
+
+// Force makes the next attempts of the given messages (of every due
+// message when ids is empty) go at once, even to a destination that is
+// suspended or out of tokens: an operator's explicit retry or flush wins,
+// as Postfix's postqueue -f does. Connection limits still hold. Call it
+// after the queue made them due (queue.Store.Retry, Flush); it wakes the
+// scheduler and never blocks.
+func (e *Engine) Force(ids ...string) {
+	e.forced.add(ids)
+	e.Kick()
+}
+
+// applyForce marks the jobs of an operator's retry or flush: those in
+// memory now, and (through e.forceIDs and e.forceScan) those the scan that
+// follows loads.
+func (e *Engine) applyForce() {
+	ids, all := e.forced.take()
+	if len(ids) == 0 && !all {
+		return
+	}
+	if all {
+		e.forceScan = true
+	}
+	for id := range ids {
+		if e.forceIDs == nil {
+			e.forceIDs = map[string]bool{}
+		}
+		e.forceIDs[id] = true
+	}
+	for _, d := range e.dests {
+		moved := false
+		for _, j := range d.queue {
+			if all || ids[j.id] {
+				j.force, moved = true, true
+			}
+		}
+		if moved {
+			forcedFirst(d.queue)
+			d.notBefore = time.Time{}
+		}
+	}
+}
+
+// forcedFirst moves forced jobs to the front, keeping the order otherwise.
+func forcedFirst(q []*job) {
+	k := 0
+	for i, j := range q {
+		if j.force {
+			copy(q[k+1:i+1], q[k:i])
+			q[k] = j
+			k++
+		}
+	}
+}

@@ -1,0 +1,386 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/relayq/relayq/clock"
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/smtpclient"
+	"github.com/relayq/relayq/smtptest"
+)
+
+// shaperFor builds the Shaper of a test from a shaping configuration.
+func shaperFor(t *testing.T, clk clock.Clock, c shaping.Config) *shaping.Shaper {
+	t.Helper()
+	p, err := shaping.NewPolicy(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shaping.New(shaping.Options{Policy: p, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+func rate(t *testing.T, s string) shaping.Rate {
+	t.Helper()
+	r, err := shaping.ParseRate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// rule428 suspends a scope for ten minutes on Google's rate-limit reply.
+var rule428 = shaping.Rule{Name: "rate-limited", Match: `4\.7\.28`, Action: shaping.ActionSuspend, Duration: 10 * time.Minute, Scope: shaping.ScopeDomain}
+
+// queueMessages commits n messages, one recipient each, as of now, and
+// kicks the engine.
+func (r *rig) queueMessages(n int, rcpt func(i int) string) []string {
+	r.t.Helper()
+	var ids []string
+	for i := 0; i < n; i++ {
+		d := r.store.NewDraft()
+		io.WriteString(d, "Subject: x\r\n\r\nx\r\n")
+		if err := d.Commit(queue.Envelope{From: "app@example.org", Created: r.clk.Now(), Recipients: []queue.Recipient{{Address: rcpt(i)}}}); err != nil {
+			r.t.Fatal(err)
+		}
+		ids = append(ids, d.ID())
+	}
+	r.eng.Kick()
+	return ids
+}
+
+// replies counts the server's replies that begin with prefix.
+func replies(srv *smtptest.Server, prefix string) int {
+	n := 0
+	for _, e := range srv.Events() {
+		if strings.HasPrefix(e.Reply, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// A next hop that takes at most 5 messages a second per client and answers
+// 421 4.7.28 beyond: paced at 4/s, 200 messages go out with no 421 at all,
+// one every 250 ms of fake time.
+func TestMessageRatePacesBelowTheServersLimit(t *testing.T) {
+	clk := clock.NewFake(t0)
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies(),
+		smtptest.RateLimit("mail=5/s=421 4.7.28 Our system has detected an unusual rate of mail"))
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
+		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"example.net": srv.Addr()}})
+		o.Shaper = shaperFor(t, clk, shaping.Config{
+			Defaults: shaping.Limits{MaxConnections: 10},
+			Domains:  map[string]shaping.Limits{"example.net": {MaxMessageRate: rate(t, "4/s")}},
+			Rules:    []shaping.Rule{rule428},
+		})
+	})
+	const n = 200
+	r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@example.net", i) })
+	// Lock step: each token lets exactly one message go; the clock moves
+	// to the next token only once it is delivered.
+	for i := 0; i < n; i++ {
+		if s := r.outcome(); s != "delivered" {
+			t.Fatalf("message %d: %s", i, s)
+		}
+		if i < n-1 {
+			r.clk.Set(r.nextTimer())
+		}
+	}
+	took := r.clk.Now().Sub(t0)
+	n421 := replies(srv, "421")
+	t.Logf("max_message_rate 4/s: %d messages delivered in %v of fake time, %d replies 421", srv.MessageCount(), took, n421)
+	if n421 != 0 || srv.MessageCount() != n {
+		t.Fatalf("%d 421s and %d messages, want 0 and %d", n421, srv.MessageCount(), n)
+	}
+	if took < 49*time.Second || took > 51*time.Second {
+		t.Fatalf("took %v of fake time, want about 50s", took)
+	}
+}
+
+// Without a rate the same server answers 421 4.7.28 after five messages;
+// the rule suspends the domain for ten minutes each time, so the 421s stay
+// a handful per suspension (those in flight) however much mail waits.
+func TestRateLimitRuleSuspendsAndBounds421s(t *testing.T) {
+	clk := clock.NewFake(t0)
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies(),
+		smtptest.RateLimit("mail=5/s=421 4.7.28 Our system has detected an unusual rate of mail"))
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
+		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"example.net": srv.Addr()}})
+		o.Shaper = shaperFor(t, clk, shaping.Config{Defaults: shaping.Limits{MaxConnections: 10}, Rules: []shaping.Rule{rule428}})
+	})
+	const n = 200
+	r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@example.net", i) })
+	delivered := 0
+	for delivered < n && r.clk.Now().Sub(t0) < 12*time.Hour {
+		if s, _ := r.advanceToOutcome(); s == "delivered" {
+			delivered++
+		}
+	}
+	took := r.clk.Now().Sub(t0)
+	n421 := replies(srv, "421")
+	suspensions := int(took/(10*time.Minute)) + 1
+	t.Logf("no rate: %d messages delivered in %v of fake time, %d replies 421 over %d suspension periods", delivered, took.Round(time.Second), n421, suspensions)
+	if delivered != n {
+		t.Fatalf("%d of %d delivered", delivered, n)
+	}
+	// At most the attempts in flight when a 421 comes (never more than
+	// max_connections) meet one per suspension.
+	if n421 > 10*suspensions {
+		t.Fatalf("%d 421s over %d suspensions: the rule did not hold the mail back", n421, suspensions)
+	}
+}
+
+// tarpit accepts connections and never answers.
+func tarpit(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// Ten destinations that accept TCP and never answer, 15 messages each,
+// cannot take every worker (issue 12, defect 6): a healthy destination's
+// mail submitted after them is delivered at once (within 5 s), though the
+// command timeout is the default 5 minutes.
+func TestTarpitsDoNotStarveAHealthyDestination(t *testing.T) {
+	clk := clock.NewFake(t0)
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now))
+	routes := map[string]string{"healthy.test": srv.Addr()}
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none"} // default timeouts
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
+		o.Router = NewRouter(RouteConfig{Routes: routes})
+	})
+	for i := 0; i < 10; i++ {
+		routes[fmt.Sprintf("tarpit%d.test", i)] = tarpit(t) // closed (Cleanup) before the engine stops
+	}
+	r.eng.Update(Settings{Router: NewRouter(RouteConfig{Routes: routes}), Courier: dialer, Policy: defaultPolicy()})
+	r.queueMessages(150, func(i int) string { return fmt.Sprintf("u%d@tarpit%d.test", i, i%10) })
+	start := time.Now()
+	r.submit("app@example.org", "bob@healthy.test")
+	srv.WaitMessages(t, 1, 5*time.Second)
+	t.Logf("healthy destination delivered %v after submission, beside 10 tarpits", time.Since(start).Round(time.Millisecond))
+}
+
+// Two domains whose MX hosts share a provider's suffix share its limits:
+// the server behind both never sees more than the provider's
+// max_connections at once, and both domains' mail goes through.
+func TestProviderSharesConnectionsAcrossDomains(t *testing.T) {
+	clk := clock.NewFake(t0)
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies())
+	counter := countingProxy(t, srv.Addr())
+	_, port, _ := net.SplitHostPort(counter.addr)
+	dnsAddr := startDNS(t, dnsZone{records: []string{
+		"one.test. 300 IN MX 10 mx.mail.shared.test.",
+		"two.test. 300 IN MX 10 mx.mail.shared.test.",
+		"mx.mail.shared.test. 300 IN A 127.0.0.1",
+	}})
+	router := NewRouter(RouteConfig{DNSServer: dnsAddr, Port: port, Now: clk.Now})
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second, Resolver: router.Resolver()}
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
+		o.Router = router
+		o.Shaper = shaperFor(t, clk, shaping.Config{
+			Defaults:  shaping.Limits{MaxConnections: 10},
+			Providers: []shaping.Provider{{Name: "shared", MXSuffixes: []string{".shared.test"}, Limits: shaping.Limits{MaxConnections: 2}}},
+		})
+	})
+	const n = 60
+	r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@%s", i, []string{"one.test", "two.test"}[i%2]) })
+	if got := r.expectOutcomes(n); got["delivered"] != n {
+		t.Fatalf("outcomes %v", got)
+	}
+	t.Logf("%d messages to two domains of one provider: at most %d connections at once at the server", n, counter.most.Load())
+	if m := counter.most.Load(); m > 2 || m < 1 {
+		t.Fatalf("%d connections at once, want at most the provider's 2", m)
+	}
+}
+
+// proxy forwards connections to a server and counts how many are open at
+// once.
+type proxy struct {
+	addr       string
+	open, most atomic.Int32
+}
+
+func countingProxy(t *testing.T, backend string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{addr: ln.Addr().String()}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n := p.open.Add(1)
+			for m := p.most.Load(); n > m && !p.most.CompareAndSwap(m, n); m = p.most.Load() {
+			}
+			go p.serve(c, backend)
+		}
+	}()
+	return p
+}
+
+func (p *proxy) serve(c net.Conn, backend string) {
+	defer p.open.Add(-1)
+	defer c.Close()
+	b, err := net.Dial("tcp", backend)
+	if err != nil {
+		return
+	}
+	defer b.Close()
+	go func() { io.Copy(b, c); b.Close() }()
+	io.Copy(c, b)
+}
+
+// A rule matching 4.7.28 suspends the scope: no connection reaches it for
+// the whole suspension, while another destination's mail keeps flowing;
+// an operator's retry then goes at once (within a second), suspension or
+// not.
+func TestSuspendedScopeGetsNoConnectionsAndRetryForces(t *testing.T) {
+	clk := clock.NewFake(t0)
+	limited := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.Reply("mail=421 4.7.28 Unusual rate of mail"))
+	other := smtptest.NewServer(t, smtptest.WithClock(clk.Now))
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
+	r := newRigWith(t, clk, limited.Addr(), dialer, func(o *Options) {
+		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"limited.test": limited.Addr(), "other.test": other.Addr()}})
+		o.Shaper = shaperFor(t, clk, shaping.Config{Defaults: shaping.Limits{MaxConnections: 10}, Rules: []shaping.Rule{rule428}})
+	})
+	first := r.submit("app@example.org", "a@limited.test")
+	if s := r.outcome(); s != "deferred" {
+		t.Fatalf("first attempt: %s", s)
+	}
+	conns := limited.Connections()
+	ids := r.queueMessages(20, func(i int) string { return fmt.Sprintf("u%d@limited.test", i) })
+	// The other destination flows at full speed meanwhile: no clock moves.
+	r.queueMessages(20, func(i int) string { return fmt.Sprintf("u%d@other.test", i) })
+	other.WaitMessages(t, 20, 10*time.Second)
+	// Walk the fake clock through the suspension, timer by timer.
+	for {
+		at, ok := r.clk.WaitTimer(r.clk.Now(), 10*time.Second)
+		if !ok || !at.Before(t0.Add(10*time.Minute)) {
+			break
+		}
+		r.clk.Set(at)
+	}
+	if got := limited.Connections(); got != conns {
+		t.Fatalf("%d connections to the suspended scope during its suspension", got-conns)
+	}
+	// An operator retries one message: it goes now, not after the suspension.
+	if err := r.store.Retry(ids[3], r.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r.eng.Force(ids[3])
+	start := time.Now()
+	limited.WaitFor(t, time.Second, func() bool { return limited.Connections() > conns })
+	t.Logf("retry during the suspension reached the next hop %v later", time.Since(start).Round(time.Millisecond))
+	_ = first
+}
+
+// An operator's flush also goes at once to a suspended destination.
+func TestFlushForcesASuspendedScope(t *testing.T) {
+	clk := clock.NewFake(t0)
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.Reply("mail=421 4.7.28 Unusual rate of mail"))
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
+		o.Shaper = shaperFor(t, clk, shaping.Config{Defaults: shaping.Limits{MaxConnections: 10}, Rules: []shaping.Rule{rule428}})
+	})
+	r.submit("app@example.org", "a@limited.test")
+	if s := r.outcome(); s != "deferred" {
+		t.Fatalf("first attempt: %s", s)
+	}
+	r.queueMessages(5, func(i int) string { return fmt.Sprintf("u%d@limited.test", i) })
+	r.nextTimer() // parked on disk until the suspension ends
+	conns := srv.Connections()
+	if _, err := r.store.Flush(r.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r.eng.Force()
+	srv.WaitFor(t, time.Second, func() bool { return srv.Connections() > conns })
+}
+
+// A bounce rule turns a matching transient reply into a permanent failure.
+func TestBounceRuleMakesTransientPermanent(t *testing.T) {
+	clk := clock.NewFake(t0)
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.Reply("rcpt=450 4.2.1 Mailbox does not exist"))
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
+		o.Shaper = shaperFor(t, clk, shaping.Config{Rules: []shaping.Rule{{Match: "mailbox does not exist", Action: shaping.ActionBounce}}})
+	})
+	id := r.submit("app@example.org", "gone@example.net")
+	if s := r.outcome(); s != "bounced" {
+		t.Fatalf("%s, want bounced by the rule", s)
+	}
+	_ = id
+}
+
+// MX answers are kept for their TTL: a second lookup within it asks DNS
+// nothing, one after it asks again.
+func TestMXAnswersCachedForTheirTTL(t *testing.T) {
+	var queries atomic.Int32
+	dnsAddr := startDNS(t, dnsZone{queries: &queries, records: []string{
+		"example.test. 60 IN MX 10 mx1.example.test.",
+		"example.test. 300 IN MX 20 mx2.example.test.",
+	}})
+	now := t0
+	r := NewRouter(RouteConfig{DNSServer: dnsAddr, Now: func() time.Time { return now }})
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		hops, err := r.Lookup(ctx, "example.test")
+		if err != nil || len(hops) != 2 {
+			t.Fatalf("lookup %d: %v %v", i, hostsOf(hops), err)
+		}
+	}
+	if q := queries.Load(); q != 1 {
+		t.Fatalf("%d queries for three lookups within the TTL, want 1", q)
+	}
+	hosts, until, err := r.MXHosts(ctx, "Example.TEST")
+	if err != nil || len(hosts) != 2 || !until.Equal(t0.Add(60*time.Second)) || queries.Load() != 1 {
+		t.Fatalf("MXHosts %v until %v (%v), %d queries", hosts, until, err, queries.Load())
+	}
+	now = t0.Add(61 * time.Second) // the smallest TTL has run out
+	if _, err := r.Lookup(ctx, "example.test"); err != nil {
+		t.Fatal(err)
+	}
+	if q := queries.Load(); q != 2 {
+		t.Fatalf("%d queries after the TTL, want 2", q)
+	}
+}
