@@ -32,6 +32,8 @@ type Metrics struct {
 	attemptDuration *prometheus.HistogramVec
 	active          prometheus.Gauge
 
+	shaping *shapingMetrics
+
 	stats atomic.Pointer[func() queue.Stats]
 }
 
@@ -88,6 +90,7 @@ func newWithClock(now func() time.Time) *Metrics {
 		m.attempts.WithLabelValues(r)
 		m.attemptDuration.WithLabelValues(r)
 	}
+	m.shaping = newShapingMetrics(m.reg)
 	m.reg.MustRegister(
 		m.received, m.accepted, m.acceptedBytes, m.rejected, m.sessions,
 		m.attempts, m.attemptDuration, m.active,

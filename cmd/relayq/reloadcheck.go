@@ -25,6 +25,8 @@ var reloadable = []string{
 	"delivery.tls",
 	"delivery.connect_timeout",
 	"delivery.command_timeout",
+	"delivery.greeting_timeout",
+	"shaping.",
 }
 
 func isReloadable(key string) bool {
