@@ -104,6 +104,7 @@ type Engine struct {
 	// forced collects operators' retries and flushes (Force); reshape
 	// asks the scheduler to resolve every target again (Update).
 	forced  forceSet
+	resumes resumeSet
 	reshape atomic.Bool
 
 	// Owned by the scheduler goroutine.

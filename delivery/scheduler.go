@@ -143,6 +143,7 @@ func (e *Engine) fill(ctx context.Context) {
 		}
 	}
 	e.applyForce()
+	e.applyResumes(now)
 	postpone := postponements{}
 	for _, env := range e.arrived {
 		if e.busy[env.ID] == 0 {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/shaping"
 	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
@@ -210,4 +211,55 @@ func forcedFirst(q []*job) {
 			k++
 		}
 	}
+}
+
+// Resumed tells the engine an operator ended the suspension of scope
+// (shaping.Shaper.Resume): its destinations are no longer held back, and
+// their mail parked on disk until the old end is due now. It never blocks.
+func (e *Engine) Resumed(scope shaping.Scope) {
+	e.resumes.mu.Lock()
+	e.resumes.scopes = append(e.resumes.scopes, scope)
+	e.resumes.mu.Unlock()
+	e.Kick()
+}
+
+// resumeSet collects the scopes operators resumed; the scheduler takes
+// them at its next fill.
+type resumeSet struct {
+	mu     sync.Mutex
+	scopes []shaping.Scope
+}
+
+// applyResumes ends the engine's hold on the destinations of resumed
+// scopes and makes their parked mail due (a queue scan per domain: an
+// operator's action, rare).
+func (e *Engine) applyResumes(now time.Time) {
+	e.resumes.mu.Lock()
+	scopes := e.resumes.scopes
+	e.resumes.scopes = nil
+	e.resumes.mu.Unlock()
+	for _, sc := range scopes {
+		for _, d := range e.dests {
+			if !d.hasTarget || !inTarget(d.target, sc) || !now.Before(d.until) {
+				continue
+			}
+			d.until, d.notBefore, d.strikes = time.Time{}, time.Time{}, 0
+			domain := d.target.Domain().Name
+			if domain == "*" {
+				continue // the wildcard route or the smarthost: no filter names its mail
+			}
+			if _, err := e.store.Bulk(queue.BulkRetry, queue.Filter{Domain: domain}, nil, now); err != nil {
+				e.log.Error("making a resumed destination's mail due failed", "destination", d.name, "err", err)
+			}
+		}
+	}
+}
+
+func inTarget(t shaping.Target, sc shaping.Scope) bool {
+	for _, b := range t.Bounds {
+		if b.Scope == sc {
+			return true
+		}
+	}
+	return false
 }

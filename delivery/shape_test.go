@@ -334,7 +334,9 @@ func TestFlushForcesASuspendedScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.eng.Force()
-	srv.WaitFor(t, time.Second, func() bool { return srv.Connections() > conns })
+	start := time.Now()
+	srv.WaitFor(t, 5*time.Second, func() bool { return srv.Connections() > conns })
+	t.Logf("flush during the suspension reached the next hop %v later", time.Since(start).Round(time.Millisecond))
 }
 
 // A bounce rule turns a matching transient reply into a permanent failure.
@@ -383,4 +385,32 @@ func TestMXAnswersCachedForTheirTTL(t *testing.T) {
 	if q := queries.Load(); q != 2 {
 		t.Fatalf("%d queries after the TTL, want 2", q)
 	}
+}
+
+// An operator's resume ends the suspension for the engine too: the mail it
+// parked on disk goes at once, without waiting for the old end.
+func TestResumeSendsParkedMailNow(t *testing.T) {
+	clk := clock.NewFake(t0)
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.Sequence(smtptest.StageMail, "app@", "421 4.7.28 Unusual rate of mail"))
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
+	sh := shaperFor(t, clk, shaping.Config{Defaults: shaping.Limits{MaxConnections: 10}, Rules: []shaping.Rule{rule428}})
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
+		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"limited.test": srv.Addr()}})
+		o.Shaper = sh
+	})
+	r.submit("app@example.org", "a@limited.test")
+	if s := r.outcome(); s != "deferred" {
+		t.Fatalf("first attempt: %s", s)
+	}
+	r.queueMessages(5, func(i int) string { return fmt.Sprintf("u%d@limited.test", i) })
+	r.nextTimer() // parked
+	if len(sh.List()) != 1 {
+		t.Fatalf("suspensions %+v", sh.List())
+	}
+	sc := shaping.Scope{Kind: shaping.ScopeDomain, Name: "limited.test"}
+	if !sh.Resume(sc) {
+		t.Fatal("nothing to resume")
+	}
+	r.eng.Resumed(sc)
+	srv.WaitMessages(t, 5, 5*time.Second)
 }

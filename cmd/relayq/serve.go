@@ -106,7 +106,7 @@ func serve(args []string) error {
 	}
 	var admin *http.Server
 	if cfg.Admin.Listen != "" {
-		admin, err = startAdmin(cfg.Admin, store, eng, shapingAPI{shaper}, metrics, log)
+		admin, err = startAdmin(cfg.Admin, store, eng, shapingAPI{shaper, eng}, metrics, log)
 		if err != nil {
 			srv.Close()
 			return err

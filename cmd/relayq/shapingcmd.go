@@ -14,6 +14,7 @@ import (
 
 	"github.com/relayq/relayq/admin"
 	"github.com/relayq/relayq/config"
+	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/shaping"
 )
 
@@ -45,8 +46,12 @@ func reloadShaping(s *shaping.Shaper, cfg *config.Config, m *metrics) error {
 	return nil
 }
 
-// shapingAPI adapts a Shaper to admin.Shaping.
-type shapingAPI struct{ s *shaping.Shaper }
+// shapingAPI adapts a Shaper to admin.Shaping; a resume also tells the
+// engine (when there is one), so the mail it parked goes now.
+type shapingAPI struct {
+	s   *shaping.Shaper
+	eng *delivery.Engine
+}
 
 func (a shapingAPI) Suspensions() []admin.Suspension {
 	var out []admin.Suspension
@@ -61,7 +66,11 @@ func (a shapingAPI) Resume(scope string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return a.s.Resume(sc), nil
+	ok := a.s.Resume(sc)
+	if ok && a.eng != nil {
+		a.eng.Resumed(sc)
+	}
+	return ok, nil
 }
 
 // queueSuspensions prints `relayq queue suspensions`.

@@ -24,7 +24,7 @@ func TestQueueSuspensionsAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(admin.NewHandler(admin.Options{Shaping: shapingAPI{sh}, Logger: quietLog}))
+	ts := httptest.NewServer(admin.NewHandler(admin.Options{Shaping: shapingAPI{s: sh}, Logger: quietLog}))
 	t.Cleanup(ts.Close)
 	run := func(args ...string) (string, error) {
 		var out bytes.Buffer
