@@ -199,6 +199,7 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 		e.parkQueue(d)
 	case shaping.WaitRate:
 		d.notBefore = w.Until
+		e.parkOverflow(d, w)
 	}
 	return false
 }

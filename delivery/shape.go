@@ -263,3 +263,59 @@ func inTarget(t shaping.Target, sc shaping.Scope) bool {
 	}
 	return false
 }
+
+// rateKeep is how many jobs a rate-limited destination keeps in memory;
+// the rest wait on disk (parkOverflow), so a backlog for one slow
+// provider neither grows memory nor fills the scheduler's pending limit
+// that every other destination needs.
+const rateKeep = 64
+
+// parkOverflow postpones on disk the jobs of d beyond the first rateKeep,
+// in batches of rateKeep, each to about when the rate will reach it: the
+// next token w.Until plus one interval per message ahead of it. A message
+// is then written forward about once, not once per token.
+func (e *Engine) parkOverflow(d *dest, w shaping.Wait) {
+	if len(d.queue) <= rateKeep {
+		return
+	}
+	var interval time.Duration
+	for _, b := range d.target.Bounds {
+		if b.Scope == w.Scope {
+			interval = b.Limits.MaxMessageRate.Interval()
+		}
+	}
+	if interval <= 0 {
+		return
+	}
+	keep := d.queue[:rateKeep:rateKeep]
+	batch, ahead := map[string][]string{}, rateKeep
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		until := w.Until.Add(time.Duration(ahead) * interval)
+		if err := e.store.Postpone(batch, until); err != nil {
+			e.log.Error("postponing mail for a rate-limited destination failed", "destination", d.name, "err", err)
+			e.cursor.reset()
+		} else {
+			e.cursor.expect(until)
+		}
+		batch = map[string][]string{}
+	}
+	n := 0
+	for _, j := range d.queue[rateKeep:] {
+		if j.expired || j.force {
+			keep = append(keep, j)
+			continue
+		}
+		batch[j.id] = append(batch[j.id], j.addrs...)
+		e.pending--
+		e.unbusy(j.id)
+		if n++; n%rateKeep == 0 {
+			flush()
+			ahead += rateKeep
+		}
+	}
+	flush()
+	d.queue = keep
+}
