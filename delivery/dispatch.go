@@ -117,7 +117,7 @@ func (e *Engine) share(n int) int {
 func (e *Engine) enqueue(j *job) {
 	d := e.dests[j.dest]
 	if d == nil {
-		d = &dest{name: j.dest}
+		d = &dest{name: j.dest, window: e.warmWindow(j.dest)}
 		e.dests[j.dest] = d
 	}
 	d.queue = append(d.queue, j)
@@ -302,6 +302,7 @@ func (e *Engine) parkQueue(d *dest) {
 // grow with every domain ever seen.
 func (e *Engine) forget(d *dest, now time.Time) {
 	if d.active == 0 && len(d.queue) == 0 && !now.Before(d.until) && d.strikes == 0 && !d.resolving {
+		e.keepWarm(d, now)
 		delete(e.dests, d.name)
 	}
 }

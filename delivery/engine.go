@@ -118,6 +118,9 @@ type Engine struct {
 	// scan under way loads as forced jobs; cleared when it completes.
 	forceIDs  map[string]bool
 	forceScan bool
+	// warm remembers the slow-start window of destinations forgotten
+	// while idle, for warmFor (shape.go).
+	warm map[string]warmth
 }
 
 // New builds an Engine; Run starts it.

@@ -319,3 +319,51 @@ func (e *Engine) parkOverflow(d *dest, w shaping.Wait) {
 	flush()
 	d.queue = keep
 }
+
+// warmFor is how long a destination that went idle keeps the concurrency
+// it earned: "succeeded recently". After that it starts slow again.
+const warmFor = 5 * time.Minute
+
+// maxWarm bounds the destinations remembered.
+const maxWarm = 10000
+
+// warmth is a forgotten destination's window and when it went idle.
+type warmth struct {
+	window int
+	at     time.Time
+}
+
+// keepWarm remembers the window d earned, as it is forgotten.
+func (e *Engine) keepWarm(d *dest, now time.Time) {
+	if d.window <= initialWindow {
+		return
+	}
+	if e.warm == nil {
+		e.warm = map[string]warmth{}
+	}
+	if len(e.warm) >= maxWarm {
+		for name, w := range e.warm {
+			if now.Sub(w.at) >= warmFor {
+				delete(e.warm, name)
+			}
+		}
+		if len(e.warm) >= maxWarm {
+			clear(e.warm)
+		}
+	}
+	e.warm[d.name] = warmth{window: d.window, at: now}
+}
+
+// warmWindow is the window a destination starts with: the one it earned
+// if it went idle less than warmFor ago, else the slow start.
+func (e *Engine) warmWindow(name string) int {
+	w, ok := e.warm[name]
+	if !ok {
+		return initialWindow
+	}
+	delete(e.warm, name)
+	if e.clock.Now().Sub(w.at) >= warmFor {
+		return initialWindow
+	}
+	return w.window
+}

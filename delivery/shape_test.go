@@ -414,3 +414,32 @@ func TestResumeSendsParkedMailNow(t *testing.T) {
 	r.eng.Resumed(sc)
 	srv.WaitMessages(t, 5, 5*time.Second)
 }
+
+// max_messages_per_connection closes a reused connection after N messages.
+func TestMaxMessagesPerConnection(t *testing.T) {
+	clk := clock.NewFake(t0)
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies())
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
+		o.Shaper = shaperFor(t, clk, shaping.Config{Defaults: shaping.Limits{MaxConnections: 1, MaxMessagesPerConnection: 3}})
+	})
+	r.queueMessages(9, func(i int) string { return fmt.Sprintf("u%d@example.net", i) })
+	if got := r.expectOutcomes(9); got["delivered"] != 9 {
+		t.Fatalf("outcomes %v", got)
+	}
+	perConn := map[string]int{}
+	for _, e := range srv.Events() {
+		if e.Stage == smtptest.StageData && strings.HasPrefix(e.Reply, "250") {
+			perConn[e.Client]++
+		}
+	}
+	t.Logf("messages per connection: %v", perConn)
+	for c, n := range perConn {
+		if n > 3 {
+			t.Fatalf("connection %s carried %d messages, want at most 3", c, n)
+		}
+	}
+	if len(perConn) < 3 {
+		t.Fatalf("%d connections for 9 messages at 3 per connection", len(perConn))
+	}
+}
