@@ -287,37 +287,31 @@ func (e *Engine) parkOverflow(d *dest, w shaping.Wait) {
 	if interval <= 0 {
 		return
 	}
-	keep := d.queue[:rateKeep:rateKeep]
-	batch, ahead := map[string][]string{}, rateKeep
-	flush := func() {
-		if len(batch) == 0 {
-			return
+	var stay, taken []*job
+	for _, j := range d.queue[rateKeep:] {
+		if j.expired || j.force {
+			stay = append(stay, j)
+		} else {
+			taken = append(taken, j)
 		}
-		until := w.Until.Add(time.Duration(ahead) * interval)
+	}
+	d.queue = append(d.queue[:rateKeep:rateKeep], stay...)
+	for i := 0; i < len(taken); i += rateKeep {
+		chunk := taken[i:min(i+rateKeep, len(taken))]
+		batch := map[string][]string{}
+		for _, j := range chunk {
+			batch[j.id] = append(batch[j.id], j.addrs...)
+			e.pending--
+			e.unbusy(j.id)
+		}
+		until := w.Until.Add(time.Duration(rateKeep+i) * interval)
 		if err := e.store.Postpone(batch, until); err != nil {
 			e.log.Error("postponing mail for a rate-limited destination failed", "destination", d.name, "err", err)
 			e.cursor.reset()
-		} else {
-			e.cursor.expect(until)
-		}
-		batch = map[string][]string{}
-	}
-	n := 0
-	for _, j := range d.queue[rateKeep:] {
-		if j.expired || j.force {
-			keep = append(keep, j)
 			continue
 		}
-		batch[j.id] = append(batch[j.id], j.addrs...)
-		e.pending--
-		e.unbusy(j.id)
-		if n++; n%rateKeep == 0 {
-			flush()
-			ahead += rateKeep
-		}
+		e.cursor.expect(until)
 	}
-	flush()
-	d.queue = keep
 }
 
 // warmFor is how long a destination that went idle keeps the concurrency

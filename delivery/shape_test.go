@@ -69,21 +69,29 @@ func replies(srv *smtptest.Server, prefix string) int {
 	return n
 }
 
-// A next hop that takes at most 5 messages a second per client and answers
-// 421 4.7.28 beyond: paced at 4/s, 200 messages go out with no 421 at all,
-// one every 250 ms of fake time.
-func TestMessageRatePacesBelowTheServersLimit(t *testing.T) {
+// rateLimitedRig is a relay shaped by c whose mail for example.net goes
+// to a server that takes at most 5 messages a second per client and
+// answers 421 4.7.28 beyond.
+func rateLimitedRig(t *testing.T, c shaping.Config) (*rig, *smtptest.Server) {
 	clk := clock.NewFake(t0)
 	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies(),
 		smtptest.RateLimit("mail=5/s=421 4.7.28 Our system has detected an unusual rate of mail"))
 	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
 	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
 		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"example.net": srv.Addr()}})
-		o.Shaper = shaperFor(t, clk, shaping.Config{
-			Defaults: shaping.Limits{MaxConnections: 10},
-			Domains:  map[string]shaping.Limits{"example.net": {MaxMessageRate: rate(t, "4/s")}},
-			Rules:    []shaping.Rule{rule428},
-		})
+		o.Shaper = shaperFor(t, clk, c)
+	})
+	return r, srv
+}
+
+// A next hop that takes at most 5 messages a second per client and answers
+// 421 4.7.28 beyond: paced at 4/s, 200 messages go out with no 421 at all,
+// one every 250 ms of fake time.
+func TestMessageRatePacesBelowTheServersLimit(t *testing.T) {
+	r, srv := rateLimitedRig(t, shaping.Config{
+		Defaults: shaping.Limits{MaxConnections: 10},
+		Domains:  map[string]shaping.Limits{"example.net": {MaxMessageRate: rate(t, "4/s")}},
+		Rules:    []shaping.Rule{rule428},
 	})
 	const n = 200
 	r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@example.net", i) })
@@ -112,14 +120,7 @@ func TestMessageRatePacesBelowTheServersLimit(t *testing.T) {
 // the rule suspends the domain for ten minutes each time, so the 421s stay
 // a handful per suspension (those in flight) however much mail waits.
 func TestRateLimitRuleSuspendsAndBounds421s(t *testing.T) {
-	clk := clock.NewFake(t0)
-	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies(),
-		smtptest.RateLimit("mail=5/s=421 4.7.28 Our system has detected an unusual rate of mail"))
-	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
-	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
-		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"example.net": srv.Addr()}})
-		o.Shaper = shaperFor(t, clk, shaping.Config{Defaults: shaping.Limits{MaxConnections: 10}, Rules: []shaping.Rule{rule428}})
-	})
+	r, srv := rateLimitedRig(t, shaping.Config{Defaults: shaping.Limits{MaxConnections: 10}, Rules: []shaping.Rule{rule428}})
 	const n = 200
 	r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@example.net", i) })
 	delivered := 0
