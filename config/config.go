@@ -40,7 +40,11 @@ type Submission struct {
 	// TrustedNetworks may relay without AUTH. Prefixes are masked (10.1.2.3/8 → 10.0.0.0/8).
 	TrustedNetworks []netip.Prefix
 	// Users may AUTH and then relay from anywhere. Usernames are unique.
-	Users             []User
+	Users []User
+	// HTTPListen is the HTTP submission API's host:port, "" for none; HTTPS when TLS is set.
+	HTTPListen string
+	// APIKeys authenticate HTTP submissions. Names are unique.
+	APIKeys           []APIKey
 	AllowInsecureAuth bool
 	MaxMessageBytes   int64
 	MaxRecipients     int
@@ -180,6 +184,7 @@ func Default() *Config {
 				netip.MustParsePrefix("::1/128"),
 			},
 			Users:               []User{},
+			APIKeys:             []APIKey{},
 			MaxMessageBytes:     25 << 20,
 			MaxRecipients:       100,
 			MaxConnections:      1000,

@@ -80,6 +80,8 @@ func TestLoadFullFile(t *testing.T) {
 				{Username: "alice", PasswordHash: aliceHash},
 				{Username: "bob", PasswordHash: bobHash},
 			},
+			HTTPListen:          "127.0.0.1:8587",
+			APIKeys:             []APIKey{{Name: "billing", KeyHash: aliceHash}},
 			AllowInsecureAuth:   true,
 			MaxMessageBytes:     10 << 20,
 			MaxRecipients:       500,
@@ -432,6 +434,16 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 			name: "unknown key in a user",
 			file: "submission:\n  users:\n    - {username: alice, password: x}\n",
 			want: `config $FILE: submission.users[0]: unknown key "password"`,
+		},
+		{
+			name: "api key name with a dot",
+			file: "submission:\n  allow_insecure_auth: true\n  api_keys:\n    - {name: a.b, key_hash: \"" + aliceHash + "\"}\n",
+			want: `config $FILE: submission.api_keys[0].name: "a.b" is not a key name (1-64 letters, digits, '-' or '_')`,
+		},
+		{
+			name: "api keys in clear",
+			file: "submission:\n  api_keys:\n    - {name: app, key_hash: \"" + aliceHash + "\"}\n",
+			want: `config $FILE: submission.api_keys: keys would travel in clear: needs submission.tls (or allow_insecure_auth: true)`,
 		},
 		{
 			name: "users without any way to AUTH",

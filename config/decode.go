@@ -24,6 +24,8 @@ func (l *loader) decode() *Config {
 			},
 			TrustedNetworks:     l.prefixes("submission.trusted_networks"),
 			Users:               l.users("submission.users"),
+			HTTPListen:          l.str("submission.http_listen"),
+			APIKeys:             l.apiKeys("submission.api_keys"),
 			AllowInsecureAuth:   l.boolean("submission.allow_insecure_auth"),
 			MaxMessageBytes:     l.integer("submission.max_message_bytes"),
 			MaxRecipients:       l.intKey("submission.max_recipients"),

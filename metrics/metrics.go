@@ -49,7 +49,7 @@ func newWithClock(now func() time.Time) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), now: now}
 	m.received = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace, Name: "messages_received_total",
-		Help: "Mail transactions that reached a verdict: messages accepted plus refused ones (reasons relay, syntax, size, storage, bare_newline, line_length).",
+		Help: "Mail transactions that reached a verdict: messages accepted plus refused ones (reasons relay, syntax, size, storage, bare_newline, line_length, signing).",
 	})
 	m.accepted = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace, Name: "messages_accepted_total",

@@ -58,6 +58,8 @@ func TestObserversMoveCounters(t *testing.T) {
 	sub.Rejected(submission.RejectAuth)
 	sub.Rejected(submission.RejectConnections)
 	sub.Rejected(submission.RejectSequence)                            // was counted as "other" (issue 11)
+	sub.Rejected(submission.RejectRecipients)                          // one recipient too many: the message goes on
+	sub.Rejected(submission.RejectSigning)                             // an unsignable message is refused
 	sub.Rejected(submission.RejectReason("something-new@example.com")) // never becomes a label value
 
 	del := m.Delivery()
@@ -72,14 +74,17 @@ func TestObserversMoveCounters(t *testing.T) {
 		`relayq_submission_sessions_active 1`,
 		`relayq_messages_accepted_total 2`,
 		`relayq_messages_accepted_bytes_total 1500`,
-		// accepted 2 + transaction rejections relay and size; auth and
-		// connections happen before any message.
-		`relayq_messages_received_total 4`,
+		// accepted 2 + transaction rejections relay, size and signing;
+		// auth and connections happen before any message, and a recipient
+		// over the limit does not end the message.
+		`relayq_messages_received_total 5`,
 		`relayq_messages_rejected_total{reason="relay"} 1`,
 		`relayq_messages_rejected_total{reason="size"} 1`,
 		`relayq_messages_rejected_total{reason="auth"} 1`,
 		`relayq_messages_rejected_total{reason="connections"} 1`,
 		`relayq_messages_rejected_total{reason="sequence"} 1`,
+		`relayq_messages_rejected_total{reason="recipients"} 1`,
+		`relayq_messages_rejected_total{reason="signing"} 1`,
 		`relayq_messages_rejected_total{reason="other"} 1`,
 		`relayq_messages_rejected_total{reason="storage"} 0`,
 		`relayq_delivery_attempts_total{result="delivered"} 2`,

@@ -23,6 +23,8 @@
 //     (claim.go). Claim and UseFirstClaim return the addresses claimed.
 //   - Record stores outcomes and the DSNs they cause in one transaction: a
 //     crash can neither lose a bounce nor enqueue it twice.
+//   - Bulk applies one action to its whole selection in one transaction:
+//     every selected message changes, or none does.
 //
 // # Layout
 //

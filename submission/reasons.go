@@ -13,6 +13,9 @@ const (
 	RejectStorage     RejectReason = "storage"      // the queue could not persist it (451)
 	RejectBareNewline RejectReason = "bare_newline" // bare CR or LF in the body (550 5.7.0)
 	RejectLineLength  RejectReason = "line_length"  // a body line over the limit
+	// RejectSigning is a message the Signer could not sign (451): it is
+	// refused, never queued unsigned.
+	RejectSigning RejectReason = "signing"
 )
 
 // Refusals of a command or a connection, before or beside any message.
@@ -23,13 +26,16 @@ const (
 	RejectAuth        RejectReason = "auth"         // wrong credentials (535)
 	RejectAuthLockout RejectReason = "auth_lockout" // too many failures from the address (454)
 	RejectConnections RejectReason = "connections"  // over the connection limits (421 at connect)
+	// RejectRecipients is one recipient over the recipient limit (452
+	// 4.5.3): the message goes on with the recipients already accepted.
+	RejectRecipients RejectReason = "recipients"
 )
 
 // RejectReasons returns every reason, for pre-creating label values.
 func RejectReasons() []RejectReason {
 	return []RejectReason{
-		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength,
-		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections,
+		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning,
+		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections, RejectRecipients,
 	}
 }
 
@@ -37,7 +43,7 @@ func RejectReasons() []RejectReason {
 // i.e. whether the refusal counts as a received (and refused) message.
 func (r RejectReason) RefusesMessage() bool {
 	switch r {
-	case RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength:
+	case RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning:
 		return true
 	}
 	return false

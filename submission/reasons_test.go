@@ -16,10 +16,12 @@ func TestRejectReasons(t *testing.T) {
 		{RejectStorage, true},
 		{RejectBareNewline, true},
 		{RejectLineLength, true},
+		{RejectSigning, true},
 		{RejectSequence, false},
 		{RejectAuth, false},
 		{RejectAuthLockout, false},
 		{RejectConnections, false},
+		{RejectRecipients, false},
 		{RejectReason("made-up"), false},
 	} {
 		if got := tc.r.RefusesMessage(); got != tc.message {
@@ -33,7 +35,7 @@ func TestRejectReasons(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	if len(seen) != 10 {
-		t.Errorf("RejectReasons lists %d reasons, want all 10 constants", len(seen))
+	if len(seen) != 12 {
+		t.Errorf("RejectReasons lists %d reasons, want all 12 constants", len(seen))
 	}
 }

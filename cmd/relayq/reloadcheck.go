@@ -17,7 +17,8 @@ import (
 var reloadable = []string{
 	"submission.trusted_networks",
 	"submission.users",
-	"submission.tls.", // a new certificate; turning TLS on or off: see tlsToggled
+	"submission.api_keys", // in the same policy as users (SetPolicy)
+	"submission.tls.",     // a new certificate; turning TLS on or off: see tlsToggled
 	"retry.",
 	"delivery.routes",
 	"delivery.smarthost.",
@@ -26,7 +27,8 @@ var reloadable = []string{
 	"delivery.connect_timeout",
 	"delivery.command_timeout",
 	"delivery.greeting_timeout",
-	"shaping.",
+	"shaping.", // Shaper.SetPolicy, then Engine.Update resolves targets again
+	"dkim.",    // signer.Update: key rotation without a restart
 }
 
 func isReloadable(key string) bool {
