@@ -58,6 +58,23 @@ func (r *rig) queueMessages(n int, rcpt func(i int) string) []string {
 	return ids
 }
 
+// lockStep waits for n deliveries to a rate-limited scope, moving the fake
+// clock to the next token only once the message before is delivered, so
+// the server's own clock never sees two at once; it returns the fake time
+// they took. Each token lets exactly one message go.
+func (r *rig) lockStep(n int) time.Duration {
+	r.t.Helper()
+	for i := 0; i < n; i++ {
+		if s := r.outcome(); s != "delivered" {
+			r.t.Fatalf("message %d: %s", i, s)
+		}
+		if i < n-1 {
+			r.clk.Set(r.nextTimer())
+		}
+	}
+	return r.clk.Now().Sub(t0)
+}
+
 // replies counts the server's replies that begin with prefix.
 func replies(srv *smtptest.Server, prefix string) int {
 	n := 0
@@ -95,17 +112,7 @@ func TestMessageRatePacesBelowTheServersLimit(t *testing.T) {
 	})
 	const n = 200
 	r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@example.net", i) })
-	// Lock step: each token lets exactly one message go; the clock moves
-	// to the next token only once it is delivered.
-	for i := 0; i < n; i++ {
-		if s := r.outcome(); s != "delivered" {
-			t.Fatalf("message %d: %s", i, s)
-		}
-		if i < n-1 {
-			r.clk.Set(r.nextTimer())
-		}
-	}
-	took := r.clk.Now().Sub(t0)
+	took := r.lockStep(n)
 	n421 := replies(srv, "421")
 	t.Logf("max_message_rate 4/s: %d messages delivered in %v of fake time, %d replies 421", srv.MessageCount(), took, n421)
 	if n421 != 0 || srv.MessageCount() != n {
@@ -227,6 +234,35 @@ func TestProviderSharesConnectionsAcrossDomains(t *testing.T) {
 	t.Logf("%d messages to two domains of one provider: at most %d connections at once at the server", n, counter.most.Load())
 	if m := counter.most.Load(); m > 2 || m < 1 {
 		t.Fatalf("%d connections at once, want at most the provider's 2", m)
+	}
+}
+
+// ... and one message rate: 4/s for the provider paces both domains
+// together, 20 messages in about 5 s of fake time, not 2.5.
+func TestProviderSharesOneRateAcrossDomains(t *testing.T) {
+	clk := clock.NewFake(t0)
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies())
+	_, port, _ := net.SplitHostPort(srv.Addr())
+	dnsAddr := startDNS(t, dnsZone{records: []string{
+		"one.test. 300 IN MX 10 mx1.mail.shared.test.",
+		"two.test. 300 IN MX 10 mx2.mail.shared.test.",
+		"mx1.mail.shared.test. 300 IN A 127.0.0.1",
+		"mx2.mail.shared.test. 300 IN A 127.0.0.1",
+	}})
+	router := NewRouter(RouteConfig{DNSServer: dnsAddr, Port: port, Now: clk.Now})
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second, Resolver: router.Resolver()}
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
+		o.Router = router
+		o.Shaper = shaperFor(t, clk, shaping.Config{
+			Providers: []shaping.Provider{{Name: "shared", MXSuffixes: []string{".shared.test"}, Limits: shaping.Limits{MaxMessageRate: rate(t, "4/s")}}},
+		})
+	})
+	const n = 20
+	r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@%s", i, []string{"one.test", "two.test"}[i%2]) })
+	took := r.lockStep(n)
+	t.Logf("%d messages to two domains of one provider at 4/s: %v of fake time", n, took)
+	if took < 4700*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("took %v, want 4.75s: one rate for both domains", took)
 	}
 }
 
