@@ -58,3 +58,29 @@ func TestQueueSuspensionsAndResume(t *testing.T) {
 		t.Fatal("a scope of no known kind was accepted")
 	}
 }
+
+// SIGHUP's reloadShaping puts the new policy in force and keeps what is in
+// force: a provider added by the reload groups its domains from then on,
+// and a suspension begun before the reload still holds.
+func TestReloadShapingKeepsSuspensions(t *testing.T) {
+	cfg := &config.Config{Shaping: shaping.Config{
+		Rules: []shaping.Rule{{Name: "rate", Match: `4\.7\.28`, Action: shaping.ActionSuspend, Duration: 10 * time.Minute, Scope: shaping.ScopeDomain}},
+	}}
+	m := newMetrics()
+	sh, err := newShaper(cfg, &shaping.Memory{}, quietLog, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sh.Resolve("example.net", []string{"mx.corp.example"})
+	sh.React(d, smtpcodes.Reply{Class: smtpcodes.Transient, Code: 421, Enhanced: "4.7.28", Text: "slow down"})
+	cfg.Shaping.Providers = []shaping.Provider{{Name: "corp", MXSuffixes: []string{".corp.example"}}}
+	if err := reloadShaping(sh, cfg, m); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := sh.Resolve("example.net", []string{"mx.corp.example"}).Provider(); !ok || p.Name != "corp" {
+		t.Fatalf("after reload the new provider does not group its domain: %v %v", p, ok)
+	}
+	if _, w := sh.Admit(sh.Resolve("example.net", []string{"mx.corp.example"}), false); w.Reason != shaping.WaitSuspended {
+		t.Fatalf("the suspension did not survive the reload: %+v", w)
+	}
+}
