@@ -2,7 +2,9 @@ package admin
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -44,5 +46,27 @@ func TestRetryAndFlushForce(t *testing.T) {
 	// Without shaping wired, its endpoints say so.
 	if code, _ := e.do("GET", "/api/v1/shaping"); code != http.StatusServiceUnavailable {
 		t.Fatalf("GET /api/v1/shaping without shaping: %d", code)
+	}
+}
+
+// A bulk retry forces exactly the messages it made due.
+func TestBulkRetryForces(t *testing.T) {
+	e := newEnv(t, "")
+	k := &forcingKicker{}
+	e.h = NewHandler(Options{Store: e.store, Kicker: k, Now: e.clock.Now, Logger: quiet})
+	a := e.enqueue("a@example.net")
+	b := e.enqueue("b@example.net")
+	e.attempt(a, e.deferred("a@example.net"))
+	e.attempt(b, e.deferred("b@example.net"))
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/queue/bulk", strings.NewReader(`{"action":"retry","ids":["`+a+`","`+b+`"]}`))
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("bulk retry: %d %s", rec.Code, rec.Body)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.forced) != 1 || !slices.Equal(k.forced[0], []string{a, b}) {
+		t.Fatalf("forced %v, want [[%s %s]]", k.forced, a, b)
 	}
 }
