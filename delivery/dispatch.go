@@ -76,6 +76,9 @@ type dest struct {
 	window int
 	// notBefore: shaping said the next token comes then (WaitRate).
 	notBefore time.Time
+	// refusedIn is the start call in which shaping last refused d: it is
+	// not asked again in the same call.
+	refusedIn uint64
 	// target is the destination's shaping target, valid until targetUntil
 	// (zero: until the policy changes) once hasTarget; resolving while an
 	// MX lookup for it is under way.
@@ -141,6 +144,7 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 		}
 	}
 	share := e.share(withWork)
+	e.starts++
 	for e.active < e.workers {
 		started := false
 		for _, d := range e.dests {
@@ -154,7 +158,8 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 			if !j.expired && (d.active >= e.limitOf(d, share) || (!j.force && (now.Before(d.until) || now.Before(d.notBefore)))) {
 				continue
 			}
-			if !j.expired && !e.admit(ctx, d, j, now) {
+			if !j.expired && (d.refusedIn == e.starts || !e.admit(ctx, d, j, now)) {
+				d.refusedIn = e.starts
 				continue
 			}
 			d.queue[0] = nil

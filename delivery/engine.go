@@ -118,6 +118,7 @@ type Engine struct {
 	// scan under way loads as forced jobs; cleared when it completes.
 	forceIDs  map[string]bool
 	forceScan bool
+	starts    uint64 // start calls, for dest.refusedIn
 	// warm remembers the slow-start window of destinations forgotten
 	// while idle, for warmFor (shape.go).
 	warm map[string]warmth
