@@ -204,6 +204,22 @@ func TestTarpitsDoNotStarveAHealthyDestination(t *testing.T) {
 	t.Logf("healthy destination delivered %v after submission, beside 10 tarpits", time.Since(start).Round(time.Millisecond))
 }
 
+// providerRig is a relay that finds MX hosts through a loopback DNS server
+// answering records, delivers to port of addr, and has one provider
+// "shared" for the suffix .shared.test with limits.
+func providerRig(t *testing.T, clk *clock.Fake, addr string, records []string, limits shaping.Limits) *rig {
+	_, port, _ := net.SplitHostPort(addr)
+	router := NewRouter(RouteConfig{DNSServer: startDNS(t, dnsZone{records: records}), Port: port, Now: clk.Now})
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second, Resolver: router.Resolver()}
+	return newRigWith(t, clk, addr, dialer, func(o *Options) {
+		o.Router = router
+		o.Shaper = shaperFor(t, clk, shaping.Config{
+			Defaults:  shaping.Limits{MaxConnections: 10},
+			Providers: []shaping.Provider{{Name: "shared", MXSuffixes: []string{".shared.test"}, Limits: limits}},
+		})
+	})
+}
+
 // Two domains whose MX hosts share a provider's suffix share its limits:
 // the server behind both never sees more than the provider's
 // max_connections at once, and both domains' mail goes through.
@@ -211,21 +227,12 @@ func TestProviderSharesConnectionsAcrossDomains(t *testing.T) {
 	clk := clock.NewFake(t0)
 	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies())
 	counter := countingProxy(t, srv.Addr())
-	_, port, _ := net.SplitHostPort(counter.addr)
-	dnsAddr := startDNS(t, dnsZone{records: []string{
+	// One MX host name for both: see docs/design.md on idle connections.
+	r := providerRig(t, clk, counter.addr, []string{
 		"one.test. 300 IN MX 10 mx.mail.shared.test.",
 		"two.test. 300 IN MX 10 mx.mail.shared.test.",
 		"mx.mail.shared.test. 300 IN A 127.0.0.1",
-	}})
-	router := NewRouter(RouteConfig{DNSServer: dnsAddr, Port: port, Now: clk.Now})
-	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second, Resolver: router.Resolver()}
-	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
-		o.Router = router
-		o.Shaper = shaperFor(t, clk, shaping.Config{
-			Defaults:  shaping.Limits{MaxConnections: 10},
-			Providers: []shaping.Provider{{Name: "shared", MXSuffixes: []string{".shared.test"}, Limits: shaping.Limits{MaxConnections: 2}}},
-		})
-	})
+	}, shaping.Limits{MaxConnections: 2})
 	const n = 60
 	r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@%s", i, []string{"one.test", "two.test"}[i%2]) })
 	if got := r.expectOutcomes(n); got["delivered"] != n {
@@ -242,21 +249,12 @@ func TestProviderSharesConnectionsAcrossDomains(t *testing.T) {
 func TestProviderSharesOneRateAcrossDomains(t *testing.T) {
 	clk := clock.NewFake(t0)
 	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies())
-	_, port, _ := net.SplitHostPort(srv.Addr())
-	dnsAddr := startDNS(t, dnsZone{records: []string{
+	r := providerRig(t, clk, srv.Addr(), []string{
 		"one.test. 300 IN MX 10 mx1.mail.shared.test.",
 		"two.test. 300 IN MX 10 mx2.mail.shared.test.",
 		"mx1.mail.shared.test. 300 IN A 127.0.0.1",
 		"mx2.mail.shared.test. 300 IN A 127.0.0.1",
-	}})
-	router := NewRouter(RouteConfig{DNSServer: dnsAddr, Port: port, Now: clk.Now})
-	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second, Resolver: router.Resolver()}
-	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
-		o.Router = router
-		o.Shaper = shaperFor(t, clk, shaping.Config{
-			Providers: []shaping.Provider{{Name: "shared", MXSuffixes: []string{".shared.test"}, Limits: shaping.Limits{MaxMessageRate: rate(t, "4/s")}}},
-		})
-	})
+	}, shaping.Limits{MaxMessageRate: rate(t, "4/s")})
 	const n = 20
 	r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@%s", i, []string{"one.test", "two.test"}[i%2]) })
 	took := r.lockStep(n)
