@@ -142,6 +142,10 @@ type Delivery struct {
 	TLS            string
 	ConnectTimeout time.Duration
 	CommandTimeout time.Duration
+	// GreetingTimeout bounds the wait for a server's 220 greeting; never
+	// longer than CommandTimeout (issue 12: silent servers held workers
+	// for the whole command timeout).
+	GreetingTimeout time.Duration
 }
 
 // Smarthost is a relay all mail goes through instead of MX lookups.
@@ -213,9 +217,10 @@ func Default() *Config {
 				Fallback: []string{},
 				TLS:      SmarthostTLSStartTLS,
 			},
-			TLS:            DeliveryTLSOpportunistic,
-			ConnectTimeout: 30 * time.Second,
-			CommandTimeout: 5 * time.Minute,
+			TLS:             DeliveryTLSOpportunistic,
+			ConnectTimeout:  30 * time.Second,
+			CommandTimeout:  5 * time.Minute,
+			GreetingTimeout: time.Minute,
 		},
 		Shaping: shaping.Config{
 			Builtin:   true,

@@ -175,6 +175,7 @@ func (l *loader) validateDelivery(d *Delivery) {
 	l.oneOf("delivery.tls", d.TLS, DeliveryTLSOpportunistic, DeliveryTLSRequired, DeliveryTLSNone)
 	l.positive("delivery.connect_timeout", d.ConnectTimeout)
 	l.positive("delivery.command_timeout", d.CommandTimeout)
+	l.positive("delivery.greeting_timeout", d.GreetingTimeout)
 }
 
 func (l *loader) positive(key string, d time.Duration) {

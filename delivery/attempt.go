@@ -54,6 +54,7 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 		// (due again at retryAt) rather than count a failure we caused.
 		return result{job: j, recorded: true, next: earliest(env)}
 	}
+	e.react(j.target, results)
 	allDown := true
 	for _, r := range results {
 		if r.Reply.SuspendsDestination() || (r.Reply.Class == smtpcodes.Transient && !r.Reply.Remote() && isConnTrouble(r.Reply)) {
@@ -152,6 +153,11 @@ func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue
 			out[i] = smtpclient.RcptResult{Address: r.Address, Reply: reply}
 		}
 		return out
+	}
+	if n := j.target.MaxMessagesPerConnection; n > 0 {
+		for i := range hops {
+			hops[i].MaxUses = n
+		}
 	}
 	denv := smtpclient.Envelope{From: env.From, RET: env.RET, EnvID: env.EnvID, SMTPUTF8: env.SMTPUTF8, Body: env.Body, Size: env.Size,
 		Signed: env.Prefix != ""} // relayq's own DKIM signature: not to be broken by a 7-bit conversion

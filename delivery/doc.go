@@ -37,6 +37,16 @@
 //     max_attempts or max_age. A 421, or a destination that cannot be reached
 //     at all, suspends the whole destination for its backoff; then a single
 //     probe goes first.
+//   - Traffic shaping (Shaper, delivery/shape.go) admits every attempt
+//     before it starts: a suspended scope's mail waits on disk until the
+//     suspension ends, a rate-limited one's in memory until the next
+//     token (the scheduler's one timer is set to it), one out of
+//     connections until an attempt gives one back. Operators' retries and
+//     flushes (Force) skip suspensions and rates, never connection limits.
+//     Every failure reply goes to Shaper.React.
+//   - A destination not proven recently has at most two attempts in
+//     flight, one more per attempt a server answered, and never more than
+//     an even share of the workers, so silent servers cannot take them all.
 //   - Bounced recipients of a message produce one RFC 3464 DSN from <>,
 //     enqueued in the same queue transaction as the outcome. A message from
 //     the null sender never produces a DSN.

@@ -29,6 +29,7 @@ const (
 	eventArrived                  // env was just queued (Enqueue)
 	eventFreed                    // rel: a job's slot is free again
 	eventDone                     // res: a job is completely done
+	eventTarget                   // resolved: a destination's MX lookup for shaping answered
 )
 
 // event is one message to the scheduler goroutine.
@@ -37,6 +38,8 @@ type event struct {
 	env  *queue.Envelope
 	rel  release
 	res  result
+
+	resolved resolved
 }
 
 // Run schedules and delivers until ctx is cancelled. Then it stops starting
@@ -83,6 +86,8 @@ func (e *Engine) handle(ev event) {
 		e.released(ev.rel)
 	case eventDone:
 		e.finish(ev.res)
+	case eventTarget:
+		e.resolvedTarget(ev.resolved)
 	}
 }
 
@@ -139,6 +144,13 @@ func (e *Engine) fill(ctx context.Context) {
 	if e.storageWait(now) || !e.writeUnwritten(now) {
 		return
 	}
+	if e.reshape.Swap(false) {
+		for _, d := range e.dests {
+			d.hasTarget = false
+		}
+	}
+	e.applyForce()
+	e.applyResumes(now)
 	postpone := postponements{}
 	for _, env := range e.arrived {
 		if e.busy[env.ID] == 0 {
@@ -177,6 +189,7 @@ func (e *Engine) fill(ctx context.Context) {
 	}
 	if complete {
 		e.cursor.scanned(now)
+		e.forceIDs, e.forceScan = nil, false
 	}
 	if e.storageWait(now) {
 		return
@@ -263,9 +276,10 @@ func (e *Engine) loadEnvelope(env *queue.Envelope, now time.Time, postpone postp
 		}
 		groups[d] = append(groups[d], r.Address)
 	}
+	force := e.forceScan || e.forceIDs[id]
 	for _, name := range order {
-		j := &job{id: id, env: env, dest: name, addrs: groups[name], expired: expired, preclaimed: preclaimed}
-		if d := e.dests[name]; d != nil && now.Before(d.until) && !expired {
+		j := &job{id: id, env: env, dest: name, addrs: groups[name], expired: expired, preclaimed: preclaimed, force: force}
+		if d := e.dests[name]; d != nil && now.Before(d.until) && !expired && !force {
 			postpone.add(name, id, j.addrs)
 			continue
 		}

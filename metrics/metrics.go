@@ -34,6 +34,8 @@ type Metrics struct {
 	active          prometheus.Gauge
 	storageErrors   *prometheus.CounterVec
 
+	shaping *shapingMetrics
+
 	stats atomic.Pointer[func() queue.Stats]
 }
 
@@ -97,6 +99,7 @@ func newWithClock(now func() time.Time) *Metrics {
 		m.attempts.WithLabelValues(r)
 		m.attemptDuration.WithLabelValues(r)
 	}
+	m.shaping = newShapingMetrics(m.reg)
 	m.reg.MustRegister(
 		m.received, m.accepted, m.acceptedBytes, m.rejected, m.sessions,
 		m.attempts, m.attemptDuration, m.active, m.storageErrors,

@@ -20,6 +20,7 @@ import (
 	"github.com/relayq/relayq/dkim"
 	"github.com/relayq/relayq/logbuf"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/shaping"
 	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/submission"
 )
@@ -65,8 +66,15 @@ func serve(args []string) error {
 		return err
 	}
 	signer := dkim.NewSigner(dc)
+	// The limiter state of traffic shaping lives in this process for now;
+	// a state shared by several nodes would be built here instead.
+	shaper, err := newShaper(cfg, &shaping.Memory{}, log, metrics)
+	if err != nil {
+		return err
+	}
 	eo := engineOptions(cfg, store, log, metrics)
 	eo.Sign = signer.Sign
+	eo.Shaper = shaper
 	eng, err := delivery.New(eo)
 	if err != nil {
 		return err
@@ -105,7 +113,7 @@ func serve(args []string) error {
 	}
 	var admin *http.Server
 	if cfg.Admin.Listen != "" {
-		admin, err = startAdmin(cfg.Admin, store, eng, metrics, log)
+		admin, err = startAdmin(cfg.Admin, store, eng, shapingAPI{shaper, eng}, metrics, log)
 		if err != nil {
 			srv.Close()
 			return err
@@ -124,7 +132,7 @@ func serve(args []string) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
-			running = reload(path, running, srv, eng, signer, log)
+			running = reload(path, running, srv, eng, shaper, signer, metrics, log)
 			continue
 		}
 		log.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
@@ -162,7 +170,7 @@ func cfgName(path string) string {
 // running. A bad file is refused with a log line and the running
 // configuration stays; a changed key that needs a restart is named in a
 // warning (reloadcheck.go).
-func reload(path string, running []config.Setting, srv *submission.Server, eng *delivery.Engine, signer *dkim.Signer, log *slog.Logger) []config.Setting {
+func reload(path string, running []config.Setting, srv *submission.Server, eng *delivery.Engine, shaper *shaping.Shaper, signer *dkim.Signer, m *metrics, log *slog.Logger) []config.Setting {
 	cfg, loaded, err := config.LoadSettings(path)
 	if err != nil {
 		log.Error("reload refused, keeping the running configuration", "err", err)
@@ -181,7 +189,10 @@ func reload(path string, running []config.Setting, srv *submission.Server, eng *
 	srv.SetPolicy(submissionPolicy(cfg))
 	srv.SetTLS(tlsConf)
 	signer.Update(dc)
-	eng.Update(engineSettings(cfg))
+	if err := reloadShaping(shaper, cfg, m); err != nil {
+		log.Error("reload: shaping policy refused, keeping the running one", "err", err)
+	}
+	eng.Update(engineSettings(cfg)) // after the new policy: targets are resolved again
 	applied, restart, now := reloadDiff(running, loaded)
 	logWarnings(log, cfg)
 	logReload(log, cfgName(path), applied, restart)
@@ -240,11 +251,12 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 	}
 	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer})
 	dialer := &smtpclient.Dialer{
-		Hostname:       cfg.Hostname,
-		TLS:            smtpclient.TLSMode(d.TLS),
-		ConnectTimeout: d.ConnectTimeout,
-		CommandTimeout: d.CommandTimeout,
-		Resolver:       router.Resolver(),
+		Hostname:        cfg.Hostname,
+		TLS:             smtpclient.TLSMode(d.TLS),
+		ConnectTimeout:  d.ConnectTimeout,
+		CommandTimeout:  d.CommandTimeout,
+		GreetingTimeout: d.GreetingTimeout,
+		Resolver:        router.Resolver(),
 	}
 	if sh.Address != "" {
 		dialer.Smarthost = &sh
