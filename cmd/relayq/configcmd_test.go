@@ -135,3 +135,14 @@ func TestReloadDiff(t *testing.T) {
 }
 
 func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+// The cluster: keys need a restart (the Redis client and node name are
+// fixed when the shaping state is built): a SIGHUP names each of them.
+func TestReloadClusterKeysNeedRestart(t *testing.T) {
+	running := []config.Setting{{Key: "cluster.redis_url", Value: `""`}, {Key: "cluster.node_name", Value: "a"}, {Key: "cluster.expected_nodes", Value: "1"}}
+	loaded := []config.Setting{{Key: "cluster.redis_url", Value: "redis://127.0.0.1:6379/0"}, {Key: "cluster.node_name", Value: "b"}, {Key: "cluster.expected_nodes", Value: "3"}}
+	applied, restart, _ := reloadDiff(running, loaded)
+	if len(applied) != 0 || len(restart) != 3 {
+		t.Errorf("applied %q, restart %q; want every cluster key to need a restart", applied, restart)
+	}
+}

@@ -66,9 +66,15 @@ func serve(args []string) error {
 		return err
 	}
 	signer := dkim.NewSigner(dc)
-	// The limiter state of traffic shaping lives in this process for now;
-	// a state shared by several nodes would be built here instead.
-	shaper, err := newShaper(cfg, &shaping.Memory{}, log, metrics)
+	// The limiter state of traffic shaping: in this process, or shared
+	// with the other nodes through Redis (cluster.redis_url). Closed after
+	// the engine stopped, the last user of it.
+	state, closeState, err := shapingState(cfg, log, metrics)
+	if err != nil {
+		return err
+	}
+	defer closeState()
+	shaper, err := newShaper(cfg, state, log, metrics)
 	if err != nil {
 		return err
 	}

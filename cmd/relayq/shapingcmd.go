@@ -1,8 +1,8 @@
 package main
 
 // Traffic shaping in the daemon (issue 13): the Shaper is built here from
-// the shaping: section with the limiter state (shaping.Memory for now; a
-// state shared by several nodes plugs in at newShaper), and served to
+// the shaping: section with the limiter state (shapingState: in process,
+// or shared by several nodes through Redis, issue 19), and served to
 // operators through the admin API and `relayq queue suspensions|resume`.
 
 import (
@@ -13,10 +13,35 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/admin"
+	"github.com/relayq/relayq/cluster"
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/shaping"
 )
+
+// shapingState builds the limiter state for cfg: a shaping.Memory when
+// cluster.redis_url is empty, else a cluster.Node sharing it through Redis
+// (exported as relayq_cluster_redis_up). An unreachable Redis does not stop
+// the start: the node shapes with local limits until Redis answers. The
+// returned func closes the state; call it after the engine stopped.
+func shapingState(cfg *config.Config, log *slog.Logger, m *metrics) (shaping.State, func(), error) {
+	c := cfg.Cluster
+	state, closer, err := cluster.NewState(cluster.Config{
+		RedisURL: c.RedisURL, PasswordFile: c.RedisPasswordFile,
+		NodeName: c.NodeName, ExpectedNodes: c.ExpectedNodes,
+	}, log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: cluster: %w", err)
+	}
+	if n, ok := state.(*cluster.Node); ok && m != nil {
+		m.m.WatchCluster(n.RedisUp)
+	}
+	return state, func() {
+		if err := closer.Close(); err != nil {
+			log.Warn("cluster: closing the shared shaping state", "err", err)
+		}
+	}, nil
+}
 
 // newShaper builds the Shaper for cfg, with state as its limiter state.
 func newShaper(cfg *config.Config, state shaping.State, log *slog.Logger, m *metrics) (*shaping.Shaper, error) {
