@@ -81,6 +81,10 @@ type dest struct {
 	window int
 	// notBefore: shaping said the next token comes then (WaitRate).
 	notBefore time.Time
+	// recheck: shaping refused for connections, which another node may
+	// hold; no release here tells when they are free, so the scheduler
+	// wakes then to ask again (connRecheck).
+	recheck time.Time
 	// refusedIn is the start call in which shaping last refused d: it is
 	// not asked again in the same call.
 	refusedIn uint64
@@ -150,6 +154,7 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 	}
 	share := e.share(withWork)
 	e.starts++
+	clear(e.refusals)
 	for e.active < e.workers {
 		started := false
 		for _, d := range e.dests {
@@ -192,16 +197,27 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 // admit asks shaping to let j go to d now. Refused for a suspension, d's
 // queue waits on disk until it ends; for the rate, in memory until the
 // next token (the scheduler's timer is set to it); for connections, until
-// some attempt gives one back (every release runs start again).
+// some attempt gives one back (every release runs start again) or, since
+// another node may hold them, connRecheck has passed. A scope refused once
+// in a start call refuses the other destinations it bounds in that call
+// without asking again (refusedScope).
 func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool {
 	if !e.targetOf(ctx, d, domainOf(j.addrs[0]), now) {
 		return false
 	}
-	lease, w := e.shaper.Admit(d.target, j.force)
+	w, known := e.refusedScope(d.target, j.force)
+	if !known {
+		var lease *shaping.Lease
+		lease, w = e.shaper.Admit(d.target, j.force)
+		if w.Reason == 0 {
+			j.target, j.lease = d.target, lease
+			return true
+		}
+		e.refusals[w.Scope] = w
+	}
 	switch w.Reason {
-	case 0:
-		j.target, j.lease = d.target, lease
-		return true
+	case shaping.WaitConnections:
+		d.recheck = now.Add(connRecheck)
 	case shaping.WaitSuspended:
 		if w.Until.After(d.until) {
 			d.until = w.Until
@@ -370,7 +386,7 @@ func (e *Engine) suspensionEnd(now, at time.Time, ok bool) (time.Time, bool) {
 		if len(d.queue) == 0 || d.active >= e.limitOf(d, e.workers) {
 			continue
 		}
-		for _, t := range []time.Time{d.until, d.notBefore} {
+		for _, t := range []time.Time{d.until, d.notBefore, d.recheck} {
 			if t.After(now) && (!ok || t.Before(at)) {
 				at, ok = t, true
 			}

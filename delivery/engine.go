@@ -12,6 +12,7 @@ import (
 
 	"github.com/relayq/relayq/clock"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/shaping"
 	"github.com/relayq/relayq/smtpclient"
 )
 
@@ -120,6 +121,9 @@ type Engine struct {
 	forceIDs  map[string]bool
 	forceScan bool
 	starts    uint64 // start calls, for dest.refusedIn
+	// refusals are the scopes shaping refused in the current start call
+	// (refusedScope).
+	refusals map[shaping.Scope]shaping.Wait
 	// warm remembers the slow-start window of destinations forgotten
 	// while idle, for warmFor (shape.go).
 	warm map[string]warmth
@@ -160,6 +164,8 @@ func New(o Options) (*Engine, error) {
 		events: make(chan event, eventBuffer),
 		busy:   map[string]int{},
 		dests:  map[string]*dest{},
+
+		refusals: map[shaping.Scope]shaping.Wait{},
 	}
 	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter})
 	return e, nil

@@ -47,6 +47,30 @@ func defaultShaper(o Options) Shaper {
 // silent destinations then hold 20 workers, not all of them.
 const initialWindow = 2
 
+// connRecheck is how long a destination refused for connections waits
+// before shaping is asked again when no release of its own comes first.
+// With a shared state (cluster) the connections may be another node's,
+// and nothing tells this one when they are given back; in one process a
+// release always comes first and the wake costs one Admit.
+const connRecheck = 100 * time.Millisecond
+
+// refusedScope reports the refusal already given in this start call to a
+// scope of t, so that destinations sharing a full or rate-limited scope
+// (a provider's many domains) cost one Admit per call, not one each: with
+// a shared state every Admit is a round trip to Redis on the scheduler
+// goroutine. A forced job ignores suspensions and rates, not connections.
+func (e *Engine) refusedScope(t shaping.Target, force bool) (shaping.Wait, bool) {
+	if len(e.refusals) == 0 {
+		return shaping.Wait{}, false
+	}
+	for _, b := range t.Bounds {
+		if w, ok := e.refusals[b.Scope]; ok && (!force || w.Reason == shaping.WaitConnections) {
+			return w, true
+		}
+	}
+	return shaping.Wait{}, false
+}
+
 // resolveRetry is how long a destination whose MX lookup failed keeps the
 // target without provider (the attempt itself reports the DNS trouble)
 // before the engine looks again.

@@ -478,3 +478,40 @@ func TestMaxMessagesPerConnection(t *testing.T) {
 		t.Fatalf("%d connections for 9 messages at 3 per connection", len(perConn))
 	}
 }
+
+// Connections held outside this engine (another node sharing the shaping
+// state through Redis): no release of the engine's own says when they are
+// free, so a refused destination is asked again connRecheck later, on the
+// scheduler's timer, not in a busy loop.
+func TestConnectionsHeldElsewhereAreAskedForAgain(t *testing.T) {
+	clk := clock.NewFake(t0)
+	state := &shaping.Memory{}
+	p, err := shaping.NewPolicy(shaping.Config{Defaults: shaping.Limits{MaxConnections: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shaperOn := func() *shaping.Shaper {
+		return shaping.New(shaping.Options{Policy: p, State: state, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+	}
+	other := shaperOn()
+	lease, w := other.Admit(other.Resolve("*", nil), false)
+	if w.Reason != 0 {
+		t.Fatalf("the other node was refused: %+v", w)
+	}
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies())
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) { o.Shaper = shaperOn() })
+	r.queueMessages(1, func(int) string { return "a@example.net" })
+	at := r.nextTimer()
+	if d := at.Sub(clk.Now()); d <= 0 || d > connRecheck {
+		t.Fatalf("the scheduler's next wake is %v away, want within %v", d, connRecheck)
+	}
+	if n := srv.Connections(); n != 0 {
+		t.Fatalf("%d connections while the only slot was held elsewhere", n)
+	}
+	lease.Release()
+	clk.Set(at)
+	if s := r.outcome(); s != "delivered" {
+		t.Fatalf("after the other node gave the slot back: %s", s)
+	}
+}
