@@ -114,3 +114,25 @@ func TestEveryNodeReportsBeginAndEndOnce(t *testing.T) {
 		t.Errorf("b's observer: %q; want %q", got, want)
 	}
 }
+
+// A node refused for a suspension begun on another node logs it at once,
+// even when it looked for ended suspensions less than a second before: its
+// mail then waits on disk and it may not ask again until the end.
+func TestRefusedNodeLogsAnotherNodesSuspensionAtOnce(t *testing.T) {
+	_, n := cluster(t, nil, "a", "b")
+	clk := clock.NewFake(start)
+	obsB, logB := &changes{}, &logBuf{}
+	sa, sb := shaperOn(t, n[0], clk, nil, nil), shaperOn(t, n[1], clk, obsB, logB)
+	tb := sb.Resolve("example-workspace.com", gmailMX)
+	if _, w := sb.Admit(tb, false); w.Reason != 0 { // b looked for ended suspensions now
+		t.Fatalf("b refused before any reply: %+v", w)
+	}
+	sa.React(sa.Resolve("gmail.com", gmailMX), parseReply(t, "421 4.7.28 unusual rate"))
+	var w shaping.Wait
+	if !poll(time.Second, func() bool { _, w = sb.Admit(tb, false); return w.Reason == shaping.WaitSuspended }) {
+		t.Fatalf("b: Admit = %+v; want suspended within 1s", w)
+	}
+	if !strings.Contains(logB.String(), `by="another node"`) || obsB.String() != "suspended provider:google" {
+		t.Errorf("b refused for a's suspension without logging it: observer %q, log:\n%s", obsB, logB)
+	}
+}

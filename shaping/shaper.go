@@ -155,6 +155,10 @@ func (s *Shaper) Admit(t Target, force bool) (*Lease, Wait) {
 	active := s.state.Active(now, keys)
 	if !force {
 		if w, ok := suspendedWait(active); ok {
+			// Begun on another node, perhaps: log it now, since a refused
+			// destination's mail waits on disk and may not ask again
+			// before the suspension ends (expire runs only on calls).
+			s.learn(now)
 			return nil, s.refuse(t, w)
 		}
 	}
