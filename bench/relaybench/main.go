@@ -34,6 +34,8 @@ type options struct {
 	fsyncProbe int
 	cpuProfile string
 	dkimKey    string
+	redisURL   string
+	rate       string
 }
 
 // usageText is printed for -h.
@@ -42,6 +44,8 @@ const usageText = `relaybench measures relayq: throughput, latency, memory and C
   relaybench [flags]                      # scenario all, relay started from bin/relayq
   relaybench --scenario a --direct        # the no-relay ceiling only
   relaybench --relay 127.0.0.1:2525 --relay-pid PID --sink 127.0.0.1:2600 --scenario a,b,e,handoff
+  relaybench --scenario a --redis redis://127.0.0.1:6379/0 --shaping-rate 1000000/s
+                                          # a cluster node: shaping state in Redis
 
 Scenarios: a (20 sessions x 1 KiB x 10,000), b (20 x 20 KiB x 5,000),
 c (accept-only, next hop down), d (100,000 deferred, restart, idle),
@@ -75,8 +79,13 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.fsyncProbe, "fsync-samples", 200, "append+fdatasync samples for the fsync reference")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write relaybench's own CPU profile here (to see whether the load generator is the limit)")
 	fs.StringVar(&o.dkimKey, "dkim-key", "", "DKIM key file the started relay signs with (make one with `relayq dkim keygen --domain "+benchFromDomain+" --selector bench`), to measure signing side by side")
+	fs.StringVar(&o.redisURL, "redis", "", "redis://127.0.0.1:PORT/0: the started relay shares its shaping state through this Redis (cluster.redis_url), to measure a cluster node against a single one")
+	fs.StringVar(&o.rate, "shaping-rate", "", "shaping.defaults.max_message_rate of the started relay, e.g. 1000000/s: a rate that never binds, so each message also takes a token (in Redis with --redis)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if o.redisURL != "" && !strings.HasPrefix(o.redisURL, "redis://127.") && !strings.HasPrefix(o.redisURL, "redis://localhost") {
+		return nil, errors.New("--redis must be a redis:// URL on loopback")
 	}
 	if o.dkimKey != "" {
 		abs, err := filepath.Abs(o.dkimKey)

@@ -24,6 +24,12 @@ type relayConfig struct {
 	// DKIMKey, if set, is a key file the relay signs the load's mail with
 	// (the From: domain is benchFromDomain).
 	DKIMKey string
+	// RedisURL, if set, is the relay's cluster.redis_url: its shaping state
+	// is shared through that Redis (issue 19). ShapingRate is
+	// shaping.defaults.max_message_rate ("" for none): with a rate that
+	// never binds, every message also takes a token in Redis.
+	RedisURL    string
+	ShapingRate string
 }
 
 // benchFromDomain is the From: domain of every message relaybench sends.
@@ -52,7 +58,20 @@ delivery:
   tls: none
 log:
   level: info
-`, cfg.Listen, cfg.HTTPListen, cfg.QueuePath, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop) + cfg.dkimYAML()
+`, cfg.Listen, cfg.HTTPListen, cfg.QueuePath, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop) + cfg.dkimYAML() + cfg.clusterYAML()
+}
+
+// clusterYAML is the cluster: and shaping: sections for RedisURL and
+// ShapingRate.
+func (cfg relayConfig) clusterYAML() string {
+	var out string
+	if cfg.RedisURL != "" {
+		out += fmt.Sprintf("cluster:\n  redis_url: %q\n  node_name: relaybench\n", cfg.RedisURL)
+	}
+	if cfg.ShapingRate != "" {
+		out += fmt.Sprintf("shaping:\n  defaults:\n    max_message_rate: %q\n", cfg.ShapingRate)
+	}
+	return out
 }
 
 func (cfg relayConfig) dkimYAML() string {

@@ -36,3 +36,22 @@ func TestRelayConfigLoads(t *testing.T) {
 		}
 	}
 }
+
+// With --redis and --shaping-rate the relay's configuration shares its
+// shaping state through that Redis, with a rate for every destination.
+func TestRelayConfigCluster(t *testing.T) {
+	dir := t.TempDir()
+	cfg := relayConfig{Listen: "127.0.0.1:0", QueuePath: filepath.Join(dir, "q.db"), NextHop: "127.0.0.1:25", InitialDelay: "1s", MaxDelay: "2s",
+		RedisURL: "redis://127.0.0.1:6390/0", ShapingRate: "1000000/s"}
+	path := filepath.Join(dir, "relayq.yaml")
+	if err := os.WriteFile(path, []byte(cfg.yaml()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Cluster.RedisURL != cfg.RedisURL || c.Shaping.Defaults.MaxMessageRate.N != 1000000 {
+		t.Fatalf("cluster %+v, shaping defaults %+v", c.Cluster, c.Shaping.Defaults)
+	}
+}
