@@ -129,6 +129,7 @@ func serve(args []string) error {
 	ctx, stop := context.WithCancel(context.Background())
 	engDone := make(chan struct{})
 	go func() { eng.Run(ctx, cfg.ShutdownTimeout); close(engDone) }()
+	go followShared(ctx, state, shaper, eng, time.Second)
 	bi := buildinfo.Get()
 	log.Info("relayq started", "version", bi.Version, "commit", bi.Commit, "go", bi.GoVersion, "hostname", cfg.Hostname, "queue", cfg.Queue.Path, "config", cfgName(path))
 	logSummary(log, cfg, smtpAddrs, smtpsAddrs)

@@ -43,6 +43,42 @@ func shapingState(cfg *config.Config, log *slog.Logger, m *metrics) (shaping.Sta
 	}, nil
 }
 
+// followShared keeps a node whose shaping state is shared (cluster) in
+// step with the others while it has no traffic of its own to make the
+// Shaper look: every second it lists the suspensions in force, which logs
+// and counts those begun or ended elsewhere, and tells the engine of each
+// suspension that vanished before its end (an operator's `relayq queue
+// resume` on another node), so that the mail parked here for it goes now
+// too. It returns at once for a state in this process, else when ctx ends.
+func followShared(ctx context.Context, state shaping.State, s *shaping.Shaper, eng *delivery.Engine, every time.Duration) {
+	if _, ok := state.(shaping.Shared); !ok {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var prev map[shaping.Scope]time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cur := map[shaping.Scope]time.Time{}
+		for _, x := range s.List() {
+			if x.Action == shaping.ActionSuspend && x.Until.After(cur[x.Scope]) {
+				cur[x.Scope] = x.Until
+			}
+		}
+		now := time.Now()
+		for sc, until := range prev {
+			if _, ok := cur[sc]; !ok && until.After(now) {
+				eng.Resumed(sc)
+			}
+		}
+		prev = cur
+	}
+}
+
 // newShaper builds the Shaper for cfg, with state as its limiter state.
 func newShaper(cfg *config.Config, state shaping.State, log *slog.Logger, m *metrics) (*shaping.Shaper, error) {
 	p, err := shaping.NewPolicy(cfg.Shaping)
