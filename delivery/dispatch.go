@@ -164,6 +164,12 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 			if len(d.queue) == 0 {
 				continue
 			}
+			if !now.Before(d.notBefore) { // its time came: this pass asks, or a release will
+				d.notBefore = time.Time{}
+			}
+			if !now.Before(d.recheck) {
+				d.recheck = time.Time{}
+			}
 			j := d.queue[0]
 			if !j.expired && (d.active >= e.limitOf(d, share) || (!j.force && (now.Before(d.until) || now.Before(d.notBefore)))) {
 				continue
@@ -386,7 +392,13 @@ func (e *Engine) suspensionEnd(now, at time.Time, ok bool) (time.Time, bool) {
 		if len(d.queue) == 0 || d.active >= e.limitOf(d, e.workers) {
 			continue
 		}
-		for _, t := range []time.Time{d.until, d.notBefore, d.recheck} {
+		for i, t := range []time.Time{d.until, d.notBefore, d.recheck} {
+			if i > 0 && !t.IsZero() && !t.After(now) && e.active < e.workers {
+				// The token or re-check time passed while the pass that
+				// set it ran (slow Admit calls: Redis on a loaded host).
+				// Nothing else would wake the scheduler for it.
+				t = now.Add(lateWake)
+			}
 			if t.After(now) && (!ok || t.Before(at)) {
 				at, ok = t, true
 			}

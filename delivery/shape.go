@@ -54,6 +54,11 @@ const initialWindow = 2
 // release always comes first and the wake costs one Admit.
 const connRecheck = 100 * time.Millisecond
 
+// lateWake is how soon the scheduler wakes for a destination whose token
+// or re-check time passed before the scheduler slept (start clears those
+// times when it next looks, so this happens once per refusal).
+const lateWake = 10 * time.Millisecond
+
 // refusedScope reports the refusal already given in this start call to a
 // scope of t, so that destinations sharing a full or rate-limited scope
 // (a provider's many domains) cost one Admit per call, not one each: with

@@ -515,3 +515,49 @@ func TestConnectionsHeldElsewhereAreAskedForAgain(t *testing.T) {
 		t.Fatalf("after the other node gave the slot back: %s", s)
 	}
 }
+
+// slowShaper makes every refused Admit take a while of the engine's
+// clock, as a Redis round trip does on a loaded host.
+type slowShaper struct {
+	*shaping.Shaper
+	clk  *clock.Fake
+	took time.Duration
+}
+
+func (s slowShaper) Admit(t shaping.Target, force bool) (*shaping.Lease, shaping.Wait) {
+	l, w := s.Shaper.Admit(t, force)
+	if w.Reason != 0 {
+		s.clk.Advance(s.took)
+	}
+	return l, w
+}
+
+// A refusal whose re-check time has passed by the time the scheduler is
+// about to sleep (Admit took longer than connRecheck) still wakes it: the
+// destination is not forgotten until some unrelated event.
+func TestRecheckTimePassedDuringAdmitStillWakes(t *testing.T) {
+	clk := clock.NewFake(t0)
+	state := &shaping.Memory{}
+	p, err := shaping.NewPolicy(shaping.Config{Defaults: shaping.Limits{MaxConnections: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shaperOn := func() *shaping.Shaper {
+		return shaping.New(shaping.Options{Policy: p, State: state, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+	}
+	other := shaperOn()
+	lease, w := other.Admit(other.Resolve("*", nil), false)
+	if w.Reason != 0 {
+		t.Fatalf("the other node was refused: %+v", w)
+	}
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies())
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) { o.Shaper = slowShaper{shaperOn(), clk, 2 * connRecheck} })
+	r.queueMessages(1, func(int) string { return "a@example.net" })
+	at := r.nextTimer()
+	lease.Release()
+	clk.Set(at)
+	if s := r.outcome(); s != "delivered" {
+		t.Fatalf("after the other node gave the slot back: %s", s)
+	}
+}
