@@ -479,11 +479,11 @@ func TestMaxMessagesPerConnection(t *testing.T) {
 	}
 }
 
-// Connections held outside this engine (another node sharing the shaping
-// state through Redis): no release of the engine's own says when they are
-// free, so a refused destination is asked again connRecheck later, on the
-// scheduler's timer, not in a busy loop.
-func TestConnectionsHeldElsewhereAreAskedForAgain(t *testing.T) {
+// heldElsewhere is a relay whose only connection slot (max_connections 1)
+// another node sharing its shaping state holds: lease gives it back. wrap,
+// if set, wraps the engine's Shaper.
+func heldElsewhere(t *testing.T, wrap func(*shaping.Shaper, *clock.Fake) Shaper) (r *rig, srv *smtptest.Server, lease *shaping.Lease) {
+	t.Helper()
 	clk := clock.NewFake(t0)
 	state := &shaping.Memory{}
 	p, err := shaping.NewPolicy(shaping.Config{Defaults: shaping.Limits{MaxConnections: 1}})
@@ -498,19 +498,33 @@ func TestConnectionsHeldElsewhereAreAskedForAgain(t *testing.T) {
 	if w.Reason != 0 {
 		t.Fatalf("the other node was refused: %+v", w)
 	}
-	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies())
+	mine := shaperOn()
+	var sh Shaper = mine
+	if wrap != nil {
+		sh = wrap(mine, clk)
+	}
+	srv = smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies())
 	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
-	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) { o.Shaper = shaperOn() })
+	r = newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) { o.Shaper = sh })
+	return r, srv, lease
+}
+
+// Connections held outside this engine (another node sharing the shaping
+// state through Redis): no release of the engine's own says when they are
+// free, so a refused destination is asked again connRecheck later, on the
+// scheduler's timer, not in a busy loop.
+func TestConnectionsHeldElsewhereAreAskedForAgain(t *testing.T) {
+	r, srv, lease := heldElsewhere(t, nil)
 	r.queueMessages(1, func(int) string { return "a@example.net" })
 	at := r.nextTimer()
-	if d := at.Sub(clk.Now()); d <= 0 || d > connRecheck {
+	if d := at.Sub(r.clk.Now()); d <= 0 || d > connRecheck {
 		t.Fatalf("the scheduler's next wake is %v away, want within %v", d, connRecheck)
 	}
 	if n := srv.Connections(); n != 0 {
 		t.Fatalf("%d connections while the only slot was held elsewhere", n)
 	}
 	lease.Release()
-	clk.Set(at)
+	r.clk.Set(at)
 	if s := r.outcome(); s != "delivered" {
 		t.Fatalf("after the other node gave the slot back: %s", s)
 	}
@@ -536,27 +550,11 @@ func (s slowShaper) Admit(t shaping.Target, force bool) (*shaping.Lease, shaping
 // about to sleep (Admit took longer than connRecheck) still wakes it: the
 // destination is not forgotten until some unrelated event.
 func TestRecheckTimePassedDuringAdmitStillWakes(t *testing.T) {
-	clk := clock.NewFake(t0)
-	state := &shaping.Memory{}
-	p, err := shaping.NewPolicy(shaping.Config{Defaults: shaping.Limits{MaxConnections: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	shaperOn := func() *shaping.Shaper {
-		return shaping.New(shaping.Options{Policy: p, State: state, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
-	}
-	other := shaperOn()
-	lease, w := other.Admit(other.Resolve("*", nil), false)
-	if w.Reason != 0 {
-		t.Fatalf("the other node was refused: %+v", w)
-	}
-	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies())
-	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
-	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) { o.Shaper = slowShaper{shaperOn(), clk, 2 * connRecheck} })
+	r, _, lease := heldElsewhere(t, func(s *shaping.Shaper, clk *clock.Fake) Shaper { return slowShaper{s, clk, 2 * connRecheck} })
 	r.queueMessages(1, func(int) string { return "a@example.net" })
 	at := r.nextTimer()
 	lease.Release()
-	clk.Set(at)
+	r.clk.Set(at)
 	if s := r.outcome(); s != "delivered" {
 		t.Fatalf("after the other node gave the slot back: %s", s)
 	}
