@@ -45,6 +45,11 @@ func TestClusterPacesOneDomain(t *testing.T) {
 	if took := len(series); took > total/10+5 {
 		t.Errorf("%d messages took %d s: the cluster did not reach its shared rate", total, took)
 	}
+	for _, n := range nodes {
+		if out := n.log.grep("Redis unreachable"); out != "" {
+			t.Logf("%s fell back to local limits during the run (a Redis call over its 250 ms timeout on a loaded host):\n%s", n.name, out)
+		}
+	}
 	checkExactlyOnce(t, mx.Messages(), tokens)
 }
 
