@@ -102,6 +102,11 @@ type Engine struct {
 	running int               // jobs not done yet (their outcome may still be being written)
 	pending int               // jobs waiting in destination queues
 	arrived []*queue.Envelope // new messages handed over by Enqueue
+
+	// paused: Pause was called and Resume not yet (see pause.go);
+	// idleWaiters are Pause calls waiting for the attempts in flight.
+	paused      atomic.Bool
+	idleWaiters []chan struct{}
 }
 
 // New builds an Engine; Run starts it.

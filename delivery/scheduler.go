@@ -29,6 +29,7 @@ const (
 	eventArrived                  // env was just queued (Enqueue)
 	eventFreed                    // rel: a job's slot is free again
 	eventDone                     // res: a job is completely done
+	eventPause                    // idle: closed once nothing is in flight (Pause)
 )
 
 // event is one message to the scheduler goroutine.
@@ -37,6 +38,7 @@ type event struct {
 	env  *queue.Envelope
 	rel  release
 	res  result
+	idle chan struct{}
 }
 
 // Run schedules and delivers until ctx is cancelled. Then it stops starting
@@ -50,7 +52,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 		e.fill(workCtx)
 		var timer clock.Timer
 		var tc <-chan time.Time
-		if wake, ok := e.nextWake(e.clock.Now()); ok {
+		if wake, ok := e.nextWake(e.clock.Now()); ok && !e.paused.Load() {
 			timer = e.clock.NewTimer(wake.Sub(e.clock.Now()))
 			tc = timer.C()
 		}
@@ -70,6 +72,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 			timer.Stop()
 		}
 		e.absorb()
+		e.notifyIdle()
 	}
 }
 
@@ -82,6 +85,8 @@ func (e *Engine) handle(ev event) {
 		e.released(ev.rel)
 	case eventDone:
 		e.finish(ev.res)
+	case eventPause:
+		e.idleWaiters = append(e.idleWaiters, ev.idle)
 	}
 }
 
@@ -131,6 +136,9 @@ func (p postponements) add(dest, id string, addrs []string) {
 // disk to the end of the suspension rather than held in memory, so scans
 // stay short however much mail waits.
 func (e *Engine) fill(ctx context.Context) {
+	if e.paused.Load() {
+		return // Pause: nothing new starts, nothing is read
+	}
 	now := e.clock.Now()
 	postpone := postponements{}
 	for _, env := range e.arrived {
