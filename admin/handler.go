@@ -31,6 +31,8 @@ type Options struct {
 	ReadToken string
 	// Metrics serves GET /metrics; nil leaves the endpoint out (404).
 	Metrics http.Handler
+	// Drainer serves /api/v1/queue/drain (drainapi.go); nil answers 503.
+	Drainer Drainer
 	// Ready backs /readyz: nil error means ready. nil means always ready.
 	Ready func() error
 	// Now is the clock for "due now"; default time.Now.
@@ -76,6 +78,7 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/release", h.release)
 	h.mux.HandleFunc("GET /api/v1/quarantine", h.quarantine)
 	h.incidentRoutes()
+	h.drainRoutes()
 	// Go's profiler, for "why is it slow" questions in production; behind
 	// the same token as everything else.
 	h.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
