@@ -29,6 +29,7 @@ commands:
   release ID         put a held ID back in the schedule, due now
   delete ID          remove ID for good, without a bounce
   flush              attempt every waiting recipient now
+  drain --to H:P     hand the whole queue to another relayq (see relayq queue drain --help)
   check, salvage, compact
                      offline work on the queue file (see relayq queue check --help)
 
@@ -49,6 +50,9 @@ var listOnly = []string{"status", "domain", "limit", "after", "quarantined"}
 const requestTimeout = 30 * time.Second
 
 func queueCmd(args []string, out io.Writer) error {
+	if handled, err := drainCmd(args, out); handled {
+		return err
+	}
 	if handled, err := offlineQueueCmd(args, out); handled {
 		return err
 	}
