@@ -208,3 +208,49 @@ func TestDrainStop(t *testing.T) {
 		t.Fatalf("the drain was not stopped: all 20 messages went")
 	}
 }
+
+// TestDrainAuthOverStartTLS: with credentials the drain authenticates to
+// the peer over STARTTLS with a verified certificate, and refuses to send
+// them to a peer it cannot verify (the message stays here).
+func TestDrainAuthOverStartTLS(t *testing.T) {
+	peer := smtptest.NewServer(t, smtptest.StartTLS(), smtptest.Auth("relay", "s3cret"))
+	a := newNode(t, func(o *Options) { o.RootCAs = peer.CertPool() })
+	a.put(t, queue.Envelope{From: "app@example.org", Recipients: []queue.Recipient{{Address: "r@example.net"}}}, msg("auth"))
+	if _, err := a.drain.Start(Request{To: peer.Addr(), Username: "relay", Password: "s3cret"}); err != nil {
+		t.Fatal(err)
+	}
+	if p := a.wait(t); p.State != StateFinished || p.Drained != 1 {
+		t.Fatalf("progress %+v, want 1 drained", p)
+	}
+	m := peer.Messages()
+	if len(m) != 1 || !m[0].TLS || m[0].AuthUser != "relay" {
+		t.Fatalf("peer got %+v, want one message over TLS as relay", m)
+	}
+
+	untrusted := newNode(t, nil) // system roots: the peer's certificate fails
+	untrusted.put(t, queue.Envelope{From: "app@example.org", Recipients: []queue.Recipient{{Address: "r@example.net"}}}, msg("auth2"))
+	if _, err := untrusted.drain.Start(Request{To: peer.Addr(), Username: "relay", Password: "s3cret"}); err != nil {
+		t.Fatal(err)
+	}
+	if p := untrusted.wait(t); p.State != StateFailed || p.Queued != 1 {
+		t.Fatalf("progress %+v, want failed with the message still here", p)
+	}
+	if n := peer.MessageCount(); n != 1 {
+		t.Fatalf("peer got %d messages, want still 1", n)
+	}
+}
+
+// TestDrainOpportunisticTLS: without credentials the drain still uses
+// STARTTLS when the peer offers it.
+func TestDrainOpportunisticTLS(t *testing.T) {
+	peer := smtptest.NewServer(t, smtptest.StartTLS())
+	a := newNode(t, nil)
+	a.put(t, queue.Envelope{From: "app@example.org", Recipients: []queue.Recipient{{Address: "r@example.net"}}}, msg("tls"))
+	if _, err := a.drain.Start(Request{To: peer.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	a.wait(t)
+	if m := peer.Messages(); len(m) != 1 || !m[0].TLS {
+		t.Fatalf("peer got %+v, want one message over TLS", m)
+	}
+}
