@@ -192,13 +192,15 @@ func (r *run) record(env *queue.Envelope, rcpts []queue.Recipient, results []smt
 	}
 }
 
-// peerGone: the peer could not be reached, or said it is closing (421):
-// every further message would fail the same way.
+// peerGone: the peer could not be reached (connection, TLS, AUTH), or said
+// it is closing (421): every further message would fail the same way. A
+// body this node cannot read (4.3.0) is the message's trouble, not the
+// peer's.
 func peerGone(rep smtpcodes.Reply) bool {
 	if rep.SuspendsDestination() {
 		return true
 	}
-	return rep.Class == smtpcodes.Transient && !rep.Remote()
+	return rep.Class == smtpcodes.Transient && !rep.Remote() && rep.Enhanced != "4.3.0"
 }
 
 func contains(list []string, s string) bool {
