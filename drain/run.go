@@ -94,7 +94,7 @@ func (r *run) feed(ctx context.Context, tried map[string]bool, ids chan<- string
 			select {
 			case ids <- env.ID:
 			case <-ctx.Done():
-				return n, ctx.Err()
+				return n, r.stopped(ctx)
 			}
 		}
 		if next == "" {
@@ -155,9 +155,27 @@ func (r *run) handOver(ctx context.Context, id string) {
 	body := func() (io.ReadCloser, error) { return o.Store.BodyOf(env), nil }
 	results := r.dialer.Deliver(ctx, []smtpclient.Hop{r.hop}, denv, body)
 	if ctx.Err() != nil {
-		return // stopped mid-send: the claim stands, as at shutdown
+		// Stopped mid-send: what the peer took is recorded (no duplicate
+		// for it); the rest keeps its claim, as at shutdown, rather than
+		// count a failure the stop caused.
+		rcpts, results = accepted(rcpts, results)
+		if len(rcpts) == 0 {
+			return
+		}
 	}
 	r.record(env, rcpts, results)
+}
+
+// accepted keeps the recipients the peer answered with success.
+func accepted(rcpts []queue.Recipient, results []smtpclient.RcptResult) ([]queue.Recipient, []smtpclient.RcptResult) {
+	var rs []queue.Recipient
+	var out []smtpclient.RcptResult
+	for i, res := range results {
+		if i < len(rcpts) && res.Reply.Class == smtpcodes.Success {
+			rs, out = append(rs, rcpts[i]), append(out, res)
+		}
+	}
+	return rs, out
 }
 
 // record writes the peer's verdict and counts the message; a peer that
