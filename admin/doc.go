@@ -23,6 +23,9 @@
 //     touched; a held message is never attempted; delete sends no DSN).
 //   - A bulk action with neither a filter nor IDs is refused unless the
 //     request says "all": true; it is all or nothing (one transaction).
+//   - /api/v1/queue/drain (drainapi.go) starts (POST, 202; 409 while one
+//     runs), shows (GET) and stops (DELETE) a drain of the whole queue to
+//     another relayq, run by package drain inside the relay.
 //   - admin does not import delivery: the scheduler is reached through the
 //     one-method Kicker interface.
 package admin

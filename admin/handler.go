@@ -34,6 +34,8 @@ type Options struct {
 	ReadToken string
 	// Metrics serves GET /metrics; nil leaves the endpoint out (404).
 	Metrics http.Handler
+	// Drainer serves /api/v1/queue/drain (drainapi.go); nil answers 503.
+	Drainer Drainer
 	// Ready backs /readyz: nil error means ready. nil means always ready.
 	Ready func() error
 	// Now is the clock for "due now"; default time.Now.
@@ -81,6 +83,7 @@ func NewHandler(o Options) http.Handler {
 	h.incidentRoutes()
 	h.mux.HandleFunc("DELETE /api/v1/quarantine/{id}", h.unquarantine)
 	h.shapingRoutes()
+	h.drainRoutes()
 	// Go's profiler, for "why is it slow" questions in production; behind
 	// the same token as everything else.
 	h.mux.HandleFunc("GET /debug/pprof/", pprof.Index)

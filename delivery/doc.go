@@ -52,4 +52,8 @@
 //     the null sender never produces a DSN.
 //   - Every reply the Courier returns carries a class smtpcodes.Classify
 //     understands; that class alone decides delivered, deferred or bounced.
+//   - Pause (pause.go) starts no attempt and reads no queue until Resume,
+//     and returns only once no attempt is in flight: a queue drain may then
+//     claim any message without racing one. Outcomes judges a drain's
+//     replies by the same rules as the engine's own.
 package delivery

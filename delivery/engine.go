@@ -123,6 +123,11 @@ type Engine struct {
 	// warm remembers the slow-start window of destinations forgotten
 	// while idle, for warmFor (shape.go).
 	warm map[string]warmth
+
+	// paused: Pause was called and Resume not yet (see pause.go);
+	// idleWaiters are Pause calls waiting for the attempts in flight.
+	paused      atomic.Bool
+	idleWaiters []chan struct{}
 }
 
 // New builds an Engine; Run starts it.

@@ -125,6 +125,9 @@ func (a Acceptor) Refuse(c Client, reason RejectReason, err *smtp.SMTPError) *sm
 // CheckSender refuses a sender the client may not use: no relaying
 // without AUTH or a trusted address, and only user@domain or "" (<>).
 func (a Acceptor) CheckSender(c Client, from string) error {
+	if a.s.Draining() {
+		return a.reject(c, RejectDraining, errDraining, "from", from)
+	}
 	if !a.MayRelay(c) {
 		return a.reject(c, RejectRelay, errAuthRequired, "from", from)
 	}
@@ -238,6 +241,12 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 	}
 	if srv.opts.BeforeCommit != nil {
 		srv.opts.BeforeCommit(&env)
+	}
+	srv.drain.mu.RLock()
+	defer srv.drain.mu.RUnlock()
+	if srv.drain.on {
+		m.d.Abort()
+		return queue.Envelope{}, m.a.reject(c, RejectDraining, errDrainingData)
 	}
 	if err := m.d.Commit(env); err != nil {
 		m.d.Abort()

@@ -35,7 +35,7 @@ const (
 func RejectReasons() []RejectReason {
 	return []RejectReason{
 		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning,
-		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections, RejectRecipients,
+		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections, RejectRecipients, RejectDraining,
 	}
 }
 

@@ -35,7 +35,7 @@ func TestRejectReasons(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	if len(seen) != 12 {
-		t.Errorf("RejectReasons lists %d reasons, want all 12 constants", len(seen))
+	if len(seen) != 13 {
+		t.Errorf("RejectReasons lists %d reasons, want all 13 constants", len(seen))
 	}
 }

@@ -113,6 +113,7 @@ type Server struct {
 	log     *slog.Logger
 	// verified remembers credentials that passed bcrypt (Acceptor.Login*).
 	verified verifiedSecrets
+	drain    drainGate // SetDraining (drain.go)
 
 	mu        sync.Mutex
 	listeners []net.Listener

@@ -19,7 +19,7 @@ commands:
   check-config [--config FILE] [--strict]
                                 validate the configuration, warn about dangerous setups
   config show [--config FILE]   print the effective configuration and where each value comes from
-  queue <list|show|retry|hold|release|delete|flush> ...
+  queue <list|show|retry|hold|release|delete|flush|drain> ...
                                 inspect and steer a running relay's queue
   queue <suspensions|resume> ... traffic shaping suspensions in force; end one
   dkim <keygen|check> ...       make DKIM keys, check their DNS records

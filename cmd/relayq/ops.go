@@ -38,7 +38,7 @@ func (m *metrics) delivery() delivery.Observer { return m.m.Delivery() }
 
 // startAdmin listens on c.Listen now (so a busy or bad address fails the
 // start) and serves the admin API, /metrics and the probes in the background.
-func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.Shaping, m *metrics, log *slog.Logger) (*http.Server, error) {
+func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.Shaping, m *metrics, log *slog.Logger, d ...admin.Drainer) (*http.Server, error) {
 	o := admin.Options{
 		Store:     st,
 		Shaping:   sh,
@@ -52,6 +52,9 @@ func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.
 	}
 	if m != nil {
 		o.Metrics = m.m.Handler()
+	}
+	if len(d) > 0 {
+		o.Drainer = d[0]
 	}
 	l, err := net.Listen("tcp", c.Listen)
 	if err != nil {

@@ -31,6 +31,7 @@ commands:
   flush              attempt every waiting recipient now
   suspensions        list traffic shaping suspensions and throttles in force
   resume SCOPE       end the suspension or throttle of SCOPE (provider:NAME, domain:NAME)
+  drain --to H:P     hand the whole queue to another relayq (see relayq queue drain --help)
   check, salvage, compact
                      offline work on the queue file (see relayq queue check --help)
 
@@ -51,6 +52,9 @@ var listOnly = []string{"status", "domain", "limit", "after", "quarantined"}
 const requestTimeout = 30 * time.Second
 
 func queueCmd(args []string, out io.Writer) error {
+	if handled, err := drainCmd(args, out); handled {
+		return err
+	}
 	if handled, err := offlineQueueCmd(args, out); handled {
 		return err
 	}

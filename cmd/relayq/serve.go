@@ -113,7 +113,7 @@ func serve(args []string) error {
 	}
 	var admin *http.Server
 	if cfg.Admin.Listen != "" {
-		admin, err = startAdmin(cfg.Admin, store, eng, shapingAPI{shaper, eng}, metrics, log)
+		admin, err = startAdmin(cfg.Admin, store, eng, shapingAPI{shaper, eng}, metrics, log, newDrainer(cfg, store, eng, srv, log))
 		if err != nil {
 			srv.Close()
 			return err
