@@ -25,6 +25,9 @@ type Hop struct {
 	// Dialer.Smarthost's TLS mode and credentials for these hops only, so a
 	// static route never receives the smarthost password.
 	Smarthost bool
+	// TLS is the verified-TLS policy of an MX hop (DANE, MTA-STS); nil
+	// means Dialer.TLS applies, as for routes.
+	TLS *HopTLS
 }
 
 // Addr returns the hop's "host:port" dial address (IPv6 literals bracketed).
