@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpclient"
 )
 
 // job is one attempt to come: the due recipients of one message that share
@@ -23,6 +24,8 @@ type job struct {
 	preclaimed bool
 	// freed is set by the worker once it has given its slot back.
 	freed bool
+	// tls is how the last attempt's connection was secured.
+	tls smtpclient.TLSInfo
 }
 
 // release gives a job's worker and destination slot back to the scheduler

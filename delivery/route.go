@@ -30,6 +30,8 @@ type RouteConfig struct {
 	// Rand shuffles MX hosts of equal preference (RFC 5321 section 5.1).
 	// nil means a randomly seeded source; tests inject a seeded one.
 	Rand *rand.Rand
+	// TLSPolicy, if set, gives MX hops their DANE or MTA-STS policy.
+	TLSPolicy TLSPolicy
 }
 
 // Router turns a recipient domain into the ordered list of hops to try. It is
@@ -117,7 +119,8 @@ func (r *Router) Lookup(ctx context.Context, domain string) ([]smtpclient.Hop, e
 	if err != nil {
 		return nil, smtpcodes.Permanentf("5.1.2", "delivery: bad recipient domain %q: %v", domain, err)
 	}
-	return r.lookupMX(ctx, ascii)
+	hops, err := r.lookupMX(ctx, ascii)
+	return r.withTLSPolicy(ctx, ascii, hops, err)
 }
 
 // normalDomain lower-cases a domain and drops a trailing root dot, so that

@@ -1,0 +1,170 @@
+package tlspolicy
+
+import (
+	"testing"
+
+	"github.com/relayq/relayq/smtpclient"
+	"github.com/relayq/relayq/smtpcodes"
+	"github.com/relayq/relayq/smtptest"
+)
+
+const enforcePolicy = "version: STSv1\nmode: enforce\nmx: mx.example.test\nmax_age: 86400\n"
+
+func stsWorld(t *testing.T, policy string, mode MTASTSMode, mxOpts ...smtptest.Option) (*world, *Resolver) {
+	t.Helper()
+	w := newWorld(t, false, mxOpts...)
+	w.zone.add(t, `_mta-sts.example.test. 300 IN TXT "v=STSv1; id=20261130;"`)
+	pool, dial := policyServer(t, policy)
+	r, err := New(Config{MTASTS: mode, DNSServer: w.zone.addr, PolicyRootCAs: pool, PolicyDial: dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.withPolicy(r)
+	return w, r
+}
+
+func wantDeferred475(t *testing.T, w *world, got smtpclient.RcptResult, failure smtpclient.Failure) {
+	t.Helper()
+	if got.Reply.Class != smtpcodes.Transient || got.Reply.Enhanced != "4.7.5" {
+		t.Fatalf("reply %+v, want a transient 4.7.5", got.Reply)
+	}
+	if n := w.mx.MessageCount(); n != 0 {
+		t.Fatalf("%d messages reached the MX", n)
+	}
+	if got.TLS.Failure != failure {
+		t.Fatalf("TLS %+v, want failure %s", got.TLS, failure)
+	}
+}
+
+// An enforce policy whose MX offers no STARTTLS: deferred with 4.7.5,
+// never sent in clear.
+func TestMTASTSEnforceWithoutSTARTTLSIsDeferred(t *testing.T) {
+	w, _ := stsWorld(t, enforcePolicy, MTASTSEnforce)
+	wantDeferred475(t, w, w.send(), smtpclient.FailStartTLSNotSupported)
+}
+
+// The same MX with STARTTLS and a certificate for its name: delivered,
+// tls=mta-sts.
+func TestMTASTSEnforceDeliversOverVerifiedTLS(t *testing.T) {
+	w, _ := stsWorld(t, enforcePolicy, MTASTSEnforce, smtptest.StartTLS())
+	got := w.send()
+	if got.Reply.Class != smtpcodes.Success || w.mx.MessageCount() != 1 {
+		t.Fatalf("reply %+v, %d messages", got.Reply, w.mx.MessageCount())
+	}
+	if got.TLS.Policy != smtpclient.PolicyMTASTS || got.TLS.Version == "" || got.TLS.Failure != "" {
+		t.Fatalf("TLS %+v", got.TLS)
+	}
+}
+
+// A testing policy delivers as before and reports what would have failed;
+// so does delivery.mta_sts: testing for an enforce policy.
+func TestMTASTSTestingDeliversAndReports(t *testing.T) {
+	for _, tt := range []struct {
+		name, policy string
+		mode         MTASTSMode
+	}{
+		{"testing policy", "version: STSv1\nmode: testing\nmx: mx.example.test\nmax_age: 86400\n", MTASTSEnforce},
+		{"delivery.mta_sts testing", enforcePolicy, MTASTSTesting},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, _ := stsWorld(t, tt.policy, tt.mode)
+			got := w.send()
+			if got.Reply.Class != smtpcodes.Success || w.mx.MessageCount() != 1 {
+				t.Fatalf("reply %+v, %d messages", got.Reply, w.mx.MessageCount())
+			}
+			if got.TLS.Policy != smtpclient.PolicyMTASTS || !got.TLS.Testing || got.TLS.Failure != smtpclient.FailStartTLSNotSupported {
+				t.Fatalf("TLS %+v, want a testing-mode starttls-not-supported report", got.TLS)
+			}
+		})
+	}
+}
+
+// An MX outside the policy's mx patterns is not used: deferred 4.7.5.
+func TestMTASTSPatternMismatchIsDeferred(t *testing.T) {
+	w, _ := stsWorld(t, "version: STSv1\nmode: enforce\nmx: *.mail.example.test\nmax_age: 86400\n", MTASTSEnforce, smtptest.StartTLS())
+	wantDeferred475(t, w, w.send(), smtpclient.FailMXMismatch)
+}
+
+// delivery.mta_sts: off ignores the policy.
+func TestMTASTSOff(t *testing.T) {
+	w, _ := stsWorld(t, enforcePolicy, MTASTSOff)
+	got := w.send()
+	if got.Reply.Class != smtpcodes.Success || got.TLS.Policy != smtpclient.PolicyNone {
+		t.Fatalf("reply %+v TLS %+v", got.Reply, got.TLS)
+	}
+}
+
+// daneWorld publishes the TLSA record of key (nil: the MX's own).
+func daneWorld(t *testing.T, ad bool, key *smtptest.Cert) *world {
+	t.Helper()
+	w := newWorld(t, ad, smtptest.StartTLS())
+	w.dialer.RootCAs = nil // DANE needs no CA: the certificate is self-signed
+	if key == nil {
+		key = w.cert
+	}
+	w.zone.add(t, tlsa311(key))
+	r, err := New(Config{DANE: true, DNSServer: w.zone.addr, MTASTS: MTASTSOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.withPolicy(r)
+	return w
+}
+
+// TLSA 3 1 1 matching the MX's key, with AD=1: delivered with tls=dane.
+func TestDANEMatchingTLSADelivers(t *testing.T) {
+	w := daneWorld(t, true, nil)
+	got := w.send()
+	if got.Reply.Class != smtpcodes.Success || w.mx.MessageCount() != 1 {
+		t.Fatalf("reply %+v, %d messages", got.Reply, w.mx.MessageCount())
+	}
+	if got.TLS.Policy != smtpclient.PolicyDANE || got.TLS.Version == "" || got.TLS.Failure != "" {
+		t.Fatalf("TLS %+v, want dane", got.TLS)
+	}
+}
+
+// A TLSA record for another key: deferred 4.7.5, never in clear.
+func TestDANEMismatchingTLSAIsDeferred(t *testing.T) {
+	other, err := smtptest.NewCertFor("mx.example.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := daneWorld(t, true, other)
+	wantDeferred475(t, w, w.send(), smtpclient.FailTLSAInvalid)
+}
+
+// Without AD=1 the TLSA record is not trusted: no DANE.
+func TestDANEIgnoresUnauthenticatedTLSA(t *testing.T) {
+	other, _ := smtptest.NewCertFor("mx.example.test")
+	w := daneWorld(t, false, other)
+	got := w.send()
+	if got.Reply.Class != smtpcodes.Success || got.TLS.Policy != smtpclient.PolicyOpportunistic {
+		t.Fatalf("reply %+v TLS %+v", got.Reply, got.TLS)
+	}
+}
+
+// DANE wins over MTA-STS where both exist.
+func TestDANEWinsOverMTASTS(t *testing.T) {
+	w := newWorld(t, true, smtptest.StartTLS())
+	w.dialer.RootCAs = nil // MTA-STS verification would fail: untrusted
+	w.zone.add(t, tlsa311(w.cert))
+	w.zone.add(t, `_mta-sts.example.test. 300 IN TXT "v=STSv1; id=1;"`)
+	pool, dial := policyServer(t, enforcePolicy)
+	r, err := New(Config{DANE: true, DNSServer: w.zone.addr, PolicyRootCAs: pool, PolicyDial: dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.withPolicy(r)
+	if got := w.send(); got.Reply.Class != smtpcodes.Success || got.TLS.Policy != smtpclient.PolicyDANE {
+		t.Fatalf("reply %+v TLS %+v", got.Reply, got.TLS)
+	}
+}
+
+// DANE trusts the AD bit only from a DNS server on loopback.
+func TestDANENeedsLoopbackResolver(t *testing.T) {
+	for _, addr := range []string{"", "192.0.2.1:53", "dns.example:53"} {
+		if _, err := New(Config{DANE: true, DNSServer: addr}); err == nil {
+			t.Errorf("DANE with DNS server %q accepted", addr)
+		}
+	}
+}
