@@ -34,7 +34,7 @@ type TLSObserver interface {
 // TLSRecorder keeps the per-domain TLS results TLS-RPT (RFC 8460) reports
 // on; *queue.Store is one.
 type TLSRecorder interface {
-	RecordTLS(domain, mx string, info smtpclient.TLSInfo, at time.Time) error
+	RecordTLS(domain string, at time.Time, r queue.TLSResult) error
 }
 
 // attemptTLS is how the attempt's connection was secured: Deliver gives
@@ -79,8 +79,10 @@ func (e *Engine) observeTLS(j *job, o queue.Outcome, first bool, end time.Time) 
 	if obs, ok := e.obs.(TLSObserver); ok {
 		obs.SecuredBy(t, o.Status)
 	}
-	if first && e.tlsrpt != nil && (t.Policy == smtpclient.PolicyDANE || t.Policy == smtpclient.PolicyMTASTS) {
-		if err := e.tlsrpt.RecordTLS(domainOf(o.Address), o.RemoteMTA, t, end); err != nil {
+	kind := map[smtpclient.TLSPolicy]string{smtpclient.PolicyDANE: "tlsa", smtpclient.PolicyMTASTS: "sts"}[t.Policy]
+	if first && e.tlsrpt != nil && kind != "" {
+		r := queue.TLSResult{Policy: kind, MX: o.RemoteMTA, Failure: string(t.Failure)}
+		if err := e.tlsrpt.RecordTLS(domainOf(o.Address), end, r); err != nil {
 			e.log.Warn("tls-rpt: recording a result failed", "id", j.id, "err", err)
 		}
 	}

@@ -24,3 +24,16 @@ func FuzzUsable(f *testing.F) {
 		}
 	})
 }
+
+// A stored policy comes from disk: decoding never panics, and what it
+// accepts is a policy the parser would accept.
+func FuzzDecodeCached(f *testing.F) {
+	f.Add([]byte(`{"mode":"enforce","mx":["mx.example.test"],"max_age":86400,"id":"1","fetched":"2026-11-30T12:00:00Z"}`))
+	f.Add([]byte(`{"mode":"enforce\nmx: evil","mx":[],"max_age":1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, ok, err := decodeCached(b)
+		if err == nil && (!ok || c.Policy.MaxAge < 0 || (c.Policy.Mode != "none" && len(c.Policy.MX) == 0)) {
+			t.Fatalf("accepted %+v", c)
+		}
+	})
+}

@@ -1,8 +1,14 @@
 package tlspolicy
 
 import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 
+	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
 	"github.com/relayq/relayq/smtptest"
@@ -166,5 +172,39 @@ func TestDANENeedsLoopbackResolver(t *testing.T) {
 		if _, err := New(Config{DANE: true, DNSServer: addr}); err == nil {
 			t.Errorf("DANE with DNS server %q accepted", addr)
 		}
+	}
+}
+
+// The policy cache lives in the queue's bbolt file: after a restart the
+// enforce policy still holds without a new fetch, even with the policy
+// server gone.
+func TestPolicyCacheSurvivesRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	var hits atomic.Int32
+	w := newWorld(t, false)
+	w.zone.add(t, `_mta-sts.example.test. 300 IN TXT "v=STSv1; id=20261130;"`)
+	pool, dial := policyServer(t, enforcePolicy)
+	counted := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		hits.Add(1)
+		return dial(ctx, network, addr)
+	}
+	run := func(d func(ctx context.Context, network, addr string) (net.Conn, error)) smtpclient.RcptResult {
+		st, err := queue.Open(path, queue.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		r, err := New(Config{DNSServer: w.zone.addr, PolicyRootCAs: pool, PolicyDial: d, Cache: StoreCache{Store: st}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.withPolicy(r)
+		return w.send()
+	}
+	wantDeferred475(t, w, run(counted), smtpclient.FailStartTLSNotSupported)
+	refused := func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("policy server gone") }
+	wantDeferred475(t, w, run(refused), smtpclient.FailStartTLSNotSupported)
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("%d policy fetches, want 1: the cached policy should have been used", n)
 	}
 }
