@@ -31,6 +31,7 @@ type Metrics struct {
 	attempts        *prometheus.CounterVec
 	attemptDuration *prometheus.HistogramVec
 	active          prometheus.Gauge
+	tls             tlsMetrics
 
 	stats atomic.Pointer[func() queue.Stats]
 }
@@ -95,6 +96,7 @@ func newWithClock(now func() time.Time) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	m.tls = newTLSMetrics(m.reg)
 	return m
 }
 
