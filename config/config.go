@@ -138,6 +138,13 @@ type Delivery struct {
 	TLS            string
 	ConnectTimeout time.Duration
 	CommandTimeout time.Duration
+	// MTASTS is MTASTSEnforce, MTASTSTesting or MTASTSOff (delivery.mta_sts).
+	MTASTS string
+	// MTASTSRootCAFile replaces the system roots for MTA-STS policy
+	// fetches; tests only ("" = system roots).
+	MTASTSRootCAFile string
+	// DANE enables DANE (RFC 7672) for MX delivery; needs DNSServer on loopback.
+	DANE bool
 }
 
 // Smarthost is a relay all mail goes through instead of MX lookups.
@@ -211,6 +218,7 @@ func Default() *Config {
 			TLS:            DeliveryTLSOpportunistic,
 			ConnectTimeout: 30 * time.Second,
 			CommandTimeout: 5 * time.Minute,
+			MTASTS:         MTASTSEnforce,
 		},
 		Shaping: shaping.Config{
 			Builtin:   true,

@@ -67,6 +67,10 @@ func (l *loader) decode() *Config {
 			TLS:            strings.ToLower(l.str("delivery.tls")),
 			ConnectTimeout: l.duration("delivery.connect_timeout"),
 			CommandTimeout: l.duration("delivery.command_timeout"),
+
+			MTASTS:           mtaSTSMode(l.str("delivery.mta_sts")),
+			MTASTSRootCAFile: l.str("delivery.mta_sts_root_ca_file"),
+			DANE:             l.boolean("delivery.dane"),
 		},
 		Shaping: l.shaping(),
 		DKIM:    l.dkim(),

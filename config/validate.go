@@ -173,6 +173,7 @@ func (l *loader) validateDelivery(d *Delivery) {
 	l.oneOf("delivery.tls", d.TLS, DeliveryTLSOpportunistic, DeliveryTLSRequired, DeliveryTLSNone)
 	l.positive("delivery.connect_timeout", d.ConnectTimeout)
 	l.positive("delivery.command_timeout", d.CommandTimeout)
+	l.validateVerifiedTLS(d)
 }
 
 func (l *loader) positive(key string, d time.Duration) {

@@ -65,6 +65,9 @@ func serve(args []string) error {
 		return err
 	}
 	signer := dkim.NewSigner(dc)
+	if verifiedTLS, err = newTLSPolicy(cfg, store, log); err != nil {
+		return err
+	}
 	eo := engineOptions(cfg, store, log, metrics)
 	eo.Sign = signer.Sign
 	eng, err := delivery.New(eo)
@@ -237,7 +240,7 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 		Username: d.Smarthost.Username, Password: d.Smarthost.Password,
 		TLS: smtpclient.SmarthostTLS(d.Smarthost.TLS), AllowInsecureAuth: d.Smarthost.AllowInsecureAuth,
 	}
-	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer})
+	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer, TLSPolicy: verifiedTLS})
 	dialer := &smtpclient.Dialer{
 		Hostname:       cfg.Hostname,
 		TLS:            smtpclient.TLSMode(d.TLS),
@@ -266,6 +269,6 @@ func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *
 	return delivery.Options{
 		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter,
 		Hostname: cfg.Hostname, Workers: cfg.Delivery.Workers, MaxConnsPerDest: cfg.Delivery.MaxConnsPerDomain,
-		Logger: log, Observer: m.delivery(),
+		Logger: log, Observer: m.delivery(), TLSReport: store,
 	}
 }
