@@ -37,6 +37,8 @@ type Options struct {
 	Now func() time.Time
 	// Logger records every change an operator makes; default slog.Default().
 	Logger *slog.Logger
+	// ReportOrg names relayq's operator in TLS-RPT reports (the hostname).
+	ReportOrg string
 }
 
 // handler is the admin API.
@@ -75,6 +77,7 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/hold", h.hold)
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/release", h.release)
 	h.mux.HandleFunc("GET /api/v1/quarantine", h.quarantine)
+	h.mux.HandleFunc("GET /api/v1/tls-report", h.tlsReport)
 	h.incidentRoutes()
 	// Go's profiler, for "why is it slow" questions in production; behind
 	// the same token as everything else.
