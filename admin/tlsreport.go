@@ -2,6 +2,7 @@ package admin
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ func buildTLSReport(org, domain string, day time.Time, counts []queue.TLSCount) 
 			rep.Policies = append(rep.Policies, TLSReportItem{Policy: TLSReportPolicy{Type: c.Policy, Domain: domain}})
 		}
 		item := &rep.Policies[i]
-		if c.MX != "" && !contains(item.Policy.MXHost, c.MX) {
+		if c.MX != "" && !slices.Contains(item.Policy.MXHost, c.MX) {
 			item.Policy.MXHost = append(item.Policy.MXHost, c.MX)
 		}
 		if c.Failure == "" {
@@ -107,13 +108,4 @@ func buildTLSReport(org, domain string, day time.Time, counts []queue.TLSCount) 
 		item.FailureDetails = append(item.FailureDetails, TLSFailureDetail{ResultType: c.Failure, ReceivingMX: c.MX, Failed: c.N})
 	}
 	return rep
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

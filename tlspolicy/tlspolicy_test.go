@@ -42,6 +42,17 @@ func wantDeferred475(t *testing.T, w *world, got smtpclient.RcptResult, failure 
 	}
 }
 
+// wantVerified checks one delivery over TLS verified under policy.
+func wantVerified(t *testing.T, w *world, got smtpclient.RcptResult, policy smtpclient.TLSPolicy) {
+	t.Helper()
+	if got.Reply.Class != smtpcodes.Success || w.mx.MessageCount() != 1 {
+		t.Fatalf("reply %+v, %d messages", got.Reply, w.mx.MessageCount())
+	}
+	if got.TLS.Policy != policy || got.TLS.Version == "" || got.TLS.Failure != "" {
+		t.Fatalf("TLS %+v, want %s with a version and no failure", got.TLS, policy)
+	}
+}
+
 // An enforce policy whose MX offers no STARTTLS: deferred with 4.7.5,
 // never sent in clear.
 func TestMTASTSEnforceWithoutSTARTTLSIsDeferred(t *testing.T) {
@@ -53,13 +64,7 @@ func TestMTASTSEnforceWithoutSTARTTLSIsDeferred(t *testing.T) {
 // tls=mta-sts.
 func TestMTASTSEnforceDeliversOverVerifiedTLS(t *testing.T) {
 	w, _ := stsWorld(t, enforcePolicy, MTASTSEnforce, smtptest.StartTLS())
-	got := w.send()
-	if got.Reply.Class != smtpcodes.Success || w.mx.MessageCount() != 1 {
-		t.Fatalf("reply %+v, %d messages", got.Reply, w.mx.MessageCount())
-	}
-	if got.TLS.Policy != smtpclient.PolicyMTASTS || got.TLS.Version == "" || got.TLS.Failure != "" {
-		t.Fatalf("TLS %+v", got.TLS)
-	}
+	wantVerified(t, w, w.send(), smtpclient.PolicyMTASTS)
 }
 
 // A testing policy delivers as before and reports what would have failed;
@@ -120,13 +125,7 @@ func daneWorld(t *testing.T, ad bool, key *smtptest.Cert) *world {
 // TLSA 3 1 1 matching the MX's key, with AD=1: delivered with tls=dane.
 func TestDANEMatchingTLSADelivers(t *testing.T) {
 	w := daneWorld(t, true, nil)
-	got := w.send()
-	if got.Reply.Class != smtpcodes.Success || w.mx.MessageCount() != 1 {
-		t.Fatalf("reply %+v, %d messages", got.Reply, w.mx.MessageCount())
-	}
-	if got.TLS.Policy != smtpclient.PolicyDANE || got.TLS.Version == "" || got.TLS.Failure != "" {
-		t.Fatalf("TLS %+v, want dane", got.TLS)
-	}
+	wantVerified(t, w, w.send(), smtpclient.PolicyDANE)
 }
 
 // A TLSA record for another key: deferred 4.7.5, never in clear.
