@@ -15,8 +15,9 @@ const dnsTimeout = 5 * time.Second
 
 // daneFor looks up _25._tcp.host TLSA and returns the DANE policy of the
 // host, or nil when it has no DNSSEC-validated TLSA records (RFC 7672
-// section 2.2: an insecure or absent answer means no DANE).
-func (r *Resolver) daneFor(ctx context.Context, host string) *smtpclient.HopTLS {
+// section 2.2: an insecure or absent answer means no DANE). final is false
+// when the lookup failed, so the answer is not worth keeping.
+func (r *Resolver) daneFor(ctx context.Context, host string) (t *smtpclient.HopTLS, final bool) {
 	name := "_25._tcp." + dns.Fqdn(host)
 	m := new(dns.Msg)
 	m.SetQuestion(name, dns.TypeTLSA)
@@ -26,13 +27,14 @@ func (r *Resolver) daneFor(ctx context.Context, host string) *smtpclient.HopTLS 
 	resp, _, err := c.ExchangeContext(ctx, m, r.cfg.DNSServer)
 	if err != nil {
 		r.log.Warn("dane: TLSA lookup failed; host left to MTA-STS or delivery.tls", "host", host, "err", err)
-		return nil
+		return nil, false
+	}
+	if resp.Rcode != dns.RcodeSuccess && resp.Rcode != dns.RcodeNameError {
+		r.log.Warn("dane: TLSA lookup failed; host left to MTA-STS or delivery.tls", "host", host, "rcode", dns.RcodeToString[resp.Rcode])
+		return nil, false
 	}
 	if resp.Rcode != dns.RcodeSuccess || !resp.AuthenticatedData {
-		if resp.Rcode != dns.RcodeSuccess && resp.Rcode != dns.RcodeNameError {
-			r.log.Warn("dane: TLSA lookup failed; host left to MTA-STS or delivery.tls", "host", host, "rcode", dns.RcodeToString[resp.Rcode])
-		}
-		return nil
+		return nil, true
 	}
 	var recs []*dns.TLSA
 	for _, rr := range resp.Answer {
@@ -41,9 +43,9 @@ func (r *Resolver) daneFor(ctx context.Context, host string) *smtpclient.HopTLS 
 		}
 	}
 	if len(recs) == 0 {
-		return nil
+		return nil, true
 	}
-	return &smtpclient.HopTLS{Policy: smtpclient.PolicyDANE, TLSA: Usable(recs)}
+	return &smtpclient.HopTLS{Policy: smtpclient.PolicyDANE, TLSA: Usable(recs)}, true
 }
 
 // Usable converts the TLSA records RFC 7672 section 3.1 lets SMTP use:

@@ -14,6 +14,9 @@
 //     refused (4.7.5 in smtpclient); testing mode, or delivery.mta_sts:
 //     testing, only reports.
 //   - The hops given are never modified: a copy is returned.
+//   - Answers (a domain's MTA-STS policy, a host's TLSA records) are reused
+//     for memoTTL; failed lookups are not kept. Policy fetches and TXT
+//     lookups use delivery.dns_server when it is set.
 //   - A lookup failure never blocks mail on its own: with no DANE answer
 //     and no (cached) MTA-STS policy the hop is left to delivery.tls.
 package tlspolicy

@@ -30,11 +30,12 @@ type zone struct {
 	recs []dns.RR
 	ad   bool
 	addr string
+	asks map[uint16]int // queries by type
 }
 
 func startZone(t *testing.T, ad bool, records ...string) *zone {
 	t.Helper()
-	z := &zone{ad: ad}
+	z := &zone{ad: ad, asks: map[uint16]int{}}
 	for _, r := range records {
 		z.add(t, r)
 	}
@@ -50,6 +51,7 @@ func startZone(t *testing.T, ad bool, records ...string) *zone {
 		qn := q.Question[0]
 		found := false
 		z.mu.Lock()
+		z.asks[qn.Qtype]++
 		for _, rr := range z.recs {
 			if strings.EqualFold(rr.Header().Name, qn.Name) {
 				found = true
@@ -70,6 +72,13 @@ func startZone(t *testing.T, ad bool, records ...string) *zone {
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	z.addr = pc.LocalAddr().String()
 	return z
+}
+
+// asked is how many queries of type qtype the server answered.
+func (z *zone) asked(qtype uint16) int {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.asks[qtype]
 }
 
 func (z *zone) add(t *testing.T, record string) {

@@ -56,6 +56,8 @@ type Resolver struct {
 	log  *slog.Logger
 	dane bool
 
+	memo memo
+
 	mu         sync.Mutex
 	refreshing map[string]bool
 	wg         sync.WaitGroup
@@ -84,16 +86,22 @@ func New(cfg Config) (*Resolver, error) {
 		cache = &mtasts.MemoryCache{}
 	}
 	var txt mtasts.TXTResolver = net.DefaultResolver
+	dial := cfg.PolicyDial
 	if cfg.DNSServer != "" {
 		server := cfg.DNSServer
-		txt = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		res := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, network, server)
 		}}
+		txt = res
+		if dial == nil {
+			// mta-sts.DOMAIN resolves through the same DNS as the MX.
+			dial = (&net.Dialer{Resolver: res}).DialContext
+		}
 	}
 	r.sts = &mtasts.Resolver{
 		DNS:     txt,
-		Fetcher: &mtasts.Fetcher{RootCAs: cfg.PolicyRootCAs, DialContext: cfg.PolicyDial},
+		Fetcher: &mtasts.Fetcher{RootCAs: cfg.PolicyRootCAs, DialContext: dial},
 		Cache:   cache,
 		Now:     cfg.Now,
 		Refresh: r.refresh,
@@ -122,7 +130,7 @@ func (r *Resolver) Apply(ctx context.Context, domain string, hops []smtpclient.H
 	pending := 0
 	if r.dane {
 		for i := range out {
-			if t := r.daneFor(ctx, out[i].Host); t != nil {
+			if t := r.daneOf(ctx, out[i].Host); t != nil {
 				out[i].TLS = t
 			} else {
 				pending++
@@ -134,7 +142,7 @@ func (r *Resolver) Apply(ctx context.Context, domain string, hops []smtpclient.H
 	if pending == 0 || r.cfg.MTASTS == MTASTSOff {
 		return out
 	}
-	p, ok, err := r.sts.Lookup(ctx, domain)
+	p, ok, err := r.policyOf(ctx, domain)
 	if err != nil {
 		r.log.Warn("mta-sts policy trouble", "domain", domain, "err", err, "cached_policy_in_force", ok)
 	}

@@ -7,7 +7,11 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/miekg/dns"
+
+	"github.com/relayq/relayq/clock"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
@@ -205,5 +209,38 @@ func TestPolicyCacheSurvivesRestart(t *testing.T) {
 	wantDeferred475(t, w, run(refused), smtpclient.FailStartTLSNotSupported)
 	if n := hits.Load(); n != 1 {
 		t.Fatalf("%d policy fetches, want 1: the cached policy should have been used", n)
+	}
+}
+
+// A domain's MTA-STS answer and a host's TLSA answer are reused for a
+// minute: a busy destination does not cost DNS queries per message.
+func TestAnswersReusedForAMinute(t *testing.T) {
+	w := newWorld(t, true, smtptest.StartTLS())
+	w.zone.add(t, tlsa311(w.cert))
+	w.zone.add(t, `_mta-sts.example.test. 300 IN TXT "v=STSv1; id=1;"`)
+	w.zone.add(t, `mx2.example.test. 300 IN A 127.0.0.1`)
+	w.zone.add(t, `example.test. 300 IN MX 20 mx2.example.test.`)
+	pool, dial := policyServer(t, "version: STSv1\nmode: enforce\nmx: *.example.test\nmax_age: 86400\n")
+	clk := clock.NewFake(time.Now())
+	r, err := New(Config{DANE: true, DNSServer: w.zone.addr, PolicyRootCAs: pool, PolicyDial: dial, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hops := []smtpclient.Hop{{Host: "mx.example.test", Port: "25"}, {Host: "mx2.example.test", Port: "25"}}
+	apply := func() []smtpclient.Hop { return r.Apply(context.Background(), "example.test", hops) }
+	got := apply()
+	if got[0].TLS == nil || got[0].TLS.Policy != smtpclient.PolicyDANE || got[1].TLS == nil || got[1].TLS.Policy != smtpclient.PolicyMTASTS || hops[0].TLS != nil {
+		t.Fatalf("hops %+v %+v (input %+v): want dane then mta-sts, input untouched", got[0].TLS, got[1].TLS, hops[0].TLS)
+	}
+	txt, tlsa := w.zone.asked(dns.TypeTXT), w.zone.asked(dns.TypeTLSA)
+	clk.Advance(59 * time.Second)
+	apply()
+	if w.zone.asked(dns.TypeTXT) != txt || w.zone.asked(dns.TypeTLSA) != tlsa {
+		t.Fatal("DNS asked again within the minute")
+	}
+	clk.Advance(2 * time.Second)
+	apply()
+	if w.zone.asked(dns.TypeTXT) != txt+1 || w.zone.asked(dns.TypeTLSA) != tlsa+2 {
+		t.Fatalf("after a minute: TXT %d→%d, TLSA %d→%d; want one more TXT and one TLSA per host", txt, w.zone.asked(dns.TypeTXT), tlsa, w.zone.asked(dns.TypeTLSA))
 	}
 }
