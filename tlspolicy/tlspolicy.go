@@ -61,6 +61,8 @@ type Resolver struct {
 	mu         sync.Mutex
 	refreshing map[string]bool
 	wg         sync.WaitGroup
+	ctx        context.Context // background refreshes; cancelled by Close
+	cancel     context.CancelFunc
 }
 
 // New returns a Resolver for cfg. DANE with a DNS server that is not on
@@ -78,6 +80,7 @@ func New(cfg Config) (*Resolver, error) {
 		return nil, fmt.Errorf("tlspolicy: DANE needs a DNSSEC-validating DNS server on loopback, not %q", cfg.DNSServer)
 	}
 	r := &Resolver{cfg: cfg, log: cfg.Logger, dane: cfg.DANE, refreshing: map[string]bool{}}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	if r.log == nil {
 		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -166,7 +169,7 @@ func (r *Resolver) Apply(ctx context.Context, domain string, hops []smtpclient.H
 // refresh runs a policy refetch in the background, one per domain at a time.
 func (r *Resolver) refresh(domain string, fetch func(context.Context) error) {
 	r.mu.Lock()
-	if r.refreshing[domain] {
+	if r.refreshing[domain] || r.ctx.Err() != nil {
 		r.mu.Unlock()
 		return
 	}
@@ -175,7 +178,7 @@ func (r *Resolver) refresh(domain string, fetch func(context.Context) error) {
 	r.mu.Unlock()
 	go func() {
 		defer r.wg.Done()
-		if err := fetch(context.Background()); err != nil {
+		if err := fetch(r.ctx); err != nil {
 			r.log.Warn("mta-sts policy refresh failed; the cached policy stays in force", "domain", domain, "err", err)
 		}
 		r.mu.Lock()
@@ -184,5 +187,12 @@ func (r *Resolver) refresh(domain string, fetch func(context.Context) error) {
 	}()
 }
 
-// Wait waits for background policy refreshes to end (shutdown, tests).
-func (r *Resolver) Wait() { r.wg.Wait() }
+// Close abandons background policy refreshes and waits for them to end,
+// so none writes to the policy cache after it; call it before closing
+// the store.
+func (r *Resolver) Close() {
+	r.mu.Lock() // a refresh starting now sees the cancel, or is waited for
+	r.cancel()
+	r.mu.Unlock()
+	r.wg.Wait()
+}

@@ -147,6 +147,7 @@ func serve(args []string) error {
 	if admin != nil {
 		_ = admin.Shutdown(sctx)
 	}
+	closeTLSPolicy()
 	if err := store.Close(); err != nil {
 		return fmt.Errorf("closing queue: %w", err)
 	}

@@ -16,6 +16,13 @@ import (
 // delivery.mta_sts_root_ca_file and delivery.dane need a restart.
 var verifiedTLS delivery.TLSPolicy
 
+// closeTLSPolicy stops background policy refreshes before the store closes.
+func closeTLSPolicy() {
+	if r, ok := verifiedTLS.(*tlspolicy.Resolver); ok {
+		r.Close()
+	}
+}
+
 // newTLSPolicy builds the policy of cfg.Delivery, cached in store.
 func newTLSPolicy(cfg *config.Config, store *queue.Store, log *slog.Logger) (delivery.TLSPolicy, error) {
 	d := cfg.Delivery
