@@ -17,7 +17,7 @@ type tlsMetrics struct {
 var (
 	tlsPolicies = []smtpclient.TLSPolicy{smtpclient.PolicyDANE, smtpclient.PolicyMTASTS, smtpclient.PolicyOpportunistic, smtpclient.PolicyNone}
 	tlsFailures = []smtpclient.Failure{smtpclient.FailStartTLSNotSupported, smtpclient.FailCertHostMismatch, smtpclient.FailCertExpired,
-		smtpclient.FailCertNotTrusted, smtpclient.FailValidation, smtpclient.FailTLSAInvalid, smtpclient.FailMXMismatch}
+		smtpclient.FailCertNotTrusted, smtpclient.FailValidation, smtpclient.FailTLSAInvalid, smtpclient.FailDNSSECInvalid, smtpclient.FailMXMismatch}
 )
 
 func newTLSMetrics(reg *prometheus.Registry) tlsMetrics {

@@ -43,7 +43,8 @@ const (
 	FailCertNotTrusted       Failure = "certificate-not-trusted"
 	FailValidation           Failure = "validation-failure"
 	FailTLSAInvalid          Failure = "tlsa-invalid"
-	FailMXMismatch           Failure = "mx-mismatch" // MTA-STS: the MX host is not in the policy
+	FailDNSSECInvalid        Failure = "dnssec-invalid" // DANE: the TLSA lookup failed at a validating resolver
+	FailMXMismatch           Failure = "mx-mismatch"    // MTA-STS: the MX host is not in the policy
 )
 
 // TLSA is one DANE TLSA record (RFC 6698) for a hop.
@@ -64,8 +65,8 @@ type HopTLS struct {
 	// DANE still makes TLS mandatory but unauthenticated (RFC 7672 2.2).
 	TLSA []TLSA
 	// Refuse, when set, is why the hop must not be used at all (an MX host
-	// outside the MTA-STS policy): the attempt fails with 4.7.5 unless
-	// Testing.
+	// outside the MTA-STS policy, a TLSA lookup that failed): the attempt
+	// fails with 4.7.5 unless Testing.
 	Refuse Failure
 }
 
@@ -245,7 +246,11 @@ func (s *session) refused() *attemptEnd {
 	if t.Testing {
 		return nil
 	}
-	err := policyErr(s, t.Refuse, "MX host %s is not allowed by the domain's policy", s.hop.Host)
+	why := "MX host %s is not allowed by the domain's policy"
+	if t.Refuse == FailDNSSECInvalid {
+		why = "TLSA lookup for %s failed; not delivering without knowing its records"
+	}
+	err := policyErr(s, t.Refuse, why, s.hop.Host)
 	return &attemptEnd{reply: smtpcodes.Classify(smtpcodes.StageConnect, err)}
 }
 

@@ -13,10 +13,16 @@ import (
 // dnsTimeout bounds one TLSA query.
 const dnsTimeout = 5 * time.Second
 
+// refusedDANE is the policy of a host whose TLSA lookup failed.
+var refusedDANE = &smtpclient.HopTLS{Policy: smtpclient.PolicyDANE, Refuse: smtpclient.FailDNSSECInvalid}
+
 // daneFor looks up _25._tcp.host TLSA and returns the DANE policy of the
 // host, or nil when it has no DNSSEC-validated TLSA records (RFC 7672
-// section 2.2: an insecure or absent answer means no DANE). final is false
-// when the lookup failed, so the answer is not worth keeping.
+// section 2.2: an insecure or absent answer means no DANE). A lookup that
+// fails (SERVFAIL, which a validating resolver gives for bogus data, or
+// no answer) refuses the host for this attempt, as Postfix does: an
+// attacker who can break the lookup must not get a downgrade. final is
+// false then, so the answer is not kept.
 func (r *Resolver) daneFor(ctx context.Context, host string) (t *smtpclient.HopTLS, final bool) {
 	name := "_25._tcp." + dns.Fqdn(host)
 	m := new(dns.Msg)
@@ -26,12 +32,12 @@ func (r *Resolver) daneFor(ctx context.Context, host string) (t *smtpclient.HopT
 	c := &dns.Client{Timeout: dnsTimeout}
 	resp, _, err := c.ExchangeContext(ctx, m, r.cfg.DNSServer)
 	if err != nil {
-		r.log.Warn("dane: TLSA lookup failed; host left to MTA-STS or delivery.tls", "host", host, "err", err)
-		return nil, false
+		r.log.Warn("dane: TLSA lookup failed; host deferred", "host", host, "err", err)
+		return refusedDANE, false
 	}
 	if resp.Rcode != dns.RcodeSuccess && resp.Rcode != dns.RcodeNameError {
-		r.log.Warn("dane: TLSA lookup failed; host left to MTA-STS or delivery.tls", "host", host, "rcode", dns.RcodeToString[resp.Rcode])
-		return nil, false
+		r.log.Warn("dane: TLSA lookup failed; host deferred", "host", host, "rcode", dns.RcodeToString[resp.Rcode])
+		return refusedDANE, false
 	}
 	if resp.Rcode != dns.RcodeSuccess || !resp.AuthenticatedData {
 		return nil, true

@@ -17,6 +17,7 @@
 //   - Answers (a domain's MTA-STS policy, a host's TLSA records) are reused
 //     for memoTTL; failed lookups are not kept. Policy fetches and TXT
 //     lookups use delivery.dns_server when it is set.
-//   - A lookup failure never blocks mail on its own: with no DANE answer
-//     and no (cached) MTA-STS policy the hop is left to delivery.tls.
+//   - An MTA-STS lookup failure never blocks mail on its own: with no
+//     (cached) policy the hop is left to delivery.tls. A failed TLSA lookup
+//     (with DANE on) defers that host: it may be an attack on DNSSEC.
 package tlspolicy

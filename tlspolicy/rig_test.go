@@ -30,12 +30,13 @@ type zone struct {
 	recs []dns.RR
 	ad   bool
 	addr string
-	asks map[uint16]int // queries by type
+	asks map[uint16]int  // queries by type
+	fail map[string]bool // lower-case fqdn -> SERVFAIL
 }
 
 func startZone(t *testing.T, ad bool, records ...string) *zone {
 	t.Helper()
-	z := &zone{ad: ad, asks: map[uint16]int{}}
+	z := &zone{ad: ad, asks: map[uint16]int{}, fail: map[string]bool{}}
 	for _, r := range records {
 		z.add(t, r)
 	}
@@ -52,6 +53,12 @@ func startZone(t *testing.T, ad bool, records ...string) *zone {
 		found := false
 		z.mu.Lock()
 		z.asks[qn.Qtype]++
+		if z.fail[strings.ToLower(qn.Name)] {
+			m.Rcode = dns.RcodeServerFailure
+			z.mu.Unlock()
+			_ = w.WriteMsg(m)
+			return
+		}
 		for _, rr := range z.recs {
 			if strings.EqualFold(rr.Header().Name, qn.Name) {
 				found = true

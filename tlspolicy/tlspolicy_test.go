@@ -244,3 +244,13 @@ func TestAnswersReusedForAMinute(t *testing.T) {
 		t.Fatalf("after a minute: TXT %d→%d, TLSA %d→%d; want one more TXT and one TLSA per host", txt, w.zone.asked(dns.TypeTXT), tlsa, w.zone.asked(dns.TypeTLSA))
 	}
 }
+
+// A TLSA lookup the validating resolver fails (SERVFAIL: bogus DNSSEC, or
+// an attacker breaking it) defers the host rather than downgrade it.
+func TestDANEFailedTLSALookupIsDeferred(t *testing.T) {
+	w := daneWorld(t, true, nil)
+	w.zone.mu.Lock()
+	w.zone.fail["_25._tcp.mx.example.test."] = true
+	w.zone.mu.Unlock()
+	wantDeferred475(t, w, w.send(), smtpclient.FailDNSSECInvalid)
+}
