@@ -1,6 +1,7 @@
 // Package admin is relayq's operator interface: an HTTP API to inspect and
 // steer the queue (list and search, show, raw, retry, hold, release, delete,
-// flush, bulk actions by filter with a dry run, shape by domain and age), the
+// flush, bulk actions by filter with a dry run, shape by domain and age; list
+// the quarantine of damaged messages), the
 // health and readiness probes, the Prometheus endpoint, and a Client for
 // that API which the `relayq queue` command uses.
 //

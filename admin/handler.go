@@ -79,6 +79,7 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("GET /api/v1/quarantine", h.quarantine)
 	h.mux.HandleFunc("GET /api/v1/tls-report", h.tlsReport)
 	h.incidentRoutes()
+	h.mux.HandleFunc("DELETE /api/v1/quarantine/{id}", h.unquarantine)
 	// Go's profiler, for "why is it slow" questions in production; behind
 	// the same token as everything else.
 	h.mux.HandleFunc("GET /debug/pprof/", pprof.Index)

@@ -130,7 +130,8 @@ func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue
 		}
 		return out
 	}
-	denv := smtpclient.Envelope{From: env.From, RET: env.RET, EnvID: env.EnvID, SMTPUTF8: env.SMTPUTF8, Body: env.Body, Size: env.Size}
+	denv := smtpclient.Envelope{From: env.From, RET: env.RET, EnvID: env.EnvID, SMTPUTF8: env.SMTPUTF8, Body: env.Body, Size: env.Size,
+		Signed: env.Prefix != ""} // relayq's own DKIM signature: not to be broken by a 7-bit conversion
 	for _, r := range rcpts {
 		denv.Recipients = append(denv.Recipients, smtpclient.RcptReq{Address: r.Address, ORCPT: r.ORCPT, Notify: r.Notify})
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"os/exec"
 	"strings"
 	"testing"
@@ -13,14 +14,17 @@ func runRelayq(t *testing.T, env []string, args ...string) (string, int) {
 	cmd := exec.Command(relayqBin, args...)
 	cmd.Env = append(cleanEnv(), env...)
 	cmd.Dir = t.TempDir()
-	out, err := cmd.CombinedOutput()
+	// Standard output first, so a --json answer decodes from the start.
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return string(out), code
+	return stdout.String() + stderr.String(), code
 }
 
 // What a new user types first: help answers with success, a config file

@@ -30,7 +30,7 @@
 //
 //	envelopes         ID -> 0x02 + CRC-32C + JSON(Envelope)   (see codec.go)
 //	small_bodies_sum  ID -> CRC-32C + bytes                 (bodies up to 16 KiB)
-//	bodies            ID -> bucket: uint32 BE chunk index -> bucket: 0x01 -> CRC-32C + bytes
+//	bodies            ID -> bucket: uint32 BE chunk index -> bucket: 0x01 -> bytes, 0x02 -> CRC-32C
 //	schedule          uint64 BE unix nanos + ID -> empty
 //	drafts            ID -> empty (spilled chunks not yet committed)
 //	quarantine, quarantine_bodies, quarantine_info: damaged messages

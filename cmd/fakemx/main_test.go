@@ -288,6 +288,17 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+// --no-8bitmime and --smtputf8 set the extensions a client sees.
+func TestExtensionFlags(t *testing.T) {
+	o, err := parseFlags([]string{"--no-8bitmime", "--smtputf8"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.cfg.No8BitMIME || !o.cfg.SMTPUTF8 {
+		t.Fatalf("options = %+v", o.cfg)
+	}
+}
+
 // A bad command line is refused with exit status 2 and exactly one line
 // that names the flag and what is wrong, without the usage.
 func TestBadFlagsSayWhatIsWrongInOneLine(t *testing.T) {

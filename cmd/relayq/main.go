@@ -73,6 +73,6 @@ func main() {
 	}
 	if err != nil && !helpAsked(err) {
 		fmt.Fprintln(os.Stderr, "relayq:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
