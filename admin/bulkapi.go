@@ -147,7 +147,10 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 	}
 	if !req.DryRun {
 		h.o.Logger.Info("admin: bulk "+req.Action, "messages", len(ids), "filter", fmt.Sprintf("%+v", req.Filter), "ids", len(req.IDs), "client", r.RemoteAddr)
-		if a != queue.BulkHold && a != queue.BulkDelete {
+		switch {
+		case a == queue.BulkRetry && len(ids) > 0:
+			h.force(ids...) // an operator's retry goes even to a suspended destination
+		case a != queue.BulkHold && a != queue.BulkDelete:
 			h.kick()
 		}
 	}

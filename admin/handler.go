@@ -21,8 +21,11 @@ type Options struct {
 	// Store is the queue the API inspects and steers. Required for the
 	// /api/v1 endpoints; without it they answer 503.
 	Store *queue.Store
-	// Kicker is woken after retry, release and flush; nil for none.
+	// Kicker is woken after retry, release and flush; nil for none. When
+	// it is also a Forcer, retry and flush go through Force.
 	Kicker Kicker
+	// Shaping serves GET /api/v1/shaping and resume; nil answers 503.
+	Shaping Shaping
 	// Token, when not empty, is required as a bearer token on every request
 	// except /healthz and /readyz.
 	Token string
@@ -80,6 +83,7 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("GET /api/v1/tls-report", h.tlsReport)
 	h.incidentRoutes()
 	h.mux.HandleFunc("DELETE /api/v1/quarantine/{id}", h.unquarantine)
+	h.shapingRoutes()
 	// Go's profiler, for "why is it slow" questions in production; behind
 	// the same token as everything else.
 	h.mux.HandleFunc("GET /debug/pprof/", pprof.Index)

@@ -145,7 +145,15 @@ func (h *handler) answer(w http.ResponseWriter, st *queue.Store, op, id string) 
 // retry answers POST /api/v1/queue/{id}/retry: every waiting recipient due
 // now, attempts and everything else unchanged (so MaxAttempts still counts).
 func (h *handler) retry(w http.ResponseWriter, r *http.Request) {
-	h.change(w, r, "retry", func(st *queue.Store, id string) error { return st.Retry(id, h.o.Now()) }, true)
+	// An operator's retry goes at once, even to a destination traffic
+	// shaping has suspended (as postqueue -f does).
+	h.change(w, r, "retry", func(st *queue.Store, id string) error {
+		if err := st.Retry(id, h.o.Now()); err != nil {
+			return err
+		}
+		h.force(id)
+		return nil
+	}, false)
 }
 
 // hold answers POST /api/v1/queue/{id}/hold.
@@ -203,7 +211,7 @@ func (h *handler) flush(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.o.Logger.Info("admin: flush", "messages", n, "client", r.RemoteAddr)
-	h.kick()
+	h.force()
 	writeJSON(w, http.StatusOK, FlushResult{Flushed: n})
 }
 

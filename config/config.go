@@ -25,6 +25,8 @@ type Config struct {
 	// Shaping is the traffic shaping policy (issue 13), for shaping.NewPolicy.
 	Shaping shaping.Config
 	DKIM    DKIM
+	// Cluster shares the shaping state with other nodes (issue 19).
+	Cluster Cluster
 	Log     Log
 	// File is the path Load read, "" when only defaults and environment apply.
 	File string
@@ -54,6 +56,8 @@ type Submission struct {
 	// ReadTimeout bounds each command (RFC 5321 4.5.3.2); DataTimeout the whole DATA upload.
 	ReadTimeout time.Duration
 	DataTimeout time.Duration
+	// SessionTimeout bounds a whole connection, however busy it keeps.
+	SessionTimeout time.Duration
 	// AuthMaxFailures failed AUTH attempts from one IP lock it out for AuthLockout.
 	AuthMaxFailures int
 	AuthLockout     time.Duration
@@ -138,6 +142,10 @@ type Delivery struct {
 	TLS            string
 	ConnectTimeout time.Duration
 	CommandTimeout time.Duration
+	// GreetingTimeout bounds the wait for a server's 220 greeting; never
+	// longer than CommandTimeout (issue 12: silent servers held workers
+	// for the whole command timeout).
+	GreetingTimeout time.Duration
 	// MTASTS is MTASTSEnforce, MTASTSTesting or MTASTSOff (delivery.mta_sts).
 	MTASTS string
 	// MTASTSRootCAFile replaces the system roots for MTA-STS policy
@@ -194,6 +202,7 @@ func Default() *Config {
 			MaxConnectionsPerIP: 50,
 			ReadTimeout:         5 * time.Minute,
 			DataTimeout:         10 * time.Minute,
+			SessionTimeout:      time.Hour,
 			AuthMaxFailures:     5,
 			AuthLockout:         5 * time.Minute,
 		},
@@ -215,10 +224,11 @@ func Default() *Config {
 				Fallback: []string{},
 				TLS:      SmarthostTLSStartTLS,
 			},
-			TLS:            DeliveryTLSOpportunistic,
-			ConnectTimeout: 30 * time.Second,
-			CommandTimeout: 5 * time.Minute,
-			MTASTS:         MTASTSEnforce,
+			TLS:             DeliveryTLSOpportunistic,
+			ConnectTimeout:  30 * time.Second,
+			CommandTimeout:  5 * time.Minute,
+			GreetingTimeout: time.Minute,
+			MTASTS:          MTASTSEnforce,
 		},
 		Shaping: shaping.Config{
 			Builtin:   true,
@@ -227,7 +237,8 @@ func Default() *Config {
 			Domains:   map[string]shaping.Limits{},
 			Rules:     []shaping.Rule{},
 		},
-		DKIM: DKIM{Keys: []DKIMKey{}, Headers: []string{}},
-		Log:  Log{Format: "text", Level: "info"},
+		DKIM:    DKIM{Keys: []DKIMKey{}, Headers: []string{}},
+		Cluster: Cluster{NodeName: host, ExpectedNodes: 1},
+		Log:     Log{Format: "text", Level: "info"},
 	}
 }

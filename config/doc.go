@@ -32,4 +32,7 @@
 //     but are dangerous, for check-config (--strict) and the start-up log.
 //   - LoadSettings lists every key once with its source; Shown never
 //     prints a token, password or password hash.
+//   - After Load, Cluster.NodeName is never empty ("" means the host name)
+//     and Cluster.RedisURL is "" or a redis:// or rediss:// URL; no message
+//     shows its password.
 package config

@@ -39,6 +39,7 @@ func (l *loader) validate(c *Config) {
 	l.validateDelivery(&c.Delivery)
 	l.validateShaping(c)
 	l.validateDKIM(&c.DKIM)
+	l.validateCluster(&c.Cluster)
 	l.oneOf("log.format", c.Log.Format, "text", "json")
 	l.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 }
@@ -82,6 +83,7 @@ func (l *loader) validateSubmission(s *Submission) {
 	l.atLeast("submission.max_connections_per_ip", int64(s.MaxConnectionsPerIP), 1)
 	l.positive("submission.read_timeout", s.ReadTimeout)
 	l.positive("submission.data_timeout", s.DataTimeout)
+	l.positive("submission.session_timeout", s.SessionTimeout)
 	l.atLeast("submission.auth_max_failures", int64(s.AuthMaxFailures), 1)
 	l.positive("submission.auth_lockout", s.AuthLockout)
 }
@@ -173,6 +175,7 @@ func (l *loader) validateDelivery(d *Delivery) {
 	l.oneOf("delivery.tls", d.TLS, DeliveryTLSOpportunistic, DeliveryTLSRequired, DeliveryTLSNone)
 	l.positive("delivery.connect_timeout", d.ConnectTimeout)
 	l.positive("delivery.command_timeout", d.CommandTimeout)
+	l.positive("delivery.greeting_timeout", d.GreetingTimeout)
 	l.validateVerifiedTLS(d)
 }
 

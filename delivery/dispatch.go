@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/shaping"
 	"github.com/relayq/relayq/smtpclient"
 )
 
@@ -22,6 +23,13 @@ type job struct {
 	// queued (Engine.ClaimFirst); while that claim holds, the attempt uses
 	// it (queue.Store.UseFirstClaim) instead of a Claim.
 	preclaimed bool
+	// force: an operator's retry or flush; suspensions and message rates
+	// do not hold it back (Engine.Force).
+	force bool
+	// target and lease are the shaping scopes of the attempt and the
+	// connection it holds there, from start until the slot is freed.
+	target shaping.Target
+	lease  *shaping.Lease
 	// freed is set by the worker once it has given its slot back.
 	freed bool
 	// tls is how the last attempt's connection was secured.
@@ -56,6 +64,11 @@ type result struct {
 	// notices, when not zero, is a time no later than the due time of the
 	// reports (DSNs) the outcome queued.
 	notices time.Time
+	// failed names the queue operation that failed, if one did.
+	failed StorageOp
+	// unwritten, when set, is the attempt's outcome that the queue could
+	// not take: the scheduler keeps it and writes it later.
+	unwritten *pendingRecord
 }
 
 // dest is the scheduler's view of one destination: the unit of concurrency
@@ -66,16 +79,48 @@ type dest struct {
 	queue   []*job
 	until   time.Time // suspended until; zero when not suspended
 	strikes int       // consecutive destination-wide failures
+	// window is the slow-start limit on attempts in flight (0 means
+	// initialWindow): widened by each attempt a server answered.
+	window int
+	// notBefore: shaping said the next token comes then (WaitRate).
+	notBefore time.Time
+	// refusedIn is the start call in which shaping last refused d: it is
+	// not asked again in the same call.
+	refusedIn uint64
+	// target is the destination's shaping target, valid until targetUntil
+	// (zero: until the policy changes) once hasTarget; resolving while an
+	// MX lookup for it is under way.
+	target      shaping.Target
+	targetUntil time.Time
+	hasTarget   bool
+	resolving   bool
 }
 
-// limitOf is how many attempts d may have in flight. After a
+// limitOf is how many attempts d may have in flight, by the engine's own
+// rules (shaping's connection limits come on top, in Admit). After a
 // suspension a single probe goes first: a struggling server sees one
-// connection per back-off period, not one per queued message.
-func (e *Engine) limitOf(d *dest) int {
+// connection per back-off period, not one per queued message. Otherwise
+// the slow-start window applies, and no destination holds more than its
+// share of the workers (share: see start), so a destination that stops
+// answering can never take them all (issue 12, defect 6).
+func (e *Engine) limitOf(d *dest, share int) int {
 	if d.strikes > 0 {
 		return 1
 	}
-	return e.perDest
+	w := d.window
+	if w <= 0 {
+		w = initialWindow
+	}
+	return min(w, share)
+}
+
+// share is how many workers one destination may hold when n destinations
+// have work: an even split, never below the slow-start window.
+func (e *Engine) share(n int) int {
+	if n <= 1 {
+		return e.workers
+	}
+	return max(initialWindow, (e.workers+n-1)/n)
 }
 
 // enqueue puts j in its destination's queue; the message is in memory
@@ -83,10 +128,14 @@ func (e *Engine) limitOf(d *dest) int {
 func (e *Engine) enqueue(j *job) {
 	d := e.dests[j.dest]
 	if d == nil {
-		d = &dest{name: j.dest}
+		d = &dest{name: j.dest, window: e.warmWindow(j.dest)}
 		e.dests[j.dest] = d
 	}
 	d.queue = append(d.queue, j)
+	if j.force {
+		forcedFirst(d.queue)
+		d.notBefore = time.Time{}
+	}
 	e.busy[j.id]++
 	e.cursor.loaded(j.id)
 	e.pending++
@@ -94,8 +143,16 @@ func (e *Engine) enqueue(j *job) {
 
 // start launches attempts while workers and destination limits allow,
 // taking one job per destination in turn so one big destination cannot
-// starve the others.
+// starve the others. Before each, shaping must admit it (see admit).
 func (e *Engine) start(ctx context.Context, now time.Time) {
+	withWork := 0
+	for _, d := range e.dests {
+		if d.active > 0 || len(d.queue) > 0 {
+			withWork++
+		}
+	}
+	share := e.share(withWork)
+	e.starts++
 	for e.active < e.workers {
 		started := false
 		for _, d := range e.dests {
@@ -105,10 +162,14 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 			if len(d.queue) == 0 {
 				continue
 			}
-			if (d.active >= e.limitOf(d) || now.Before(d.until)) && !d.queue[0].expired {
+			j := d.queue[0]
+			if !j.expired && (d.active >= e.limitOf(d, share) || (!j.force && (now.Before(d.until) || now.Before(d.notBefore)))) {
 				continue
 			}
-			j := d.queue[0]
+			if !j.expired && (d.refusedIn == e.starts || !e.admit(ctx, d, j, now)) {
+				d.refusedIn = e.starts
+				continue
+			}
 			d.queue[0] = nil
 			d.queue = d.queue[1:]
 			d.active++
@@ -131,12 +192,38 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 	}
 }
 
+// admit asks shaping to let j go to d now. Refused for a suspension, d's
+// queue waits on disk until it ends; for the rate, in memory until the
+// next token (the scheduler's timer is set to it); for connections, until
+// some attempt gives one back (every release runs start again).
+func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool {
+	if !e.targetOf(ctx, d, domainOf(j.addrs[0]), now) {
+		return false
+	}
+	lease, w := e.shaper.Admit(d.target, j.force)
+	switch w.Reason {
+	case 0:
+		j.target, j.lease = d.target, lease
+		return true
+	case shaping.WaitSuspended:
+		if w.Until.After(d.until) {
+			d.until = w.Until
+		}
+		e.parkQueue(d)
+	case shaping.WaitRate:
+		d.notBefore = w.Until
+		e.parkOverflow(d, w)
+	}
+	return false
+}
+
 // free hands the job's slot back, once (called by the worker).
 func (e *Engine) free(r release) {
 	if r.job.freed {
 		return
 	}
 	r.job.freed = true
+	r.job.lease.Release()
 	e.events <- event{kind: eventFreed, rel: r}
 }
 
@@ -162,6 +249,7 @@ func (e *Engine) released(r release) {
 			d.until = u
 		}
 		e.log.Warn("destination suspended", "destination", d.name, "until", d.until.Format(time.RFC3339), "strikes", d.strikes, "waiting", len(d.queue))
+		d.window = initialWindow
 		e.parkQueue(d)
 	case r.suspend:
 	case r.alive:
@@ -170,13 +258,33 @@ func (e *Engine) released(r release) {
 		}
 		d.strikes = 0
 		d.until = time.Time{}
+		if d.window < e.workers {
+			d.window = max(d.window, initialWindow) + 1
+		}
 	}
 	e.forget(d, now)
 }
 
-// finish books a job that is completely done: its outcome is on disk.
+// finish books a job that is completely done: its outcome is on disk, or
+// kept in memory until it can be.
 func (e *Engine) finish(r result) {
 	e.running--
+	now := e.clock.Now()
+	switch {
+	case r.unwritten != nil:
+		e.keepUnwritten(*r.unwritten, now)
+		return
+	case r.failed != "":
+		e.storageFailed(r.failed, now)
+	case r.recorded:
+		e.storageOK()
+	}
+	e.booked(r)
+}
+
+// booked updates the cursor for what a finished job wrote and lets its
+// message leave memory.
+func (e *Engine) booked(r result) {
 	if !r.recorded {
 		e.cursor.reset()
 		e.cursor.forget()
@@ -208,7 +316,7 @@ func (e *Engine) parkQueue(d *dest) {
 	jobs := map[string][]string{}
 	keep := d.queue[:0]
 	for _, j := range d.queue {
-		if j.expired {
+		if j.expired || j.force {
 			keep = append(keep, j)
 			continue
 		}
@@ -217,13 +325,14 @@ func (e *Engine) parkQueue(d *dest) {
 		e.unbusy(j.id)
 	}
 	d.queue = keep
-	e.postpone(postponements{d.name: jobs})
+	e.postpone(postponements{d.name: jobs}, e.clock.Now())
 }
 
 // forget drops a destination with nothing to remember, so the map does not
 // grow with every domain ever seen.
 func (e *Engine) forget(d *dest, now time.Time) {
-	if d.active == 0 && len(d.queue) == 0 && !now.Before(d.until) && d.strikes == 0 {
+	if d.active == 0 && len(d.queue) == 0 && !now.Before(d.until) && d.strikes == 0 && !d.resolving {
+		e.keepWarm(d, now)
 		delete(e.dests, d.name)
 	}
 }
@@ -232,13 +341,17 @@ func (e *Engine) forget(d *dest, now time.Time) {
 // already in memory (the cursor's to know), and the end of a suspension
 // with jobs waiting on it.
 func (e *Engine) nextWake(now time.Time) (time.Time, bool) {
+	// Backing off after a queue error: nothing to do before it ends.
+	if e.storageWait(now) {
+		return e.storage.until, true
+	}
 	// With the in-memory queue full, a finishing attempt is what makes room;
 	// waking for due mail before that would only spin.
 	if e.pending >= maxPending {
-		return e.suspensionEnd(time.Time{}, false)
+		return e.suspensionEnd(now, time.Time{}, false)
 	}
 	at, ok := e.cursor.wake(now, e.nextDue)
-	return e.suspensionEnd(at, ok)
+	return e.suspensionEnd(now, at, ok)
 }
 
 // nextDue reads the earliest schedule entry from from on whose message is
@@ -247,17 +360,22 @@ func (e *Engine) nextDue(from time.Time) (time.Time, string, bool) {
 	at, id, ok, err := e.store.NextDueSince(from, func(id string) bool { return e.busy[id] > 0 })
 	if err != nil {
 		e.log.Error("queue scan failed", "err", err)
+		e.storageFailed(StorageScan, e.clock.Now())
 		return time.Time{}, "", false
 	}
 	return at, id, ok
 }
 
-// suspensionEnd folds in the end of suspensions that jobs wait on.
-func (e *Engine) suspensionEnd(at time.Time, ok bool) (time.Time, bool) {
+// suspensionEnd folds in the end of suspensions and rate waits that jobs
+// wait on.
+func (e *Engine) suspensionEnd(now, at time.Time, ok bool) (time.Time, bool) {
 	for _, d := range e.dests {
-		if len(d.queue) > 0 && d.active < e.limitOf(d) && !d.until.IsZero() {
-			if !ok || d.until.Before(at) {
-				at, ok = d.until, true
+		if len(d.queue) == 0 || d.active >= e.limitOf(d, e.workers) {
+			continue
+		}
+		for _, t := range []time.Time{d.until, d.notBefore} {
+			if t.After(now) && (!ok || t.Before(at)) {
+				at, ok = t, true
 			}
 		}
 	}

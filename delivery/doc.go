@@ -17,6 +17,12 @@
 //     loss and never a hot retry loop. The first attempt is recorded by
 //     ClaimFirst in the very write that queues the message. An attempt
 //     tries exactly the addresses its claim returned.
+//   - A failed queue operation (claim, outcome, postpone, scan; a full disk)
+//     makes the scheduler back off, 1s doubling to 30s, and is counted
+//     (StorageObserver); it never retries in a tight loop. An outcome that
+//     could not be written stays in memory, its message in flight, and is
+//     written first when the back-off ends: while relayq runs, a delivery
+//     made is never made again (storage.go).
 //   - A worker and destination slot is held only while talking SMTP; the
 //     message stays in flight (never scheduled twice) until its outcome is
 //     on disk.
@@ -24,13 +30,26 @@
 //     hops only, never to static routes or the smarthost; every attempt's
 //     log line says which applied (tls=) and its TLS version.
 //   - Recipients of one message that share a destination go in one SMTP
-//     transaction. A message goes to at most one hop per attempt: later hops
+//     transaction, and those it defers together get one next attempt (the
+//     backoff's jitter is drawn per job, not per recipient), so they stay
+//     together. Recipients found past max_age in one pass form one job,
+//     whatever their destinations, and so one report. A message goes to at most one hop per attempt: later hops
 //     are failover, never copies.
 //   - 2xx delivered, 5xx bounced, 4xx and connection/DNS/TLS trouble deferred
 //     by the backoff (or the reply's own wait, up to 30 minutes) until
 //     max_attempts or max_age. A 421, or a destination that cannot be reached
 //     at all, suspends the whole destination for its backoff; then a single
 //     probe goes first.
+//   - Traffic shaping (Shaper, delivery/shape.go) admits every attempt
+//     before it starts: a suspended scope's mail waits on disk until the
+//     suspension ends, a rate-limited one's in memory until the next
+//     token (the scheduler's one timer is set to it), one out of
+//     connections until an attempt gives one back. Operators' retries and
+//     flushes (Force) skip suspensions and rates, never connection limits.
+//     Every failure reply goes to Shaper.React.
+//   - A destination not proven recently has at most two attempts in
+//     flight, one more per attempt a server answered, and never more than
+//     an even share of the workers, so silent servers cannot take them all.
 //   - Bounced recipients of a message produce one RFC 3464 DSN from <>,
 //     enqueued in the same queue transaction as the outcome. A message from
 //     the null sender never produces a DSN.

@@ -48,7 +48,14 @@ type Options struct {
 	WarnAfter time.Duration
 	// Workers bounds concurrent delivery attempts (default 32).
 	Workers int
-	// MaxConnsPerDest bounds concurrent attempts per destination (default 10).
+	// Shaper admits every attempt and hears every failure reply (traffic
+	// shaping, issue 13); relayq gives it a *shaping.Shaper. nil: one
+	// without rules whose only limit is MaxConnsPerDest connections per
+	// destination.
+	Shaper Shaper
+	// MaxConnsPerDest bounds concurrent attempts per destination when
+	// Shaper is nil (default 10); with a Shaper, its connection limits
+	// (shaping.defaults.max_connections) do.
 	MaxConnsPerDest int
 	// MaxHintDelay caps a reply's own "try again in N" (default 30m).
 	MaxHintDelay time.Duration
@@ -84,7 +91,7 @@ type Engine struct {
 	hostname string
 	sign     func([]byte) ([]byte, error)
 	workers  int
-	perDest  int
+	shaper   Shaper
 	maxHint  time.Duration
 
 	settings atomic.Pointer[Settings]
@@ -98,6 +105,11 @@ type Engine struct {
 	// cursor is the scheduler's position in the schedule index; its reset
 	// is the one part other goroutines touch (Kick).
 	cursor cursor
+	// forced collects operators' retries and flushes (Force); reshape
+	// asks the scheduler to resolve every target again (Update).
+	forced  forceSet
+	resumes resumeSet
+	reshape atomic.Bool
 
 	// Owned by the scheduler goroutine.
 	busy    map[string]int // message ID → jobs in memory
@@ -106,6 +118,15 @@ type Engine struct {
 	running int               // jobs not done yet (their outcome may still be being written)
 	pending int               // jobs waiting in destination queues
 	arrived []*queue.Envelope // new messages handed over by Enqueue
+	storage storageState      // back-off after queue errors, outcomes not written yet
+	// forceIDs and forceScan: the messages (or, forceScan, everything) the
+	// scan under way loads as forced jobs; cleared when it completes.
+	forceIDs  map[string]bool
+	forceScan bool
+	starts    uint64 // start calls, for dest.refusedIn
+	// warm remembers the slow-start window of destinations forgotten
+	// while idle, for warmFor (shape.go).
+	warm map[string]warmth
 }
 
 // New builds an Engine; Run starts it.
@@ -134,9 +155,12 @@ func New(o Options) (*Engine, error) {
 	if o.Hostname == "" {
 		o.Hostname = "localhost"
 	}
+	if o.Shaper == nil {
+		o.Shaper = defaultShaper(o)
+	}
 	e := &Engine{
 		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, hostname: o.Hostname, sign: o.Sign,
-		workers: o.Workers, perDest: o.MaxConnsPerDest, maxHint: o.MaxHintDelay, rnd: o.Rand,
+		workers: o.Workers, shaper: o.Shaper, maxHint: o.MaxHintDelay, rnd: o.Rand,
 		events: make(chan event, eventBuffer),
 		busy:   map[string]int{},
 		dests:  map[string]*dest{},
@@ -147,8 +171,11 @@ func New(o Options) (*Engine, error) {
 
 // Update replaces routing and retry settings (SIGHUP). Attempts in flight
 // finish with the settings they started with; the old dialer's cached
-// connections are closed.
+// connections are closed. Every destination's shaping target is resolved
+// again, so a new shaping policy (given to the Shaper before) applies to
+// the next attempts.
 func (e *Engine) Update(s Settings) {
+	e.reshape.Store(true)
 	old := e.settings.Swap(&s)
 	if old != nil && old.Courier != s.Courier {
 		old.Courier.Close()
@@ -205,8 +232,20 @@ func (e *Engine) delay(b queue.Backoff, n int) time.Duration {
 	return b.Delay(n, e.rnd)
 }
 
-func (e *Engine) next(p queue.Policy, r queue.Recipient, created, now time.Time) (time.Time, bool) {
+// jitter is one job's draw of the backoff's random part. Every recipient
+// the job defers gets the same draw, so recipients of one message deferred
+// together to one destination stay due together and go in one
+// transaction again, instead of one each (issue 12, defect 12).
+type jitter struct{ a, b uint64 }
+
+// drawJitter draws a job's jitter from the shared source.
+func (e *Engine) drawJitter() jitter {
 	e.rndMu.Lock()
 	defer e.rndMu.Unlock()
-	return p.Next(r, created, now, e.rnd)
+	return jitter{e.rnd.Uint64(), e.rnd.Uint64()}
+}
+
+// next is p.Next with the job's jitter: the same draw for each recipient.
+func (j jitter) next(p queue.Policy, r queue.Recipient, created, now time.Time) (time.Time, bool) {
+	return p.Next(r, created, now, rand.New(rand.NewPCG(j.a, j.b)))
 }

@@ -30,16 +30,11 @@ var errNoAnswer = errors.New("no usable answer")
 // by preference, equal preferences shuffled, the implicit MX when there is
 // none, and RFC 7505's null MX as a permanent refusal.
 func (r *Router) lookupMX(ctx context.Context, domain string) ([]smtpclient.Hop, error) {
-	resp, err := r.query(ctx, domain, dns.TypeMX)
+	cached, _, err := r.mxRecords(ctx, domain)
 	if err != nil {
 		return nil, err
 	}
-	var mxs []*dns.MX
-	for _, rr := range resp.Answer {
-		if mx, ok := rr.(*dns.MX); ok {
-			mxs = append(mxs, mx)
-		}
-	}
+	mxs := slices.Clone(cached) // the cache's own order stays as received
 	if len(mxs) == 1 && mxs[0].Mx == "." {
 		// RFC 7505 section 3: the domain accepts no mail; 556 5.1.10.
 		return nil, smtpcodes.Permanentf("5.1.10", "delivery: %s publishes a null MX and accepts no mail (RFC 7505)", domain)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 type dnsZone struct {
 	records []string       // "mx.example.test. 300 IN MX 10 a.example.test."
 	rcodes  map[string]int // fqdn → rcode (SERVFAIL, NXDOMAIN, ...)
+	queries *atomic.Int32  // counts the queries answered, when set
 }
 
 // startDNS runs a real miekg/dns server on a loopback UDP port and returns
@@ -40,6 +42,9 @@ func startDNS(t *testing.T, zone dnsZone) string {
 		byName[name] = append(byName[name], rr)
 	}
 	handler := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		if zone.queries != nil {
+			zone.queries.Add(1)
+		}
 		m := new(dns.Msg)
 		m.SetReply(req)
 		m.RecursionAvailable = true

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/net/idna"
 
@@ -30,6 +31,9 @@ type RouteConfig struct {
 	// Rand shuffles MX hosts of equal preference (RFC 5321 section 5.1).
 	// nil means a randomly seeded source; tests inject a seeded one.
 	Rand *rand.Rand
+	// Now is the clock of the MX cache (MX answers are kept for their
+	// TTL); nil means time.Now.
+	Now func() time.Time
 	// TLSPolicy, if set, gives MX hops their DANE or MTA-STS policy.
 	TLSPolicy TLSPolicy
 }
@@ -44,10 +48,12 @@ type Router struct {
 	rng *rand.Rand
 
 	resolver *net.Resolver
+	mxs      mxCache
 }
 
-// NewRouter returns a Router for cfg. It does no I/O: DNS is queried per
-// Lookup so that changed records are seen without a restart.
+// NewRouter returns a Router for cfg. It does no I/O: DNS is queried by
+// Lookup, and MX answers are kept only for their TTL, so changed records
+// are seen without a restart.
 func NewRouter(cfg RouteConfig) *Router {
 	r := &Router{cfg: cfg, routes: make(map[string]string, len(cfg.Routes)), rng: cfg.Rand}
 	for d, target := range cfg.Routes {

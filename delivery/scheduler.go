@@ -29,6 +29,7 @@ const (
 	eventArrived                  // env was just queued (Enqueue)
 	eventFreed                    // rel: a job's slot is free again
 	eventDone                     // res: a job is completely done
+	eventTarget                   // resolved: a destination's MX lookup for shaping answered
 )
 
 // event is one message to the scheduler goroutine.
@@ -37,6 +38,8 @@ type event struct {
 	env  *queue.Envelope
 	rel  release
 	res  result
+
+	resolved resolved
 }
 
 // Run schedules and delivers until ctx is cancelled. Then it stops starting
@@ -60,6 +63,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 				timer.Stop()
 			}
 			e.drain(grace, cancel)
+			e.abandonUnwritten()
 			e.settings.Load().Courier.Close()
 			return
 		case ev := <-e.events:
@@ -82,6 +86,8 @@ func (e *Engine) handle(ev event) {
 		e.released(ev.rel)
 	case eventDone:
 		e.finish(ev.res)
+	case eventTarget:
+		e.resolvedTarget(ev.resolved)
 	}
 }
 
@@ -132,6 +138,19 @@ func (p postponements) add(dest, id string, addrs []string) {
 // stay short however much mail waits.
 func (e *Engine) fill(ctx context.Context) {
 	now := e.clock.Now()
+	// After a queue error nothing is read, written or started until the
+	// back-off ends (arrivals wait in memory); then outcomes kept in memory
+	// are written before anything else.
+	if e.storageWait(now) || !e.writeUnwritten(now) {
+		return
+	}
+	if e.reshape.Swap(false) {
+		for _, d := range e.dests {
+			d.hasTarget = false
+		}
+	}
+	e.applyForce()
+	e.applyResumes(now)
 	postpone := postponements{}
 	for _, env := range e.arrived {
 		if e.busy[env.ID] == 0 {
@@ -146,6 +165,7 @@ func (e *Engine) fill(ctx context.Context) {
 		ids, err := e.store.DueSince(from, now, scanBatch, skip)
 		if err != nil {
 			e.log.Error("queue scan failed", "err", err)
+			e.storageFailed(StorageScan, now)
 			break
 		}
 		for _, id := range ids {
@@ -156,34 +176,56 @@ func (e *Engine) fill(ctx context.Context) {
 			break
 		}
 		if len(postpone) > 0 {
-			// Postponed messages are still in the index until written.
-			e.postpone(postpone)
+			// Postponed messages are still in the index until written; if
+			// that fails, the next scan would only find them again.
+			if !e.postpone(postpone, now) {
+				break
+			}
 			postpone = postponements{}
 		}
 	}
-	e.postpone(postpone)
+	if !e.postpone(postpone, now) {
+		complete = false
+	}
 	if complete {
 		e.cursor.scanned(now)
+		e.forceIDs, e.forceScan = nil, false
+	}
+	if e.storageWait(now) {
+		return
 	}
 	e.start(ctx, now)
 }
 
 // postpone writes waiting mail for suspended destinations forward to the
-// end of their suspension, one transaction per destination.
-func (e *Engine) postpone(batch postponements) {
+// end of their suspension, one transaction per destination. It reports
+// false when a write failed (or was not tried while backing off after an
+// earlier one): that mail is then left due on disk, out of memory, and a
+// scan after the back-off finds it again.
+func (e *Engine) postpone(batch postponements, now time.Time) bool {
+	ok := true
 	for name, jobs := range batch {
 		d := e.dests[name]
 		if d == nil || len(jobs) == 0 {
 			continue
 		}
+		if e.storageWait(now) {
+			e.cursor.reset()
+			ok = false
+			continue
+		}
 		if err := e.store.Postpone(jobs, d.until); err != nil {
 			e.log.Error("postponing mail for a suspended destination failed", "destination", name, "err", err)
 			e.cursor.reset()
+			e.storageFailed(StoragePostpone, now)
+			ok = false
 			continue
 		}
+		e.storageOK()
 		e.cursor.expect(d.until)
 		e.log.Debug("postponed mail for a suspended destination", "destination", name, "messages", len(jobs), "until", d.until)
 	}
+	return ok
 }
 
 // load reads one due message and turns it into jobs.
@@ -192,6 +234,9 @@ func (e *Engine) load(id string, now time.Time, postpone postponements) {
 	if err != nil {
 		if !errors.Is(err, queue.ErrNotFound) {
 			e.log.Error("queue load failed", "id", id, "err", err)
+		}
+		if !errors.Is(err, queue.ErrNotFound) && !errors.Is(err, queue.ErrDamaged) {
+			e.storageFailed(StorageScan, now)
 		}
 		return
 	}
@@ -221,14 +266,20 @@ func (e *Engine) loadEnvelope(env *queue.Envelope, now time.Time, postpone postp
 		}
 		preclaimed = preclaimed || first
 		d := set.Router.Destination(domainOf(r.Address))
+		if expired && len(order) > 0 {
+			// Past max_age: bounced without an attempt, whatever the
+			// destination, so all in one job and one report.
+			d = order[0]
+		}
 		if _, ok := groups[d]; !ok {
 			order = append(order, d)
 		}
 		groups[d] = append(groups[d], r.Address)
 	}
+	force := e.forceScan || e.forceIDs[id]
 	for _, name := range order {
-		j := &job{id: id, env: env, dest: name, addrs: groups[name], expired: expired, preclaimed: preclaimed}
-		if d := e.dests[name]; d != nil && now.Before(d.until) && !expired {
+		j := &job{id: id, env: env, dest: name, addrs: groups[name], expired: expired, preclaimed: preclaimed, force: force}
+		if d := e.dests[name]; d != nil && now.Before(d.until) && !expired && !force {
 			postpone.add(name, id, j.addrs)
 			continue
 		}

@@ -64,19 +64,29 @@ func (g *gateCourier) waitStarted(t *testing.T, n int) {
 }
 
 // One destination never gets more than max_conns_per_domain attempts at
-// once, and gets that many when it has the mail: the limit is reached,
-// held while attempts are in flight, and never passed.
+// once, and gets that many when it has the mail: it starts with the
+// slow-start window of two, widens with each success, reaches the limit,
+// holds it while attempts are in flight, and never passes it.
 func TestConcurrencyPerDestinationIsBounded(t *testing.T) {
 	g := newGateCourier()
 	r := newRigWith(t, clock.NewFake(t0), "127.0.0.1:25", g, func(o *Options) { o.MaxConnsPerDest = 3 })
 	for i := 0; i < 12; i++ {
 		r.submit("app@example.org", fmt.Sprintf("u%d@example.net", i))
 	}
-	g.waitStarted(t, 3) // three in flight at once, none finished
-	for i := 0; i < 12; i++ {
+	g.waitStarted(t, initialWindow) // a destination not yet proven: two at first
+	select {
+	case a := <-g.started:
+		t.Fatalf("%s started beyond the slow-start window", a)
+	default:
+	}
+	g.finish <- struct{}{} // a success widens the window to three
+	g.waitStarted(t, 2)
+	started := initialWindow + 2
+	for finished := 1; finished < 12; finished++ {
 		g.finish <- struct{}{}
-		if i < 9 {
+		if started < 12 {
 			g.waitStarted(t, 1) // each finished attempt makes room for one
+			started++
 		}
 	}
 	if got := r.expectOutcomes(12); got["delivered"] != 12 {

@@ -54,8 +54,6 @@ func startPostfix(t *testing.T, next string) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
 	nextHost, nextPort, err := net.SplitHostPort(next)
 	if err != nil {
 		t.Fatal(err)
@@ -95,9 +93,6 @@ maillog_file_prefixes = %[1]s
 	if err != nil {
 		t.Fatalf("Debian's /etc/postfix/master.cf: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "master.cf"), privateMaster(string(master), port), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	run := func(args ...string) error {
 		out, err := exec.Command(bin, append([]string{"-c", dir}, args...)...).CombinedOutput()
 		if err != nil {
@@ -105,12 +100,28 @@ maillog_file_prefixes = %[1]s
 		}
 		return nil
 	}
-	_ = run("set-permissions") // complains about files Debian's package lacks; what we need is set
-	if err := run("check"); err != nil {
-		t.Fatal(err)
-	}
-	if err := run("start"); err != nil {
+	// A free port can be taken by another process between our probe and
+	// Postfix's bind (tests run in parallel): then try another.
+	var addr string
+	for try := 1; ; try++ {
+		addr = freeAddr(t)
+		_, port, _ := net.SplitHostPort(addr)
+		if err := os.WriteFile(filepath.Join(dir, "master.cf"), privateMaster(string(master), port), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_ = run("set-permissions") // complains about files Debian's package lacks; what we need is set
+		if err := run("check"); err != nil {
+			t.Fatal(err)
+		}
+		err := run("start")
+		if err == nil {
+			break
+		}
 		log, _ := os.ReadFile(filepath.Join(dir, "maillog"))
+		if try < 3 && strings.Contains(string(log), "Address already in use") {
+			_ = run("stop")
+			continue
+		}
 		t.Fatalf("%v\nmaillog:\n%s", err, log)
 	}
 	t.Cleanup(func() {

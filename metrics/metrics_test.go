@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
 )
@@ -68,6 +69,10 @@ func TestObserversMoveCounters(t *testing.T) {
 	del.Attempted("deferred", 40*time.Millisecond)
 	del.Attempted("bounced", 90*time.Second)
 	del.Active(3)
+	storage := del.(delivery.StorageObserver) // the engine finds it this way
+	storage.StorageError(delivery.StoragePostpone)
+	storage.StorageError(delivery.StoragePostpone)
+	storage.StorageError(delivery.StorageOp("something-new"))
 
 	body := scrape(t, m)
 	wantLines(t, body,
@@ -96,6 +101,9 @@ func TestObserversMoveCounters(t *testing.T) {
 		`relayq_delivery_attempt_duration_seconds_bucket{result="bounced",le="60"} 0`,
 		`relayq_delivery_attempt_duration_seconds_bucket{result="bounced",le="120"} 1`,
 		`relayq_delivery_active 3`,
+		`relayq_delivery_storage_errors_total{op="postpone"} 2`,
+		`relayq_delivery_storage_errors_total{op="record"} 0`,
+		`relayq_delivery_storage_errors_total{op="other"} 1`,
 	)
 	if strings.Contains(body, "something-new") {
 		t.Error("an unknown reason leaked into a label value")

@@ -37,6 +37,16 @@ const (
 const (
 	DefaultConnectTimeout = 30 * time.Second
 	DefaultCommandTimeout = 5 * time.Minute
+	// DefaultGreetingTimeout bounds the wait for the 220 greeting. RFC 5321
+	// section 4.5.3.2.1 allows 5 minutes, but a server that accepts the
+	// connection and says nothing for a minute is a tarpit or overloaded:
+	// greeting delays used against spam bots (Postfix postscreen's
+	// greet_wait, sendmail's greet_pause, Exim's delays) are seconds to
+	// tens of seconds, so a minute leaves a wide margin, and it frees a
+	// worker stuck on a silent server five times sooner. A greeting that
+	// does not come is a transient failure: the mail is retried later,
+	// never lost.
+	DefaultGreetingTimeout = time.Minute
 )
 
 // Dialer makes delivery attempts: one SMTP transaction for one message to the
@@ -56,6 +66,10 @@ type Dialer struct {
 	// (refreshed per write, so a large body only needs to make progress)
 	// and the reply to the final dot; 0 means DefaultCommandTimeout.
 	CommandTimeout time.Duration
+	// GreetingTimeout bounds the wait for the server's greeting after the
+	// connect; 0 means DefaultGreetingTimeout. It is never longer than
+	// CommandTimeout.
+	GreetingTimeout time.Duration
 	// Smarthost supplies TLS mode and credentials for hops marked
 	// Hop.Smarthost; nil means those hops are treated like routes.
 	Smarthost *Smarthost
@@ -152,6 +166,7 @@ func (d *Dialer) Deliver(ctx context.Context, hops []Hop, env Envelope, body fun
 			break
 		}
 		if s := d.cache().take(poolKey(hop)); s != nil {
+			s.hop.MaxUses = hop.MaxUses // the limit of the attempt at hand
 			// A cached connection may have been closed by the server in
 			// the meantime; if MAIL fails on it, a fresh one is tried.
 			if s.again(ctx, env, body, results).final {
@@ -213,6 +228,14 @@ func (d *Dialer) commandTimeout() time.Duration {
 		return d.CommandTimeout
 	}
 	return DefaultCommandTimeout
+}
+
+func (d *Dialer) greetingTimeout() time.Duration {
+	t := d.GreetingTimeout
+	if t <= 0 {
+		t = DefaultGreetingTimeout
+	}
+	return min(t, d.commandTimeout())
 }
 
 func (d *Dialer) hostname() string {

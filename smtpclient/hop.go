@@ -25,6 +25,10 @@ type Hop struct {
 	// Dialer.Smarthost's TLS mode and credentials for these hops only, so a
 	// static route never receives the smarthost password.
 	Smarthost bool
+	// MaxUses closes a cached connection to the hop once it has carried
+	// this many messages (traffic shaping's max_messages_per_connection);
+	// 0 means the default, 100.
+	MaxUses int
 	// TLS is the verified-TLS policy of an MX hop (DANE, MTA-STS); nil
 	// means Dialer.TLS applies, as for routes.
 	TLS *HopTLS

@@ -15,7 +15,8 @@ const (
 	// servers drop idle clients themselves, and a short cache is enough to
 	// carry a burst (Postfix uses 2s).
 	idleTimeout = 2 * time.Second
-	// maxUses bounds the messages sent over one connection.
+	// maxUses bounds the messages sent over one connection unless the
+	// hop says otherwise (Hop.MaxUses).
 	maxUses = 100
 	// maxIdlePerHop bounds the idle connections kept per hop.
 	maxIdlePerHop = 32
@@ -59,7 +60,11 @@ func (p *connPool) take(key string) *session {
 // put keeps s for reuse, or closes it when the pool is full or closed.
 func (p *connPool) put(key string, s *session) {
 	p.mu.Lock()
-	if p.closed || s.uses >= maxUses || len(p.idle[key]) >= maxIdlePerHop {
+	limit := s.hop.MaxUses
+	if limit <= 0 {
+		limit = maxUses
+	}
+	if p.closed || s.uses >= limit || len(p.idle[key]) >= maxIdlePerHop {
 		p.mu.Unlock()
 		s.quit()
 		return

@@ -153,8 +153,10 @@ func (s *session) open(ctx context.Context) (smtpcodes.Stage, error) {
 
 // greet reads the server's greeting and says EHLO.
 func (s *session) greet() (smtpcodes.Stage, error) {
-	s.w = newWire(s.conn, s.d.commandTimeout())
-	if code, text, err := s.w.reply(); err != nil || code != 220 {
+	s.w = newWire(s.conn, s.d.greetingTimeout())
+	code, text, err := s.w.reply()
+	s.w.timeout = s.d.commandTimeout()
+	if err != nil || code != 220 {
 		if err == nil {
 			err = serverReply(code, text)
 		}

@@ -21,6 +21,7 @@ commands:
   config show [--config FILE]   print the effective configuration and where each value comes from
   queue <list|show|retry|hold|release|delete|flush> ...
                                 inspect and steer a running relay's queue
+  queue <suspensions|resume> ... traffic shaping suspensions in force; end one
   dkim <keygen|check> ...       make DKIM keys, check their DNS records
   queue <check|salvage|compact> ...
                                 check, rescue or shrink a stopped relay's queue file

@@ -38,9 +38,10 @@ func (m *metrics) delivery() delivery.Observer { return m.m.Delivery() }
 
 // startAdmin listens on c.Listen now (so a busy or bad address fails the
 // start) and serves the admin API, /metrics and the probes in the background.
-func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, m *metrics, log *slog.Logger) (*http.Server, error) {
+func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.Shaping, m *metrics, log *slog.Logger) (*http.Server, error) {
 	o := admin.Options{
 		Store:     st,
+		Shaping:   sh,
 		Token:     c.Token,
 		ReadToken: c.ReadToken,
 		Ready:     admin.StoreReady(st),

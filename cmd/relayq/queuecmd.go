@@ -29,6 +29,8 @@ commands:
   release ID         put a held ID back in the schedule, due now
   delete ID          remove ID for good, without a bounce
   flush              attempt every waiting recipient now
+  suspensions        list traffic shaping suspensions and throttles in force
+  resume SCOPE       end the suspension or throttle of SCOPE (provider:NAME, domain:NAME)
   check, salvage, compact
                      offline work on the queue file (see relayq queue check --help)
 
@@ -89,11 +91,11 @@ func queueCmd(args []string, out io.Writer) error {
 	cmd, rest := pos[0], pos[1:]
 	wantArgs := 0
 	switch cmd {
-	case "show", "retry", "hold", "release", "delete":
+	case "show", "retry", "hold", "release", "delete", "resume":
 		wantArgs = 1
-	case "list", "flush":
+	case "list", "flush", "suspensions":
 	default:
-		return fmt.Errorf("queue: unknown command %q (want list, show, retry, hold, release, delete or flush)", cmd)
+		return fmt.Errorf("queue: unknown command %q (want list, show, retry, hold, release, delete, flush, suspensions or resume)", cmd)
 	}
 	if cmd != "list" {
 		var stray []string
@@ -109,6 +111,9 @@ func queueCmd(args []string, out io.Writer) error {
 		}
 	}
 	if len(rest) != wantArgs {
+		if cmd == "resume" {
+			return errors.New("queue resume: want exactly one scope, e.g. provider:google or domain:example.net")
+		}
 		if wantArgs == 1 {
 			return fmt.Errorf("queue %s: want exactly one message ID", cmd)
 		}
@@ -149,6 +154,10 @@ func runQueueCmd(ctx context.Context, c *admin.Client, cmd string, rest []string
 	switch cmd {
 	case "list":
 		return queueList(ctx, c, f, out, "", "")
+	case "suspensions":
+		return queueSuspensions(ctx, c, f, out)
+	case "resume":
+		return queueResume(ctx, c, rest[0], f, out)
 	case "show":
 		if m, err = c.Show(ctx, rest[0]); err != nil {
 			return err

@@ -26,7 +26,9 @@ var reloadable = []string{
 	"delivery.tls",
 	"delivery.connect_timeout",
 	"delivery.command_timeout",
-	"dkim.", // signer.Update: key rotation without a restart
+	"delivery.greeting_timeout",
+	"shaping.", // Shaper.SetPolicy, then Engine.Update resolves targets again
+	"dkim.",    // signer.Update: key rotation without a restart
 }
 
 func isReloadable(key string) bool {

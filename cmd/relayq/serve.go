@@ -20,6 +20,7 @@ import (
 	"github.com/relayq/relayq/dkim"
 	"github.com/relayq/relayq/logbuf"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/shaping"
 	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/submission"
 )
@@ -68,8 +69,15 @@ func serve(args []string) error {
 	if verifiedTLS, err = newTLSPolicy(cfg, store, log); err != nil {
 		return err
 	}
+	// The limiter state of traffic shaping lives in this process for now;
+	// a state shared by several nodes would be built here instead.
+	shaper, err := newShaper(cfg, &shaping.Memory{}, log, metrics)
+	if err != nil {
+		return err
+	}
 	eo := engineOptions(cfg, store, log, metrics)
 	eo.Sign = signer.Sign
+	eo.Shaper = shaper
 	eng, err := delivery.New(eo)
 	if err != nil {
 		return err
@@ -108,7 +116,7 @@ func serve(args []string) error {
 	}
 	var admin *http.Server
 	if cfg.Admin.Listen != "" {
-		admin, err = startAdmin(cfg.Admin, store, eng, metrics, log)
+		admin, err = startAdmin(cfg.Admin, store, eng, shapingAPI{shaper, eng}, metrics, log)
 		if err != nil {
 			srv.Close()
 			return err
@@ -127,7 +135,7 @@ func serve(args []string) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
-			running = reload(path, running, srv, eng, signer, log)
+			running = reload(path, running, srv, eng, shaper, signer, metrics, log)
 			continue
 		}
 		log.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
@@ -166,7 +174,7 @@ func cfgName(path string) string {
 // running. A bad file is refused with a log line and the running
 // configuration stays; a changed key that needs a restart is named in a
 // warning (reloadcheck.go).
-func reload(path string, running []config.Setting, srv *submission.Server, eng *delivery.Engine, signer *dkim.Signer, log *slog.Logger) []config.Setting {
+func reload(path string, running []config.Setting, srv *submission.Server, eng *delivery.Engine, shaper *shaping.Shaper, signer *dkim.Signer, m *metrics, log *slog.Logger) []config.Setting {
 	cfg, loaded, err := config.LoadSettings(path)
 	if err != nil {
 		log.Error("reload refused, keeping the running configuration", "err", err)
@@ -185,7 +193,10 @@ func reload(path string, running []config.Setting, srv *submission.Server, eng *
 	srv.SetPolicy(submissionPolicy(cfg))
 	srv.SetTLS(tlsConf)
 	signer.Update(dc)
-	eng.Update(engineSettings(cfg))
+	if err := reloadShaping(shaper, cfg, m); err != nil {
+		log.Error("reload: shaping policy refused, keeping the running one", "err", err)
+	}
+	eng.Update(engineSettings(cfg)) // after the new policy: targets are resolved again
 	applied, restart, now := reloadDiff(running, loaded)
 	logWarnings(log, cfg)
 	logReload(log, cfgName(path), applied, restart)
@@ -225,6 +236,7 @@ func submissionOptions(cfg *config.Config, store *queue.Store, tlsConf *tls.Conf
 		MaxConnsPerIP:     s.MaxConnectionsPerIP,
 		ReadTimeout:       s.ReadTimeout,
 		DataTimeout:       s.DataTimeout,
+		SessionTimeout:    s.SessionTimeout,
 		AuthMaxFailures:   s.AuthMaxFailures,
 		AuthLockout:       s.AuthLockout,
 		Logger:            log,
@@ -243,11 +255,12 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 	}
 	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer, TLSPolicy: verifiedTLS})
 	dialer := &smtpclient.Dialer{
-		Hostname:       cfg.Hostname,
-		TLS:            smtpclient.TLSMode(d.TLS),
-		ConnectTimeout: d.ConnectTimeout,
-		CommandTimeout: d.CommandTimeout,
-		Resolver:       router.Resolver(),
+		Hostname:        cfg.Hostname,
+		TLS:             smtpclient.TLSMode(d.TLS),
+		ConnectTimeout:  d.ConnectTimeout,
+		CommandTimeout:  d.CommandTimeout,
+		GreetingTimeout: d.GreetingTimeout,
+		Resolver:        router.Resolver(),
 	}
 	if sh.Address != "" {
 		dialer.Smarthost = &sh

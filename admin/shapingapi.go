@@ -1,0 +1,127 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"text/tabwriter"
+	"time"
+)
+
+// Forcer is a Kicker that can also make an operator's retry or flush go at
+// once, even to a destination traffic shaping has suspended or that is out
+// of tokens; *delivery.Engine implements it. Force with no IDs is a flush.
+type Forcer interface {
+	Force(ids ...string)
+}
+
+// Shaping lists and ends traffic shaping suspensions and throttles;
+// cmd/relayq adapts *shaping.Shaper to it, so this package needs nothing
+// of shaping.
+type Shaping interface {
+	Suspensions() []Suspension
+	// Resume ends the suspension and throttle of a scope ("provider:NAME"
+	// or "domain:NAME"); false when there was none. The error is for a
+	// scope that cannot be read.
+	Resume(scope string) (bool, error)
+}
+
+// Suspension is one suspension or throttle in force, as
+// GET /api/v1/shaping shows it.
+type Suspension struct {
+	Scope  string    `json:"scope"`  // "provider:google", "domain:example.net"
+	Action string    `json:"action"` // "suspend" or "throttle"
+	Rule   string    `json:"rule"`   // the rule that matched
+	Cause  string    `json:"cause"`  // the reply it matched
+	Since  time.Time `json:"since"`
+	Until  time.Time `json:"until"`
+}
+
+// ShapingList is the answer to GET /api/v1/shaping.
+type ShapingList struct {
+	Suspensions []Suspension `json:"suspensions"`
+}
+
+// ResumeResult is the answer to POST /api/v1/shaping/{scope}/resume.
+type ResumeResult struct {
+	Scope   string `json:"scope"`
+	Resumed bool   `json:"resumed"`
+}
+
+// shapingRoutes adds the traffic shaping endpoints.
+func (h *handler) shapingRoutes() {
+	h.mux.HandleFunc("GET /api/v1/shaping", h.shapingList)
+	h.mux.HandleFunc("POST /api/v1/shaping/{scope}/resume", h.shapingResume)
+}
+
+func (h *handler) shapingList(w http.ResponseWriter, r *http.Request) {
+	if h.o.Shaping == nil {
+		writeError(w, http.StatusServiceUnavailable, "traffic shaping is not running")
+		return
+	}
+	list := h.o.Shaping.Suspensions()
+	if list == nil {
+		list = []Suspension{}
+	}
+	writeJSON(w, http.StatusOK, ShapingList{Suspensions: list})
+}
+
+func (h *handler) shapingResume(w http.ResponseWriter, r *http.Request) {
+	if h.o.Shaping == nil {
+		writeError(w, http.StatusServiceUnavailable, "traffic shaping is not running")
+		return
+	}
+	scope := r.PathValue("scope")
+	ok, err := h.o.Shaping.Resume(scope)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no suspension or throttle in force for %s", scope))
+		return
+	}
+	h.o.Logger.Info("admin: resume", "scope", scope, "client", r.RemoteAddr)
+	h.kick() // mail parked for the scope is due at the old end; look again
+	writeJSON(w, http.StatusOK, ResumeResult{Scope: scope, Resumed: true})
+}
+
+// force makes the given messages (every due one, with none) go at once
+// through the engine's Force, or just wakes it.
+func (h *handler) force(ids ...string) {
+	if f, ok := h.o.Kicker.(Forcer); ok {
+		f.Force(ids...)
+		return
+	}
+	h.kick()
+}
+
+// Suspensions lists the traffic shaping suspensions and throttles in force.
+func (c *Client) Suspensions(ctx context.Context) ([]Suspension, error) {
+	var l ShapingList
+	err := c.do(ctx, http.MethodGet, "/api/v1/shaping", &l)
+	return l.Suspensions, err
+}
+
+// Resume ends the suspension and throttle of scope now.
+func (c *Client) Resume(ctx context.Context, scope string) error {
+	var res ResumeResult
+	return c.do(ctx, http.MethodPost, "/api/v1/shaping/"+url.PathEscape(scope)+"/resume", &res)
+}
+
+// WriteSuspensions prints suspensions as a table, ends in now's terms.
+func WriteSuspensions(w io.Writer, list []Suspension, now time.Time) error {
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(w, "No suspensions or throttles in force")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCOPE\tACTION\tUNTIL\tLEFT\tRULE\tCAUSE")
+	for _, s := range list {
+		left := s.Until.Sub(now).Round(time.Second)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Scope, s.Action, s.Until.UTC().Format(time.RFC3339), left, s.Rule, s.Cause)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayq/relayq/admin"
+	"github.com/relayq/relayq/config"
+	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/smtpcodes"
+)
+
+// `relayq queue suspensions` lists what a real Shaper suspended, with the
+// rule and the reply that caused it; `relayq queue resume SCOPE` ends it.
+func TestQueueSuspensionsAndResume(t *testing.T) {
+	cfg := &config.Config{Shaping: shaping.Config{
+		Providers: []shaping.Provider{{Name: "google", MXSuffixes: []string{".google.com"}}},
+		Rules:     []shaping.Rule{{Name: "google-rate", Match: `4\.7\.28`, Action: shaping.ActionSuspend, Duration: 10 * time.Minute}},
+	}}
+	sh, err := newShaper(cfg, &shaping.Memory{}, quietLog, newMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(admin.NewHandler(admin.Options{Shaping: shapingAPI{s: sh}, Logger: quietLog}))
+	t.Cleanup(ts.Close)
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := queueCmd(append(args, "--admin", ts.URL), &out)
+		return out.String(), err
+	}
+
+	out, err := run("suspensions")
+	if err != nil || !strings.Contains(out, "No suspensions") {
+		t.Fatalf("%q %v", out, err)
+	}
+	gmail := sh.Resolve("gmail.com", []string{"gmail-smtp-in.l.google.com"})
+	sh.React(gmail, smtpcodes.Reply{Class: smtpcodes.Transient, Code: 421, Enhanced: "4.7.28", Text: "Unusual rate of mail"})
+	out, err = run("suspensions")
+	t.Logf("\n%s", out)
+	for _, want := range []string{"provider:google", "suspend", "google-rate", "421 4.7.28 Unusual rate of mail"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Fatalf("suspensions lack %q: %q %v", want, out, err)
+		}
+	}
+	if out, err := run("resume", "provider:google"); err != nil || !strings.Contains(out, "resumed") {
+		t.Fatalf("resume: %q %v", out, err)
+	}
+	if _, w := sh.Admit(gmail, false); w.Reason != 0 {
+		t.Fatalf("still refused after resume: %+v", w)
+	}
+	if _, err := run("resume", "provider:google"); err == nil || !strings.Contains(err.Error(), "no suspension") {
+		t.Fatalf("resuming twice: %v", err)
+	}
+	if _, err := run("resume", "planet:mars"); err == nil {
+		t.Fatal("a scope of no known kind was accepted")
+	}
+}
+
+// SIGHUP's reloadShaping puts the new policy in force and keeps what is in
+// force: a provider added by the reload groups its domains from then on,
+// and a suspension begun before the reload still holds.
+func TestReloadShapingKeepsSuspensions(t *testing.T) {
+	cfg := &config.Config{Shaping: shaping.Config{
+		Rules: []shaping.Rule{{Name: "rate", Match: `4\.7\.28`, Action: shaping.ActionSuspend, Duration: 10 * time.Minute, Scope: shaping.ScopeDomain}},
+	}}
+	m := newMetrics()
+	sh, err := newShaper(cfg, &shaping.Memory{}, quietLog, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sh.Resolve("example.net", []string{"mx.corp.example"})
+	sh.React(d, smtpcodes.Reply{Class: smtpcodes.Transient, Code: 421, Enhanced: "4.7.28", Text: "slow down"})
+	cfg.Shaping.Providers = []shaping.Provider{{Name: "corp", MXSuffixes: []string{".corp.example"}}}
+	if err := reloadShaping(sh, cfg, m); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := sh.Resolve("example.net", []string{"mx.corp.example"}).Provider(); !ok || p.Name != "corp" {
+		t.Fatalf("after reload the new provider does not group its domain: %v %v", p, ok)
+	}
+	if _, w := sh.Admit(sh.Resolve("example.net", []string{"mx.corp.example"}), false); w.Reason != shaping.WaitSuspended {
+		t.Fatalf("the suspension did not survive the reload: %+v", w)
+	}
+}

@@ -1,0 +1,161 @@
+package delivery
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+	"golang.org/x/net/idna"
+)
+
+// MX answers are kept for their TTL (the smallest of the answer's MX
+// records), so a busy domain costs one query per TTL rather than one per
+// attempt, and the engine can tell a domain's provider (from its MX host
+// names) without asking DNS again. Only positive answers with at least one
+// MX record are kept; errors, NXDOMAIN and "no MX" are asked again.
+const (
+	// maxMXTTL bounds how long an answer is kept whatever its TTL says.
+	maxMXTTL = 24 * time.Hour
+	// maxMXCache bounds the domains kept; when full, expired entries are
+	// dropped, and if none, the whole cache (it is only a cache).
+	maxMXCache = 10000
+)
+
+// mxEntry is one cached MX answer.
+type mxEntry struct {
+	mxs   []*dns.MX // as received; never modified (lookupMX copies)
+	until time.Time
+}
+
+// mxCache holds MX answers by A-label domain. The zero value is ready.
+type mxCache struct {
+	mu      sync.Mutex
+	entries map[string]mxEntry
+}
+
+func (c *mxCache) get(domain string, now time.Time) (mxEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[domain]
+	if !ok || !now.Before(e.until) {
+		return mxEntry{}, false
+	}
+	return e, true
+}
+
+func (c *mxCache) put(domain string, e mxEntry, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]mxEntry{}
+	}
+	if len(c.entries) >= maxMXCache {
+		for d, old := range c.entries {
+			if !now.Before(old.until) {
+				delete(c.entries, d)
+			}
+		}
+		if len(c.entries) >= maxMXCache {
+			clear(c.entries)
+		}
+	}
+	c.entries[domain] = e
+}
+
+// now is the Router's clock.
+func (r *Router) now() time.Time {
+	if r.cfg.Now != nil {
+		return r.cfg.Now()
+	}
+	return time.Now()
+}
+
+// mxRecords returns the MX records of an A-label domain, from the cache
+// while its TTL lasts, and when the answer is good until.
+func (r *Router) mxRecords(ctx context.Context, domain string) ([]*dns.MX, time.Time, error) {
+	now := r.now()
+	if e, ok := r.mxs.get(domain, now); ok {
+		return e.mxs, e.until, nil
+	}
+	resp, err := r.query(ctx, domain, dns.TypeMX)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	var mxs []*dns.MX
+	var ttl uint32
+	for _, rr := range resp.Answer {
+		if mx, ok := rr.(*dns.MX); ok {
+			if len(mxs) == 0 || mx.Hdr.Ttl < ttl {
+				ttl = mx.Hdr.Ttl
+			}
+			mxs = append(mxs, mx)
+		}
+	}
+	var until time.Time
+	if len(mxs) > 0 && ttl > 0 {
+		until = now.Add(min(time.Duration(ttl)*time.Second, maxMXTTL))
+		r.mxs.put(domain, mxEntry{mxs: mxs, until: until}, now)
+	}
+	return mxs, until, nil
+}
+
+// shapeKey is what traffic shaping calls mail for domain: for a static
+// route or the smarthost, the route's key ("*" for the wildcard route and
+// the smarthost) with mx false; otherwise the domain itself, whose MX host
+// names decide its provider.
+func (r *Router) shapeKey(domain string) (key string, mx bool) {
+	domain = normalDomain(domain)
+	if _, ok := r.routes[domain]; ok {
+		return domain, false
+	}
+	if r.cfg.Smarthost.Address != "" {
+		return "*", false
+	}
+	if _, ok := r.routes["*"]; ok {
+		return "*", false
+	}
+	return domain, !strings.HasPrefix(domain, "[")
+}
+
+// MXHosts returns the MX host names of domain (the domain itself when it
+// has no MX record, none for a null MX) and until when they are good: the
+// zero time when the answer was not cached.
+func (r *Router) MXHosts(ctx context.Context, domain string) ([]string, time.Time, error) {
+	ascii, err := idna.Lookup.ToASCII(normalDomain(domain))
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	mxs, until, err := r.mxRecords(ctx, ascii)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if len(mxs) == 0 {
+		return []string{ascii}, until, nil
+	}
+	return mxHostNames(mxs), until, nil
+}
+
+// cachedMX is MXHosts from the cache only: it never waits for DNS.
+func (r *Router) cachedMX(domain string, now time.Time) ([]string, time.Time, bool) {
+	ascii, err := idna.Lookup.ToASCII(normalDomain(domain))
+	if err != nil {
+		return nil, time.Time{}, false
+	}
+	e, ok := r.mxs.get(ascii, now)
+	if !ok {
+		return nil, time.Time{}, false
+	}
+	return mxHostNames(e.mxs), e.until, true
+}
+
+func mxHostNames(mxs []*dns.MX) []string {
+	hosts := make([]string, 0, len(mxs))
+	for _, mx := range mxs {
+		if h := strings.ToLower(strings.TrimSuffix(mx.Mx, ".")); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}

@@ -1,0 +1,363 @@
+package delivery
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/smtpclient"
+	"github.com/relayq/relayq/smtpcodes"
+)
+
+// Shaper is the traffic shaping the engine asks before every attempt and
+// tells of every failure reply (issue 13). *shaping.Shaper implements it;
+// where its counts and suspensions live (one process, or shared by several
+// nodes) is the shaping.State it was built with, the engine does not know.
+type Shaper interface {
+	// Resolve says which scopes and limits apply to mail for key (the
+	// recipient domain with its MX host names, or a route's key and nil).
+	Resolve(key string, hosts []string) shaping.Target
+	// Admit takes a connection and a token for one attempt, or says why
+	// not and until when. force (an operator's retry or flush) ignores
+	// suspensions and rates but not connection limits.
+	Admit(t shaping.Target, force bool) (*shaping.Lease, shaping.Wait)
+	// React applies the rules to a failure reply; a Permanent verdict
+	// fails the recipient now.
+	React(t shaping.Target, r smtpcodes.Reply) (shaping.Verdict, bool)
+}
+
+// defaultShaper is the shaping of an engine given none: no rules and one
+// connection limit per destination, MaxConnsPerDest.
+func defaultShaper(o Options) Shaper {
+	p, err := shaping.NewPolicy(shaping.Config{Defaults: shaping.Limits{MaxConnections: o.MaxConnsPerDest}})
+	if err != nil {
+		p, _ = shaping.NewPolicy(shaping.Config{})
+	}
+	return shaping.New(shaping.Options{Policy: p, Clock: o.Clock, Logger: o.Logger})
+}
+
+// Slow start (issue 12, defect 6): a destination that has not succeeded
+// recently may have initialWindow attempts in flight; each attempt some
+// server answered widens that by one, a destination-wide failure narrows
+// it back. Like Postfix's initial_destination_concurrency with feedback,
+// but smaller, since relayq has 32 workers where Postfix has 100: ten
+// silent destinations then hold 20 workers, not all of them.
+const initialWindow = 2
+
+// resolveRetry is how long a destination whose MX lookup failed keeps the
+// target without provider (the attempt itself reports the DNS trouble)
+// before the engine looks again.
+const resolveRetry = time.Minute
+
+// targetOf returns d's shaping target when it is known and current, and
+// otherwise starts finding it (an MX lookup, off the scheduler goroutine)
+// and returns false; an eventResolved brings the answer.
+func (e *Engine) targetOf(ctx context.Context, d *dest, domain string, now time.Time) bool {
+	if d.hasTarget && (d.targetUntil.IsZero() || now.Before(d.targetUntil)) {
+		return true
+	}
+	if d.resolving {
+		return false
+	}
+	router := e.settings.Load().Router
+	key, mx := router.shapeKey(domain)
+	if !mx {
+		d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(key, nil), true, time.Time{}
+		return true
+	}
+	if hosts, until, ok := router.cachedMX(key, now); ok {
+		d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(key, hosts), true, until
+		return true
+	}
+	d.resolving = true
+	e.running++ // the lookup counts as work in flight, so shutdown waits for it
+	go func() {
+		hosts, until, err := router.MXHosts(ctx, key)
+		if err != nil || until.IsZero() {
+			until = e.clock.Now().Add(resolveRetry)
+		}
+		e.events <- event{kind: eventTarget, resolved: resolved{dest: d.name, key: key, hosts: hosts, until: until}}
+	}()
+	return false
+}
+
+// resolved is the answer to a destination's MX lookup for its target.
+type resolved struct {
+	dest, key string
+	hosts     []string
+	until     time.Time
+}
+
+// resolvedTarget books an MX lookup's answer.
+func (e *Engine) resolvedTarget(r resolved) {
+	e.running--
+	d := e.dests[r.dest]
+	if d == nil {
+		return
+	}
+	d.resolving = false
+	d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(r.key, r.hosts), true, r.until
+}
+
+// react hands every distinct failure reply of an attempt to the shaper
+// and makes the recipients whose reply a bounce rule matched permanent.
+func (e *Engine) react(t shaping.Target, results []smtpclient.RcptResult) {
+	seen := map[string]shaping.Verdict{}
+	for i := range results {
+		r := &results[i].Reply
+		if r.Class == smtpcodes.Success || r.Class == 0 {
+			continue
+		}
+		key := r.String()
+		v, ok := seen[key]
+		if !ok {
+			v, _ = e.shaper.React(t, *r)
+			seen[key] = v
+		}
+		if v.Permanent && r.Class == smtpcodes.Transient {
+			r.Class = smtpcodes.Permanent
+			if strings.HasPrefix(r.Enhanced, "4.") {
+				r.Enhanced = "5" + r.Enhanced[1:]
+			}
+		}
+	}
+}
+
+// forceSet is what operators asked to go now whatever the shaping says:
+// messages by ID (queue retry) or everything due (queue flush). Any
+// goroutine may add; the scheduler takes it at its next fill.
+type forceSet struct {
+	mu  sync.Mutex
+	ids map[string]bool
+	all bool
+}
+
+func (f *forceSet) add(ids []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(ids) == 0 {
+		f.all = true
+		return
+	}
+	if f.ids == nil {
+		f.ids = map[string]bool{}
+	}
+	for _, id := range ids {
+		f.ids[id] = true
+	}
+}
+
+// take returns what was asked since the last take.
+func (f *forceSet) take() (map[string]bool, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids, all := f.ids, f.all
+	f.ids, f.all = nil, false
+	return ids, all
+}
+
+// Force makes the next attempts of the given messages (of every due
+// message when ids is empty) go at once, even to a destination that is
+// suspended or out of tokens: an operator's explicit retry or flush wins,
+// as Postfix's postqueue -f does. Connection limits still hold. Call it
+// after the queue made them due (queue.Store.Retry, Flush); it wakes the
+// scheduler and never blocks.
+func (e *Engine) Force(ids ...string) {
+	e.forced.add(ids)
+	e.Kick()
+}
+
+// applyForce marks the jobs of an operator's retry or flush: those in
+// memory now, and (through e.forceIDs and e.forceScan) those the scan that
+// follows loads.
+func (e *Engine) applyForce() {
+	ids, all := e.forced.take()
+	if len(ids) == 0 && !all {
+		return
+	}
+	if all {
+		e.forceScan = true
+	}
+	for id := range ids {
+		if e.forceIDs == nil {
+			e.forceIDs = map[string]bool{}
+		}
+		e.forceIDs[id] = true
+	}
+	for _, d := range e.dests {
+		moved := false
+		for _, j := range d.queue {
+			if all || ids[j.id] {
+				j.force, moved = true, true
+			}
+		}
+		if moved {
+			forcedFirst(d.queue)
+			d.notBefore = time.Time{}
+		}
+	}
+}
+
+// forcedFirst moves forced jobs to the front, keeping the order otherwise.
+func forcedFirst(q []*job) {
+	k := 0
+	for i, j := range q {
+		if j.force {
+			copy(q[k+1:i+1], q[k:i])
+			q[k] = j
+			k++
+		}
+	}
+}
+
+// Resumed tells the engine an operator ended the suspension of scope
+// (shaping.Shaper.Resume): its destinations are no longer held back, and
+// their mail parked on disk until the old end is due now. It never blocks.
+func (e *Engine) Resumed(scope shaping.Scope) {
+	e.resumes.mu.Lock()
+	e.resumes.scopes = append(e.resumes.scopes, scope)
+	e.resumes.mu.Unlock()
+	e.Kick()
+}
+
+// resumeSet collects the scopes operators resumed; the scheduler takes
+// them at its next fill.
+type resumeSet struct {
+	mu     sync.Mutex
+	scopes []shaping.Scope
+}
+
+// applyResumes ends the engine's hold on the destinations of resumed
+// scopes and makes their parked mail due (a queue scan per domain: an
+// operator's action, rare).
+func (e *Engine) applyResumes(now time.Time) {
+	e.resumes.mu.Lock()
+	scopes := e.resumes.scopes
+	e.resumes.scopes = nil
+	e.resumes.mu.Unlock()
+	for _, sc := range scopes {
+		for _, d := range e.dests {
+			if !d.hasTarget || !inTarget(d.target, sc) || !now.Before(d.until) {
+				continue
+			}
+			d.until, d.notBefore, d.strikes = time.Time{}, time.Time{}, 0
+			domain := d.target.Domain().Name
+			if domain == "*" {
+				continue // the wildcard route or the smarthost: no filter names its mail
+			}
+			if _, err := e.store.Bulk(queue.BulkRetry, queue.Filter{Domain: domain}, nil, now); err != nil {
+				e.log.Error("making a resumed destination's mail due failed", "destination", d.name, "err", err)
+			}
+		}
+	}
+}
+
+func inTarget(t shaping.Target, sc shaping.Scope) bool {
+	for _, b := range t.Bounds {
+		if b.Scope == sc {
+			return true
+		}
+	}
+	return false
+}
+
+// rateKeep is how many jobs a rate-limited destination keeps in memory;
+// the rest wait on disk (parkOverflow), so a backlog for one slow
+// provider neither grows memory nor fills the scheduler's pending limit
+// that every other destination needs.
+const rateKeep = 64
+
+// parkOverflow postpones on disk the jobs of d beyond the first rateKeep,
+// in batches of rateKeep, each to about when the rate will reach it: the
+// next token w.Until plus one interval per message ahead of it. A message
+// is then written forward about once, not once per token.
+func (e *Engine) parkOverflow(d *dest, w shaping.Wait) {
+	if len(d.queue) <= rateKeep {
+		return
+	}
+	var interval time.Duration
+	for _, b := range d.target.Bounds {
+		if b.Scope == w.Scope {
+			interval = b.Limits.MaxMessageRate.Interval()
+		}
+	}
+	if interval <= 0 {
+		return
+	}
+	var stay, taken []*job
+	for _, j := range d.queue[rateKeep:] {
+		if j.expired || j.force {
+			stay = append(stay, j)
+		} else {
+			taken = append(taken, j)
+		}
+	}
+	d.queue = append(d.queue[:rateKeep:rateKeep], stay...)
+	for i := 0; i < len(taken); i += rateKeep {
+		chunk := taken[i:min(i+rateKeep, len(taken))]
+		batch := map[string][]string{}
+		for _, j := range chunk {
+			batch[j.id] = append(batch[j.id], j.addrs...)
+			e.pending--
+			e.unbusy(j.id)
+		}
+		until := w.Until.Add(time.Duration(rateKeep+i) * interval)
+		if err := e.store.Postpone(batch, until); err != nil {
+			e.log.Error("postponing mail for a rate-limited destination failed", "destination", d.name, "err", err)
+			e.cursor.reset()
+			continue
+		}
+		e.cursor.expect(until)
+	}
+}
+
+// warmFor is how long a destination that went idle keeps the concurrency
+// it earned: "succeeded recently". After that it starts slow again.
+const warmFor = 5 * time.Minute
+
+// maxWarm bounds the destinations remembered.
+const maxWarm = 10000
+
+// warmth is a forgotten destination's window and when it went idle.
+type warmth struct {
+	window int
+	at     time.Time
+}
+
+// keepWarm remembers the window d earned, as it is forgotten.
+func (e *Engine) keepWarm(d *dest, now time.Time) {
+	if d.window <= initialWindow {
+		return
+	}
+	if e.warm == nil {
+		e.warm = map[string]warmth{}
+	}
+	if len(e.warm) >= maxWarm {
+		for name, w := range e.warm {
+			if now.Sub(w.at) >= warmFor {
+				delete(e.warm, name)
+			}
+		}
+		if len(e.warm) >= maxWarm {
+			clear(e.warm)
+		}
+	}
+	e.warm[d.name] = warmth{window: d.window, at: now}
+}
+
+// warmWindow is the window a destination starts with: the one it earned
+// if it went idle less than warmFor ago, else the slow start.
+func (e *Engine) warmWindow(name string) int {
+	w, ok := e.warm[name]
+	if !ok {
+		return initialWindow
+	}
+	delete(e.warm, name)
+	if e.clock.Now().Sub(w.at) >= warmFor {
+		return initialWindow
+	}
+	return w.window
+}

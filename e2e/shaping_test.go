@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayq/relayq/smtptest"
+)
+
+// The built relay with a shaping rule for 4.7.28 (issue 13): the reply
+// suspends the domain (one log line naming rule and reply), `relayq queue
+// suspensions` shows it, other destinations keep flowing, the suspended
+// one gets no connection, `relayq queue retry ID` reaches it within a
+// second anyway, and `relayq queue resume` ends the suspension.
+func TestShapingSuspendRetryResume(t *testing.T) {
+	limited := smtptest.NewServer(t, smtptest.Reply("mail=421 4.7.28 Our system has detected an unusual rate of mail"))
+	other := smtptest.NewServer(t)
+	r := newRelay(t, other.Addr(), "", "")
+	adminAddr := freeAddr(t)
+	cfg := fmt.Sprintf(`hostname: relay.test
+submission:
+  listen: [%q]
+  trusted_networks: ["127.0.0.0/8"]
+queue:
+  path: %q
+admin:
+  listen: %q
+delivery:
+  tls: none
+  connect_timeout: 5s
+  command_timeout: 10s
+  routes:
+    limited.test: %q
+    other.test: %q
+retry:
+  initial_delay: 100ms
+  max_delay: 1s
+  jitter: 50ms
+shaping:
+  rules:
+    - match: '4\.7\.28'
+      action: suspend
+      duration: 10m
+      scope: domain
+log:
+  level: info
+`, r.addr, filepath.Join(r.dir, "queue.db"), adminAddr, limited.Addr(), other.Addr())
+	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	queue := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(relayqBin, append([]string{"queue", "--admin", "http://" + adminAddr}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("relayq queue %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	c, err := dialClient(r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	submit := func(to, tok string) string {
+		t.Helper()
+		o, line, err := c.send("app@example.org", to, testMessage(tok), nil)
+		if err != nil || o != accepted {
+			t.Fatalf("submit to %s: %v %s %v", to, o, line, err)
+		}
+		m := regexp.MustCompile(`queued as ([0-9A-F]+)`).FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("no queue ID in %q", line)
+		}
+		return m[1]
+	}
+
+	submit("a@limited.test", "tok-first")
+	if err := r.log.waitFor(`msg="shaping: scope suspended" scope=domain:limited.test rule=rules[0] reply="421 4.7.28 Our system has detected an unusual rate of mail"`, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	out := queue("suspensions")
+	t.Logf("relayq queue suspensions:\n%s", out)
+	if !strings.Contains(out, "domain:limited.test") || !strings.Contains(out, "421 4.7.28") {
+		t.Fatalf("suspensions lack the suspended domain and its cause:\n%s", out)
+	}
+	conns := limited.Connections()
+	id := submit("b@limited.test", "tok-waits")
+	for i := 0; i < 3; i++ {
+		submit("x@other.test", fmt.Sprintf("tok-other-%d", i))
+	}
+	other.WaitMessages(t, 3, 10*time.Second)
+	if n := limited.Connections() - conns; n != 0 {
+		t.Fatalf("%d connections to the suspended domain while it was suspended", n)
+	}
+
+	start := time.Now()
+	queue("retry", id)
+	limited.WaitFor(t, time.Second, func() bool { return limited.Connections() > conns })
+	t.Logf("queue retry reached the suspended next hop %v later", time.Since(start).Round(time.Millisecond))
+
+	if out := queue("resume", "domain:limited.test"); !strings.Contains(out, "resumed") {
+		t.Fatalf("resume: %s", out)
+	}
+	if err := r.log.waitFor(`msg="shaping: scope resumed" scope=domain:limited.test ended=suspend by=operator`, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
