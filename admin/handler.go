@@ -42,6 +42,8 @@ type Options struct {
 	Now func() time.Time
 	// Logger records every change an operator makes; default slog.Default().
 	Logger *slog.Logger
+	// ReportOrg names relayq's operator in TLS-RPT reports (the hostname).
+	ReportOrg string
 }
 
 // handler is the admin API.
@@ -80,6 +82,7 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/hold", h.hold)
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/release", h.release)
 	h.mux.HandleFunc("GET /api/v1/quarantine", h.quarantine)
+	h.mux.HandleFunc("GET /api/v1/tls-report", h.tlsReport)
 	h.incidentRoutes()
 	h.mux.HandleFunc("DELETE /api/v1/quarantine/{id}", h.unquarantine)
 	h.shapingRoutes()

@@ -146,6 +146,13 @@ type Delivery struct {
 	// longer than CommandTimeout (issue 12: silent servers held workers
 	// for the whole command timeout).
 	GreetingTimeout time.Duration
+	// MTASTS is MTASTSEnforce, MTASTSTesting or MTASTSOff (delivery.mta_sts).
+	MTASTS string
+	// MTASTSRootCAFile replaces the system roots for MTA-STS policy
+	// fetches; tests only ("" = system roots).
+	MTASTSRootCAFile string
+	// DANE enables DANE (RFC 7672) for MX delivery; needs DNSServer on loopback.
+	DANE bool
 }
 
 // Smarthost is a relay all mail goes through instead of MX lookups.
@@ -221,6 +228,7 @@ func Default() *Config {
 			ConnectTimeout:  30 * time.Second,
 			CommandTimeout:  5 * time.Minute,
 			GreetingTimeout: time.Minute,
+			MTASTS:          MTASTSEnforce,
 		},
 		Shaping: shaping.Config{
 			Builtin:   true,

@@ -125,6 +125,7 @@ func TestLoadFullFile(t *testing.T) {
 			ConnectTimeout:  10 * time.Second,
 			CommandTimeout:  2 * time.Minute,
 			GreetingTimeout: time.Minute,
+			MTASTS:          MTASTSEnforce,
 		},
 		Shaping: shaping.Config{
 			Defaults: shaping.Limits{MaxConnections: 2, MaxMessageRate: shaping.Rate{N: 100, Per: time.Second}, MaxMessagesPerConnection: 50},
@@ -411,6 +412,21 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 			name: "bad enum",
 			file: "delivery:\n  tls: always\n",
 			want: `config $FILE: delivery.tls: "always" is not one of opportunistic, required, none`,
+		},
+		{
+			name: "bad mta_sts mode",
+			file: "delivery:\n  mta_sts: strict\n",
+			want: `config $FILE: delivery.mta_sts: "strict" is not one of enforce, testing, off`,
+		},
+		{
+			name: "mta_sts root CA file missing",
+			file: "delivery:\n  mta_sts_root_ca_file: /nonexistent/ca.pem\n",
+			want: `config $FILE: delivery.mta_sts_root_ca_file: open /nonexistent/ca.pem: no such file or directory`,
+		},
+		{
+			name: "dane without a loopback resolver",
+			file: "delivery:\n  dane: true\n  dns_server: 192.0.2.53:53\n",
+			want: `config $FILE: delivery.dane: true needs delivery.dns_server set to a DNSSEC-validating resolver on a loopback address (e.g. 127.0.0.1:53), not "192.0.2.53:53": only its AD bit can be trusted`,
 		},
 		{
 			name: "bad log level",

@@ -69,6 +69,10 @@ func (l *loader) decode() *Config {
 			ConnectTimeout:  l.duration("delivery.connect_timeout"),
 			CommandTimeout:  l.duration("delivery.command_timeout"),
 			GreetingTimeout: l.duration("delivery.greeting_timeout"),
+
+			MTASTS:           mtaSTSMode(l.str("delivery.mta_sts")),
+			MTASTSRootCAFile: l.str("delivery.mta_sts_root_ca_file"),
+			DANE:             l.boolean("delivery.dane"),
 		},
 		Shaping: l.shaping(),
 		DKIM:    l.dkim(),

@@ -176,6 +176,7 @@ func (l *loader) validateDelivery(d *Delivery) {
 	l.positive("delivery.connect_timeout", d.ConnectTimeout)
 	l.positive("delivery.command_timeout", d.CommandTimeout)
 	l.positive("delivery.greeting_timeout", d.GreetingTimeout)
+	l.validateVerifiedTLS(d)
 }
 
 func (l *loader) positive(key string, d time.Duration) {

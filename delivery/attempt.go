@@ -48,6 +48,7 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	}
 
 	results := e.transact(ctx, set, j, env, rcpts)
+	j.tls = attemptTLS(results)
 	end := e.clock.Now()
 	if ctx.Err() != nil {
 		// Shutdown abandoned the attempt: leave the recipients as claimed

@@ -67,6 +67,9 @@ type Options struct {
 	// delay notices) before they are queued, returning the message with
 	// its signature fields in front (dkim.Signer.Sign).
 	Sign func(msg []byte) ([]byte, error)
+	// TLSReport, if set, records per-domain DANE and MTA-STS results for
+	// TLS-RPT (RFC 8460).
+	TLSReport TLSRecorder
 }
 
 // Settings are the parts of Options a SIGHUP may replace while running.
@@ -84,6 +87,7 @@ type Engine struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	obs      Observer
+	tlsrpt   TLSRecorder
 	hostname string
 	sign     func([]byte) ([]byte, error)
 	workers  int
@@ -160,7 +164,7 @@ func New(o Options) (*Engine, error) {
 		o.Shaper = defaultShaper(o)
 	}
 	e := &Engine{
-		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, hostname: o.Hostname, sign: o.Sign,
+		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, hostname: o.Hostname, sign: o.Sign,
 		workers: o.Workers, shaper: o.Shaper, maxHint: o.MaxHintDelay, rnd: o.Rand,
 		events: make(chan event, eventBuffer),
 		busy:   map[string]int{},

@@ -83,8 +83,9 @@ func notifies(list []string, kind string) bool {
 // report logs and counts recorded outcomes. It runs only after the queue
 // has them, so what the log and metrics say is what a restart would find.
 func (e *Engine) report(j *job, outcomes []queue.Outcome, end time.Time, took time.Duration) {
-	for _, o := range outcomes {
+	for i, o := range outcomes {
 		e.logAttempt(j, o.Address, o.RemoteMTA, end, string(o.Status), o.Reply, o.NextAttempt)
+		e.observeTLS(j, o, i == 0, end)
 		if e.obs != nil {
 			e.obs.Attempted(o.Status, took)
 		}
@@ -98,5 +99,6 @@ func (e *Engine) logAttempt(j *job, rcpt, hop string, now time.Time, status, rep
 	if !next.IsZero() {
 		args = append(args, "next_attempt", next.Sub(now).Round(time.Millisecond).String())
 	}
+	args = tlsArgs(j, args)
 	e.log.Info("delivery", args...)
 }

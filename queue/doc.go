@@ -34,6 +34,8 @@
 //	schedule          uint64 BE unix nanos + ID -> empty
 //	drafts            ID -> empty (spilled chunks not yet committed)
 //	quarantine, quarantine_bodies, quarantine_info: damaged messages
+//	tls_policies      domain -> CRC-32C + bytes             (MTA-STS policy cache, tlsdata.go)
+//	tls_results       domain 0x00 YYYY-MM-DD -> CRC-32C + JSON counts (TLS-RPT)
 //
 // Files written before checksums hold 0x01 + JSON envelopes, plain small
 // bodies in small_bodies and plain chunks under key 0x00; they are still

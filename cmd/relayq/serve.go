@@ -66,6 +66,9 @@ func serve(args []string) error {
 		return err
 	}
 	signer := dkim.NewSigner(dc)
+	if verifiedTLS, err = newTLSPolicy(cfg, store, log); err != nil {
+		return err
+	}
 	// The limiter state of traffic shaping lives in this process for now;
 	// a state shared by several nodes would be built here instead.
 	shaper, err := newShaper(cfg, &shaping.Memory{}, log, metrics)
@@ -152,6 +155,7 @@ func serve(args []string) error {
 	if admin != nil {
 		_ = admin.Shutdown(sctx)
 	}
+	closeTLSPolicy()
 	if err := store.Close(); err != nil {
 		return fmt.Errorf("closing queue: %w", err)
 	}
@@ -249,7 +253,7 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 		Username: d.Smarthost.Username, Password: d.Smarthost.Password,
 		TLS: smtpclient.SmarthostTLS(d.Smarthost.TLS), AllowInsecureAuth: d.Smarthost.AllowInsecureAuth,
 	}
-	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer})
+	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer, TLSPolicy: verifiedTLS})
 	dialer := &smtpclient.Dialer{
 		Hostname:        cfg.Hostname,
 		TLS:             smtpclient.TLSMode(d.TLS),
@@ -279,6 +283,6 @@ func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *
 	return delivery.Options{
 		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter,
 		Hostname: cfg.Hostname, Workers: cfg.Delivery.Workers, MaxConnsPerDest: cfg.Delivery.MaxConnsPerDomain,
-		Logger: log, Observer: m.delivery(),
+		Logger: log, Observer: m.delivery(), TLSReport: store,
 	}
 }
