@@ -23,6 +23,14 @@
 //     (claim.go). Claim and UseFirstClaim return the addresses claimed.
 //   - Record stores outcomes and the DSNs they cause in one transaction: a
 //     crash can neither lose a bounce nor enqueue it twice.
+//   - Every recipient outcome writes its event (events.go) in the same
+//     transaction as the outcome: queued in Commit; delivered, deferred,
+//     bounced, expired, delayed and dsn_sent in Record. Event IDs are a
+//     per-file sequence, so their lexical order is commit order, and a
+//     waiter taken with EventsChanged is woken by the commit that adds one.
+//     A finished message leaves its envelope (no body) in history, and a
+//     bounce marked Suppress puts the address on the suppression list, in
+//     that same transaction. Prune removes both after the retention.
 //
 // # Layout
 //
@@ -32,6 +40,10 @@
 //	schedule          uint64 BE unix nanos + ID -> empty
 //	drafts            ID -> empty (spilled chunks not yet committed)
 //	quarantine, quarantine_bodies, quarantine_info: damaged messages
+//	events            uint64 BE sequence -> CRC-32C + JSON(Event)  (events.go)
+//	history           uint64 BE finish nanos + ID -> CRC-32C + JSON(Finished)
+//	suppressions      lower-cased address -> CRC-32C + JSON(Suppression)
+//	webhook_cursors   webhook name -> last acknowledged event ID
 //
 // Files written before checksums hold 0x01 + JSON envelopes, plain small
 // bodies in small_bodies and plain chunks under key 0x00; they are still

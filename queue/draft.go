@@ -158,7 +158,15 @@ func (d *Draft) Commit(env Envelope) error {
 	first, body, chunk := d.next, d.buf, d.s.opts.ChunkSize
 	err := d.s.submit(func(w *writeTx) error {
 		e := env
-		return w.insert(&e, first, body, chunk)
+		if err := w.insert(&e, first, body, chunk); err != nil {
+			return err
+		}
+		for i := range e.Recipients {
+			if err := w.event(recipientEvent(EventQueued, &e, &e.Recipients[i])); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		d.discard()

@@ -1,0 +1,334 @@
+package queue
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// EventType names what happened to one recipient (or, for EventDSNSent, the
+// report relayq generated about it).
+type EventType string
+
+const (
+	EventQueued     EventType = "queued"
+	EventDelivered  EventType = "delivered"
+	EventDeferred   EventType = "deferred"
+	EventBounced    EventType = "bounced"
+	EventExpired    EventType = "expired"
+	EventDelayed    EventType = "delayed"
+	EventSuppressed EventType = "suppressed"
+	EventDSNSent    EventType = "dsn_sent"
+)
+
+// EventTypes lists every type, in the order the documentation gives them.
+var EventTypes = []EventType{EventQueued, EventDelivered, EventDeferred, EventBounced,
+	EventExpired, EventDelayed, EventSuppressed, EventDSNSent}
+
+// Valid reports whether t is one of EventTypes.
+func (t EventType) Valid() bool { return slices.Contains(EventTypes, t) }
+
+// Event is one durable record of a recipient outcome. It is written in the
+// same transaction as the outcome itself, so the stream and the queue never
+// disagree after a crash. ID is assigned by the store: 16 hex digits of a
+// per-file sequence, so lexical order is commit order.
+type Event struct {
+	ID            string    `json:"event_id"`
+	Type          EventType `json:"type"`
+	Time          time.Time `json:"-"`
+	QueueID       string    `json:"queue_id,omitempty"`
+	MessageID     string    `json:"message_id,omitempty"`
+	From          string    `json:"from,omitempty"`
+	Recipient     string    `json:"recipient,omitempty"`
+	Attempt       int       `json:"attempt,omitempty"`
+	Reply         string    `json:"reply,omitempty"`
+	EnhancedCode  string    `json:"enhanced_code,omitempty"`
+	RemoteMTA     string    `json:"remote_mta,omitempty"`
+	TLS           string    `json:"tls,omitempty"`
+	NextAttempt   time.Time `json:"-"`
+	BounceQueueID string    `json:"bounce_queue_id,omitempty"`
+}
+
+// eventJSON is Event's wire form: times as RFC 3339 with milliseconds.
+type eventJSON struct {
+	ID            string    `json:"event_id"`
+	Type          EventType `json:"type"`
+	Time          string    `json:"time,omitempty"`
+	QueueID       string    `json:"queue_id,omitempty"`
+	MessageID     string    `json:"message_id,omitempty"`
+	From          string    `json:"from,omitempty"`
+	Recipient     string    `json:"recipient,omitempty"`
+	Attempt       int       `json:"attempt,omitempty"`
+	Reply         string    `json:"reply,omitempty"`
+	EnhancedCode  string    `json:"enhanced_code,omitempty"`
+	RemoteMTA     string    `json:"remote_mta,omitempty"`
+	TLS           string    `json:"tls,omitempty"`
+	NextAttempt   string    `json:"next_attempt,omitempty"`
+	BounceQueueID string    `json:"bounce_queue_id,omitempty"`
+}
+
+const eventTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(eventTimeLayout)
+}
+
+// MarshalJSON writes the documented event fields, empty ones omitted.
+func (e Event) MarshalJSON() ([]byte, error) {
+	return json.Marshal(eventJSON{e.ID, e.Type, fmtTime(e.Time), e.QueueID, e.MessageID, e.From,
+		e.Recipient, e.Attempt, e.Reply, e.EnhancedCode, e.RemoteMTA, e.TLS, fmtTime(e.NextAttempt), e.BounceQueueID})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var j eventJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*e = Event{ID: j.ID, Type: j.Type, QueueID: j.QueueID, MessageID: j.MessageID, From: j.From,
+		Recipient: j.Recipient, Attempt: j.Attempt, Reply: j.Reply, EnhancedCode: j.EnhancedCode,
+		RemoteMTA: j.RemoteMTA, TLS: j.TLS, BounceQueueID: j.BounceQueueID}
+	var err error
+	if j.Time != "" {
+		if e.Time, err = time.Parse(time.RFC3339Nano, j.Time); err != nil {
+			return fmt.Errorf("event time: %w", err)
+		}
+	}
+	if j.NextAttempt != "" {
+		if e.NextAttempt, err = time.Parse(time.RFC3339Nano, j.NextAttempt); err != nil {
+			return fmt.Errorf("event next_attempt: %w", err)
+		}
+	}
+	return nil
+}
+
+// bucketEvents holds the stream: 8-byte big-endian sequence -> CRC-32C +
+// JSON(Event).
+var bucketEvents = []byte("events")
+
+// enhancedCode extracts "x.y.z" from a reply such as "550 5.1.1 text".
+func enhancedCode(reply string) string {
+	f := strings.Fields(reply)
+	for _, s := range f[:min(len(f), 2)] {
+		if p := strings.Split(s, "."); len(p) == 3 && len(s) >= 5 && (s[0] == '2' || s[0] == '4' || s[0] == '5') {
+			return s
+		}
+	}
+	return ""
+}
+
+// EventKey turns an event ID into its key, false if it is not one.
+func EventKey(id string) ([]byte, bool) {
+	if len(id) != 16 {
+		return nil, false
+	}
+	k, err := hex.DecodeString(id)
+	if err != nil {
+		return nil, false
+	}
+	return k, true
+}
+
+// event appends ev to the stream in this transaction, giving it its ID and
+// (if unset) the time.
+func (w *writeTx) event(ev Event) error {
+	b, err := w.bucket(bucketEvents)
+	if err != nil {
+		return err
+	}
+	seq, err := b.NextSequence()
+	if err != nil {
+		return fmt.Errorf("queue: event sequence: %w", err)
+	}
+	if k, _ := b.Cursor().Last(); k != nil && len(k) == 8 && binary.BigEndian.Uint64(k) >= seq {
+		// A copied file (salvage) lost the bucket's sequence: never reuse an ID.
+		seq = binary.BigEndian.Uint64(k) + 1
+		if err := b.SetSequence(seq); err != nil {
+			return err
+		}
+	}
+	key := binary.BigEndian.AppendUint64(nil, seq)
+	ev.ID = hex.EncodeToString(key)
+	if ev.Time.IsZero() {
+		ev.Time = w.s.now()
+	}
+	if ev.EnhancedCode == "" {
+		ev.EnhancedCode = enhancedCode(ev.Reply)
+	}
+	js, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("queue: encode event: %w", err)
+	}
+	rec := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(js)), crc32.Checksum(js, castagnoli))
+	if err := b.Put(key, append(rec, js...)); err != nil {
+		return fmt.Errorf("queue: store event: %w", err)
+	}
+	w.events++
+	return nil
+}
+
+// errBadEvent marks a stored event that fails its checksum.
+var errBadEvent = errors.New("queue: event record damaged")
+
+func decodeEvent(v []byte) (Event, error) {
+	var ev Event
+	if len(v) < 4 || crc32.Checksum(v[4:], castagnoli) != binary.BigEndian.Uint32(v) {
+		return ev, errBadEvent
+	}
+	err := json.Unmarshal(v[4:], &ev)
+	return ev, err
+}
+
+// recipientEvent builds the event of one recipient of env.
+func recipientEvent(t EventType, env *Envelope, r *Recipient) Event {
+	return Event{Type: t, QueueID: env.ID, MessageID: env.MessageID, From: env.From,
+		Recipient: r.Address, Attempt: r.Attempts}
+}
+
+// EventQuery selects events: those after the cursor After (an event ID, ""
+// for the start), of the given types (none: all), at most Limit (default
+// 100, at most 10000).
+type EventQuery struct {
+	After string
+	Types []EventType
+	Limit int
+}
+
+// Events returns the events matching q, in order, and the ID of the last
+// one examined (the cursor to continue from, even when all were filtered
+// out).
+func (s *Store) Events(q EventQuery) (evs []Event, last string, err error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 10000)
+	var start []byte
+	if q.After != "" {
+		k, ok := EventKey(q.After)
+		if !ok {
+			return nil, "", fmt.Errorf("queue: event cursor %q: not an event ID", q.After)
+		}
+		start = k
+	}
+	last = q.After
+	const maxScan = 100000 // bounds one read transaction when filtering
+	err = s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEvents)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		var k, v []byte
+		if start == nil {
+			k, v = c.First()
+		} else if k, v = c.Seek(start); k != nil && string(k) == string(start) {
+			k, v = c.Next()
+		}
+		for n := 0; k != nil && len(evs) < limit && n < maxScan; k, v = c.Next() {
+			n++
+			last = hex.EncodeToString(k)
+			ev, err := decodeEvent(v)
+			if err != nil {
+				s.opts.Logger.Warn("queue: skipping a damaged event", "event_id", last, "err", err)
+				continue
+			}
+			if len(q.Types) == 0 || slices.Contains(q.Types, ev.Type) {
+				evs = append(evs, ev)
+			}
+		}
+		return nil
+	})
+	return evs, last, err
+}
+
+// LastEventID is the ID of the newest event, "" when there is none.
+func (s *Store) LastEventID() (string, error) {
+	var id string
+	err := s.view(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketEvents); b != nil {
+			if k, _ := b.Cursor().Last(); k != nil {
+				id = hex.EncodeToString(k)
+			}
+		}
+		return nil
+	})
+	return id, err
+}
+
+// EventsAfter returns the number of events after the cursor id, counting at
+// most max (so a backlog gauge stays cheap).
+func (s *Store) EventsAfter(id string, max int) (int, error) {
+	var start []byte
+	if id != "" {
+		k, ok := EventKey(id)
+		if !ok {
+			return 0, fmt.Errorf("queue: event cursor %q: not an event ID", id)
+		}
+		start = k
+	}
+	n := 0
+	err := s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEvents)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		var k []byte
+		if start == nil {
+			k, _ = c.First()
+		} else if k, _ = c.Seek(start); k != nil && string(k) == string(start) {
+			k, _ = c.Next()
+		}
+		for ; k != nil && n < max; k, _ = c.Next() {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// AddEvents appends events that belong to no queued message (a recipient
+// refused because it is suppressed), durably, in one transaction.
+func (s *Store) AddEvents(evs ...Event) error {
+	return s.submit(func(w *writeTx) error {
+		for _, ev := range evs {
+			if err := w.event(ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// EventsChanged returns a channel that is closed at the next commit that
+// adds events. Take it before reading, then wait on it: no event is missed.
+func (s *Store) EventsChanged() <-chan struct{} {
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	if s.evCh == nil {
+		s.evCh = make(chan struct{})
+	}
+	return s.evCh
+}
+
+// eventsCommitted wakes every waiter of EventsChanged.
+func (s *Store) eventsCommitted() {
+	s.evMu.Lock()
+	if s.evCh != nil {
+		close(s.evCh)
+		s.evCh = nil
+	}
+	s.evMu.Unlock()
+}
