@@ -13,6 +13,7 @@ import (
 	"github.com/relayq/relayq/clock"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpclient"
+	"github.com/relayq/relayq/smtpcodes"
 )
 
 // Observer is told about delivery events; cmd wires it to Prometheus.
@@ -68,6 +69,10 @@ type Settings struct {
 	Courier   Courier
 	Policy    queue.Policy
 	WarnAfter time.Duration
+	// Suppress, if set, says whether a permanent refusal puts the
+	// recipient on the suppression list (suppression.auto): it is then
+	// added in the transaction that records the bounce.
+	Suppress func(smtpcodes.Reply) bool
 }
 
 // Engine delivers queued mail: one scheduler goroutine finds due messages

@@ -24,13 +24,14 @@ func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Reci
 			res = smtpclient.RcptResult{Address: r.Address, Reply: smtpcodes.Classify(smtpcodes.StageData, smtpcodes.Transientf("4.3.0", "no result for recipient"))}
 		}
 		reply := res.Reply.String()
-		o := queue.Outcome{Address: r.Address, Reply: reply, RemoteMTA: res.RemoteMTA}
+		o := queue.Outcome{Address: r.Address, Reply: reply, RemoteMTA: res.RemoteMTA, TLS: res.TLS}
 		r.LastReply, r.RemoteMTA = reply, res.RemoteMTA
 		switch res.Reply.Class {
 		case smtpcodes.Success:
 			o.Status = queue.StatusDelivered
 		case smtpcodes.Permanent:
 			o.Status = queue.StatusBounced
+			o.Suppress = set.Suppress != nil && set.Suppress(res.Reply)
 			failed = append(failed, r)
 		default:
 			next, giveUp := e.next(set.Policy, r, env.Created, end)
@@ -45,7 +46,7 @@ func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Reci
 				}
 			}
 			if giveUp {
-				o.Status = queue.StatusBounced
+				o.Status, o.Expired = queue.StatusBounced, true
 				failed = append(failed, r)
 				break
 			}
@@ -83,7 +84,7 @@ func notifies(list []string, kind string) bool {
 // has them, so what the log and metrics say is what a restart would find.
 func (e *Engine) report(j *job, outcomes []queue.Outcome, end time.Time, took time.Duration) {
 	for _, o := range outcomes {
-		e.logAttempt(j, o.Address, o.RemoteMTA, end, string(o.Status), o.Reply, o.NextAttempt)
+		e.logAttempt(j, o.Address, o.RemoteMTA, end, string(o.Status), o.Reply, o.NextAttempt, o.TLS)
 		if e.obs != nil {
 			e.obs.Attempted(o.Status, took)
 		}
@@ -92,8 +93,11 @@ func (e *Engine) report(j *job, outcomes []queue.Outcome, end time.Time, took ti
 
 // logAttempt writes the one line per recipient per attempt that lets
 // `grep <queue ID>` tell a message's whole story.
-func (e *Engine) logAttempt(j *job, rcpt, hop string, now time.Time, status, reply string, next time.Time) {
-	args := []any{"id", j.id, "rcpt", rcpt, "hop", hop, "delay", now.Sub(j.env.Created).Round(time.Millisecond).String(), "status", status, "reply", reply}
+func (e *Engine) logAttempt(j *job, rcpt, hop string, now time.Time, status, reply string, next time.Time, tlsVersion string) {
+	if tlsVersion == "" {
+		tlsVersion = "none"
+	}
+	args := []any{"id", j.id, "rcpt", rcpt, "hop", hop, "delay", now.Sub(j.env.Created).Round(time.Millisecond).String(), "status", status, "reply", reply, "tls", tlsVersion}
 	if !next.IsZero() {
 		args = append(args, "next_attempt", next.Sub(now).Round(time.Millisecond).String())
 	}

@@ -78,7 +78,11 @@ func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envel
 	now := s.now()
 	prepared := make([]Envelope, len(notices))
 	for i, n := range notices {
-		prepared[i] = newNotice(n.Envelope, s.ids.next(), now, int64(len(n.Body)))
+		id := n.Envelope.ID
+		if id == "" {
+			id = s.ids.next()
+		}
+		prepared[i] = newNotice(n.Envelope, id, now, int64(len(n.Body)))
 	}
 	chunk := s.opts.ChunkSize
 	var out *Envelope

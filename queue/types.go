@@ -117,6 +117,8 @@ type Outcome struct {
 // in the same transaction as the outcomes that caused it, so that a crash
 // can neither lose it nor send it twice.
 type Notice struct {
-	Envelope Envelope // ID is assigned by the store; Recipients start StatusQueued
+	// Envelope.ID is assigned by the store unless set (from NewID);
+	// Recipients start StatusQueued.
+	Envelope Envelope
 	Body     []byte
 }

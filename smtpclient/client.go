@@ -111,6 +111,9 @@ type RcptResult struct {
 	// RemoteMTA is the host of the hop that gave Reply ("" if none was
 	// reached before the failure, e.g. no hops at all).
 	RemoteMTA string
+	// TLS is the session's TLS version ("TLSv1.3"), "none" on a plain
+	// session, "" when no session was reached.
+	TLS string
 }
 
 // Deliver tries hops in order and returns one result per env.Recipients
