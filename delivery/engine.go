@@ -61,6 +61,8 @@ type Options struct {
 	// delay notices) before they are queued, returning the message with
 	// its signature fields in front (dkim.Signer.Sign).
 	Sign func(msg []byte) ([]byte, error)
+	// Suppress: see Settings.Suppress.
+	Suppress func(smtpcodes.Reply) bool
 }
 
 // Settings are the parts of Options a SIGHUP may replace while running.
@@ -142,7 +144,7 @@ func New(o Options) (*Engine, error) {
 		busy:   map[string]int{},
 		dests:  map[string]*dest{},
 	}
-	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter})
+	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress})
 	return e, nil
 }
 
