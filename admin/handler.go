@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/suppression"
 )
 
 // Kicker wakes the delivery scheduler; *delivery.Engine implements it.
@@ -37,6 +38,8 @@ type Options struct {
 	Now func() time.Time
 	// Logger records every change an operator makes; default slog.Default().
 	Logger *slog.Logger
+	// Suppressions backs /api/v1/suppressions; nil answers 503.
+	Suppressions *suppression.List
 }
 
 // handler is the admin API.
@@ -76,6 +79,8 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/release", h.release)
 	h.mux.HandleFunc("GET /api/v1/quarantine", h.quarantine)
 	h.incidentRoutes()
+	h.mux.HandleFunc("GET /api/v1/events", h.events)
+	h.historyRoutes()
 	// Go's profiler, for "why is it slow" questions in production; behind
 	// the same token as everything else.
 	h.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
