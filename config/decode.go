@@ -33,6 +33,7 @@ func (l *loader) decode() *Config {
 			DataTimeout:         l.duration("submission.data_timeout"),
 			AuthMaxFailures:     l.intKey("submission.auth_max_failures"),
 			AuthLockout:         l.duration("submission.auth_lockout"),
+			AddMissingHeaders:   l.boolean("submission.add_missing_headers"),
 		},
 		Queue: Queue{Path: l.str("queue.path")},
 		Admin: Admin{
@@ -66,8 +67,10 @@ func (l *loader) decode() *Config {
 			ConnectTimeout: l.duration("delivery.connect_timeout"),
 			CommandTimeout: l.duration("delivery.command_timeout"),
 		},
-		Shaping: l.shaping(),
-		DKIM:    l.dkim(),
+		Shaping:     l.shaping(),
+		DKIM:        l.dkim(),
+		Events:      l.events(),
+		Suppression: l.suppression(),
 		Log: Log{
 			Format: strings.ToLower(l.str("log.format")),
 			Level:  strings.ToLower(l.str("log.level")),

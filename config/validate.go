@@ -39,6 +39,7 @@ func (l *loader) validate(c *Config) {
 	l.validateDelivery(&c.Delivery)
 	l.validateShaping(c)
 	l.validateDKIM(&c.DKIM)
+	l.validateEvents(&c.Events, &c.Suppression)
 	l.oneOf("log.format", c.Log.Format, "text", "json")
 	l.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 }
