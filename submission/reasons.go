@@ -23,13 +23,16 @@ const (
 	RejectAuth        RejectReason = "auth"         // wrong credentials (535)
 	RejectAuthLockout RejectReason = "auth_lockout" // too many failures from the address (454)
 	RejectConnections RejectReason = "connections"  // over the connection limits (421 at connect)
+	// RejectSuppressed refuses one recipient on the suppression list (RCPT
+	// 550 5.1.1); the message may still go to the others.
+	RejectSuppressed RejectReason = "suppressed"
 )
 
 // RejectReasons returns every reason, for pre-creating label values.
 func RejectReasons() []RejectReason {
 	return []RejectReason{
 		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength,
-		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections,
+		RejectSuppressed, RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections,
 	}
 }
 

@@ -20,6 +20,7 @@ func TestRejectReasons(t *testing.T) {
 		{RejectAuth, false},
 		{RejectAuthLockout, false},
 		{RejectConnections, false},
+		{RejectSuppressed, false},
 		{RejectReason("made-up"), false},
 	} {
 		if got := tc.r.RefusesMessage(); got != tc.message {
@@ -33,7 +34,7 @@ func TestRejectReasons(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	if len(seen) != 10 {
-		t.Errorf("RejectReasons lists %d reasons, want all 10 constants", len(seen))
+	if len(seen) != 11 {
+		t.Errorf("RejectReasons lists %d reasons, want all 11 constants", len(seen))
 	}
 }

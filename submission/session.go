@@ -131,6 +131,9 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 			r.Notify = append(r.Notify, string(n))
 		}
 	}
+	if err := s.suppressed(to); err != nil {
+		return err
+	}
 	if len(s.rcpts) == 0 {
 		if lc := underlying(s.conn.Conn()); lc != nil {
 			lc.setInTransaction(true)
@@ -187,8 +190,15 @@ func (s *session) Data(r io.Reader) error {
 		return s.reject(RejectStorage, errQueueUnavailable)
 	}
 	// The body goes into the queue draft (and the signer beside it) here,
-	// after the trace header.
-	if err := copyBody(out, r, srv.opts.MaxMessageBytes); err != nil {
+	// after the trace header, its header section seen by hs.
+	hs := s.headerScan(out, d.ID(), now)
+	err := copyBody(hs, r, srv.opts.MaxMessageBytes)
+	if err == nil {
+		if err = hs.finish(); err != nil {
+			err = errors.Join(errWriteFailed, err)
+		}
+	}
+	if err != nil {
 		d.Abort()
 		var se *smtp.SMTPError
 		switch {
@@ -225,6 +235,8 @@ func (s *session) Data(r io.Reader) error {
 		ClientAddr: s.ip.String(),
 		Helo:       s.conn.Hostname(),
 		Created:    now,
+		MessageID:  hs.messageID,
+		Subject:    hs.subject,
 	}
 	if sig != nil {
 		prefix, err := sig.Finish()
@@ -248,7 +260,7 @@ func (s *session) Data(r io.Reader) error {
 	for i, r := range env.Recipients {
 		rcpts[i] = r.Address
 	}
-	s.log.Info("queued", "id", env.ID, "from", env.From, "to", strings.Join(rcpts, ","), "size", env.Size, "auth", s.authUser)
+	s.log.Info("queued", "id", env.ID, "from", env.From, "to", strings.Join(rcpts, ","), "size", env.Size, "auth", s.authUser, "message_id", env.MessageID)
 	if o := srv.opts.Observer; o != nil {
 		o.Accepted(env.Size)
 	}

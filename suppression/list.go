@@ -99,3 +99,12 @@ func Refusal(addr string, e Entry) string {
 	}
 	return s
 }
+
+// Refuse is Check with the refusal text, for submission.Options.Suppressions.
+func (l *List) Refuse(addr string, authenticated, trusted bool) (string, bool, error) {
+	e, ok, err := l.Check(addr, authenticated, trusted)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	return Refusal(addr, e), true, nil
+}
