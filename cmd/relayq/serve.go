@@ -20,6 +20,7 @@ import (
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/submission"
+	"github.com/relayq/relayq/suppression"
 )
 
 // logOut batches log lines to standard error (see logbuf); serve flushes
@@ -75,6 +76,8 @@ func serve(args []string) error {
 	}
 	so := submissionOptions(cfg, store, tlsConf, log, eng, metrics)
 	so.Signer = messageSigner(signer)
+	suppressions := &suppression.List{Store: store, Config: suppressionConfig(cfg.Suppression)}
+	so.Suppressions = suppressions
 	srv, err := submission.New(so)
 	if err != nil {
 		return err
@@ -98,7 +101,7 @@ func serve(args []string) error {
 	}
 	var admin *http.Server
 	if cfg.Admin.Listen != "" {
-		admin, err = startAdmin(cfg.Admin, store, eng, metrics, log)
+		admin, err = startAdmin(cfg.Admin, store, eng, metrics, log, suppressions)
 		if err != nil {
 			srv.Close()
 			return err
@@ -108,6 +111,7 @@ func serve(args []string) error {
 	ctx, stop := context.WithCancel(context.Background())
 	engDone := make(chan struct{})
 	go func() { eng.Run(ctx, cfg.ShutdownTimeout); close(engDone) }()
+	eventsDone := startEvents(ctx, cfg, store, metrics, log)
 	bi := buildinfo.Get()
 	log.Info("relayq started", "version", bi.Version, "commit", bi.Commit, "go", bi.GoVersion, "hostname", cfg.Hostname, "queue", cfg.Queue.Path, "config", cfgName(path))
 	logSummary(log, cfg, smtpAddrs, smtpsAddrs)
@@ -131,6 +135,7 @@ func serve(args []string) error {
 	}
 	stop()
 	<-engDone
+	eventsDone()
 	if admin != nil {
 		_ = admin.Shutdown(sctx)
 	}
@@ -213,6 +218,7 @@ func submissionOptions(cfg *config.Config, store *queue.Store, tlsConf *tls.Conf
 		DataTimeout:       s.DataTimeout,
 		AuthMaxFailures:   s.AuthMaxFailures,
 		AuthLockout:       s.AuthLockout,
+		AddMissingHeaders: s.AddMissingHeaders,
 		Logger:            log,
 		BeforeCommit:      eng.ClaimFirst,
 		OnQueued:          eng.Enqueue,
@@ -248,13 +254,14 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 			MaxAge:      r.MaxAge,
 		},
 		WarnAfter: r.WarnAfter,
+		Suppress:  (&suppression.List{Config: suppressionConfig(cfg.Suppression)}).Auto,
 	}
 }
 
 func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *metrics) delivery.Options {
 	s := engineSettings(cfg)
 	return delivery.Options{
-		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter,
+		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter, Suppress: s.Suppress,
 		Hostname: cfg.Hostname, Workers: cfg.Delivery.Workers, MaxConnsPerDest: cfg.Delivery.MaxConnsPerDomain,
 		Logger: log, Observer: m.delivery(),
 	}
