@@ -22,6 +22,8 @@ commands:
   queue <list|show|retry|hold|release|delete|flush> ...
                                 inspect and steer a running relay's queue
   dkim <keygen|check> ...       make DKIM keys, check their DNS records
+  suppressions <list|add|remove|import FILE|export>
+                                the addresses a running relay refuses at RCPT
   queue <check|salvage|compact> ...
                                 check, rescue or shrink a stopped relay's queue file
   healthcheck [--admin URL]     exit 0 when a running relay is ready (/readyz)
@@ -49,6 +51,8 @@ func main() {
 		err = queueCmd(os.Args[2:], os.Stdout)
 	case "dkim":
 		err = dkimCmd(os.Args[2:], os.Stdout)
+	case "suppressions":
+		err = suppressionsCmd(os.Args[2:], os.Stdout)
 	case "healthcheck":
 		err = healthcheck(os.Args[2:], os.Stdout)
 	case "completion":
