@@ -40,7 +40,7 @@
 //	schedule          uint64 BE unix nanos + ID -> empty
 //	drafts            ID -> empty (spilled chunks not yet committed)
 //	quarantine, quarantine_bodies, quarantine_info: damaged messages
-//	events            uint64 BE sequence -> CRC-32C + JSON(Event)  (events.go)
+//	events            uint64 BE sequence -> binary event record  (eventcodec.go)
 //	history           uint64 BE finish nanos + ID -> CRC-32C + JSON(Finished)
 //	suppressions      lower-cased address -> CRC-32C + JSON(Suppression)
 //	webhook_cursors   webhook name -> last acknowledged event ID

@@ -4,9 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"strings"
 	"time"
@@ -113,8 +111,8 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// bucketEvents holds the stream: 8-byte big-endian sequence -> CRC-32C +
-// JSON(Event).
+// bucketEvents holds the stream: 8-byte big-endian sequence -> the record
+// of eventcodec.go.
 var bucketEvents = []byte("events")
 
 // enhancedCode extracts "x.y.z" from a reply such as "550 5.1.1 text".
@@ -166,28 +164,17 @@ func (w *writeTx) event(ev Event) error {
 	if ev.EnhancedCode == "" {
 		ev.EnhancedCode = enhancedCode(ev.Reply)
 	}
-	js, err := json.Marshal(ev)
+	rec, err := encodeEvent(&ev)
 	if err != nil {
-		return fmt.Errorf("queue: encode event: %w", err)
+		return err
 	}
-	rec := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(js)), crc32.Checksum(js, castagnoli))
-	if err := b.Put(key, append(rec, js...)); err != nil {
+	// Keys only ever grow: full pages, not bbolt's half-full default.
+	b.FillPercent = 1.0
+	if err := b.Put(key, rec); err != nil {
 		return fmt.Errorf("queue: store event: %w", err)
 	}
 	w.events++
 	return nil
-}
-
-// errBadEvent marks a stored event that fails its checksum.
-var errBadEvent = errors.New("queue: event record damaged")
-
-func decodeEvent(v []byte) (Event, error) {
-	var ev Event
-	if len(v) < 4 || crc32.Checksum(v[4:], castagnoli) != binary.BigEndian.Uint32(v) {
-		return ev, errBadEvent
-	}
-	err := json.Unmarshal(v[4:], &ev)
-	return ev, err
 }
 
 // recipientEvent builds the event of one recipient of env.
@@ -240,6 +227,7 @@ func (s *Store) Events(q EventQuery) (evs []Event, last string, err error) {
 			n++
 			last = hex.EncodeToString(k)
 			ev, err := decodeEvent(v)
+			ev.ID = last
 			if err != nil {
 				s.opts.Logger.Warn("queue: skipping a damaged event", "event_id", last, "err", err)
 				continue

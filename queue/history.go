@@ -37,6 +37,7 @@ func (w *writeTx) keepHistory(env *Envelope) error {
 	}
 	key := append(binary.BigEndian.AppendUint64(nil, unixNanos(f.Finished)), env.ID...)
 	rec := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(js)), crc32.Checksum(js, castagnoli))
+	b.FillPercent = 0.9 // keys are finish times: mostly appended
 	return b.Put(key, append(rec, js...))
 }
 
