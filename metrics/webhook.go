@@ -22,7 +22,7 @@ func (m *Metrics) Webhook(names []string) *WebhookObserver {
 	o := &WebhookObserver{
 		backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "relayq_webhook_backlog_events",
-			Help: "Events not yet accepted by the webhook (counted up to 1,000,000).",
+			Help: "Events not yet accepted by the webhook.",
 		}, []string{"webhook"}),
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "relayq_webhook_events_sent_total",

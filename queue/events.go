@@ -255,16 +255,17 @@ func (s *Store) LastEventID() (string, error) {
 	return id, err
 }
 
-// EventsAfter returns the number of events after the cursor id, counting at
-// most max (so a backlog gauge stays cheap).
-func (s *Store) EventsAfter(id string, max int) (int, error) {
-	var start []byte
+// EventBacklog is how many events follow the cursor id, in O(log n): IDs
+// are a gapless sequence except where Prune removed the oldest, so it is
+// the distance from the cursor (or the oldest kept event) to the newest.
+func (s *Store) EventBacklog(id string) (int, error) {
+	var cursor uint64
 	if id != "" {
 		k, ok := EventKey(id)
 		if !ok {
 			return 0, fmt.Errorf("queue: event cursor %q: not an event ID", id)
 		}
-		start = k
+		cursor = binary.BigEndian.Uint64(k)
 	}
 	n := 0
 	err := s.view(func(tx *bolt.Tx) error {
@@ -273,14 +274,14 @@ func (s *Store) EventsAfter(id string, max int) (int, error) {
 			return nil
 		}
 		c := b.Cursor()
-		var k []byte
-		if start == nil {
-			k, _ = c.First()
-		} else if k, _ = c.Seek(start); k != nil && string(k) == string(start) {
-			k, _ = c.Next()
+		first, _ := c.First()
+		last, _ := c.Last()
+		if len(first) != 8 || len(last) != 8 {
+			return nil
 		}
-		for ; k != nil && n < max; k, _ = c.Next() {
-			n++
+		from := max(cursor, binary.BigEndian.Uint64(first)-1)
+		if to := binary.BigEndian.Uint64(last); to > from {
+			n = int(min(to-from, 1<<31))
 		}
 		return nil
 	})

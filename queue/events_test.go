@@ -133,8 +133,8 @@ func TestEventsWaitAndFilter(t *testing.T) {
 	if err != nil || len(evs) != 1 || evs[0].Recipient != "b@x.test" || last != evs[0].ID {
 		t.Fatalf("filtered = %+v last %q err %v", evs, last, err)
 	}
-	if n, _ := s.EventsAfter("", 10); n != 2 {
-		t.Errorf("EventsAfter = %d, want 2", n)
+	if n, _ := s.EventBacklog(""); n != 2 {
+		t.Errorf("EventBacklog = %d, want 2", n)
 	}
 	if _, _, err := s.Events(EventQuery{After: "zz"}); err == nil {
 		t.Error("a bad cursor was accepted")
@@ -218,5 +218,26 @@ func TestSuppressionList(t *testing.T) {
 	}
 	if id, _ := s.WebhookCursor("hook"); id != "0000000000000007" {
 		t.Errorf("cursor = %q", id)
+	}
+}
+
+func TestEventBacklogAfterPrune(t *testing.T) {
+	c := newClock()
+	s, _ := openTemp(t, testOpts(c))
+	for range 5 {
+		s.AddEvents(Event{Type: EventSuppressed, Recipient: "a@x.test"})
+	}
+	evs := allEvents(t, s, "")
+	if n, _ := s.EventBacklog(evs[1].ID); n != 3 {
+		t.Errorf("backlog after the 2nd = %d, want 3", n)
+	}
+	if n, _ := s.Prune(c.Advance(time.Hour), 3); n != 3 {
+		t.Fatalf("pruned %d", n)
+	}
+	if n, _ := s.EventBacklog(evs[0].ID); n != 2 {
+		t.Errorf("backlog from a pruned cursor = %d, want the 2 kept", n)
+	}
+	if n, _ := s.EventBacklog(evs[4].ID); n != 0 {
+		t.Errorf("backlog at the end = %d", n)
 	}
 }

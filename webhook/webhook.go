@@ -36,7 +36,7 @@ type Hook struct {
 type Source interface {
 	Events(q queue.EventQuery) ([]queue.Event, string, error)
 	EventsChanged() <-chan struct{}
-	EventsAfter(id string, max int) (int, error)
+	EventBacklog(cursor string) (int, error)
 	WebhookCursor(name string) (string, error)
 	SetWebhookCursor(name, id string) error
 }
@@ -64,9 +64,6 @@ type Options struct {
 	Logger   *slog.Logger
 	Observer Observer
 }
-
-// maxBacklogCount bounds the count behind the backlog gauge.
-const maxBacklogCount = 1_000_000
 
 // SignatureHeader and TimestampHeader are the request headers that carry
 // the signature and the time of sending.
@@ -186,7 +183,7 @@ func (s *sender) backlog(cursor string) {
 	if s.o.Observer == nil {
 		return
 	}
-	if n, err := s.o.Source.EventsAfter(cursor, maxBacklogCount); err == nil {
+	if n, err := s.o.Source.EventBacklog(cursor); err == nil {
 		s.o.Observer.Backlog(s.h.Name, n)
 	}
 }
