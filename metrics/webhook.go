@@ -56,7 +56,9 @@ func webhookLabel(name string) string {
 }
 
 // Sent counts events a webhook accepted.
-func (o *WebhookObserver) Sent(hook string, n int) { o.sent.WithLabelValues(webhookLabel(hook)).Add(float64(n)) }
+func (o *WebhookObserver) Sent(hook string, n int) {
+	o.sent.WithLabelValues(webhookLabel(hook)).Add(float64(n))
+}
 
 // Failed counts a batch a webhook refused or never answered.
 func (o *WebhookObserver) Failed(hook string) { o.failures.WithLabelValues(webhookLabel(hook)).Inc() }
