@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -54,4 +55,22 @@ func FuzzDecodeEvent(f *testing.F) {
 			t.Fatalf("re-encoded event differs: %+v %v", back, err)
 		}
 	})
+}
+
+func TestEventJSONRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 123_000_000, time.UTC)
+	ev := Event{ID: "00000000000000ff", Type: EventDeferred, Time: at, QueueID: "Q", Attempt: 2, Reply: "451 4.7.1 later",
+		EnhancedCode: "4.7.1", NextAttempt: at.Add(time.Minute)}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"event_id":"00000000000000ff","type":"deferred","queue_id":"Q","attempt":2,"reply":"451 4.7.1 later","enhanced_code":"4.7.1","time":"2026-11-30T12:00:00.123Z","next_attempt":"2026-11-30T12:01:00.123Z"}`
+	if string(b) != want {
+		t.Errorf("JSON\n got %s\nwant %s", b, want)
+	}
+	var back Event
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, ev) {
+		t.Errorf("back: %+v %v", back, err)
+	}
 }

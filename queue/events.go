@@ -55,23 +55,17 @@ type Event struct {
 	BounceQueueID string    `json:"bounce_queue_id,omitempty"`
 }
 
-// eventJSON is Event's wire form: times as RFC 3339 with milliseconds.
-type eventJSON struct {
-	ID            string    `json:"event_id"`
-	Type          EventType `json:"type"`
-	Time          string    `json:"time,omitempty"`
-	QueueID       string    `json:"queue_id,omitempty"`
-	MessageID     string    `json:"message_id,omitempty"`
-	From          string    `json:"from,omitempty"`
-	Recipient     string    `json:"recipient,omitempty"`
-	Attempt       int       `json:"attempt,omitempty"`
-	Reply         string    `json:"reply,omitempty"`
-	EnhancedCode  string    `json:"enhanced_code,omitempty"`
-	RemoteMTA     string    `json:"remote_mta,omitempty"`
-	TLS           string    `json:"tls,omitempty"`
-	NextAttempt   string    `json:"next_attempt,omitempty"`
-	BounceQueueID string    `json:"bounce_queue_id,omitempty"`
+// eventWire is Event's wire form: the same fields, with the times as
+// RFC 3339 with milliseconds (see MarshalJSON).
+type eventWire struct {
+	*eventFields
+	Time        string `json:"time,omitempty"`
+	NextAttempt string `json:"next_attempt,omitempty"`
 }
+
+// eventFields is Event without its methods, so eventWire's encoding does
+// not recurse.
+type eventFields Event
 
 const eventTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
@@ -84,27 +78,24 @@ func fmtTime(t time.Time) string {
 
 // MarshalJSON writes the documented event fields, empty ones omitted.
 func (e Event) MarshalJSON() ([]byte, error) {
-	return json.Marshal(eventJSON{e.ID, e.Type, fmtTime(e.Time), e.QueueID, e.MessageID, e.From,
-		e.Recipient, e.Attempt, e.Reply, e.EnhancedCode, e.RemoteMTA, e.TLS, fmtTime(e.NextAttempt), e.BounceQueueID})
+	return json.Marshal(eventWire{(*eventFields)(&e), fmtTime(e.Time), fmtTime(e.NextAttempt)})
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
 func (e *Event) UnmarshalJSON(b []byte) error {
-	var j eventJSON
-	if err := json.Unmarshal(b, &j); err != nil {
+	w := eventWire{eventFields: (*eventFields)(e)}
+	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*e = Event{ID: j.ID, Type: j.Type, QueueID: j.QueueID, MessageID: j.MessageID, From: j.From,
-		Recipient: j.Recipient, Attempt: j.Attempt, Reply: j.Reply, EnhancedCode: j.EnhancedCode,
-		RemoteMTA: j.RemoteMTA, TLS: j.TLS, BounceQueueID: j.BounceQueueID}
 	var err error
-	if j.Time != "" {
-		if e.Time, err = time.Parse(time.RFC3339Nano, j.Time); err != nil {
+	e.Time, e.NextAttempt = time.Time{}, time.Time{}
+	if w.Time != "" {
+		if e.Time, err = time.Parse(time.RFC3339Nano, w.Time); err != nil {
 			return fmt.Errorf("event time: %w", err)
 		}
 	}
-	if j.NextAttempt != "" {
-		if e.NextAttempt, err = time.Parse(time.RFC3339Nano, j.NextAttempt); err != nil {
+	if w.NextAttempt != "" {
+		if e.NextAttempt, err = time.Parse(time.RFC3339Nano, w.NextAttempt); err != nil {
 			return fmt.Errorf("event next_attempt: %w", err)
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// eventFields decodes the events' JSON as a client sees it.
-func eventFields(t *testing.T, evs []Event) []map[string]any {
+// eventMaps decodes the events' JSON as a client sees it.
+func eventMaps(t *testing.T, evs []Event) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, ev := range evs {
@@ -64,7 +64,7 @@ func TestEventsOnePerOutcome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := eventFields(t, allEvents(t, s, cursor))
+	got := eventMaps(t, allEvents(t, s, cursor))
 	want := []map[string]any{
 		{"type": "delivered", "recipient": "ok@x.test", "reply": "250 2.0.0 ok", "enhanced_code": "2.0.0", "remote_mta": "mx.x.test", "tls": "TLSv1.3"},
 		{"type": "deferred", "recipient": "later@x.test", "enhanced_code": "4.7.1", "tls": "none", "next_attempt": "2025-03-01T13:01:00.000Z"},
