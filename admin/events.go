@@ -95,6 +95,9 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, EventPage{Events: []queue.Event{}, Next: last})
 			return
 		case <-r.Context().Done():
+			// The server shuts down (or the client left): an empty page,
+			// so a consumer keeps its cursor.
+			writeJSON(w, http.StatusOK, EventPage{Events: []queue.Event{}, Next: last})
 			return
 		}
 	}

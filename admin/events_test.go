@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,4 +156,57 @@ func compact(b []byte) string {
 		return string(b)
 	}
 	return out.String()
+}
+
+// TestLongPollEndsAtShutdown: a consumer waiting on the stream does not
+// hold up the relay's shutdown, and keeps its cursor.
+func TestLongPollEndsAtShutdown(t *testing.T) {
+	e := newEnv(t, "")
+	e.enqueue("a@example.net")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived := make(chan struct{})
+	var once sync.Once
+	srv := Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(arrived) })
+		e.h.ServeHTTP(w, r)
+	}), quiet)
+	defer srv.Close()
+	evs, last, _ := e.store.Events(queue.EventQuery{})
+	if len(evs) != 1 {
+		t.Fatalf("events %v", evs)
+	}
+	got := make(chan string, 1)
+	go func() {
+		resp, err := http.Get("http://" + l.Addr().String() + "/api/v1/events?wait=50s&after=" + last)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		got <- compact(b.Bytes())
+	}()
+	// Once the request is in the handler, Shutdown would wait for it.
+	select {
+	case <-arrived:
+	case <-time.After(20 * time.Second):
+		t.Fatal("request never arrived")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown waited for the long poll: %v", err)
+	}
+	select {
+	case b := <-got:
+		if !strings.Contains(b, `"events":[]`) || !strings.Contains(b, `"next":"`+last+`"`) {
+			t.Errorf("answer at shutdown lost the cursor: %s", b)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("long poll not answered at shutdown")
+	}
 }
