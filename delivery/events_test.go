@@ -42,6 +42,9 @@ func TestEventsFollowOutcomes(t *testing.T) {
 			}
 			continue
 		}
+		if ev.Type == queue.EventQueued && ev.Attempt != 0 {
+			t.Errorf("queued event counts an attempt not made yet: %+v", ev)
+		}
 		if ev.Type != queue.EventQueued && (ev.RemoteMTA == "" || ev.TLS != "none" || ev.Attempt < 1 || ev.Reply == "") {
 			t.Errorf("event lacks attempt details: %+v", ev)
 		}

@@ -162,7 +162,9 @@ func (d *Draft) Commit(env Envelope) error {
 			return err
 		}
 		for i := range e.Recipients {
-			if err := w.event(recipientEvent(EventQueued, &e, &e.Recipients[i])); err != nil {
+			ev := recipientEvent(EventQueued, &e, &e.Recipients[i])
+			ev.Attempt = 0 // a first attempt claimed with the message has not been made
+			if err := w.event(ev); err != nil {
 				return err
 			}
 		}

@@ -49,7 +49,7 @@ func TestEventsOnePerOutcome(t *testing.T) {
 		t.Fatalf("queued events = %d, want 4", len(evs))
 	}
 	for _, ev := range evs {
-		if ev.Type != EventQueued || ev.QueueID != id || ev.MessageID != "<m1@example.org>" || ev.From != "a@example.org" {
+		if ev.Type != EventQueued || ev.QueueID != id || ev.MessageID != "<m1@example.org>" || ev.From != "a@example.org" || ev.Attempt != 0 {
 			t.Errorf("queued event %+v", ev)
 		}
 	}
