@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/relayq/relayq/queue"
@@ -37,10 +38,26 @@ type Config struct {
 }
 
 // List is the suppression list as relayq uses it. The zero Now is time.Now.
+// Config may be set before use; SetConfig changes it while in use (SIGHUP).
 type List struct {
 	Store  Store
 	Config Config
 	Now    func() time.Time
+
+	mu sync.RWMutex
+}
+
+// SetConfig replaces the configuration, safely while the list is in use.
+func (l *List) SetConfig(c Config) {
+	l.mu.Lock()
+	l.Config = c
+	l.mu.Unlock()
+}
+
+func (l *List) config() Config {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.Config
 }
 
 func (l *List) now() time.Time {
@@ -51,7 +68,8 @@ func (l *List) now() time.Time {
 }
 
 func (l *List) live(e Entry) bool {
-	return l.Config.Expire <= 0 || l.now().Before(e.Since.Add(l.Config.Expire))
+	exp := l.config().Expire
+	return exp <= 0 || l.now().Before(e.Since.Add(exp))
 }
 
 // Lookup returns addr's live entry.
@@ -67,7 +85,8 @@ func (l *List) Lookup(addr string) (Entry, bool, error) {
 // trusted is refused, and the entry that refuses it. A store error lets the
 // mail through (logged by the caller): mail is never lost to the list.
 func (l *List) Check(addr string, authenticated, trusted bool) (Entry, bool, error) {
-	if (authenticated && l.Config.ExemptAuthenticated) || (trusted && l.Config.ExemptTrusted) {
+	c := l.config()
+	if (authenticated && c.ExemptAuthenticated) || (trusted && c.ExemptTrusted) {
 		return Entry{}, false, nil
 	}
 	return l.Lookup(addr)
@@ -75,10 +94,11 @@ func (l *List) Check(addr string, authenticated, trusted bool) (Entry, bool, err
 
 // Auto says whether a bounce with reply r puts its recipient on the list.
 func (l *List) Auto(r smtpcodes.Reply) bool {
-	if !l.Config.Auto || r.Class != smtpcodes.Permanent {
+	c := l.config()
+	if !c.Auto || r.Class != smtpcodes.Permanent {
 		return false
 	}
-	return strings.HasPrefix(r.Enhanced, "5.1.") || slices.Contains(l.Config.Codes, r.Enhanced)
+	return strings.HasPrefix(r.Enhanced, "5.1.") || slices.Contains(c.Codes, r.Enhanced)
 }
 
 // Entries lists the live entries.

@@ -44,7 +44,7 @@ func TestExpiryWithFakeClock(t *testing.T) {
 	if es, _ := l.Entries(); len(es) != 0 {
 		t.Errorf("expired entry listed: %v", es)
 	}
-	l.Config.Expire = 0
+	l.SetConfig(Config{Auto: true})
 	if _, ok, _ := l.Check("bob@x.test", false, false); !ok {
 		t.Error("expire: 0 must keep entries")
 	}
@@ -83,7 +83,7 @@ func TestAuto(t *testing.T) {
 			t.Errorf("Auto(%q) = %v, want %v", c.reply, got, c.want)
 		}
 	}
-	l.Config.Auto = false
+	l.SetConfig(Config{})
 	r, _ := smtpcodes.ParseReply("550 5.1.1 no such user")
 	if l.Auto(r) {
 		t.Error("suppression.auto false still adds")

@@ -25,6 +25,7 @@ var reloadable = []string{
 	"delivery.tls",
 	"delivery.connect_timeout",
 	"delivery.command_timeout",
+	"suppression.",
 }
 
 func isReloadable(key string) bool {

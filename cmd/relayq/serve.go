@@ -120,7 +120,7 @@ func serve(args []string) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
-			running = reload(path, running, srv, eng, signer, log)
+			running = reload(path, running, srv, eng, signer, suppressions, log)
 			continue
 		}
 		log.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
@@ -157,7 +157,7 @@ func cfgName(path string) string {
 // running. A bad file is refused with a log line and the running
 // configuration stays; a changed key that needs a restart is named in a
 // warning (reloadcheck.go).
-func reload(path string, running []config.Setting, srv *submission.Server, eng *delivery.Engine, signer *dkim.Signer, log *slog.Logger) []config.Setting {
+func reload(path string, running []config.Setting, srv *submission.Server, eng *delivery.Engine, signer *dkim.Signer, sl *suppression.List, log *slog.Logger) []config.Setting {
 	cfg, loaded, err := config.LoadSettings(path)
 	if err != nil {
 		log.Error("reload refused, keeping the running configuration", "err", err)
@@ -176,6 +176,7 @@ func reload(path string, running []config.Setting, srv *submission.Server, eng *
 	srv.SetPolicy(submissionPolicy(cfg))
 	srv.SetTLS(tlsConf)
 	signer.Update(dc)
+	sl.SetConfig(suppressionConfig(cfg.Suppression))
 	eng.Update(engineSettings(cfg))
 	applied, restart, now := reloadDiff(running, loaded)
 	logWarnings(log, cfg)
