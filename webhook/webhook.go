@@ -57,6 +57,10 @@ type Options struct {
 	Backoff queue.Backoff
 	// Timeout bounds one POST; default 30s.
 	Timeout time.Duration
+	// Linger, after a batch that was not full, waits this long for more
+	// events before the next read, so a busy relay sends fewer, fuller
+	// batches (fewer requests and cursor writes); 0 sends at once.
+	Linger time.Duration
 	// Client makes the requests; default a fresh http.Client.
 	Client   *http.Client
 	Clock    clock.Clock
@@ -176,6 +180,9 @@ func (s *sender) run(ctx context.Context) {
 			continue
 		}
 		cursor = last
+		if len(evs) < s.h.Batch && s.o.Linger > 0 {
+			s.wait(ctx, s.o.Linger)
+		}
 	}
 }
 
@@ -196,6 +203,11 @@ func (s *sender) sleep(ctx context.Context, failures int) {
 	if d <= 0 {
 		d = time.Second
 	}
+	s.wait(ctx, d)
+}
+
+// wait waits d on the clock, or until ctx ends.
+func (s *sender) wait(ctx context.Context, d time.Duration) {
 	t := s.o.Clock.NewTimer(d)
 	defer t.Stop()
 	select {

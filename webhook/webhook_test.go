@@ -222,3 +222,37 @@ func TestTypesFilterAndSignature(t *testing.T) {
 		t.Errorf("filtered hook got %+v", got)
 	}
 }
+
+// TestLingerGathersABatch: after a batch that was not full the sender
+// waits Linger, and what arrived meanwhile goes out in one request.
+func TestLingerGathersABatch(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Now: clk.Now, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rc := &receiver{secret: "k", arrived: make(chan struct{}, 1)}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	enqueue(t, st, "first@example.net")
+	go Run(ctx, Options{Source: st, Clock: clk, Logger: quiet, Linger: time.Second,
+		Hooks: []Hook{{URL: srv.URL, Secret: "k", Batch: 10}}})
+	waitFor(t, rc, 1)
+	at, ok := clk.WaitTimer(clk.Now(), 20*time.Second)
+	if !ok || at.Sub(clk.Now()) != time.Second {
+		t.Fatalf("no linger timer after a short batch (%v %v)", at, ok)
+	}
+	for i := range 3 {
+		enqueue(t, st, fmt.Sprintf("r%d@example.net", i))
+	}
+	clk.Set(at)
+	waitFor(t, rc, 4)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.requests != 2 {
+		t.Errorf("%d requests, want 2 (the three lingered events in one)", rc.requests)
+	}
+}

@@ -23,6 +23,10 @@ func suppressionConfig(c config.Suppression) suppression.Config {
 		ExemptAuthenticated: c.ExemptAuthenticated, ExemptTrusted: c.ExemptTrusted}
 }
 
+// webhookLinger lets events gather for a fuller batch: at most this much
+// latency for fewer requests and cursor writes on a busy relay.
+const webhookLinger = 100 * time.Millisecond
+
 // pruneBatch is how many records one pruning transaction deletes: small,
 // so the committer stays free for mail.
 const pruneBatch = 500
@@ -44,7 +48,7 @@ func startEvents(ctx context.Context, cfg *config.Config, store *queue.Store, m 
 		}
 		r := cfg.Retry
 		o := webhook.Options{
-			Source: store, Hooks: hooks, Logger: log,
+			Source: store, Hooks: hooks, Logger: log, Linger: webhookLinger,
 			Backoff: queue.Backoff{Initial: r.InitialDelay, Multiplier: r.Multiplier, Jitter: r.Jitter, Max: r.MaxDelay},
 			Rand:    rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 15)),
 		}
