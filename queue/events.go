@@ -140,11 +140,14 @@ func (w *writeTx) event(ev Event) error {
 	if err != nil {
 		return fmt.Errorf("queue: event sequence: %w", err)
 	}
-	if k, _ := b.Cursor().Last(); k != nil && len(k) == 8 && binary.BigEndian.Uint64(k) >= seq {
-		// A copied file (salvage) lost the bucket's sequence: never reuse an ID.
-		seq = binary.BigEndian.Uint64(k) + 1
-		if err := b.SetSequence(seq); err != nil {
-			return err
+	if seq == 1 {
+		// A copied file (salvage) lost the bucket's sequence, which then
+		// starts again at 1: never reuse an ID.
+		if k, _ := b.Cursor().Last(); len(k) == 8 && binary.BigEndian.Uint64(k) >= seq {
+			seq = binary.BigEndian.Uint64(k) + 1
+			if err := b.SetSequence(seq); err != nil {
+				return err
+			}
 		}
 	}
 	key := binary.BigEndian.AppendUint64(nil, seq)

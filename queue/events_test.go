@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // eventMaps decodes the events' JSON as a client sees it.
@@ -239,5 +241,21 @@ func TestEventBacklogAfterPrune(t *testing.T) {
 	}
 	if n, _ := s.EventBacklog(evs[4].ID); n != 0 {
 		t.Errorf("backlog at the end = %d", n)
+	}
+}
+
+// TestEventIDsNeverReused: a file whose events bucket lost its sequence
+// (as a record-by-record copy does) goes on after its newest event.
+func TestEventIDsNeverReused(t *testing.T) {
+	c := newClock()
+	s, path := openTemp(t, testOpts(c))
+	s.AddEvents(Event{Type: EventSuppressed}, Event{Type: EventSuppressed})
+	if err := s.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketEvents).SetSequence(0) }); err != nil {
+		t.Fatal(err)
+	}
+	s.AddEvents(Event{Type: EventSuppressed, Recipient: "third@x.test"})
+	evs := allEvents(t, s, "")
+	if len(evs) != 3 || evs[2].ID != "0000000000000003" || evs[2].Recipient != "third@x.test" {
+		t.Errorf("after a lost sequence: %+v (%s)", evs, path)
 	}
 }
