@@ -12,12 +12,26 @@ BUILDDATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
 BI        := github.com/relayq/relayq/buildinfo
 LDFLAGS   := -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(BUILDDATE)
 
-.PHONY: dist all build run test fmt-check vet test-race fuzz fuzz-short bench bench-go bench-postfix demo clean
+.PHONY: image dist install all build run test fmt-check vet test-race fuzz fuzz-short bench bench-go bench-postfix demo clean
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/... ./bench/relaybench
+
+# install: bin/relayq to $(DESTDIR)$(PREFIX)/bin. `make install SENDMAIL_LINK=1`
+# also links /usr/sbin/sendmail to it (only when asked: it replaces the
+# system's sendmail for cron, PHP's mail() and friends).
+PREFIX        ?= /usr/local
+SENDMAIL_PATH ?= /usr/sbin/sendmail
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN)/relayq $(DESTDIR)$(PREFIX)/bin/relayq
+	@if [ "$(SENDMAIL_LINK)" = "1" ]; then \
+	  install -d $(DESTDIR)$$(dirname $(SENDMAIL_PATH)); \
+	  ln -sf $(PREFIX)/bin/relayq $(DESTDIR)$(SENDMAIL_PATH); \
+	  echo "linked $(DESTDIR)$(SENDMAIL_PATH) -> $(PREFIX)/bin/relayq"; \
+	fi
 
 run: build
 	./$(BIN)/relayq serve
@@ -88,6 +102,18 @@ dist:
 	    -ldflags "-s -w -buildid= $(LDFLAGS)" -o $(DIST)/relayq-$(VERSION)-linux-$$arch ./cmd/relayq; \
 	done
 	@cd $(DIST) && sha256sum relayq-* > SHA256SUMS && cat SHA256SUMS
+
+# image: the container image from a local static binary, FROM scratch, so
+# no registry is needed (packaging/container/Containerfile). With Docker:
+# make image IMAGE_BUILD="docker build".
+IMAGE       ?= localhost/relayq:$(VERSION)
+IMAGE_BUILD ?= podman build --format docker
+IMAGE_CTX   ?= $(BIN)/image
+image:
+	@rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/state
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid= $(LDFLAGS)" -o $(IMAGE_CTX)/relayq ./cmd/relayq
+	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_CTX)/ 2>/dev/null || : > $(IMAGE_CTX)/ca-certificates.crt
+	$(IMAGE_BUILD) -f packaging/container/Containerfile -t $(IMAGE) $(IMAGE_CTX)
 
 clean:
 	rm -rf $(BIN) $(DIST)

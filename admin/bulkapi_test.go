@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -150,4 +151,38 @@ func TestRawAndSearchAndShape(t *testing.T) {
 	}
 	code, body2 := e.do(http.MethodGet, "/api/v1/queue/shape?status=delivered")
 	wantError(t, code, body2, http.StatusBadRequest, "bad status")
+}
+
+// FuzzBulkRequest sends arbitrary bodies to POST /api/v1/queue/bulk: the
+// answer is always JSON with 200, 400 or 404, and a request that is not a
+// well-formed bulk request never changes the queue.
+func FuzzBulkRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"action":"delete","filter":{"from":"a@example.org"},"dry_run":true}`,
+		`{"action":"hold","all":true}`,
+		`{"action":"retry","ids":["ABCDEF0123456789"]}`,
+		`{"action":"delete","filter":{"older":"-1h"}}`,
+		`{"action":"delete"}`, `[]`, `{`, `{"action":"delete","bogus":1}`,
+	} {
+		f.Add(s)
+	}
+	st, err := queue.Open(filepath.Join(f.TempDir(), "queue.db"), queue.Options{LockTimeout: 100 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { st.Close() })
+	h := NewHandler(Options{Store: st, Logger: quiet})
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest(http.MethodPost, "/api/v1/queue/bulk", strings.NewReader(body))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case http.StatusOK, http.StatusBadRequest, http.StatusNotFound:
+		default:
+			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body)
+		}
+		if rec.Header().Get("Content-Type") != "application/json" {
+			t.Fatalf("not JSON for %q", body)
+		}
+	})
 }

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
-	"time"
 )
 
 // Bulk sends POST /api/v1/queue/bulk.
@@ -63,46 +60,4 @@ func (c *Client) Shape(ctx context.Context, status string, top int) (*Shape, err
 func (c *Client) Ready(ctx context.Context) error {
 	var out map[string]string
 	return c.do(ctx, http.MethodGet, "/readyz", &out)
-}
-
-// request sends one request with an optional JSON body and returns the
-// response when its status is 2xx; any other answer becomes an APIError.
-func (c *Client) request(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
-	base := c.base()
-	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
-	if err != nil {
-		return nil, fmt.Errorf("admin API URL %q: %w", base, err)
-	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, &UnreachableError{URL: base, Err: err}
-	}
-	if resp.StatusCode < 300 {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	msg := strings.TrimSpace(string(b))
-	var e errorBody
-	if json.Unmarshal(b, &e) == nil && e.Error != "" {
-		msg = e.Error
-	}
-	if msg == "" {
-		msg = http.StatusText(resp.StatusCode)
-	}
-	return nil, &APIError{Status: resp.StatusCode, Message: msg}
 }

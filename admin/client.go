@@ -162,15 +162,37 @@ const maxResponse = 64 << 20
 
 // do sends one request and decodes the JSON answer into out.
 func (c *Client) do(ctx context.Context, method, path string, out any) error {
-	base := c.base()
-	req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
+	resp, err := c.request(ctx, method, path, nil)
 	if err != nil {
-		return fmt.Errorf("admin API URL %q: %w", base, err)
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		return &UnreachableError{URL: c.base(), Err: fmt.Errorf("reading the answer: %w", err)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("admin API at %s: unreadable answer to %s %s: %w", c.base(), method, path, err)
+	}
+	return nil
+}
+
+// request sends one request with an optional JSON body and returns the
+// response when its status is 2xx; any other answer becomes an APIError.
+func (c *Client) request(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
+	base := c.base()
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("admin API URL %q: %w", base, err)
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
@@ -181,27 +203,20 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 		if errors.As(err, &ue) {
 			err = ue.Err // the URL is said once, by UnreachableError
 		}
-		return &UnreachableError{URL: base, Err: err}
+		return nil, &UnreachableError{URL: base, Err: err}
+	}
+	if resp.StatusCode < 300 {
+		return resp, nil
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	if err != nil {
-		return &UnreachableError{URL: base, Err: fmt.Errorf("reading the answer: %w", err)}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	msg := strings.TrimSpace(string(b))
+	var e errorBody
+	if json.Unmarshal(b, &e) == nil && e.Error != "" {
+		msg = e.Error
 	}
-	if resp.StatusCode >= 300 {
-		var e errorBody
-		msg := strings.TrimSpace(string(body))
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		if msg == "" {
-			msg = http.StatusText(resp.StatusCode)
-		}
-		return &APIError{Status: resp.StatusCode, Message: msg}
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(out); err != nil {
-		return fmt.Errorf("admin API at %s: unreadable answer to %s %s: %w", base, method, path, err)
-	}
-	return nil
+	return nil, &APIError{Status: resp.StatusCode, Message: msg}
 }

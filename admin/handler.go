@@ -79,6 +79,7 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/release", h.release)
 	h.mux.HandleFunc("GET /api/v1/quarantine", h.quarantine)
 	h.incidentRoutes()
+	h.mux.HandleFunc("DELETE /api/v1/quarantine/{id}", h.unquarantine)
 	h.mux.HandleFunc("GET /api/v1/events", h.events)
 	h.historyRoutes()
 	// Go's profiler, for "why is it slow" questions in production; behind

@@ -50,6 +50,27 @@ func (h *handler) quarantine(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, QuarantinePage{Messages: list, Next: next})
 }
 
+// unquarantine answers DELETE /api/v1/quarantine/{id}: the damaged
+// message is removed for good.
+func (h *handler) unquarantine(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := h.target(w, r)
+	if !ok {
+		return
+	}
+	if err := st.DeleteQuarantined(id); err != nil {
+		h.fail(w, "delete quarantined", id, err)
+		return
+	}
+	h.o.Logger.Info("admin: delete quarantined", "id", id, "client", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, DeleteResult{Deleted: id})
+}
+
+// DeleteQuarantined removes quarantined message id for good.
+func (c *Client) DeleteQuarantined(ctx context.Context, id string) error {
+	var d DeleteResult
+	return c.do(ctx, http.MethodDelete, "/api/v1/quarantine/"+url.PathEscape(id), &d)
+}
+
 // Quarantine fetches one page of the quarantine (limit <= 0: the API's
 // default).
 func (c *Client) Quarantine(ctx context.Context, after string, limit int) (*QuarantinePage, error) {

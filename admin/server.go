@@ -19,11 +19,15 @@ const readyProbeID = "readyz-probe"
 
 // StoreReady returns a readiness check for st: it does one read
 // transaction, so it fails once the store is closed or its file is
-// unreadable, and costs no disk write.
+// unreadable, and costs no disk write. It also fails once the store has
+// stopped taking writes because its file is damaged.
 func StoreReady(st *queue.Store) func() error {
 	return func() error {
 		if st == nil {
 			return errors.New("no queue")
+		}
+		if err := st.Err(); err != nil {
+			return fmt.Errorf("queue takes no writes: %w", err)
 		}
 		_, err := st.Get(readyProbeID)
 		if err == nil || errors.Is(err, queue.ErrNotFound) {

@@ -25,6 +25,8 @@ type Config struct {
 	// Shaping is the traffic shaping policy (issue 13), for shaping.NewPolicy.
 	Shaping shaping.Config
 	DKIM    DKIM
+	// Cluster shares the shaping state with other nodes (issue 19).
+	Cluster Cluster
 	Log     Log
 	// Events and Suppression: see events.go.
 	Events      Events
@@ -43,7 +45,11 @@ type Submission struct {
 	// TrustedNetworks may relay without AUTH. Prefixes are masked (10.1.2.3/8 → 10.0.0.0/8).
 	TrustedNetworks []netip.Prefix
 	// Users may AUTH and then relay from anywhere. Usernames are unique.
-	Users             []User
+	Users []User
+	// HTTPListen is the HTTP submission API's host:port, "" for none; HTTPS when TLS is set.
+	HTTPListen string
+	// APIKeys authenticate HTTP submissions. Names are unique.
+	APIKeys           []APIKey
 	AllowInsecureAuth bool
 	MaxMessageBytes   int64
 	MaxRecipients     int
@@ -53,6 +59,8 @@ type Submission struct {
 	// ReadTimeout bounds each command (RFC 5321 4.5.3.2); DataTimeout the whole DATA upload.
 	ReadTimeout time.Duration
 	DataTimeout time.Duration
+	// SessionTimeout bounds a whole connection, however busy it keeps.
+	SessionTimeout time.Duration
 	// AuthMaxFailures failed AUTH attempts from one IP lock it out for AuthLockout.
 	AuthMaxFailures int
 	AuthLockout     time.Duration
@@ -182,12 +190,14 @@ func Default() *Config {
 				netip.MustParsePrefix("::1/128"),
 			},
 			Users:               []User{},
+			APIKeys:             []APIKey{},
 			MaxMessageBytes:     25 << 20,
 			MaxRecipients:       100,
 			MaxConnections:      1000,
 			MaxConnectionsPerIP: 50,
 			ReadTimeout:         5 * time.Minute,
 			DataTimeout:         10 * time.Minute,
+			SessionTimeout:      time.Hour,
 			AuthMaxFailures:     5,
 			AuthLockout:         5 * time.Minute,
 			AddMissingHeaders:   true,
@@ -222,6 +232,7 @@ func Default() *Config {
 			Rules:     []shaping.Rule{},
 		},
 		DKIM:        DKIM{Keys: []DKIMKey{}, Headers: []string{}},
+		Cluster:     Cluster{NodeName: host, ExpectedNodes: 1},
 		Log:         Log{Format: "text", Level: "info"},
 		Events:      Events{Retention: 168 * time.Hour, Webhooks: []Webhook{}},
 		Suppression: Suppression{Auto: true, Codes: []string{}},

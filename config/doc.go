@@ -8,7 +8,8 @@
 //     that is set but empty is a value (it empties the key).
 //   - defaults.yaml is the schema: a key exists exactly when it appears
 //     there, every Load reads each of them, and a file key that is not
-//     there is an error, never ignored. Default() equals defaults.yaml
+//     there is an error, never ignored; so is a RELAYQ_ variable that names
+//     no key (except the client-side ones in env.go). Default() equals defaults.yaml
 //     (tested), and the file doubles as the annotated example config.
 //   - Load returns either a Config that passed every check or an error, one
 //     line long, naming the file and key ("config F: retry.max_delay: ...")
@@ -27,4 +28,11 @@
 //     when it alone is set, sets the new one.
 //   - Every dkim.keys[].private_key_file loaded as a DKIM key (cmd/relayq
 //     loads them again for the signer); a bad one is named with its file.
+//   - Warnings never fail a Load: they describe configurations that work
+//     but are dangerous, for check-config (--strict) and the start-up log.
+//   - LoadSettings lists every key once with its source; Shown never
+//     prints a token, password or password hash.
+//   - After Load, Cluster.NodeName is never empty ("" means the host name)
+//     and Cluster.RedisURL is "" or a redis:// or rediss:// URL; no message
+//     shows its password.
 package config

@@ -12,6 +12,10 @@ import (
 // Add a client variable here when a subcommand starts reading one.
 var clientEnv = map[string]bool{
 	"RELAYQ_ADMIN_URL": true, // relayq queue/healthcheck: where the admin API is
+	// relayq sendmail (package sendmail): where to submit, and AUTH.
+	"RELAYQ_SENDMAIL_SERVER":   true,
+	"RELAYQ_SENDMAIL_USERNAME": true,
+	"RELAYQ_SENDMAIL_PASSWORD": true,
 }
 
 // checkEnvNames refuses a RELAYQ_ variable that names no key: a misspelt

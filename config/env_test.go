@@ -8,6 +8,9 @@ func TestClientVariablesAreNotMisspellings(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("RELAYQ_ADMIN_URL", "http://127.0.0.1:8025")
 	t.Setenv("RELAYQ_ADMIN_TOKEN", "secret")
+	t.Setenv("RELAYQ_SENDMAIL_SERVER", "127.0.0.1:25")
+	t.Setenv("RELAYQ_SENDMAIL_USERNAME", "app")
+	t.Setenv("RELAYQ_SENDMAIL_PASSWORD", "pw")
 	if _, err := Load(""); err != nil {
 		t.Fatal(err)
 	}

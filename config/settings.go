@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 )
@@ -33,6 +34,13 @@ const Redacted = "<redacted>"
 func (s Setting) Shown() string {
 	if s.Key == "submission.users" {
 		return s.showUsers()
+	}
+	if s.Key == "cluster.redis_url" {
+		// The URL may carry the password (redis://:PASS@host): hide only it.
+		if u, err := url.Parse(s.Value); err == nil {
+			return u.Redacted()
+		}
+		return Redacted
 	}
 	if s.Secret && s.Value != "" && s.Value != "[]" && s.Value != `""` {
 		return Redacted

@@ -21,6 +21,8 @@ delivery:
     address: smart.example.net:587
     username: relay
     password: hunter2
+cluster:
+  redis_url: "redis://:cluster-pass@127.0.0.1:6379/0"
 submission:
   allow_insecure_auth: true
   users:
@@ -51,6 +53,7 @@ submission:
 		{"delivery.smarthost.username", "relay", SourceFile},
 		{"submission.users", "[app:" + Redacted + "]", SourceFile},
 		{"submission.trusted_networks", "[127.0.0.0/8, ::1/128]", SourceDefault},
+		{"cluster.redis_url", "redis://:xxxxx@127.0.0.1:6379/0", SourceFile},
 	}
 	for _, tt := range tests {
 		s, ok := got[tt.key]

@@ -39,6 +39,7 @@ func (l *loader) validate(c *Config) {
 	l.validateDelivery(&c.Delivery)
 	l.validateShaping(c)
 	l.validateDKIM(&c.DKIM)
+	l.validateCluster(&c.Cluster)
 	l.validateEvents(&c.Events, &c.Suppression)
 	l.oneOf("log.format", c.Log.Format, "text", "json")
 	l.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
@@ -76,12 +77,14 @@ func (l *loader) validateSubmission(s *Submission) {
 		// (RFC 4954 section 4): without either these users could never log in.
 		l.failf("submission.users", "AUTH needs submission.tls (or allow_insecure_auth: true)")
 	}
+	l.validateAPIKeys(s)
 	l.atLeast("submission.max_message_bytes", s.MaxMessageBytes, 1)
 	l.atLeast("submission.max_recipients", int64(s.MaxRecipients), 1)
 	l.atLeast("submission.max_connections", int64(s.MaxConnections), 1)
 	l.atLeast("submission.max_connections_per_ip", int64(s.MaxConnectionsPerIP), 1)
 	l.positive("submission.read_timeout", s.ReadTimeout)
 	l.positive("submission.data_timeout", s.DataTimeout)
+	l.positive("submission.session_timeout", s.SessionTimeout)
 	l.atLeast("submission.auth_max_failures", int64(s.AuthMaxFailures), 1)
 	l.positive("submission.auth_lockout", s.AuthLockout)
 }

@@ -246,51 +246,60 @@ func (l *loader) strList(key string) []string {
 }
 
 // users reads submission.users: a list of {username, password_hash}
-// sections, or "name:hash,name:hash" from the environment. bcrypt hashes
-// contain neither ':' nor ','.
+// sections, or "name:hash,name:hash" from the environment.
 func (l *loader) users(key string) []User {
 	out := []User{}
+	for _, p := range l.pairs(key, "username", "password_hash") {
+		out = append(out, User{Username: p[0], PasswordHash: p[1]})
+	}
+	return out
+}
+
+// pairs reads a list of two-key sections {k1, k2}, or "v1:v2,v1:v2" from
+// the environment (bcrypt hashes contain neither ':' nor ',').
+func (l *loader) pairs(key, k1, k2 string) [][2]string {
+	out := [][2]string{}
 	switch x := l.get(key).(type) {
 	case string:
 		for i, item := range strings.Split(x, ",") {
 			if item = strings.TrimSpace(item); item == "" {
 				continue
 			}
-			name, hash, ok := strings.Cut(item, ":")
+			a, b, ok := strings.Cut(item, ":")
 			if !ok {
-				l.failAt(key, fmt.Sprintf("[%d]", i), "%q is not username:password_hash", item)
+				l.failAt(key, fmt.Sprintf("[%d]", i), "%q is not %s:%s", item, k1, k2)
 				return nil
 			}
-			out = append(out, User{Username: name, PasswordHash: hash})
+			out = append(out, [2]string{a, b})
 		}
 	case []any:
 		for i, item := range x {
 			at := fmt.Sprintf("[%d]", i)
 			m, ok := stringMap(item)
 			if !ok {
-				l.failAt(key, at, "%s is not a section with username and password_hash", describe(item))
+				l.failAt(key, at, "%s is not a section with %s and %s", describe(item), k1, k2)
 				return nil
 			}
-			var u User
+			var p [2]string
 			for _, k := range sortedKeys(m) {
 				s, isStr := m[k].(string)
 				switch {
-				case k != "username" && k != "password_hash":
+				case k != k1 && k != k2:
 					l.failAt(key, at, "unknown key %q", k)
 					return nil
 				case !isStr:
 					l.failAt(key, at+"."+k, "%s is not a string; put it in quotes", describe(m[k]))
 					return nil
-				case k == "username":
-					u.Username = s
+				case k == k1:
+					p[0] = s
 				default:
-					u.PasswordHash = s
+					p[1] = s
 				}
 			}
-			out = append(out, u)
+			out = append(out, p)
 		}
 	default:
-		l.failf(key, "%s is not a list of users", describe(x))
+		l.failf(key, "%s is not a list of %s/%s sections", describe(x), k1, k2)
 		return nil
 	}
 	return out

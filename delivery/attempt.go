@@ -33,7 +33,7 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	}
 	if err != nil {
 		e.log.Error("claim failed", "id", j.id, "err", err)
-		return result{job: j}
+		return result{job: j, failed: StorageClaim}
 	}
 	env = claimed.Envelope
 	var rcpts []queue.Recipient
@@ -90,21 +90,45 @@ func (e *Engine) claim(j *job, set *Settings, start time.Time) (queue.Claimed, e
 
 // record writes the outcomes and the reports they caused in one
 // transaction, then logs and counts them, and tells the scheduler what it
-// must look at next (see result).
+// must look at next (see result). An outcome the queue could not take (a
+// full disk) goes back to the scheduler to keep in memory and write later:
+// the delivery was made and must not be made again.
 func (e *Engine) record(j *job, outcomes []queue.Outcome, notices []queue.Notice, end time.Time, took time.Duration) result {
+	p := pendingRecord{job: j, outcomes: outcomes, notices: notices, end: end, took: took}
+	res, ok := e.recordNow(p)
+	if !ok {
+		return result{job: j, unwritten: &p}
+	}
+	return res
+}
+
+// recordNow writes p. It reports false when the write failed but may work
+// later (the caller keeps p); true when p is written or can never be.
+func (e *Engine) recordNow(p pendingRecord) (result, bool) {
+	j := p.job
 	before := e.clock.Now() // no later than the reports' due time
-	after, err := e.store.Record(j.id, outcomes, notices...)
-	if err != nil {
+	after, err := e.store.Record(j.id, p.outcomes, p.notices...)
+	switch {
+	case err == nil:
+	case errors.Is(err, queue.ErrNotFound):
+		// An operator deleted the message while it was being delivered:
+		// expected, and nothing is left to record.
+		e.log.Info("outcome not recorded: the message was deleted during the attempt", "id", j.id)
+		return result{job: j, recorded: true}, true
+	case retryable(err):
+		e.log.Error("recording outcome failed; kept in memory and written when the queue takes writes again", "id", j.id, "err", err)
+		return result{job: j}, false
+	default:
 		e.log.Error("recording outcome failed; the recipients stay due", "id", j.id, "err", err)
-		return result{job: j}
+		return result{job: j}, true
 	}
 	res := result{job: j, recorded: true, next: earliest(after)}
-	e.report(j, outcomes, end, took)
-	if len(notices) > 0 {
+	e.report(j, p.outcomes, p.end, p.took)
+	if len(p.notices) > 0 {
 		res.notices = before
 		e.wake()
 	}
-	return res
+	return res, true
 }
 
 // isConnTrouble: a locally synthesized failure to reach the destination at
@@ -129,7 +153,8 @@ func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue
 		}
 		return out
 	}
-	denv := smtpclient.Envelope{From: env.From, RET: env.RET, EnvID: env.EnvID, SMTPUTF8: env.SMTPUTF8, Body: env.Body, Size: env.Size}
+	denv := smtpclient.Envelope{From: env.From, RET: env.RET, EnvID: env.EnvID, SMTPUTF8: env.SMTPUTF8, Body: env.Body, Size: env.Size,
+		Signed: env.Prefix != ""} // relayq's own DKIM signature: not to be broken by a 7-bit conversion
 	for _, r := range rcpts {
 		denv.Recipients = append(denv.Recipients, smtpclient.RcptReq{Address: r.Address, ORCPT: r.ORCPT, Notify: r.Notify})
 	}

@@ -53,6 +53,11 @@ type result struct {
 	// notices, when not zero, is a time no later than the due time of the
 	// reports (DSNs) the outcome queued.
 	notices time.Time
+	// failed names the queue operation that failed, if one did.
+	failed StorageOp
+	// unwritten, when set, is the attempt's outcome that the queue could
+	// not take: the scheduler keeps it and writes it later.
+	unwritten *pendingRecord
 }
 
 // dest is the scheduler's view of one destination: the unit of concurrency
@@ -171,9 +176,26 @@ func (e *Engine) released(r release) {
 	e.forget(d, now)
 }
 
-// finish books a job that is completely done: its outcome is on disk.
+// finish books a job that is completely done: its outcome is on disk, or
+// kept in memory until it can be.
 func (e *Engine) finish(r result) {
 	e.running--
+	now := e.clock.Now()
+	switch {
+	case r.unwritten != nil:
+		e.keepUnwritten(*r.unwritten, now)
+		return
+	case r.failed != "":
+		e.storageFailed(r.failed, now)
+	case r.recorded:
+		e.storageOK()
+	}
+	e.booked(r)
+}
+
+// booked updates the cursor for what a finished job wrote and lets its
+// message leave memory.
+func (e *Engine) booked(r result) {
 	if !r.recorded {
 		e.cursor.reset()
 		e.cursor.forget()
@@ -214,7 +236,7 @@ func (e *Engine) parkQueue(d *dest) {
 		e.unbusy(j.id)
 	}
 	d.queue = keep
-	e.postpone(postponements{d.name: jobs})
+	e.postpone(postponements{d.name: jobs}, e.clock.Now())
 }
 
 // forget drops a destination with nothing to remember, so the map does not
@@ -229,6 +251,10 @@ func (e *Engine) forget(d *dest, now time.Time) {
 // already in memory (the cursor's to know), and the end of a suspension
 // with jobs waiting on it.
 func (e *Engine) nextWake(now time.Time) (time.Time, bool) {
+	// Backing off after a queue error: nothing to do before it ends.
+	if e.storageWait(now) {
+		return e.storage.until, true
+	}
 	// With the in-memory queue full, a finishing attempt is what makes room;
 	// waking for due mail before that would only spin.
 	if e.pending >= maxPending {
@@ -244,6 +270,7 @@ func (e *Engine) nextDue(from time.Time) (time.Time, string, bool) {
 	at, id, ok, err := e.store.NextDueSince(from, func(id string) bool { return e.busy[id] > 0 })
 	if err != nil {
 		e.log.Error("queue scan failed", "err", err)
+		e.storageFailed(StorageScan, e.clock.Now())
 		return time.Time{}, "", false
 	}
 	return at, id, ok

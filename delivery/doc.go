@@ -17,11 +17,20 @@
 //     loss and never a hot retry loop. The first attempt is recorded by
 //     ClaimFirst in the very write that queues the message. An attempt
 //     tries exactly the addresses its claim returned.
+//   - A failed queue operation (claim, outcome, postpone, scan; a full disk)
+//     makes the scheduler back off, 1s doubling to 30s, and is counted
+//     (StorageObserver); it never retries in a tight loop. An outcome that
+//     could not be written stays in memory, its message in flight, and is
+//     written first when the back-off ends: while relayq runs, a delivery
+//     made is never made again (storage.go).
 //   - A worker and destination slot is held only while talking SMTP; the
 //     message stays in flight (never scheduled twice) until its outcome is
 //     on disk.
 //   - Recipients of one message that share a destination go in one SMTP
-//     transaction. A message goes to at most one hop per attempt: later hops
+//     transaction, and those it defers together get one next attempt (the
+//     backoff's jitter is drawn per job, not per recipient), so they stay
+//     together. Recipients found past max_age in one pass form one job,
+//     whatever their destinations, and so one report. A message goes to at most one hop per attempt: later hops
 //     are failover, never copies.
 //   - 2xx delivered, 5xx bounced, 4xx and connection/DNS/TLS trouble deferred
 //     by the backoff (or the reply's own wait, up to 30 minutes) until

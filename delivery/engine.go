@@ -109,6 +109,7 @@ type Engine struct {
 	running int               // jobs not done yet (their outcome may still be being written)
 	pending int               // jobs waiting in destination queues
 	arrived []*queue.Envelope // new messages handed over by Enqueue
+	storage storageState      // back-off after queue errors, outcomes not written yet
 }
 
 // New builds an Engine; Run starts it.
@@ -208,8 +209,20 @@ func (e *Engine) delay(b queue.Backoff, n int) time.Duration {
 	return b.Delay(n, e.rnd)
 }
 
-func (e *Engine) next(p queue.Policy, r queue.Recipient, created, now time.Time) (time.Time, bool) {
+// jitter is one job's draw of the backoff's random part. Every recipient
+// the job defers gets the same draw, so recipients of one message deferred
+// together to one destination stay due together and go in one
+// transaction again, instead of one each (issue 12, defect 12).
+type jitter struct{ a, b uint64 }
+
+// drawJitter draws a job's jitter from the shared source.
+func (e *Engine) drawJitter() jitter {
 	e.rndMu.Lock()
 	defer e.rndMu.Unlock()
-	return p.Next(r, created, now, e.rnd)
+	return jitter{e.rnd.Uint64(), e.rnd.Uint64()}
+}
+
+// next is p.Next with the job's jitter: the same draw for each recipient.
+func (j jitter) next(p queue.Policy, r queue.Recipient, created, now time.Time) (time.Time, bool) {
+	return p.Next(r, created, now, rand.New(rand.NewPCG(j.a, j.b)))
 }

@@ -492,3 +492,37 @@ func TestFirstAttemptNeedsNoClaimWrite(t *testing.T) {
 		t.Fatal("delivered message still scheduled")
 	}
 }
+
+// Issue 12, defect 9: an operator who deletes a message while it is being
+// delivered causes no ERROR: the outcome has nothing left to update, which
+// is expected, so it is logged at info.
+func TestDeletedDuringDeliveryIsNotAnError(t *testing.T) {
+	logs := newLogCounter()
+	var r *rig
+	r = newRig(t, []smtptest.Option{smtptest.OnMessage(func(smtptest.Message) {
+		msgs, _, err := r.store.List(queue.ListOptions{Limit: 10})
+		if err != nil {
+			t.Error(err)
+		}
+		for _, m := range msgs {
+			if err := r.store.Delete(m.ID); err != nil {
+				t.Error(err)
+			}
+		}
+	})}, func(o *Options) { o.Logger = slog.New(logs) })
+	r.submit("app@example.org", "bob@example.net")
+	r.srv.WaitMessages(t, 1, 5*time.Second)
+	r.stop() // waits for the attempt in flight to finish
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	deleted := false
+	for msg, lvl := range logs.levels {
+		if lvl >= slog.LevelError {
+			t.Errorf("logged at %v: %q", lvl, msg)
+		}
+		deleted = deleted || strings.Contains(msg, "deleted")
+	}
+	if !deleted {
+		t.Errorf("no line says the message was deleted during the attempt; logged: %v", logs.counts)
+	}
+}

@@ -48,9 +48,18 @@ func dsnRecipient(r queue.Recipient, action string, now, until time.Time) dsn.Re
 	if s, ok := smtpcodes.StatusOf(r.LastReply); ok {
 		status = s
 	}
+	// Remote-MTA names the host that reported the status (RFC 3464
+	// section 2.3.5): only when the last reply is one a server sent. For
+	// relayq's own decisions (5.6.7, 5.3.4, a connection that failed, an
+	// expiry before any server answered) it is left out, though the
+	// recipient remembers the host it tried.
+	remote := ""
+	if reply, err := smtpcodes.ParseReply(r.LastReply); err == nil && reply.Remote() {
+		remote = r.RemoteMTA
+	}
 	return dsn.Recipient{
 		Final: r.Address, Original: r.ORCPT, Action: action, Status: status,
-		RemoteMTA: r.RemoteMTA, Diagnostic: r.LastReply, LastAttempt: now, WillRetryUntil: until,
+		RemoteMTA: remote, Diagnostic: r.LastReply, LastAttempt: now, WillRetryUntil: until,
 	}
 }
 

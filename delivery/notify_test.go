@@ -100,3 +100,136 @@ func TestNotifyNeverSuppressesBounce(t *testing.T) {
 		t.Fatalf("a report was queued despite NOTIFY=NEVER")
 	}
 }
+
+// Issue 12, defect 13: a report names a Remote-MTA only for a reply that
+// host sent (RFC 3464 section 2.3.5). relayq's own decisions, a message too
+// big for the server's SIZE (5.3.4) and giving up on a host that never
+// answered, carried "Remote-MTA: dns; 127.0.0.1" before. A server's UTF-8
+// reply reaches the Diagnostic-Code encoded per RFC 6533, not as '?'.
+func TestReportsNameRemoteMTAOnlyForItsReplies(t *testing.T) {
+	small := smtptest.NewServer(t, smtptest.WithConfig(smtptest.Config{MaxMessageBytes: 20}))
+	sink := smtptest.NewServer(t, smtptest.Reply("rcpt:nobody@=550 5.1.1 Empfänger unbekannt"))
+	dead := closedAddr(t)
+	r := newRig(t, nil, func(o *Options) {
+		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"small.example": small.Addr(), "dead.example": dead, "*": sink.Addr()}})
+		o.Policy.MaxAttempts = 1
+	})
+	r.submit("app@example.org", "big@small.example", "x@dead.example", "nobody@remote.example")
+	var reports []string
+	sink.WaitFor(t, 10*time.Second, func() bool {
+		reports = reports[:0]
+		for _, m := range sink.Messages() {
+			if m.From == "" {
+				reports = append(reports, string(m.Data))
+			}
+		}
+		return strings.Count(strings.Join(reports, ""), "Final-Recipient:") >= 3
+	})
+	groups := map[string]string{}
+	for _, rep := range reports {
+		rep = strings.ReplaceAll(rep, "\r\n ", " ")
+		for _, g := range strings.Split(rep, "\r\n\r\n") {
+			if _, addr, ok := strings.Cut(g, "Final-Recipient: rfc822; "); ok {
+				addr, _, _ = strings.Cut(addr, "\r\n")
+				groups[addr] = g
+			}
+		}
+	}
+	for _, own := range []string{"big@small.example", "x@dead.example"} {
+		g, ok := groups[own]
+		if !ok {
+			t.Fatalf("no report group for %s in:\n%s", own, strings.Join(reports, "\n----\n"))
+		}
+		if strings.Contains(g, "Remote-MTA:") {
+			t.Errorf("report for %s names a Remote-MTA though no server answered for it:\n%s", own, g)
+		}
+	}
+	g := groups["nobody@remote.example"]
+	if !strings.Contains(g, "Remote-MTA: dns; 127.0.0.1") {
+		t.Errorf("report for a server's 550 lacks its Remote-MTA:\n%s", g)
+	}
+	if !strings.Contains(g, `Diagnostic-Code: smtp; 550 5.1.1 Empf\x{E4}nger unbekannt`) {
+		t.Errorf("UTF-8 reply not encoded per RFC 6533 in the Diagnostic-Code:\n%s", g)
+	}
+}
+
+// Issue 12, defect 12: recipients of one message deferred together by the
+// same destination keep one schedule: they are retried in one transaction
+// (the backoff's jitter is drawn per message and destination, not per
+// recipient), and when they give up together the sender gets one report
+// for all of them, as from Postfix. Before: five transactions per retry and
+// five reports.
+func TestRecipientsDeferredTogetherStayTogether(t *testing.T) {
+	r := newRig(t, []smtptest.Option{
+		smtptest.Reply("rcpt:late=450 4.2.0 Mailbox busy, try later"),
+		smtptest.Reply("rcpt:nobody@=550 5.1.1 No such user"),
+	}, func(o *Options) { o.Policy.MaxAttempts = 3 })
+	rcpts := []string{"nobody@example.net"}
+	for i := 1; i <= 5; i++ {
+		rcpts = append(rcpts, fmt.Sprintf("late%d@example.net", i))
+	}
+	r.submit("app@example.org", rcpts...)
+	for i := 0; i < 100; i++ {
+		if msgs, _, _ := r.store.List(queue.ListOptions{Limit: 10}); len(msgs) == 0 {
+			break
+		}
+		r.advanceToOutcome()
+	}
+	var mails, reports int
+	for _, e := range r.srv.Events() {
+		if e.Stage == smtptest.StageMail && strings.Contains(e.Arg, "app@example.org") {
+			mails++
+		}
+	}
+	var bodies []string
+	for _, m := range r.srv.Messages() {
+		if m.From == "" {
+			reports++
+			bodies = append(bodies, string(m.Data))
+		}
+	}
+	if mails != 3 {
+		t.Errorf("%d transactions for 3 attempts of one message to one destination, want 3", mails)
+	}
+	if len(r.rcptAttempts("late")) != 15 {
+		t.Errorf("%d RCPTs for the deferred recipients, want 15 (5 recipients, 3 attempts)", len(r.rcptAttempts("late")))
+	}
+	// One report for the 550 at the first attempt, one for the five that
+	// gave up together at the third.
+	if reports != 2 {
+		t.Fatalf("%d reports, want 2:\n%s", reports, strings.Join(bodies, "\n----\n"))
+	}
+	last := strings.ReplaceAll(bodies[0]+bodies[1], "\r\n ", " ")
+	for _, a := range rcpts {
+		if !strings.Contains(last, "Final-Recipient: rfc822; "+a) {
+			t.Errorf("no report names %s", a)
+		}
+	}
+}
+
+// Issue 12, defect 12: recipients of one message found past max_age in
+// one pass are bounced in one report, whatever their destinations.
+func TestExpiredRecipientsOneReport(t *testing.T) {
+	sink := smtptest.NewServer(t)
+	r := newRig(t, nil, func(o *Options) {
+		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"a.example": closedAddr(t), "b.example": closedAddr(t), "*": sink.Addr()}})
+		o.Policy.MaxAge = time.Hour
+	})
+	d := r.store.NewDraft()
+	io.WriteString(d, "Subject: old\r\n\r\nx\r\n")
+	env := queue.Envelope{From: "app@example.org", Created: t0.Add(-2 * time.Hour)}
+	for _, a := range []string{"x@a.example", "y@b.example", "z@b.example"} {
+		env.Recipients = append(env.Recipients, queue.Recipient{Address: a})
+	}
+	if err := d.Commit(env); err != nil {
+		t.Fatal(err)
+	}
+	r.eng.Kick()
+	if got := r.expectOutcomes(4); got["bounced"] != 3 || got["delivered"] != 1 {
+		t.Fatalf("outcomes %v, want 3 bounced and the report delivered", got)
+	}
+	msgs := sink.WaitMessages(t, 1, 5*time.Second)
+	if len(msgs) != 1 || strings.Count(string(msgs[0].Data), "Final-Recipient:") != 3 {
+		t.Fatalf("%d reports; want one naming all three recipients", len(msgs))
+	}
+}

@@ -16,6 +16,7 @@ import (
 func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
 	var outcomes []queue.Outcome
 	var failed, delayed []queue.Recipient
+	jit := e.drawJitter()
 	for i, r := range rcpts {
 		var res smtpclient.RcptResult
 		if i < len(results) {
@@ -34,7 +35,7 @@ func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Reci
 			o.Suppress = set.Suppress != nil && set.Suppress(res.Reply)
 			failed = append(failed, r)
 		default:
-			next, giveUp := e.next(set.Policy, r, env.Created, end)
+			next, giveUp := jit.next(set.Policy, r, env.Created, end)
 			if h, ok := smtpcodes.RetryHint(res.Reply.Text); ok {
 				// A greylisting server that names its window: retrying inside
 				// it would only waste an attempt.

@@ -60,6 +60,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 				timer.Stop()
 			}
 			e.drain(grace, cancel)
+			e.abandonUnwritten()
 			e.settings.Load().Courier.Close()
 			return
 		case ev := <-e.events:
@@ -132,6 +133,12 @@ func (p postponements) add(dest, id string, addrs []string) {
 // stay short however much mail waits.
 func (e *Engine) fill(ctx context.Context) {
 	now := e.clock.Now()
+	// After a queue error nothing is read, written or started until the
+	// back-off ends (arrivals wait in memory); then outcomes kept in memory
+	// are written before anything else.
+	if e.storageWait(now) || !e.writeUnwritten(now) {
+		return
+	}
 	postpone := postponements{}
 	for _, env := range e.arrived {
 		if e.busy[env.ID] == 0 {
@@ -146,6 +153,7 @@ func (e *Engine) fill(ctx context.Context) {
 		ids, err := e.store.DueSince(from, now, scanBatch, skip)
 		if err != nil {
 			e.log.Error("queue scan failed", "err", err)
+			e.storageFailed(StorageScan, now)
 			break
 		}
 		for _, id := range ids {
@@ -156,34 +164,55 @@ func (e *Engine) fill(ctx context.Context) {
 			break
 		}
 		if len(postpone) > 0 {
-			// Postponed messages are still in the index until written.
-			e.postpone(postpone)
+			// Postponed messages are still in the index until written; if
+			// that fails, the next scan would only find them again.
+			if !e.postpone(postpone, now) {
+				break
+			}
 			postpone = postponements{}
 		}
 	}
-	e.postpone(postpone)
+	if !e.postpone(postpone, now) {
+		complete = false
+	}
 	if complete {
 		e.cursor.scanned(now)
+	}
+	if e.storageWait(now) {
+		return
 	}
 	e.start(ctx, now)
 }
 
 // postpone writes waiting mail for suspended destinations forward to the
-// end of their suspension, one transaction per destination.
-func (e *Engine) postpone(batch postponements) {
+// end of their suspension, one transaction per destination. It reports
+// false when a write failed (or was not tried while backing off after an
+// earlier one): that mail is then left due on disk, out of memory, and a
+// scan after the back-off finds it again.
+func (e *Engine) postpone(batch postponements, now time.Time) bool {
+	ok := true
 	for name, jobs := range batch {
 		d := e.dests[name]
 		if d == nil || len(jobs) == 0 {
 			continue
 		}
+		if e.storageWait(now) {
+			e.cursor.reset()
+			ok = false
+			continue
+		}
 		if err := e.store.Postpone(jobs, d.until); err != nil {
 			e.log.Error("postponing mail for a suspended destination failed", "destination", name, "err", err)
 			e.cursor.reset()
+			e.storageFailed(StoragePostpone, now)
+			ok = false
 			continue
 		}
+		e.storageOK()
 		e.cursor.expect(d.until)
 		e.log.Debug("postponed mail for a suspended destination", "destination", name, "messages", len(jobs), "until", d.until)
 	}
+	return ok
 }
 
 // load reads one due message and turns it into jobs.
@@ -192,6 +221,9 @@ func (e *Engine) load(id string, now time.Time, postpone postponements) {
 	if err != nil {
 		if !errors.Is(err, queue.ErrNotFound) {
 			e.log.Error("queue load failed", "id", id, "err", err)
+		}
+		if !errors.Is(err, queue.ErrNotFound) && !errors.Is(err, queue.ErrDamaged) {
+			e.storageFailed(StorageScan, now)
 		}
 		return
 	}
@@ -221,6 +253,11 @@ func (e *Engine) loadEnvelope(env *queue.Envelope, now time.Time, postpone postp
 		}
 		preclaimed = preclaimed || first
 		d := set.Router.Destination(domainOf(r.Address))
+		if expired && len(order) > 0 {
+			// Past max_age: bounced without an attempt, whatever the
+			// destination, so all in one job and one report.
+			d = order[0]
+		}
 		if _, ok := groups[d]; !ok {
 			order = append(order, d)
 		}

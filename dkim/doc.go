@@ -13,6 +13,16 @@
 // it whenever the message is read (queue.Envelope.Prefix). So the stored
 // message is the message that goes out, and a restart never signs again.
 //
+// 8-bit bodies: a signed message goes out byte for byte as signed. When
+// its next hop does not offer 8BITMIME, smtpclient would have to convert it
+// to 7 bit, which changes the body the signature's bh= covers; it refuses
+// such a message with 5.6.3 instead (queue.Envelope.Prefix non-empty marks
+// it), so the sender hears of it rather than a DMARC receiver silently
+// junking it. Converting before signing (RFC 6376 section 5.3) was weighed
+// and not chosen: it would rewrite every signed 8-bit message for every
+// destination, although nearly all take 8-bit, and would need the body
+// twice while the client waits for its 250.
+//
 // Invariants:
 //   - A message whose From: domain (or a parent domain of it) has keys is
 //     signed with every key of the most specific such domain (one signature

@@ -123,9 +123,16 @@ func (m *Message) Write(p []byte) (int, error) {
 	case stateHeader:
 		old := len(m.hdr)
 		m.hdr = append(m.hdr, p...)
-		if end := headerEnd(m.hdr, old); end >= 0 {
+		// The bound holds whatever the writes' sizes: a header section
+		// found complete but over MaxHeaderBytes is an overflow too.
+		end := headerEnd(m.hdr, old)
+		switch {
+		case end >= 0 && end <= MaxHeaderBytes:
 			m.start(parseFields(m.hdr[:end]))
-		} else if len(m.hdr) > MaxHeaderBytes {
+		case end >= 0:
+			m.hdr = m.hdr[:end]
+			m.overflow()
+		case len(m.hdr) > MaxHeaderBytes:
 			m.overflow()
 		}
 	case stateSigning:

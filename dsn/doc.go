@@ -21,8 +21,9 @@
 //     use the "utf-8" address type of RFC 6533 §3 in its 7-bit
 //     utf-8-addr-xtext form (\x{HHHH} escapes), which RFC 6533 requires in a
 //     message/delivery-status body, so we need not switch to
-//     message/global-delivery-status; non-ASCII in free text there (a
-//     diagnostic) becomes '?'. The human-readable part keeps the full UTF-8
+//     message/global-delivery-status; non-ASCII in a Diagnostic-Code gets
+//     the same \x{HHHH} escapes (RFC 6533 EmbeddedUnicodeChar), other free
+//     text there becomes '?'. The human-readable part keeps the full UTF-8
 //     text, and a non-ASCII sender address appears as UTF-8 in the To:
 //     header (RFC 6532), which is only deliverable over SMTPUTF8 anyway.
 //   - Write never panics; a Report that cannot make a valid DSN (no

@@ -42,7 +42,7 @@ func deliveryStatus(r *Report) []byte {
 		if rc.RemoteMTA != "" {
 			writeField(&b, "Remote-MTA", "dns; "+ascii(rc.RemoteMTA))
 		}
-		if d := ascii(rc.Diagnostic); d != "" {
+		if d := diagnostic(rc.Diagnostic); d != "" {
 			kind := "X-Relayq"
 			if smtpReply.MatchString(d) {
 				kind = "smtp"
@@ -84,6 +84,27 @@ func address(typ, addr string) string {
 		return typ + "; " + ascii(addr)
 	}
 	return "utf-8; " + utf8AddrXtext(addr)
+}
+
+// diagnostic renders a Diagnostic-Code text for the 7-bit
+// delivery-status part: each non-ASCII character becomes RFC 6533's
+// EmbeddedUnicodeChar, \x{HEXPOINT}, so a server's UTF-8 reply ("550 5.1.1
+// Empf\x{E4}nger unbekannt") can be read back instead of becoming '?'.
+// ASCII text is left exactly as the server sent it.
+func diagnostic(s string) string {
+	s = clean(s)
+	if isASCII(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			b.WriteRune(r)
+			continue
+		}
+		fmt.Fprintf(&b, `\x{%X}`, r)
+	}
+	return b.String()
 }
 
 // utf8AddrXtext escapes what QCHAR (RFC 6533 §3: printable ASCII except

@@ -282,15 +282,17 @@ func TestWriteNonASCIIAddresses(t *testing.T) {
 		Diagnostic: "550 5.1.1 Пользователь не найден",
 	}}
 	out := write(t, r, originalMessage)
+	unfolded := bytes.ReplaceAll(out, []byte("\r\n "), []byte(" "))
 	for _, want := range []string{
 		`Final-Recipient: utf-8; \x{7528}\x{6237}@\x{4F8B}\x{5B50}.\x{5E7F}\x{544A}` + "\r\n",
 		`Original-Recipient: utf-8; \x{7528}\x{6237}@\x{4F8B}\x{5B50}.\x{5E7F}\x{544A}` + "\r\n",
-		"Diagnostic-Code: smtp; 550 5.1.1 ???????????? ?? ??????\r\n",
+		// RFC 6533 EmbeddedUnicodeChar, not '?' (issue 12, defect 13).
+		`Diagnostic-Code: smtp; 550 5.1.1 \x{41F}\x{43E}\x{43B}\x{44C}\x{437}\x{43E}\x{432}\x{430}\x{442}\x{435}\x{43B}\x{44C} \x{43D}\x{435} \x{43D}\x{430}\x{439}\x{434}\x{435}\x{43D}` + "\r\n",
 		"To: <álvaro@exämple.org>\r\n",
 		"<用户@例子.广告>\r\n",                      // the human text keeps UTF-8
 		"Content-Transfer-Encoding: 8bit\r\n", // and says so
 	} {
-		if !bytes.Contains(out, []byte(want)) {
+		if !bytes.Contains(out, []byte(want)) && !bytes.Contains(unfolded, []byte(want)) {
 			t.Errorf("output lacks %q", want)
 		}
 	}

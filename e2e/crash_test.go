@@ -88,6 +88,14 @@ func (l *ledger) record(tok string, o outcome) {
 	}
 }
 
+// seededRand returns a random source from crashSeed, logging the seed so
+// that a failure can be repeated; what says what the randomness decides.
+func seededRand(t *testing.T, what string) *rand.Rand {
+	seed := crashSeed(t)
+	t.Logf("seed %d (set RELAYQ_E2E_SEED to repeat the %s)", seed, what)
+	return rand.New(rand.NewSource(seed))
+}
+
 func crashSeed(t *testing.T) int64 {
 	if s := os.Getenv("RELAYQ_E2E_SEED"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -107,9 +115,7 @@ func TestCrashSafety(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end crash test skipped with -short")
 	}
-	seed := crashSeed(t)
-	t.Logf("seed %d (set RELAYQ_E2E_SEED to repeat the kill timing)", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := seededRand(t, "kill timing")
 
 	var (
 		dmu       sync.Mutex

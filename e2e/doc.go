@@ -13,6 +13,10 @@
 //     duplicate window every SMTP server has (RFC 1047).
 //   - SIGTERM ends the process with exit status 0 and loses nothing accepted.
 //   - Delivered bytes never contain a bare CR or LF.
+//   - A damaged queue file (cut short, bytes flipped) never crashes relayq:
+//     it starts, or refuses with exit status 3 and one line; and every
+//     message on it is delivered byte-identical or quarantined, never
+//     altered.
 //
 // The tests are skipped under -short.
 package e2e

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
 )
@@ -31,6 +32,7 @@ type Metrics struct {
 	attempts        *prometheus.CounterVec
 	attemptDuration *prometheus.HistogramVec
 	active          prometheus.Gauge
+	storageErrors   *prometheus.CounterVec
 
 	stats atomic.Pointer[func() queue.Stats]
 }
@@ -47,7 +49,7 @@ func newWithClock(now func() time.Time) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), now: now}
 	m.received = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace, Name: "messages_received_total",
-		Help: "Mail transactions that reached a verdict: messages accepted plus refused ones (reasons relay, syntax, size, storage, bare_newline, line_length).",
+		Help: "Mail transactions that reached a verdict: messages accepted plus refused ones (reasons relay, syntax, size, storage, bare_newline, line_length, signing).",
 	})
 	m.accepted = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace, Name: "messages_accepted_total",
@@ -78,19 +80,26 @@ func newWithClock(now func() time.Time) *Metrics {
 		Namespace: namespace, Name: "delivery_active",
 		Help: "Outbound deliveries currently in flight.",
 	})
+	m.storageErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "delivery_storage_errors_total",
+		Help: "Queue operations of the delivery side that failed (full disk, I/O error), by operation (claim, record, postpone, scan); each makes the scheduler back off.",
+	}, []string{"op"})
 	// Pre-create every label value so a rate() over a reason or result
 	// that has not happened yet is 0, not "no data".
 	for _, r := range submission.RejectReasons() {
 		m.rejected.WithLabelValues(string(r))
 	}
 	m.rejected.WithLabelValues(other)
+	for _, op := range delivery.StorageOps() {
+		m.storageErrors.WithLabelValues(string(op))
+	}
 	for _, r := range attemptResults {
 		m.attempts.WithLabelValues(r)
 		m.attemptDuration.WithLabelValues(r)
 	}
 	m.reg.MustRegister(
 		m.received, m.accepted, m.acceptedBytes, m.rejected, m.sessions,
-		m.attempts, m.attemptDuration, m.active,
+		m.attempts, m.attemptDuration, m.active, m.storageErrors,
 		&queueCollector{m: m},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

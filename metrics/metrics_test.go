@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
 )
@@ -58,6 +59,8 @@ func TestObserversMoveCounters(t *testing.T) {
 	sub.Rejected(submission.RejectAuth)
 	sub.Rejected(submission.RejectConnections)
 	sub.Rejected(submission.RejectSequence)                            // was counted as "other" (issue 11)
+	sub.Rejected(submission.RejectRecipients)                          // one recipient too many: the message goes on
+	sub.Rejected(submission.RejectSigning)                             // an unsignable message is refused
 	sub.Rejected(submission.RejectReason("something-new@example.com")) // never becomes a label value
 
 	del := m.Delivery()
@@ -66,20 +69,27 @@ func TestObserversMoveCounters(t *testing.T) {
 	del.Attempted("deferred", 40*time.Millisecond)
 	del.Attempted("bounced", 90*time.Second)
 	del.Active(3)
+	storage := del.(delivery.StorageObserver) // the engine finds it this way
+	storage.StorageError(delivery.StoragePostpone)
+	storage.StorageError(delivery.StoragePostpone)
+	storage.StorageError(delivery.StorageOp("something-new"))
 
 	body := scrape(t, m)
 	wantLines(t, body,
 		`relayq_submission_sessions_active 1`,
 		`relayq_messages_accepted_total 2`,
 		`relayq_messages_accepted_bytes_total 1500`,
-		// accepted 2 + transaction rejections relay and size; auth and
-		// connections happen before any message.
-		`relayq_messages_received_total 4`,
+		// accepted 2 + transaction rejections relay, size and signing;
+		// auth and connections happen before any message, and a recipient
+		// over the limit does not end the message.
+		`relayq_messages_received_total 5`,
 		`relayq_messages_rejected_total{reason="relay"} 1`,
 		`relayq_messages_rejected_total{reason="size"} 1`,
 		`relayq_messages_rejected_total{reason="auth"} 1`,
 		`relayq_messages_rejected_total{reason="connections"} 1`,
 		`relayq_messages_rejected_total{reason="sequence"} 1`,
+		`relayq_messages_rejected_total{reason="recipients"} 1`,
+		`relayq_messages_rejected_total{reason="signing"} 1`,
 		`relayq_messages_rejected_total{reason="other"} 1`,
 		`relayq_messages_rejected_total{reason="storage"} 0`,
 		`relayq_delivery_attempts_total{result="delivered"} 2`,
@@ -91,6 +101,9 @@ func TestObserversMoveCounters(t *testing.T) {
 		`relayq_delivery_attempt_duration_seconds_bucket{result="bounced",le="60"} 0`,
 		`relayq_delivery_attempt_duration_seconds_bucket{result="bounced",le="120"} 1`,
 		`relayq_delivery_active 3`,
+		`relayq_delivery_storage_errors_total{op="postpone"} 2`,
+		`relayq_delivery_storage_errors_total{op="record"} 0`,
+		`relayq_delivery_storage_errors_total{op="other"} 1`,
 	)
 	if strings.Contains(body, "something-new") {
 		t.Error("an unknown reason leaked into a label value")

@@ -68,3 +68,13 @@ func (o deliveryObserver) Attempted(s queue.Status, took time.Duration) {
 
 // Active sets the number of deliveries in flight.
 func (o deliveryObserver) Active(n int) { o.m.active.Set(float64(n)) }
+
+// StorageError counts a failed queue operation of the delivery side
+// (delivery.StorageObserver).
+func (o deliveryObserver) StorageError(op delivery.StorageOp) {
+	label := other
+	if slices.Contains(delivery.StorageOps(), op) {
+		label = string(op)
+	}
+	o.m.storageErrors.WithLabelValues(label).Inc()
+}

@@ -54,7 +54,7 @@ func TestDamagedBodyIsQuarantinedNotRead(t *testing.T) {
 	}{
 		{"small body", 100, func(id string) [][]byte { return [][]byte{bucketSmallBodiesSum, []byte(id)} }, -3},
 		{"second chunk", 3 << 20, func(id string) [][]byte {
-			return [][]byte{bucketBodies, []byte(id), chunkKey(1), chunkSumKey}
+			return [][]byte{bucketBodies, []byte(id), chunkKey(1), chunkDataKey}
 		}, 5000},
 		{"envelope", 100, func(id string) [][]byte { return [][]byte{bucketEnvelopes, []byte(id)} }, 12},
 	}
@@ -96,6 +96,15 @@ func TestDamagedBodyIsQuarantinedNotRead(t *testing.T) {
 			}
 			if got := readBody(t, s, other); string(got) != "innocent bystander" {
 				t.Errorf("other message's body = %q", got)
+			}
+			if err := s.DeleteQuarantined(id); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeleteQuarantined(id); !errors.Is(err, ErrNotFound) {
+				t.Errorf("second DeleteQuarantined = %v, want ErrNotFound", err)
+			}
+			if q, _, _ := s.ListQuarantined("", 0); len(q) != 0 || s.Stats().Quarantined != 0 {
+				t.Errorf("after DeleteQuarantined: %+v, stats %+v", q, s.Stats())
 			}
 		})
 	}

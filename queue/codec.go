@@ -167,9 +167,10 @@ func chunkKey(i uint32) []byte {
 }
 
 // Body values. A body is stored in one of four places (see doc.go); the
-// legacy ones hold the bytes as they are, the current ones a checksummed
-// chunk: a 4-byte big-endian CRC-32C of the message ID, the chunk's index
-// (4 bytes big endian) and the data, then the data. Covering ID and index
+// legacy ones hold the bytes as they are, the current ones carry a 4-byte
+// big-endian CRC-32C of the message ID, the chunk's index (4 bytes big
+// endian) and the data: in front of the data for a small body, under its
+// own key next to the data for a chunk (putChunk). Covering ID and index
 // means a chunk moved under another message or position by a damaged key
 // fails the check too.
 
@@ -199,9 +200,18 @@ func decodeChunk(id string, i uint32, v []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: body chunk %d of %s shorter than its checksum", ErrDamaged, i, id)
 	}
 	data := v[chunkHeader:]
-	if got, want := chunkSum(id, i, data), binary.BigEndian.Uint32(v); got != want {
-		return nil, fmt.Errorf("%w: body chunk %d of %s: checksum mismatch (stored %08x, computed %08x)",
+	return data, verifyChunk(id, i, data, v[:chunkHeader])
+}
+
+// verifyChunk checks data, chunk i of message id, against its stored
+// checksum sum. Errors wrap ErrDamaged.
+func verifyChunk(id string, i uint32, data, sum []byte) error {
+	if len(sum) != chunkHeader {
+		return fmt.Errorf("%w: body chunk %d of %s: checksum missing", ErrDamaged, i, id)
+	}
+	if got, want := chunkSum(id, i, data), binary.BigEndian.Uint32(sum); got != want {
+		return fmt.Errorf("%w: body chunk %d of %s: checksum mismatch (stored %08x, computed %08x)",
 			ErrDamaged, i, id, want, got)
 	}
-	return data, nil
+	return nil
 }

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 	"time"
 )
@@ -24,9 +25,19 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add([]byte("\x01{\"id\":\"X\",\"recipients\":null}"))
 	f.Add([]byte("\x01{\"id\":\"X\",\"size\":-1,\"recipients\":[{\"address\":\"a\",\"status\":\"queued\"}]}"))
 	f.Add([]byte("\x01{\"id\":\"X\",\"created\":\"not a time\",\"recipients\":[{\"address\":\"a\",\"status\":\"queued\"}]}"))
+	// Version 1 (no checksum) records of older files, and a version 2
+	// record whose checksum does not match.
+	f.Add(append([]byte{recordV1}, good[5:]...))
+	bad := bytes.Clone(good)
+	bad[len(bad)-2] ^= 1
+	f.Add(bad)
 	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = parseLoose(b) // the quarantine's best-effort reading
 		env, err := decodeEnvelope(b)
 		if err != nil {
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("error %v does not wrap ErrDamaged", err)
+			}
 			return
 		}
 		if err := validate(env); err != nil {

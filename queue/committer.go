@@ -121,6 +121,15 @@ func (s *Store) runBatch(batch []*writeReq) {
 	}
 }
 
+// Err reports why the store takes no more writes: a commit faulted or
+// panicked inside bbolt on a damaged page. nil while all is well.
+func (s *Store) Err() error {
+	if b := s.broken.Load(); b != nil {
+		return *b
+	}
+	return nil
+}
+
 // update is db.Update with a fault or panic inside bbolt (a damaged page
 // met while committing, such as "page already freed") turned into an error
 // for this batch and every later write: the process stays up, refuses new

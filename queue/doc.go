@@ -23,6 +23,8 @@
 //     (claim.go). Claim and UseFirstClaim return the addresses claimed.
 //   - Record stores outcomes and the DSNs they cause in one transaction: a
 //     crash can neither lose a bounce nor enqueue it twice.
+//   - Bulk applies one action to its whole selection in one transaction:
+//     every selected message changes, or none does.
 //   - Every recipient outcome writes its event (events.go) in the same
 //     transaction as the outcome: queued in Commit; delivered, deferred,
 //     bounced, expired, delayed and dsn_sent in Record. Event IDs are a
@@ -36,7 +38,7 @@
 //
 //	envelopes         ID -> 0x02 + CRC-32C + JSON(Envelope)   (see codec.go)
 //	small_bodies_sum  ID -> CRC-32C + bytes                 (bodies up to 16 KiB)
-//	bodies            ID -> bucket: uint32 BE chunk index -> bucket: 0x01 -> CRC-32C + bytes
+//	bodies            ID -> bucket: uint32 BE chunk index -> bucket: 0x01 -> bytes, 0x02 -> CRC-32C
 //	schedule          uint64 BE unix nanos + ID -> empty
 //	drafts            ID -> empty (spilled chunks not yet committed)
 //	quarantine, quarantine_bodies, quarantine_info: damaged messages

@@ -45,8 +45,10 @@ type CheckReport struct {
 	// that would be quarantined (bodies are verified with Bodies only).
 	Messages int       `json:"messages"`
 	Problems []Problem `json:"problems,omitempty"`
-	// Quarantined counts messages already in quarantine.
-	Quarantined int `json:"quarantined"`
+	// Quarantined counts messages already in quarantine; Quarantine lists
+	// the first maxCheckQuarantine of them.
+	Quarantined int           `json:"quarantined"`
+	Quarantine  []Quarantined `json:"quarantine,omitempty"`
 	// BodiesChecked says whether every body byte was verified.
 	BodiesChecked bool `json:"bodies_checked"`
 }
@@ -63,7 +65,11 @@ type CheckOptions struct {
 	LockTimeout time.Duration
 }
 
-// maxStructureErrors caps how many of bbolt's check errors are kept.
+// maxCheckQuarantine caps the quarantine listed by Check.
+const maxCheckQuarantine = 10000
+
+// maxStructureErrors caps how many structure problems a check keeps; it
+// stops looking after that many.
 const maxStructureErrors = 20
 
 // Check examines the queue file at path without changing it. An error
@@ -85,6 +91,9 @@ func check(path string, o CheckOptions, envelopes bool) (*CheckReport, error) {
 	}
 	rep := &CheckReport{Path: path, FileBytes: fi.Size(), BodiesChecked: o.Bodies}
 	problems, err := checkStructure(path, o.LockTimeout)
+	if errors.Is(err, ErrLocked) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("queue: check %s: %w", path, err)
 	}
@@ -170,6 +179,7 @@ func guardedOpen(path string, lockTimeout time.Duration) (*bolt.DB, error) {
 // walk decodes every envelope and, with bodies, verifies every body.
 func walk(tx *bolt.Tx, rep *CheckReport, bodies bool) error {
 	rep.Quarantined = countQuarantined(tx)
+	rep.Quarantine, _ = listQuarantined(tx, "", maxCheckQuarantine)
 	envs := tx.Bucket(bucketEnvelopes)
 	if envs == nil {
 		return nil

@@ -15,7 +15,8 @@ import (
 // buckets, and never delivered: relayq cannot tell what of it is true, so
 // it sends neither the message nor a DSN about it. An operator lists
 // quarantined messages (ListQuarantined, `relayq queue list
-// --quarantined`) and can rescue what is left by hand from a salvaged copy.
+// --quarantined`), can rescue what is left of them by hand (their bytes
+// stay in the quarantine buckets) and deletes them (DeleteQuarantined).
 
 // Quarantined describes one quarantined message.
 type Quarantined struct {
@@ -108,23 +109,15 @@ func (w *writeTx) quarantine(id, reason string, now time.Time) (bool, error) {
 // quarantineTx moves one envelope (a value, or a bucket where a value
 // belongs) and everything stored for its body into the quarantine buckets.
 func quarantineTx(tx *bolt.Tx, key []byte, isBucket bool, reason string, now time.Time) error {
-	bk := func(name []byte) (*bolt.Bucket, error) { return tx.CreateBucketIfNotExists(name) }
-	envs, err := bk(bucketEnvelopes)
-	if err != nil {
-		return err
+	var bs [4]*bolt.Bucket
+	for i, name := range [][]byte{bucketEnvelopes, bucketQuarantine, bucketQuarantineBodies, bucketQuarantineInfo} {
+		b, err := tx.CreateBucketIfNotExists(name)
+		if err != nil {
+			return err
+		}
+		bs[i] = b
 	}
-	qEnv, err := bk(bucketQuarantine)
-	if err != nil {
-		return err
-	}
-	qBody, err := bk(bucketQuarantineBodies)
-	if err != nil {
-		return err
-	}
-	qInfo, err := bk(bucketQuarantineInfo)
-	if err != nil {
-		return err
-	}
+	envs, qEnv, qBody, qInfo := bs[0], bs[1], bs[2], bs[3]
 	if err := moveEntry(envs, qEnv, key, isBucket); err != nil {
 		return fmt.Errorf("quarantine %q: %w", key, err)
 	}
@@ -273,4 +266,34 @@ func countQuarantined(tx *bolt.Tx) int {
 		}
 	}
 	return n
+}
+
+// DeleteQuarantined removes quarantined message id for good (its record,
+// body and reason): the operator has rescued what was worth rescuing, or
+// decided nothing was. ErrNotFound when there is no such entry.
+func (s *Store) DeleteQuarantined(id string) error {
+	return s.submit(func(w *writeTx) error {
+		key := []byte(id)
+		q := w.tx.Bucket(bucketQuarantine)
+		if q == nil || q.Get(key) == nil && q.Bucket(key) == nil {
+			return fmt.Errorf("queue: quarantined %s: %w", id, ErrNotFound)
+		}
+		for _, name := range [][]byte{bucketQuarantine, bucketQuarantineBodies, bucketQuarantineInfo} {
+			b := w.tx.Bucket(name)
+			if b == nil {
+				continue
+			}
+			var err error
+			if b.Bucket(key) != nil {
+				err = b.DeleteBucket(key)
+			} else {
+				err = b.Delete(key)
+			}
+			if err != nil {
+				return fmt.Errorf("queue: delete quarantined %s: %w", id, err)
+			}
+		}
+		w.delta.quarantined--
+		return nil
+	})
 }

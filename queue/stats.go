@@ -81,7 +81,9 @@ func (s *stats) apply(d counts, oldest time.Time, writes int) {
 	s.c.messages += d.messages
 	s.c.held += d.held
 	s.c.quarantined += d.quarantined
-	s.quarantinedNew += uint64(d.quarantined)
+	if d.quarantined > 0 {
+		s.quarantinedNew += uint64(d.quarantined)
+	}
 	if s.c.recipients == nil {
 		s.c.recipients = make(map[Status]int, 4)
 	}

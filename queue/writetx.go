@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -168,22 +169,28 @@ func bodyBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 	return bodies.CreateBucketIfNotExists([]byte(id))
 }
 
-// The single key inside a chunk's bucket: chunkSumKey for a checksummed
-// chunk (see encodeChunk), chunkValueKey for the plain bytes that files
-// written before checksums hold.
+// The keys inside a chunk's bucket: chunkDataKey holds the data and
+// chunkSumKey its checksum (see chunkSum); files written before checksums
+// hold the plain data under chunkValueKey alone. Data and checksum are
+// kept apart so a megabyte chunk is stored without being copied to put a
+// header in front of it.
 var (
 	chunkValueKey = []byte{0}
-	chunkSumKey   = []byte{1}
+	chunkDataKey  = []byte{1}
+	chunkSumKey   = []byte{2}
 )
 
-// putChunk stores chunk i of message id's body, checksummed, in its own
-// nested bucket.
+// putChunk stores chunk i of message id's body, with its checksum, in its
+// own nested bucket.
 func putChunk(body *bolt.Bucket, id string, i uint32, data []byte) error {
 	cb, err := body.CreateBucket(chunkKey(i))
 	if err != nil {
 		return fmt.Errorf("chunk %d: %w", i, err)
 	}
-	return cb.Put(chunkSumKey, encodeChunk(id, i, data))
+	if err := cb.Put(chunkDataKey, data); err != nil {
+		return err
+	}
+	return cb.Put(chunkSumKey, binary.BigEndian.AppendUint32(nil, chunkSum(id, i, data)))
 }
 
 // getChunk returns chunk i of message id (valid only inside the
@@ -194,8 +201,8 @@ func getChunk(body *bolt.Bucket, id string, i uint32) ([]byte, error) {
 	if cb == nil {
 		return nil, nil
 	}
-	if v := cb.Get(chunkSumKey); v != nil {
-		return decodeChunk(id, i, v)
+	if v := cb.Get(chunkDataKey); v != nil {
+		return v, verifyChunk(id, i, v, cb.Get(chunkSumKey))
 	}
 	return cb.Get(chunkValueKey), nil
 }

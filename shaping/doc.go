@@ -32,7 +32,8 @@
 //     during a suspension or throttle extend it; they never compound.
 //   - Every suspension or throttle that begins ends exactly once, by expiry
 //     or by Resume, and each beginning and end is one log line and one
-//     Observer call.
+//     Observer call. With a Shared state (several nodes) this holds on each
+//     node, for those begun on other nodes too.
 //   - Time comes only from the injected clock.Clock; no metric label takes
 //     a value outside fixed sets and the configured provider names.
 package shaping

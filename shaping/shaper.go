@@ -239,15 +239,25 @@ func (s *Shaper) React(t Target, r smtpcodes.Reply) (Verdict, bool) {
 	if !s.state.Put(now, sus) {
 		return v, true
 	}
+	s.began(sus, "")
+	return v, true
+}
+
+// began logs a suspension or throttle that began and tells the Observer;
+// from names the node it began on when not this one.
+func (s *Shaper) began(sus Suspension, from string) {
 	kind, msg := Suspended, "shaping: scope suspended"
-	if v.Action == ActionThrottle {
+	if sus.Action == ActionThrottle {
 		kind, msg = Throttled, "shaping: scope throttled"
 	}
-	s.log.Warn(msg, "scope", v.Scope.String(), "rule", v.Rule, "reply", sus.Cause, "until", v.Until.UTC().Format(time.RFC3339), "for", v.Duration.String())
+	args := []any{"scope", sus.Scope.String(), "rule", sus.Rule, "reply", sus.Cause, "until", sus.Until.UTC().Format(time.RFC3339), "for", sus.Until.Sub(sus.Since).String()}
+	if from != "" {
+		args = append(args, "by", from)
+	}
+	s.log.Warn(msg, args...)
 	if s.obs != nil {
 		s.obs.Changed(kind, sus)
 	}
-	return v, true
 }
 
 // List returns the suspensions and throttles in force, by scope.
@@ -260,6 +270,7 @@ func (s *Shaper) List() []Suspension {
 // Resume ends the suspension and throttle of a scope now; it reports
 // whether there was one.
 func (s *Shaper) Resume(sc Scope) bool {
+	s.learn(s.clock.Now()) // what Remove returns was begun here or learned
 	ended := s.state.Remove(sc.String())
 	for _, e := range ended {
 		s.ended(e, "operator")
@@ -276,8 +287,18 @@ func (s *Shaper) expire(now time.Time) {
 	}
 	s.lastExpire = now
 	s.expireMu.Unlock()
+	s.learn(now)
 	for _, e := range s.state.Expire(now) {
 		s.ended(e, "expired")
+	}
+}
+
+// learn logs and counts the suspensions and throttles another node began.
+func (s *Shaper) learn(now time.Time) {
+	if sh, ok := s.state.(Shared); ok {
+		for _, b := range sh.Began(now) {
+			s.began(b, "another node")
+		}
 	}
 }
 

@@ -40,6 +40,16 @@ type State interface {
 	Remove(key string) []Suspension
 }
 
+// Shared is implemented by a State that other relayq nodes change too
+// (cluster.Node, through Redis). Began returns, once each, the
+// suspensions and throttles in force at now that began on another node, so
+// that the Shaper logs and counts them as it does its own; the State's
+// Expire and Remove then report their end once on this node too.
+type Shared interface {
+	State
+	Began(now time.Time) []Suspension
+}
+
 // Bucket is one scope's token bucket for Take.
 type Bucket struct {
 	Key      string

@@ -82,8 +82,14 @@ type Envelope struct {
 	// the server supports it.
 	SMTPUTF8 bool
 	// Body is "7BIT", "8BITMIME" or "" as declared at submission.
-	// Informational: go-smtp adds BODY=8BITMIME whenever the server offers it.
+	// Informational: BODY=8BITMIME is sent whenever the server offers it,
+	// and for a server that does not, the content itself is looked at
+	// (8-bit bytes are converted to 7 bit or the message is refused).
 	Body string
+	// Signed says the body starts with relayq's own DKIM signature
+	// (queue.Envelope.Prefix): it is refused (5.6.3) rather than converted
+	// to 7 bit, which would break the signature.
+	Signed bool
 	// Size is the stored body's length in bytes, 0 if unknown. It is sent
 	// as SIZE= and checked against the server's SIZE limit (RFC 1870).
 	Size int64
@@ -127,7 +133,10 @@ type RcptResult struct {
 // hop fails, all recipients get the last transient failure (or, if every
 // hop failed permanently, the last failure).
 //
-// body is opened only when at least one recipient was accepted. Cancelling
+// body is opened for the content only when at least one recipient was
+// accepted; before MAIL only for a server that lacks 8BITMIME (or SMTPUTF8,
+// for a message that declared it), to look at what is to be sent (see fit:
+// at most three reads). Cancelling
 // ctx closes the connection; every recipient then gets a transient 4.4.2.
 func (d *Dialer) Deliver(ctx context.Context, hops []Hop, env Envelope, body func() (io.ReadCloser, error)) []RcptResult {
 	results := make([]RcptResult, len(env.Recipients))

@@ -23,6 +23,15 @@
 //   - A connection is cached for the next message to the same hop only
 //     after a transaction that ended cleanly (at most maxUses transactions,
 //     idleTimeout idle).
+//   - Nothing 8-bit goes to a server that did not offer 8BITMIME (RFC 6152
+//     section 3): 8-bit content is converted to 7 bit by mime7bit before it
+//     is sent (SIZE= then gives the converted size), or, where it cannot be
+//     (8-bit header fields, multipart/signed, malformed MIME, a message
+//     relayq signed with DKIM), refused with 5.6.3 before MAIL. A message
+//     submitted with SMTPUTF8 whose header section holds UTF-8 is refused
+//     with 5.6.7 by a server without SMTPUTF8 (RFC 6531 section 3.2), as a
+//     UTF-8 address is. The body is read for this only when one of the two
+//     extensions is missing.
 //   - Every reply carries a class and enhanced code smtpcodes.Classify
 //     understands; server replies are *smtp.SMTPError values.
 package smtpclient

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/relayq/relayq/crlf"
+	"github.com/relayq/relayq/mime7bit"
 	"github.com/relayq/relayq/smtpcodes"
 )
 
@@ -31,6 +32,8 @@ type txn struct {
 	// dataErr is then the server's refusal of that DATA, if it refused.
 	pipelined bool
 	dataErr   error
+	// plan converts the content to 7 bit when it is Needed (see fit).
+	plan mime7bit.Plan
 }
 
 // transact runs MAIL, RCPT and DATA, pipelined in one round trip when the
@@ -39,6 +42,9 @@ type txn struct {
 func (s *session) transact(ctx context.Context, env Envelope, body func() (io.ReadCloser, error), results []RcptResult) attemptEnd {
 	t := &txn{s: s, w: s.w, env: env, results: results}
 	if end, done := t.check(); done {
+		return end
+	}
+	if end, done := t.fit(body); done {
 		return end
 	}
 	if end, done := t.mail(ctx); done {
@@ -265,9 +271,14 @@ func (t *txn) content(ctx context.Context, rc io.Reader) (attemptEnd, bool) {
 	dw := &dataWriter{wire: t.w}
 	src := &trackedReader{r: rc}
 	dst := crlf.NewWriter(dw)
-	buf := copyBuffers.Get().(*[]byte)
-	_, err := io.CopyBuffer(dst, src, *buf)
-	copyBuffers.Put(buf)
+	var err error
+	if t.plan.Needed() {
+		err = t.plan.Convert(dst, src)
+	} else {
+		buf := copyBuffers.Get().(*[]byte)
+		_, err = io.CopyBuffer(dst, src, *buf)
+		copyBuffers.Put(buf)
+	}
 	if err == nil {
 		err = dst.Flush()
 	}

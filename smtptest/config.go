@@ -49,6 +49,15 @@ type Config struct {
 	// AllowInsecureAuth offers AUTH without TLS (go-smtp hides it otherwise).
 	AllowInsecureAuth bool
 
+	// SMTPUTF8 offers SMTPUTF8 (RFC 6531); without it the server is one
+	// that a client must not send UTF-8 addresses or headers to.
+	SMTPUTF8 bool
+	// No8BitMIME hides 8BITMIME (RFC 6152), which go-smtp always offers,
+	// to play a server that a client must send only 7-bit data to (like
+	// smtp-sink -8). It takes the keyword out of the EHLO reply on the
+	// wire, so it cannot be combined with TLS.
+	No8BitMIME bool
+
 	// DiscardBodies keeps only message sizes, not bodies, for benchmarks.
 	DiscardBodies bool
 	// DiscardEvents counts events without keeping them, for benchmarks.
@@ -74,6 +83,9 @@ func (cfg *Config) validate() error {
 	}
 	if cfg.StartTLS && cfg.ImplicitTLS {
 		return errors.New("smtptest: choose StartTLS or ImplicitTLS, not both")
+	}
+	if cfg.No8BitMIME && (cfg.StartTLS || cfg.ImplicitTLS) {
+		return errors.New("smtptest: No8BitMIME cannot be combined with TLS")
 	}
 	for u := range cfg.Users {
 		if u == "" || strings.ContainsAny(u, "\x00") {
@@ -197,6 +209,12 @@ func StartTLS() Option { return func(c *Config) error { c.StartTLS = true; retur
 
 // ImplicitTLS serves TLS from the first byte.
 func ImplicitTLS() Option { return func(c *Config) error { c.ImplicitTLS = true; return nil } }
+
+// SMTPUTF8 offers the SMTPUTF8 extension (RFC 6531).
+func SMTPUTF8() Option { return func(c *Config) error { c.SMTPUTF8 = true; return nil } }
+
+// No8BitMIME does not offer 8BITMIME (see Config.No8BitMIME).
+func No8BitMIME() Option { return func(c *Config) error { c.No8BitMIME = true; return nil } }
 
 // Auth adds a user and makes AUTH (PLAIN or LOGIN) required before MAIL.
 func Auth(user, pass string) Option {

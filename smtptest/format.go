@@ -30,6 +30,8 @@ type Record struct {
 	Size     int64     `json:"size"`
 	TLS      bool      `json:"tls"`
 	AuthUser string    `json:"auth_user,omitempty"`
+	BodyType string    `json:"body_type,omitempty"`
+	UTF8     bool      `json:"utf8,omitempty"`
 	Message  string    `json:"message"`
 }
 
@@ -45,6 +47,8 @@ func WriteRecord(w io.Writer, m Message) error {
 		Size:     m.Size,
 		TLS:      m.TLS,
 		AuthUser: m.AuthUser,
+		BodyType: m.BodyType,
+		UTF8:     m.UTF8,
 		Message:  string(m.Data),
 	})
 	return writeLine(w, line, err)

@@ -307,6 +307,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // addresses such as <a@b> stay readable in curl
 	enc.Encode(v)
 }
 

@@ -1,6 +1,7 @@
 package smtptest
 
 import (
+	"bytes"
 	"net"
 	"sync"
 )
@@ -149,3 +150,30 @@ func (g *greetListener) Close() error {
 }
 
 func (g *greetListener) Addr() net.Addr { return g.inner.Addr() }
+
+// no8BitListener hands go-smtp connections whose EHLO reply lacks the
+// 8BITMIME line go-smtp always writes (Config.No8BitMIME). go-smtp writes
+// a reply in one Write, and only replies, so the line is never split.
+type no8BitListener struct{ net.Listener }
+
+func (l no8BitListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return no8BitConn{c}, nil
+}
+
+type no8BitConn struct{ net.Conn }
+
+var line8BitMIME = []byte("250-8BITMIME\r\n")
+
+func (c no8BitConn) Write(p []byte) (int, error) {
+	if !bytes.Contains(p, line8BitMIME) {
+		return c.Conn.Write(p)
+	}
+	if _, err := c.Conn.Write(bytes.ReplaceAll(p, line8BitMIME, nil)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

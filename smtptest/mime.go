@@ -129,7 +129,8 @@ func walkParts(mr *mail.Reader, f func(*mail.Part, []byte)) error {
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		if err != nil && !message.IsUnknownCharset(err) && !message.IsUnknownEncoding(err) {
+		if part == nil || err != nil && !message.IsUnknownCharset(err) && !message.IsUnknownEncoding(err) {
+			// go-message can report an unknown encoding without a part.
 			return fmt.Errorf("read part: %w", err)
 		}
 		body, err := io.ReadAll(io.LimitReader(part.Body, maxPartBytes))

@@ -63,6 +63,10 @@ type Message struct {
 	Size     int64
 	TLS      bool
 	AuthUser string
+	// BodyType and UTF8 are MAIL's BODY= ("7BIT", "8BITMIME" or "") and
+	// SMTPUTF8 parameters (RFC 6152, RFC 6531).
+	BodyType string
+	UTF8     bool
 }
 
 // recorder keeps events and messages and wakes waiters on every change.

@@ -94,3 +94,33 @@ func TestScriptReplacedMidTransaction(t *testing.T) {
 		t.Fatalf("%d connections, want the one that lived through the change", n)
 	}
 }
+
+// FuzzParseScript checks that a script from PUT /api/v1/script never
+// panics the parser, and that whatever parses prints back to text that
+// parses to the same script.
+func FuzzParseScript(f *testing.F) {
+	f.Add(sampleScript)
+	f.Add("--rate-limit mail=5/h,per=sender=451\n--max-conns-per-ip 3\n")
+	f.Add("greylist=1s\n# comment\n--greylist-text Greylisted, see http://x\n")
+	f.Add("--rate-limit rcpt:*@*=1/1ns=421\n--reply rcpt:a*b#2=delay 1s\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		sc, err := ParseScript(text)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error for %q spans lines: %q", text, err)
+			}
+			return
+		}
+		if err := sc.Validate(); err != nil {
+			t.Fatalf("ParseScript(%q) returned an invalid script: %v", text, err)
+		}
+		printed := sc.String()
+		again, err := ParseScript(printed)
+		if err != nil {
+			t.Fatalf("ParseScript(%q) -> %q does not parse: %v", text, printed, err)
+		}
+		if again.String() != printed {
+			t.Fatalf("round trip of %q: %q, then %q", text, printed, again.String())
+		}
+	})
+}

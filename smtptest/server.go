@@ -94,6 +94,7 @@ func Start(cfg Config) (*Server, error) {
 	srv.AllowInsecureAuth = cfg.AllowInsecureAuth
 	srv.MaxMessageBytes = cfg.MaxMessageBytes
 	srv.ReadTimeout = cfg.ReadTimeout
+	srv.EnableSMTPUTF8 = cfg.SMTPUTF8
 	// A nil *log.Logger in the interface would not compare equal to nil.
 	srv.ErrorLog = log.New(io.Discard, "", 0)
 	if cfg.ErrorLog != nil {
@@ -122,7 +123,11 @@ func Start(cfg Config) (*Server, error) {
 	s.gl = newGreetListener(inner, s)
 	go func() {
 		defer close(s.served)
-		srv.Serve(s.gl) // returns once the listeners are closed by Close
+		var ln net.Listener = s.gl
+		if cfg.No8BitMIME {
+			ln = no8BitListener{s.gl}
+		}
+		srv.Serve(ln) // returns once the listeners are closed by Close
 	}()
 	return s, nil
 }

@@ -59,6 +59,7 @@ type session struct {
 
 	authUser string
 	from     string
+	mail     smtp.MailOptions
 	to       []string
 }
 
@@ -118,7 +119,7 @@ func (ss *session) decide(stage Stage, arg string, matchArgs ...string) (Rule, b
 	return r, false, nil
 }
 
-func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+func (ss *session) Mail(from string, opts *smtp.MailOptions) error {
 	if len(ss.srv.users) > 0 && ss.authUser == "" {
 		ss.event(StageMail, from, replyLine(errAuthRequired), ByDefault)
 		return errAuthRequired
@@ -127,6 +128,9 @@ func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 		return err
 	}
 	ss.from = from
+	if opts != nil {
+		ss.mail = *opts
+	}
 	ss.event(StageMail, from, fmt.Sprintf("250 2.0.0 Roger, accepting mail from <%s>", from), ByDefault)
 	return nil
 }
@@ -184,6 +188,8 @@ func (ss *session) Data(r io.Reader) error {
 		Size:     n,
 		TLS:      ss.tls,
 		AuthUser: ss.authUser,
+		BodyType: string(ss.mail.Body),
+		UTF8:     ss.mail.UTF8,
 	})
 	reply, by, result := "250 2.0.0 OK: queued", ByDefault, error(nil)
 	if rule.Code/100 == 2 {
@@ -197,6 +203,7 @@ func (ss *session) Data(r io.Reader) error {
 
 func (ss *session) Reset() {
 	ss.from = ""
+	ss.mail = smtp.MailOptions{}
 	ss.to = nil
 }
 

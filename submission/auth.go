@@ -16,28 +16,9 @@ import (
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("relayq-no-such-user"), bcrypt.DefaultCost)
 
 func (s *session) checkPassword(username, password string) error {
-	// Reserve the guess before checking it: guesses checked in parallel
-	// count against the limit while they run, not only once they failed.
-	if !s.srv.auth.begin(s.ip) {
-		s.log.Warn("auth refused: address locked out", "user", username)
-		if o := s.srv.opts.Observer; o != nil {
-			o.Rejected(RejectAuthLockout)
-		}
-		return errAuthLocked
+	if err := s.srv.Acceptor().Login(s.ip, username, password); err != nil {
+		return err
 	}
-	hash := dummyHash
-	known := false
-	for _, u := range s.srv.policy.Load().Users {
-		if u.Username == username {
-			hash, known = []byte(u.PasswordHash), true
-			break
-		}
-	}
-	if err := bcrypt.CompareHashAndPassword(hash, []byte(password)); err != nil || !known {
-		n, delay := s.srv.auth.finish(s.ip, false)
-		return s.authFailed(username, "bad credentials", n, delay)
-	}
-	s.srv.auth.finish(s.ip, true)
 	s.authUser = username
 	s.log.Info("authenticated", "user", username)
 	return nil
@@ -46,15 +27,21 @@ func (s *session) checkPassword(username, password string) error {
 // authFail records a failure, slows the reply in proportion to recent
 // failures from the same address, and returns 535 5.7.8.
 func (s *session) authFail(username, why string) error {
-	n, delay := s.srv.auth.failure(s.ip)
-	return s.authFailed(username, why, n, delay)
+	return s.srv.authFailure(s.ip, "user:"+username, why)
+}
+
+// authFailure is authFail for any protocol, for a failure found without a
+// password check (no guess reserved): who names the account tried.
+func (s *Server) authFailure(ip netip.Addr, who, why string) error {
+	n, delay := s.auth.failure(ip)
+	return s.authFailed(ip, who, why, n, delay)
 }
 
 // authFailed logs and counts a failure already recorded as the n-th recent
 // one, waits delay and returns 535 5.7.8.
-func (s *session) authFailed(username, why string, n int, delay time.Duration) error {
-	s.log.Warn("auth failed", "user", username, "why", why, "recent_failures", n)
-	if o := s.srv.opts.Observer; o != nil {
+func (s *Server) authFailed(ip netip.Addr, who, why string, n int, delay time.Duration) error {
+	s.log.Warn("auth failed", "client", ip.String(), "who", who, "why", why, "recent_failures", n)
+	if o := s.opts.Observer; o != nil {
 		o.Rejected(RejectAuth)
 	}
 	if delay > 0 {

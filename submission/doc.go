@@ -1,21 +1,30 @@
 // Package submission is relayq's SMTP server side: it accepts mail from
 // applications and hosts and hands each message to the queue.
 //
+// Every protocol enters the queue through the Acceptor (accept.go): the
+// SMTP session and the HTTP API (package httpsubmit) check senders and
+// recipients and store messages there, so relay policy, limits, AUTH's
+// lockout (Acceptor.Login), DKIM signing and the fsync-before-reply rule
+// exist once.
+//
 // Invariants:
-//   - A 250 reply to DATA is sent only after queue.Draft.Commit returned,
-//     i.e. after the message is fsync'd. Any failure to persist is answered
+//   - A 250 reply to DATA (and Acceptor.Accept's return) comes only after
+//     queue.Draft.Commit returned, i.e. after the message is fsync'd. Any failure to persist is answered
 //     with 451 4.3.0 and the draft is aborted, so nothing half-written remains.
 //   - With a Signer (DKIM), the signature fields are computed while the
-//     body streams into the draft and committed with it, before the 250; a
-//     message the Signer cannot sign is refused with 451 4.3.0, never
-//     queued unsigned.
+//     body streams into the draft (Acceptor.Open puts the MessageSigner
+//     beside it, for SMTP and HTTP alike) and committed with it, before the
+//     250; a message the Signer cannot sign is refused with 451 4.3.0,
+//     never queued unsigned.
 //   - Only an authenticated client or one from a trusted network may relay;
 //     everyone else is refused at MAIL (530 5.7.0) and, as a second fence, at
 //     RCPT (554 5.7.1). relayq has no local mailboxes, so there is nothing an
 //     unauthenticated stranger may send to.
 //   - AUTH is offered only on TLS connections unless AllowInsecureAuth is set
 //     (RFC 4954 section 4), and repeated failures from one IP address are
-//     slowed and then locked out for a while.
+//     slowed and then locked out for a while. A guess counts against the
+//     limit from the moment it is checked (begin/finish), whether it came
+//     by SMTP AUTH or HTTP Basic or API key.
 //   - Bare CR and bare LF inside DATA are refused (550 5.7.0), never stored:
 //     relayq forwards only CRLF-clean messages, which closes the SMTP
 //     smuggling family of attacks (CVE-2023-51764) at the door. relayq

@@ -13,6 +13,9 @@ const (
 	RejectStorage     RejectReason = "storage"      // the queue could not persist it (451)
 	RejectBareNewline RejectReason = "bare_newline" // bare CR or LF in the body (550 5.7.0)
 	RejectLineLength  RejectReason = "line_length"  // a body line over the limit
+	// RejectSigning is a message the Signer could not sign (451): it is
+	// refused, never queued unsigned.
+	RejectSigning RejectReason = "signing"
 )
 
 // Refusals of a command or a connection, before or beside any message.
@@ -23,6 +26,9 @@ const (
 	RejectAuth        RejectReason = "auth"         // wrong credentials (535)
 	RejectAuthLockout RejectReason = "auth_lockout" // too many failures from the address (454)
 	RejectConnections RejectReason = "connections"  // over the connection limits (421 at connect)
+	// RejectRecipients is one recipient over the recipient limit (452
+	// 4.5.3): the message goes on with the recipients already accepted.
+	RejectRecipients RejectReason = "recipients"
 	// RejectSuppressed refuses one recipient on the suppression list (RCPT
 	// 550 5.1.1); the message may still go to the others.
 	RejectSuppressed RejectReason = "suppressed"
@@ -31,8 +37,8 @@ const (
 // RejectReasons returns every reason, for pre-creating label values.
 func RejectReasons() []RejectReason {
 	return []RejectReason{
-		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength,
-		RejectSuppressed, RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections,
+		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning,
+		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections, RejectRecipients, RejectSuppressed,
 	}
 }
 
@@ -40,7 +46,7 @@ func RejectReasons() []RejectReason {
 // i.e. whether the refusal counts as a received (and refused) message.
 func (r RejectReason) RefusesMessage() bool {
 	switch r {
-	case RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength:
+	case RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning:
 		return true
 	}
 	return false

@@ -16,10 +16,12 @@ func TestRejectReasons(t *testing.T) {
 		{RejectStorage, true},
 		{RejectBareNewline, true},
 		{RejectLineLength, true},
+		{RejectSigning, true},
 		{RejectSequence, false},
 		{RejectAuth, false},
 		{RejectAuthLockout, false},
 		{RejectConnections, false},
+		{RejectRecipients, false},
 		{RejectSuppressed, false},
 		{RejectReason("made-up"), false},
 	} {
@@ -34,7 +36,7 @@ func TestRejectReasons(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	if len(seen) != 11 {
-		t.Errorf("RejectReasons lists %d reasons, want all 11 constants", len(seen))
+	if len(seen) != 13 {
+		t.Errorf("RejectReasons lists %d reasons, want all 13 constants", len(seen))
 	}
 }

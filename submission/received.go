@@ -10,17 +10,20 @@ import (
 
 type receivedInfo struct {
 	Helo, Hostname, ID string
-	IP                 netip.Addr
-	TLS, Auth, UTF8    bool
-	Rcpts              []queue.Recipient
-	Now                time.Time
+	// With replaces the RFC 3848 protocol keyword when set ("HTTP").
+	With            string
+	IP              netip.Addr
+	TLS, Auth, UTF8 bool
+	Rcpts           []queue.Recipient
+	Now             time.Time
 }
 
 // receivedHeader builds the trace header RFC 5321 section 4.4 requires of
 // every relay. The protocol keyword follows RFC 3848 (ESMTP, ESMTPS, ESMTPA,
 // ESMTPSA; UTF8 variants from RFC 6531). The "for" clause names the
 // recipient only when there is exactly one, so a message to many does not
-// reveal the others.
+// reveal the others. A submission that is not SMTP names its own protocol
+// (With: "HTTP", "HTTPS") and, having no HELO, is "from unknown".
 func receivedHeader(i receivedInfo) []byte {
 	proto := "ESMTP"
 	if i.UTF8 {
@@ -34,12 +37,16 @@ func receivedHeader(i receivedInfo) []byte {
 	b = append(b, "])\r\n\tby "...)
 	b = appendHelo(b, i.Hostname)
 	b = append(b, " (relayq) with "...)
-	b = append(b, proto...)
-	if i.TLS {
-		b = append(b, 'S')
-	}
-	if i.Auth {
-		b = append(b, 'A')
+	if i.With != "" {
+		b = append(b, i.With...)
+	} else {
+		b = append(b, proto...)
+		if i.TLS {
+			b = append(b, 'S')
+		}
+		if i.Auth {
+			b = append(b, 'A')
+		}
 	}
 	b = append(b, " id "...)
 	b = append(b, i.ID...)

@@ -25,6 +25,8 @@ func TestReceivedHeader(t *testing.T) {
 			"Received: from evil??X-Injected:?1 ([unknown])\r\n\tby r (relayq) with ESMTP id ID3\r\n\tfor <a?b??@x>;\r\n\tMon, 30 Nov 2026 17:04:05 +0100\r\n"},
 		{"empty HELO", receivedInfo{Hostname: "r", ID: "ID4", TLS: true, Now: now},
 			"Received: from unknown ([unknown])\r\n\tby r (relayq) with ESMTPS id ID4;\r\n\tMon, 30 Nov 2026 17:04:05 +0100\r\n"},
+		{"HTTP API, authenticated, over TLS", receivedInfo{IP: netip.MustParseAddr("192.0.2.7"), Hostname: "r", ID: "ID5", With: "HTTPS", TLS: true, Auth: true, Rcpts: one, Now: now},
+			"Received: from unknown ([192.0.2.7])\r\n\tby r (relayq) with HTTPS id ID5\r\n\tfor <b@example.net>;\r\n\tMon, 30 Nov 2026 17:04:05 +0100\r\n"},
 	} {
 		if got := string(receivedHeader(tc.in)); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)

@@ -30,6 +30,16 @@ type User struct {
 type Policy struct {
 	Trusted []netip.Prefix
 	Users   []User
+	// APIKeys authenticate HTTP submissions (Acceptor.LoginKey).
+	APIKeys []APIKey
+}
+
+// APIKey is one HTTP API key. The key itself is "NAME.SECRET", so the
+// name finds the one hash to compare with.
+type APIKey struct {
+	Name string
+	// KeyHash is a bcrypt hash of the whole key.
+	KeyHash string
 }
 
 // Options configure a Server. Zero values get the documented defaults.
@@ -113,6 +123,8 @@ type Server struct {
 	auth    *authLimiter
 	conns   *connLimiter
 	log     *slog.Logger
+	// verified remembers credentials that passed bcrypt (Acceptor.Login*).
+	verified verifiedSecrets
 
 	mu        sync.Mutex
 	listeners []net.Listener

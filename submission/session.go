@@ -60,21 +60,8 @@ func remoteIP(c net.Conn) netip.Addr {
 	return netip.Addr{}
 }
 
-func (s *session) trusted() bool {
-	if !s.ip.IsValid() {
-		return false
-	}
-	for _, p := range s.srv.policy.Load().Trusted {
-		if p.Contains(s.ip) {
-			return true
-		}
-	}
-	return false
-}
-
-// mayRelay is the whole relay policy: relayq has no local domains, so a
-// client either may send anywhere or nowhere.
-func (s *session) mayRelay() bool { return s.authUser != "" || s.trusted() }
+// mayRelay is the relay policy (Acceptor.MayRelay).
+func (s *session) mayRelay() bool { return s.srv.Acceptor().MayRelay(s.client()) }
 
 func (s *session) reject(reason RejectReason, err *smtp.SMTPError, args ...any) error {
 	s.log.Info("rejected", append([]any{"reason", reason, "reply", err.Code}, args...)...)
@@ -85,16 +72,13 @@ func (s *session) reject(reason RejectReason, err *smtp.SMTPError, args ...any) 
 }
 
 func (s *session) Mail(from string, opts *smtp.MailOptions) error {
-	if !s.mayRelay() {
-		return s.reject(RejectRelay, errAuthRequired, "from", from)
-	}
-	if s.from != nil {
+	if s.from != nil && s.mayRelay() {
 		// RFC 5321 section 4.1.4: MAIL must not be sent while a
 		// transaction is open; go-smtp would let it replace the sender.
 		return s.reject(RejectSequence, errNestedMail, "from", from)
 	}
-	if from != "" && !validAddress(from) {
-		return s.reject(RejectSyntax, errBadSender, "from", from)
+	if err := s.srv.Acceptor().CheckSender(s.client(), from); err != nil {
+		return err
 	}
 	if opts != nil && opts.Size > s.srv.opts.MaxMessageBytes {
 		return s.reject(RejectSize, errTooBig, "declared_size", opts.Size)
@@ -109,13 +93,8 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) error {
 }
 
 func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
-	// Second fence: Mail already refused strangers, but a future code path
-	// must not be able to skip it.
-	if !s.mayRelay() {
-		return s.reject(RejectRelay, errRelayDenied, "to", to)
-	}
-	if !validAddress(to) {
-		return s.reject(RejectSyntax, errBadRecipient, "to", to)
+	if err := s.srv.Acceptor().CheckRecipient(s.client(), to, len(s.rcpts)); err != nil {
+		return err
 	}
 	r := queue.Recipient{Address: to}
 	if opts != nil {
@@ -130,9 +109,6 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 		for _, n := range opts.Notify {
 			r.Notify = append(r.Notify, string(n))
 		}
-	}
-	if err := s.suppressed(to); err != nil {
-		return err
 	}
 	if len(s.rcpts) == 0 {
 		if lc := underlying(s.conn.Conn()); lc != nil {
@@ -171,35 +147,15 @@ func (s *session) Data(r io.Reader) error {
 	// during DATA, so it would bound the whole upload; give DATA its own budget.
 	_ = s.conn.Conn().SetReadDeadline(srv.opts.Now().Add(srv.opts.DataTimeout))
 
-	d := srv.opts.Queue.NewDraft()
-	var out io.Writer = d // the draft, and the signer beside it
-	var sig MessageSigner
-	if srv.opts.Signer != nil {
-		sig = srv.opts.Signer()
-		defer sig.Close()
-		out = io.MultiWriter(d, sig)
-	}
-	now := srv.opts.Now()
-	hdr := receivedHeader(receivedInfo{
-		Helo: s.conn.Hostname(), IP: s.ip, Hostname: srv.opts.Hostname, ID: d.ID(),
-		TLS: s.tls, Auth: s.authUser != "", Rcpts: s.rcpts, UTF8: s.mailOpts.UTF8, Now: now,
-	})
-	if _, err := out.Write(hdr); err != nil {
-		d.Abort()
-		s.log.Error("queue write failed", "err", err)
-		return s.reject(RejectStorage, errQueueUnavailable)
-	}
-	// The body goes into the queue draft (and the signer beside it) here,
-	// after the trace header, its header section seen by hs.
-	hs := s.headerScan(out, d.ID(), now)
-	err := copyBody(hs, r, srv.opts.MaxMessageBytes)
-	if err == nil {
-		if err = hs.finish(); err != nil {
-			err = errors.Join(errWriteFailed, err)
-		}
-	}
+	m, err := srv.Acceptor().Open(s.client(), s.transaction())
 	if err != nil {
-		d.Abort()
+		return err
+	}
+	// The body goes into the queue draft (and the signer beside it, see
+	// Acceptor.Open) here, after the trace header: straight from go-smtp's
+	// buffer for DATA (copyBody).
+	if err := copyBody(m, r, srv.opts.MaxMessageBytes); err != nil {
+		m.Abort()
 		var se *smtp.SMTPError
 		switch {
 		case errors.Is(err, errBareNewlineFound):
@@ -224,48 +180,9 @@ func (s *session) Data(r io.Reader) error {
 			return errIncomplete
 		}
 	}
-	env := queue.Envelope{
-		From:       *s.from,
-		Recipients: append([]queue.Recipient(nil), s.rcpts...),
-		RET:        string(s.mailOpts.Return),
-		EnvID:      s.mailOpts.EnvelopeID,
-		SMTPUTF8:   s.mailOpts.UTF8,
-		Body:       string(s.mailOpts.Body),
-		AuthUser:   s.authUser,
-		ClientAddr: s.ip.String(),
-		Helo:       s.conn.Hostname(),
-		Created:    now,
-		MessageID:  hs.messageID,
-		Subject:    hs.subject,
-	}
-	if sig != nil {
-		prefix, err := sig.Finish()
-		if err != nil {
-			d.Abort()
-			s.log.Error("signing failed, message refused", "id", d.ID(), "err", err)
-			return s.reject("signing", errSigningFailed)
-		}
-		env.Prefix = string(prefix)
-	}
-	if srv.opts.BeforeCommit != nil {
-		srv.opts.BeforeCommit(&env)
-	}
-	if err := d.Commit(env); err != nil {
-		d.Abort()
-		s.log.Error("queue commit failed", "err", err)
-		return s.reject(RejectStorage, errQueueUnavailable)
-	}
-	env = d.Committed()
-	rcpts := make([]string, len(env.Recipients))
-	for i, r := range env.Recipients {
-		rcpts[i] = r.Address
-	}
-	s.log.Info("queued", "id", env.ID, "from", env.From, "to", strings.Join(rcpts, ","), "size", env.Size, "auth", s.authUser, "message_id", env.MessageID)
-	if o := srv.opts.Observer; o != nil {
-		o.Accepted(env.Size)
-	}
-	if srv.opts.OnQueued != nil {
-		srv.opts.OnQueued(&env)
+	env, err := m.Commit()
+	if err != nil {
+		return err
 	}
 	_ = s.conn.Conn().SetReadDeadline(time.Time{})
 	// RFC 5321 section 4.2: the text is free; "queued as ID" is what Postfix

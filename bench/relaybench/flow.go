@@ -37,6 +37,7 @@ type flowSpec struct {
 	InitialDelay          string // retry.initial_delay for a spawned relay
 	MaxDelay              string // retry.max_delay, at least InitialDelay
 	KeepRelay             bool   // leave the spawned relay running for the caller
+	HTTP                  bool   // submit over the HTTP API instead of SMTP
 }
 
 // flowResult is what one flow scenario measured.
@@ -110,6 +111,11 @@ func runFlow(ctx context.Context, o *options, spec flowSpec) (*flowResult, error
 			return nil, err
 		}
 		cfg := relayConfig{Listen: listen, QueuePath: filepath.Join(dir, "queue.db"), NextHop: hop, InitialDelay: spec.InitialDelay, MaxDelay: spec.MaxDelay, DKIMKey: o.dkimKey, Webhook: o.webhook}
+		if spec.HTTP {
+			if cfg.HTTPListen, err = freeAddr(); err != nil {
+				return nil, err
+			}
+		}
 		r, err := startRelay(o.relayBin, dir, cfg, 30*time.Second)
 		if err != nil {
 			if !o.keep {
@@ -129,6 +135,9 @@ func runFlow(ctx context.Context, o *options, spec flowSpec) (*flowResult, error
 			}()
 		}
 		target, pid = listen, r.Pid()
+		if spec.HTTP {
+			target = cfg.HTTPListen
+		}
 	}
 
 	u := startUsage(pid)
@@ -143,8 +152,13 @@ func runFlow(ctx context.Context, o *options, spec flowSpec) (*flowResult, error
 	}
 	go progress(os.Stderr, spec.Name, spec.Count, o.progress, lr.sent.Load, recv, stopProgress)
 	t0 := time.Now()
-	runLoad(lctx, loadSpec{Addr: target, Sessions: spec.Sessions, Count: spec.Count, Size: spec.Size,
-		Run: run, Base: base, From: "bench@" + benchFromDomain, To: "sink@dst.relaybench.localhost"}, lr)
+	ls := loadSpec{Addr: target, Sessions: spec.Sessions, Count: spec.Count, Size: spec.Size,
+		Run: run, Base: base, From: "bench@" + benchFromDomain, To: "sink@dst.relaybench.localhost"}
+	if spec.HTTP {
+		runHTTPLoad(lctx, ls, lr)
+	} else {
+		runLoad(lctx, ls, lr)
+	}
 	if sk != nil && int(lr.sent.Load()) == spec.Count {
 		select {
 		case <-sk.Done():

@@ -58,7 +58,7 @@ func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("relaybench", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText); fs.PrintDefaults() }
-	scen := fs.String("scenario", "all", "comma-separated: a,b,c,d,e,handoff or all")
+	scen := fs.String("scenario", "all", "comma-separated: a,b,c,d,e,h,handoff or all")
 	handoff := fs.Bool("handoff", false, "also measure the 250-to-delivered handoff time")
 	fs.BoolVar(&o.direct, "direct", false, "send the load straight into the sink (no relay): the ceiling")
 	fs.StringVar(&o.relayBin, "relay-bin", "bin/relayq", "relayq binary to start, one fresh instance per scenario")
@@ -91,8 +91,8 @@ func parseFlags(args []string) (*options, error) {
 	for _, s := range strings.Split(*scen, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "all":
-			o.scenarios = append(o.scenarios, "a", "b", "c", "handoff", "e", "d")
-		case "a", "b", "c", "d", "e", "handoff":
+			o.scenarios = append(o.scenarios, "a", "b", "c", "h", "handoff", "e", "d")
+		case "a", "b", "c", "d", "e", "h", "handoff":
 			o.scenarios = append(o.scenarios, s)
 		default:
 			return nil, fmt.Errorf("unknown scenario %q", s)

@@ -20,6 +20,7 @@ type relayConfig struct {
 	NextHop      string // delivery.routes "*"
 	InitialDelay string // retry.initial_delay
 	MaxDelay     string // retry.max_delay; relayq refuses one below initial_delay
+	HTTPListen   string // submission.http_listen, "" for none
 	// DKIMKey, if set, is a key file the relay signs the load's mail with
 	// (the From: domain is benchFromDomain).
 	DKIMKey string
@@ -37,6 +38,7 @@ func (cfg relayConfig) yaml() string {
 shutdown_timeout: 10s
 submission:
   listen: [%q]
+  http_listen: %q
   max_connections_per_ip: 1000
 queue:
   path: %q
@@ -52,7 +54,7 @@ delivery:
   tls: none
 log:
   level: info
-`, cfg.Listen, cfg.QueuePath, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop) + cfg.dkimYAML() + webhookYAML(cfg.Webhook)
+`, cfg.Listen, cfg.HTTPListen, cfg.QueuePath, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop) + cfg.dkimYAML() + webhookYAML(cfg.Webhook)
 }
 
 func (cfg relayConfig) dkimYAML() string {

@@ -26,6 +26,7 @@ var flowDefaults = map[string]flowSpec{
 	"a":       {Name: "a", Sessions: 20, Count: 10000, Size: 1 << 10},
 	"b":       {Name: "b", Sessions: 20, Count: 5000, Size: 20 << 10},
 	"c":       {Name: "c", Mode: acceptOnly, Sessions: 20, Count: 10000, Size: 1 << 10},
+	"h":       {Name: "h", Mode: acceptOnly, HTTP: true, Sessions: 20, Count: 10000, Size: 1 << 10},
 	"e":       {Name: "e", Sessions: 5, Count: 5, Size: 20 << 20},
 	"handoff": {Name: "handoff", Sessions: 1, Count: 200, Size: 1 << 10},
 }
@@ -33,7 +34,7 @@ var flowDefaults = map[string]flowSpec{
 // specFor applies the command-line overrides to a scenario's shape.
 func specFor(o *options, name string, m mode) flowSpec {
 	s := flowDefaults[name]
-	if name == "a" || name == "b" || name == "c" {
+	if name == "a" || name == "b" || name == "c" || name == "h" {
 		if o.sessions > 0 {
 			s.Sessions = o.sessions
 		}
@@ -69,12 +70,12 @@ func runAll(ctx context.Context, o *options) *report {
 			continue
 		}
 		seen[name] = true
-		relayOnly := name == "c" || name == "d" || name == "handoff"
+		relayOnly := name == "c" || name == "d" || name == "h" || name == "handoff"
 		if o.direct && relayOnly {
 			rep.notes = append(rep.notes, name+": skipped, it needs a relay")
 			continue
 		}
-		if o.relayAddr != "" && (name == "c" || name == "d") {
+		if o.relayAddr != "" && (name == "c" || name == "d" || name == "h") {
 			rep.notes = append(rep.notes, name+": skipped, it needs --relay-bin to reconfigure and restart the relay")
 			continue
 		}
@@ -115,6 +116,16 @@ func runAll(ctx context.Context, o *options) *report {
 		}
 	}
 	return rep
+}
+
+// accepted is the acceptance rate of the named scenario in this run, or 0.
+func (rep *report) accepted(name string) float64 {
+	for _, f := range rep.flows {
+		if f.Spec.Name == name {
+			return f.Accepted
+		}
+	}
+	return 0
 }
 
 // check records err as a note and reports whether there was none.
@@ -245,6 +256,8 @@ func (rep *report) printChecks(w io.Writer) {
 			lines = append(lines, fmt.Sprintf("INFO  a: e2e %.0f%% of relaybench's own direct rate (the ≥ 45%% target is judged against smtp-source → smtp-sink: bench/compare-postfix.sh)", p))
 		case f.Spec.Name == "c" && rep.fsync > 0:
 			add(f.Lat250.P99 < 3*rep.fsync, "c: 250 p99 %s vs 3 × fsync %s", ms(f.Lat250.P99), ms(3*rep.fsync))
+		case f.Spec.Name == "h" && rep.accepted("c") > 0:
+			add(f.Accepted >= rep.accepted("c"), "h: HTTP accepted %.0f/s vs SMTP (c) %.0f/s (target ≥ c)", f.Accepted, rep.accepted("c"))
 		case f.Spec.Name == "handoff":
 			add(f.Handoff.P50 < 5*time.Millisecond, "handoff p50 %s (target < 5 ms)", ms(f.Handoff.P50))
 		case f.Spec.Name == "e" && f.HaveUsage:

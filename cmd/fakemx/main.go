@@ -174,6 +174,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.cfg.ImplicitTLS, "implicit-tls", false, "serve TLS from the first byte instead of STARTTLS")
 	fs.StringVar(&o.certOut, "cert-out", "", "write the generated certificate (PEM) here, for clients to trust")
 	fs.BoolVar(&o.cfg.AllowInsecureAuth, "insecure-auth", false, "offer AUTH without TLS")
+	fs.BoolVar(&o.cfg.No8BitMIME, "no-8bitmime", false, "do not offer 8BITMIME, like smtp-sink -8 (not with TLS)")
+	fs.BoolVar(&o.cfg.SMTPUTF8, "smtputf8", false, "offer SMTPUTF8 (RFC 6531)")
 	fs.Int64Var(&o.cfg.MaxMessageBytes, "max-size", 0, "refuse messages larger than this many bytes (0: no limit)")
 	fs.Func("auth", "require AUTH PLAIN/LOGIN with user:pass (repeatable)", func(s string) error {
 		user, pass, ok := strings.Cut(s, ":")

@@ -168,47 +168,62 @@ func TestFakemxBinary(t *testing.T) {
 		}
 		f.stop(t)
 
-		raw, err := os.ReadFile(record)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
-		if len(lines) != 2 {
-			t.Fatalf("record file has %d lines, want the refused RCPT and the message: %q", len(lines), raw)
-		}
-		var a smtptest.AttemptRecord
-		if err := json.Unmarshal([]byte(lines[0]), &a); err != nil {
-			t.Fatal(err)
-		}
-		if a.Type != "attempt" || a.Command != "RCPT TO:<nobody@example.test>" || a.Reply != "550 5.1.1 No such user" || a.By != smtptest.ByRule {
-			t.Fatalf("attempt record = %+v", a)
-		}
-		var r smtptest.Record
-		if err := json.Unmarshal([]byte(lines[1]), &r); err != nil {
-			t.Fatal(err)
-		}
-		if r.Type != "message" || r.From != "a@src.test" || len(r.To) != 1 || r.To[0] != "b@dst.test" || r.Message != body || r.Size != int64(len(body)) || !r.TLS || r.Time.IsZero() {
-			t.Fatalf("record = %+v", r)
-		}
+		checkRecord(t, record, body)
 	})
 
 	t.Run("greylist", func(t *testing.T) {
 		f := startFakemx(t, bin, "--greylist", "1h")
-		c, err := smtp.Dial(f.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if err := c.Mail("a@src.test", nil); err != nil {
-			t.Fatal(err)
-		}
-		var se *smtp.SMTPError
-		if err := c.Rcpt("b@dst.test", nil); !errors.As(err, &se) || se.Code != 451 {
-			t.Fatalf("RCPT: %v, want 451", err)
-		}
+		greylisted(t, f.addr)
 		f.waitLine(t, "-> 451 4.7.1 Greylisted, try again in 3600 seconds")
 		f.stop(t)
 	})
+}
+
+// checkRecord wants the record file to hold the refused RCPT as an attempt
+// line and then the accepted message, with body, as a message line.
+func checkRecord(t *testing.T, record, body string) {
+	t.Helper()
+	raw, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("record file has %d lines, want the refused RCPT and the message: %q", len(lines), raw)
+	}
+	var a smtptest.AttemptRecord
+	if err := json.Unmarshal([]byte(lines[0]), &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Type != "attempt" || a.Command != "RCPT TO:<nobody@example.test>" || a.Reply != "550 5.1.1 No such user" || a.By != smtptest.ByRule {
+		t.Fatalf("attempt record = %+v", a)
+	}
+	var r smtptest.Record
+	if err := json.Unmarshal([]byte(lines[1]), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Type != "message" || r.From != "a@src.test" || len(r.To) != 1 || r.To[0] != "b@dst.test" || r.Message != body || r.Size != int64(len(body)) || !r.TLS || r.Time.IsZero() {
+		t.Fatalf("record = %+v", r)
+	}
+}
+
+// greylisted opens a session, sends MAIL and wants RCPT b@dst.test to be
+// greylisted; the session stays open for the test to go on with.
+func greylisted(t *testing.T, addr string) *smtp.Client {
+	t.Helper()
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Mail("a@src.test", nil); err != nil {
+		t.Fatal(err)
+	}
+	var se *smtp.SMTPError
+	if err := c.Rcpt("b@dst.test", nil); !errors.As(err, &se) || se.Code != 451 {
+		t.Fatalf("RCPT: %v, want 451", err)
+	}
+	return c
 }
 
 func TestFakemxHTTP(t *testing.T) {
@@ -220,18 +235,7 @@ func TestFakemxHTTP(t *testing.T) {
 	line := f.waitLine(t, "fakemx: web page and API on ")
 	base := strings.TrimSuffix(strings.TrimPrefix(line, "fakemx: web page and API on "), "/")
 
-	c, err := smtp.Dial(f.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Mail("a@src.test", nil); err != nil {
-		t.Fatal(err)
-	}
-	var se *smtp.SMTPError
-	if err := c.Rcpt("b@dst.test", nil); !errors.As(err, &se) || se.Code != 451 {
-		t.Fatalf("RCPT: %v, want 451", err)
-	}
+	c := greylisted(t, f.addr)
 	// The script is replaced at run time: greylisting off, on the same connection.
 	req, _ := http.NewRequest("PUT", base+"/api/v1/script", strings.NewReader("--reply rcpt:nobody@=550 5.1.1 No such user\n"))
 	resp, err := http.DefaultClient.Do(req)
@@ -281,6 +285,17 @@ func TestParseFlags(t *testing.T) {
 		len(cfg.Rules) != 2 || cfg.Rules[1].Code != 421 || cfg.Users["user"] != "pass" || o.httpAddr != "127.0.0.1:8026" ||
 		len(cfg.RateLimits) != 1 || cfg.RateLimits[0].Count != 10 || cfg.ConnLimit.Max != 2 {
 		t.Fatalf("options = %+v", o)
+	}
+}
+
+// --no-8bitmime and --smtputf8 set the extensions a client sees.
+func TestExtensionFlags(t *testing.T) {
+	o, err := parseFlags([]string{"--no-8bitmime", "--smtputf8"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.cfg.No8BitMIME || !o.cfg.SMTPUTF8 {
+		t.Fatalf("options = %+v", o.cfg)
 	}
 }
 

@@ -115,10 +115,13 @@ func TestReloadDiff(t *testing.T) {
 		}
 		return out
 	}
-	running := set("delivery.routes", "{}", "delivery.workers", "32", "submission.listen", "[127.0.0.1:2525]", "submission.tls.cert_file", `""`)
-	loaded := set("delivery.routes", "{a.example: mx:25}", "delivery.workers", "64", "submission.listen", "[127.0.0.1:2525]", "submission.tls.cert_file", "/etc/cert.pem")
+	running := set("delivery.routes", "{}", "delivery.workers", "32", "dkim.keys", "[]", "submission.api_keys", "[]",
+		"submission.listen", "[127.0.0.1:2525]", "submission.tls.cert_file", `""`)
+	loaded := set("delivery.routes", "{a.example: mx:25}", "delivery.workers", "64", "dkim.keys", "[{domain: example.org}]", "submission.api_keys", "[{name: app}]",
+		"submission.listen", "[127.0.0.1:2525]", "submission.tls.cert_file", "/etc/cert.pem")
 	applied, restart, now := reloadDiff(running, loaded)
-	if want := []string{"delivery.routes"}; !reflect.DeepEqual(applied, want) {
+	// DKIM keys (signer.Update) and API keys (SetPolicy) rotate without a restart.
+	if want := []string{"delivery.routes", "dkim.keys", "submission.api_keys"}; !reflect.DeepEqual(applied, want) {
 		t.Errorf("applied %q, want %q", applied, want)
 	}
 	if want := []string{"delivery.workers", "submission.tls.cert_file"}; !reflect.DeepEqual(restart, want) {

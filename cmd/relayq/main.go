@@ -28,6 +28,8 @@ commands:
                                 check, rescue or shrink a stopped relay's queue file
   healthcheck [--admin URL]     exit 0 when a running relay is ready (/readyz)
   completion bash|zsh           print a shell completion script
+  sendmail [options] [rcpt...]  a sendmail-compatible command (also as argv[0] "sendmail")
+  apikey new NAME               make an HTTP API key and its hash
   version                       print version, commit, build date and Go version
 
 relayq COMMAND --help explains a command, with examples.
@@ -35,6 +37,9 @@ relayq COMMAND --help explains a command, with examples.
 }
 
 func main() {
+	if code, ok := appCommand(os.Args); ok {
+		os.Exit(code)
+	}
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
@@ -72,6 +77,6 @@ func main() {
 	}
 	if err != nil && !helpAsked(err) {
 		fmt.Fprintln(os.Stderr, "relayq:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }

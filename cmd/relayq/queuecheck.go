@@ -31,6 +31,19 @@ offline commands (stop the relay first):
 flags:
 `
 
+// exitDamaged is the exit code of a relay that refuses a damaged queue
+// file: a supervisor can be told not to restart on it (systemd:
+// RestartPreventExitStatus=3), since every restart would refuse again.
+const exitDamaged = 3
+
+// exitCode is the process's exit code for err.
+func exitCode(err error) int {
+	if errors.Is(err, queue.ErrDamaged) {
+		return exitDamaged
+	}
+	return 1
+}
+
 // offlineQueueCmd runs an offline command; handled is false when args do
 // not name one.
 func offlineQueueCmd(args []string, out io.Writer) (handled bool, err error) {

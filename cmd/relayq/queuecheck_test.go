@@ -97,6 +97,15 @@ func TestQueueListQuarantined(t *testing.T) {
 	if !strings.Contains(out, `"id": "`+ids[1]+`"`) || !strings.Contains(out, `"reason"`) {
 		t.Errorf("--json: %s", out)
 	}
+	if out, err := queueCmd2(ts.URL, "delete", "--quarantined", ids[1]); err != nil || !strings.Contains(out, "deleted") {
+		t.Fatalf("delete --quarantined: %q, %v", out, err)
+	}
+	if out, _ := queueCmd2(ts.URL, "list", "--quarantined"); !strings.Contains(out, "Quarantine is empty") {
+		t.Errorf("after delete --quarantined: %s", out)
+	}
+	if _, err := queueCmd2(ts.URL, "delete", "--quarantined", ids[0]); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("delete --quarantined of a live message: %v", err)
+	}
 }
 
 func queueCmd2(url string, args ...string) (string, error) {

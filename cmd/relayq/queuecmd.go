@@ -71,7 +71,7 @@ func queueCmd(args []string, out io.Writer) error {
 	fs.StringVar(&f.domain, "domain", "", "list: only messages with a recipient at this domain")
 	fs.IntVar(&f.limit, "limit", 0, "list: show at most this many messages (1-1000; default all)")
 	fs.StringVar(&f.after, "after", "", "list: start after this message ID (the cursor a limited list prints)")
-	fs.BoolVar(&f.quarantined, "quarantined", false, "list: the quarantine (damaged messages, never delivered) instead of the queue")
+	fs.BoolVar(&f.quarantined, "quarantined", false, "list, delete: the quarantine (damaged messages, never delivered) instead of the queue")
 	fs.BoolVar(&f.all, "all", false, "list: also finished messages kept for events.retention (delivered or bounced; no body)")
 
 	pos, err := parseInterleaved(fs, args)
@@ -101,7 +101,7 @@ func queueCmd(args []string, out io.Writer) error {
 		var stray []string
 		fs.Visit(func(fl *flag.Flag) {
 			for _, n := range listOnly {
-				if fl.Name == n {
+				if fl.Name == n && !(n == "quarantined" && cmd == "delete") {
 					stray = append(stray, "--"+n)
 				}
 			}
@@ -166,7 +166,11 @@ func runQueueCmd(ctx context.Context, c *admin.Client, cmd string, rest []string
 	case "release":
 		m, err = c.Release(ctx, rest[0])
 	case "delete":
-		if err := c.Delete(ctx, rest[0]); err != nil {
+		del := c.Delete
+		if f.quarantined {
+			del = c.DeleteQuarantined
+		}
+		if err := del(ctx, rest[0]); err != nil {
 			return err
 		}
 		if f.json {

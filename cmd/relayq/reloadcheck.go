@@ -17,7 +17,8 @@ import (
 var reloadable = []string{
 	"submission.trusted_networks",
 	"submission.users",
-	"submission.tls.", // a new certificate; turning TLS on or off: see tlsToggled
+	"submission.api_keys", // in the same policy as users (SetPolicy)
+	"submission.tls.",     // a new certificate; turning TLS on or off: see tlsToggled
 	"retry.",
 	"delivery.routes",
 	"delivery.smarthost.",
@@ -25,6 +26,7 @@ var reloadable = []string{
 	"delivery.tls",
 	"delivery.connect_timeout",
 	"delivery.command_timeout",
+	"dkim.", // signer.Update: key rotation without a restart
 	"suppression.",
 }
 

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
+
 	"github.com/relayq/relayq/buildinfo"
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
@@ -99,6 +101,11 @@ func serve(args []string) error {
 		}
 		smtpsAddrs = append(smtpsAddrs, la)
 	}
+	stopHTTP, err := startHTTPSubmission(cfg, srv, log)
+	if err != nil {
+		srv.Close()
+		return err
+	}
 	var admin *http.Server
 	if cfg.Admin.Listen != "" {
 		admin, err = startAdmin(cfg.Admin, store, eng, metrics, log, suppressions)
@@ -115,6 +122,7 @@ func serve(args []string) error {
 	bi := buildinfo.Get()
 	log.Info("relayq started", "version", bi.Version, "commit", bi.Commit, "go", bi.GoVersion, "hostname", cfg.Hostname, "queue", cfg.Queue.Path, "config", cfgName(path))
 	logSummary(log, cfg, smtpAddrs, smtpsAddrs)
+	notifySystemd(log, daemon.SdNotifyReady)
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -124,12 +132,14 @@ func serve(args []string) error {
 			continue
 		}
 		log.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
+		notifySystemd(log, daemon.SdNotifyStopping)
 		break
 	}
 	signal.Stop(sigs)
 	// Stop taking mail first, then stop delivering, then close the queue.
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
+	stopHTTP(sctx)
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("submission sessions cut at shutdown", "err", err)
 	}
@@ -196,7 +206,7 @@ func loadTLS(f config.TLSFiles) (*tls.Config, error) {
 }
 
 func submissionPolicy(cfg *config.Config) submission.Policy {
-	p := submission.Policy{Trusted: cfg.Submission.TrustedNetworks}
+	p := submission.Policy{Trusted: cfg.Submission.TrustedNetworks, APIKeys: apiKeys(cfg)}
 	for _, u := range cfg.Submission.Users {
 		p.Users = append(p.Users, submission.User{Username: u.Username, PasswordHash: u.PasswordHash})
 	}
@@ -217,6 +227,7 @@ func submissionOptions(cfg *config.Config, store *queue.Store, tlsConf *tls.Conf
 		MaxConnsPerIP:     s.MaxConnectionsPerIP,
 		ReadTimeout:       s.ReadTimeout,
 		DataTimeout:       s.DataTimeout,
+		SessionTimeout:    s.SessionTimeout,
 		AuthMaxFailures:   s.AuthMaxFailures,
 		AuthLockout:       s.AuthLockout,
 		AddMissingHeaders: s.AddMissingHeaders,

@@ -1,0 +1,62 @@
+// Package cluster shares relayq's traffic shaping state between nodes
+// through Redis (issue 19), so that N nodes pace a provider at its
+// configured rate, not N times it, and a 421 seen by one node suspends
+// the scope on all of them.
+//
+// Node implements shaping.State over one Redis (standalone, or a primary
+// behind Sentinel; not Redis Cluster): token buckets (GCRA) per scope,
+// connection counts per scope, and suspensions and throttles. NewState is
+// what cmd/relayq calls, once, where it builds the shaping.Shaper
+// (shaping.Options.State), closing the returned io.Closer at shutdown;
+// with cluster.redis_url empty it returns a shaping.Memory and nothing
+// changes. metrics.WatchCluster(node.RedisUp) exports
+// relayq_cluster_redis_up when the state is a *Node.
+//
+// Invariants:
+//   - Every change to shared state is one Lua script, atomic in Redis: no
+//     node reads a value and writes it back in two steps. Take and Acquire
+//     take all or nothing, as shaping.Memory does.
+//   - Times come from the callers (the Shaper's clock), never from a
+//     clock read here; nodes' clocks are assumed in step (NTP). Connection
+//     leases expire by Redis's own key expiry.
+//   - A node's connection counts are its own, exact, in process; Redis
+//     holds a copy per node (conns:NODE) that expires LeaseTTL after the
+//     node's last heartbeat (every LeaseTTL/3) or change, so a node that
+//     dies gives its slots back within LeaseTTL. Every heartbeat rewrites
+//     the copy from the node's counts, which heals any drift (a call that
+//     timed out after Redis ran it, Redis restarted empty). Release drops
+//     the node's count at once and queues the change for Redis, sent by a
+//     background flusher (many releases in one call) or with the node's
+//     next Acquire of the scope, whichever comes first: delivery never
+//     waits on Redis to give a connection back, a node is never refused on
+//     its own stale count, and another node may see a slot taken a few
+//     milliseconds longer, never the other way. No event tells a node that
+//     another released a slot: a caller refused for connections asks again
+//     after a while.
+//   - Suspensions and throttles: Put goes to Redis at once; Active and List
+//     read the node's view, which follows Redis within Config.Refresh
+//     (100 ms), so Admit costs no Redis call for them. Node implements
+//     shaping.Shared: Began returns, once each, the entries other nodes
+//     began, and Expire reports, once each, every entry this node began or
+//     learned of, when it ends, is removed by any node, or is replaced.
+//     Remove ends a scope's entries on every node. So every node's Shaper
+//     logs and counts (relayq_shaping_suspended) each suspension once as it
+//     begins (within a second of it, with by="another node" when it began
+//     elsewhere) and once as it ends.
+//   - Every Redis call is bounded by Config.Timeout (250 ms) with no retry.
+//     The first failure switches the node to node-local limits (a
+//     shaping.Memory for buckets with each interval multiplied by
+//     ExpectedNodes; each connection limit divided by ExpectedNodes, at
+//     least 1; the last view of suspensions plus those begun meanwhile),
+//     logs once and reports RedisUp false; no call then waits on Redis
+//     until a probe (every Config.Probe) succeeds. Then the node publishes
+//     its counts, sends the suspensions begun and resumes made meanwhile,
+//     reloads the view, logs once, and shared limits resume. Accepting
+//     mail never touches this package.
+//   - Keys live under Prefix, whose hash tag puts them in one slot.
+//
+// The suppression list (issue 15) has not landed; when it does, its
+// shared form belongs here too, as another key family under Prefix with
+// the same fallback rule (a node-local copy while Redis is down), reached
+// through Node like the shaping state.
+package cluster

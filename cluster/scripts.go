@@ -1,0 +1,181 @@
+package cluster
+
+import "github.com/redis/go-redis/v9"
+
+// The Lua scripts: each runs atomically in Redis, so no node ever reads a
+// value and writes it back in two steps. Every script gets the key prefix
+// as ARGV[1] and builds its keys under it; the prefix carries a hash tag
+// so that every key lands on one slot. Times are microseconds since the
+// Unix epoch (exact in Lua's doubles), durations microseconds, TTLs
+// milliseconds.
+//
+// Keys under the prefix P:
+//
+//	P tat:SCOPE            a bucket's theoretical arrival time (GCRA), expires once full again
+//	P conns:NODE           hash SCOPE -> connections NODE holds; expires LeaseTTL after NODE's last write
+//	P node:NODE            NODE is alive; expires LeaseTTL after its last heartbeat
+//	P nodes                set of node names that may hold connections
+//	P sus:SCOPE|ACTION     hash until (µs), data (JSON): a suspension or throttle
+//	P sus                  set of the SCOPE|ACTION members stored
+//	P sus:version          counter bumped by every change to suspensions
+
+// takeScript: ARGV prefix, now, n, then n pairs (scope, interval). Takes a
+// token from every bucket or none; returns {1} or {0, index (1-based) of
+// the bucket whose token comes last, that time}.
+var takeScript = redis.NewScript(`
+local p, now, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local last, nxt = 0, 0
+for i = 1, n do
+  local t = redis.call('GET', p .. 'tat:' .. ARGV[2 + 2*i])
+  if t then
+    t = tonumber(t)
+    if t > now and t > nxt then last, nxt = i, t end
+  end
+end
+if last > 0 then return {0, last, nxt} end
+for i = 1, n do
+  local iv = tonumber(ARGV[3 + 2*i])
+  redis.call('SET', p .. 'tat:' .. ARGV[2 + 2*i], string.format('%d', now + iv), 'PX', math.floor(iv / 1000) + 1000)
+end
+return {1}
+`)
+
+// acquireScript: ARGV prefix, node, ttl, n, then n triples (scope, max,
+// released). First counts released connections fewer for node in each
+// scope (its releases not sent yet). Then sums every node's count of each
+// scope; when all are below their max (0: no limit) counts one more for
+// node in each, else returns the 1-based index of the first full one.
+// Returns 0 on success.
+var acquireScript = redis.NewScript(`
+local p, me, ttl, n = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local mine = p .. 'conns:' .. me
+for i = 1, n do
+  local scope, rel = ARGV[2 + 3*i], tonumber(ARGV[4 + 3*i])
+  if rel > 0 and redis.call('HINCRBY', mine, scope, -rel) <= 0 then redis.call('HDEL', mine, scope) end
+end
+local nodes = redis.call('SMEMBERS', p .. 'nodes')
+for i = 1, n do
+  local scope, max = ARGV[2 + 3*i], tonumber(ARGV[3 + 3*i])
+  if max > 0 then
+    local total = 0
+    for _, node in ipairs(nodes) do
+      local c = redis.call('HGET', p .. 'conns:' .. node, scope)
+      if c then total = total + tonumber(c) end
+    end
+    if total >= max then
+      if redis.call('EXISTS', mine) == 1 then redis.call('PEXPIRE', mine, ttl) end
+      return i
+    end
+  end
+end
+for i = 1, n do redis.call('HINCRBY', mine, ARGV[2 + 3*i], 1) end
+redis.call('PEXPIRE', mine, ttl)
+redis.call('SADD', p .. 'nodes', me)
+return 0
+`)
+
+// releaseScript: ARGV prefix, node, ttl, then pairs (scope, count).
+// Counts count connections fewer for node in each scope.
+var releaseScript = redis.NewScript(`
+local p, me, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local mine = p .. 'conns:' .. me
+for i = 4, #ARGV, 2 do
+  if redis.call('HINCRBY', mine, ARGV[i], -tonumber(ARGV[i + 1])) <= 0 then redis.call('HDEL', mine, ARGV[i]) end
+end
+if redis.call('EXISTS', mine) == 1 then redis.call('PEXPIRE', mine, ttl) end
+return 0
+`)
+
+// heartbeatScript: ARGV prefix, node, ttl, then pairs (scope, count).
+// Marks node alive for ttl and replaces its connection counts with the
+// given ones (the node's own, exact, counts); forgets nodes whose
+// heartbeat expired. Returns the suspensions' version.
+var heartbeatScript = redis.NewScript(`
+local p, me, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local mine = p .. 'conns:' .. me
+redis.call('DEL', mine)
+for i = 4, #ARGV, 2 do redis.call('HSET', mine, ARGV[i], ARGV[i + 1]) end
+if #ARGV >= 4 then redis.call('PEXPIRE', mine, ttl) end
+redis.call('SET', p .. 'node:' .. me, '1', 'PX', ttl)
+redis.call('SADD', p .. 'nodes', me)
+for _, node in ipairs(redis.call('SMEMBERS', p .. 'nodes')) do
+  if redis.call('EXISTS', p .. 'node:' .. node) == 0 then
+    redis.call('SREM', p .. 'nodes', node)
+    redis.call('DEL', p .. 'conns:' .. node)
+  end
+end
+return tonumber(redis.call('GET', p .. 'sus:version') or '0')
+`)
+
+// putScript: ARGV prefix, member (SCOPE|ACTION), now, until, data,
+// grace (ms). Stores the entry unless one of the member is in force at
+// now, which is extended to until when that is later. Returns {created
+// (1/0), the stored data, the stored until, version}.
+var putScript = redis.NewScript(`
+local p, m, now, untl = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local k, grace = p .. 'sus:' .. m, tonumber(ARGV[6])
+local u = redis.call('HGET', k, 'until')
+if u and tonumber(u) > now then
+  u = tonumber(u)
+  local v = tonumber(redis.call('GET', p .. 'sus:version') or '0')
+  if untl > u then
+    redis.call('HSET', k, 'until', ARGV[4])
+    redis.call('PEXPIRE', k, math.floor((untl - now) / 1000) + grace)
+    v = redis.call('INCR', p .. 'sus:version')
+    u = untl
+  end
+  return {0, redis.call('HGET', k, 'data'), u, v}
+end
+redis.call('HSET', k, 'until', ARGV[4], 'data', ARGV[5])
+redis.call('PEXPIRE', k, math.max(math.floor((untl - now) / 1000), 0) + grace)
+redis.call('SADD', p .. 'sus', m)
+return {1, ARGV[5], untl, redis.call('INCR', p .. 'sus:version')}
+`)
+
+// loadScript: ARGV prefix. Returns {version, member, until, data, ...}
+// for every stored entry, dropping members whose entry expired.
+var loadScript = redis.NewScript(`
+local p = ARGV[1]
+local out = {tonumber(redis.call('GET', p .. 'sus:version') or '0')}
+for _, m in ipairs(redis.call('SMEMBERS', p .. 'sus')) do
+  local e = redis.call('HMGET', p .. 'sus:' .. m, 'until', 'data')
+  if e[1] and e[2] then
+    table.insert(out, m); table.insert(out, tonumber(e[1])); table.insert(out, e[2])
+  else
+    redis.call('SREM', p .. 'sus', m)
+  end
+end
+return out
+`)
+
+// removeScript: ARGV prefix, then members. Deletes them; returns
+// {version, member, until, data, ...} for those that were stored.
+var removeScript = redis.NewScript(`
+local p = ARGV[1]
+local out = {0}
+for i = 2, #ARGV do
+  local k = p .. 'sus:' .. ARGV[i]
+  local e = redis.call('HMGET', k, 'until', 'data')
+  if e[1] and e[2] then
+    table.insert(out, ARGV[i]); table.insert(out, tonumber(e[1])); table.insert(out, e[2])
+  end
+  redis.call('DEL', k)
+  redis.call('SREM', p .. 'sus', ARGV[i])
+end
+out[1] = redis.call('INCR', p .. 'sus:version')
+return out
+`)
+
+// getScript: ARGV prefix, then members. Returns {member, until, data, ...}
+// for those stored (Expire checks its own entries with it).
+var getScript = redis.NewScript(`
+local p = ARGV[1]
+local out = {}
+for i = 2, #ARGV do
+  local e = redis.call('HMGET', p .. 'sus:' .. ARGV[i], 'until', 'data')
+  if e[1] and e[2] then
+    table.insert(out, ARGV[i]); table.insert(out, tonumber(e[1])); table.insert(out, e[2])
+  end
+end
+return out
+`)

@@ -1,0 +1,120 @@
+package main
+
+// Wiring of the application-facing ways in besides SMTP: the HTTP
+// submission API (package httpsubmit), `relayq apikey new` and the
+// sendmail-compatible command (package sendmail), which also runs when
+// the binary is invoked as "sendmail".
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/relayq/relayq/config"
+	"github.com/relayq/relayq/httpsubmit"
+	"github.com/relayq/relayq/sendmail"
+	"github.com/relayq/relayq/submission"
+)
+
+// appCommand runs the commands this file adds; ok is false for any other.
+// When the binary is called as sendmail (a symlink), every argument is
+// sendmail's.
+func appCommand(args []string) (code int, ok bool) {
+	switch {
+	case isSendmailName(args[0]):
+		return sendmail.Run(args[1:], sendmailEnv()), true
+	case len(args) > 1 && args[1] == "sendmail":
+		return sendmail.Run(args[2:], sendmailEnv()), true
+	case len(args) > 1 && args[1] == "apikey":
+		if err := apikeyCmd(args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "relayq:", err)
+			return 1, true
+		}
+		return 0, true
+	}
+	return 0, false
+}
+
+func isSendmailName(argv0 string) bool {
+	b := filepath.Base(argv0)
+	return b == "sendmail"
+}
+
+// sendmailEnv connects the command to the relay's configuration and, for
+// -bp, to `relayq queue list`.
+func sendmailEnv() sendmail.Env {
+	return sendmail.Env{
+		LoadConfig: sendmailConfig,
+		QueueList:  func(out io.Writer) error { return queueCmd([]string{"list"}, out) },
+	}
+}
+
+// sendmailConfig reads what the sendmail command needs from the relay's
+// configuration file: where to submit and with which credentials.
+func sendmailConfig(path string) (sendmail.RelayConfig, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return sendmail.RelayConfig{}, err
+	}
+	rc := sendmail.RelayConfig{Hostname: cfg.Hostname}
+	if len(cfg.Submission.Listen) > 0 {
+		rc.Server = cfg.Submission.Listen[0]
+	}
+	return rc, nil
+}
+
+// apikeyCmd is `relayq apikey new NAME`: a fresh key and its bcrypt hash,
+// ready for submission.api_keys.
+func apikeyCmd(args []string, out io.Writer) error {
+	if len(args) != 2 || args[0] != "new" {
+		return fmt.Errorf("usage: relayq apikey new NAME")
+	}
+	name := args[1]
+	if !config.ValidAPIKeyName(name) {
+		return fmt.Errorf("apikey: %q: a name is 1-64 letters, digits, '-' or '_'", name)
+	}
+	secret := make([]byte, 24)
+	if _, err := rand.Read(secret); err != nil {
+		return fmt.Errorf("apikey: %w", err)
+	}
+	key := name + "." + base64.RawURLEncoding.EncodeToString(secret)
+	hash, err := bcrypt.GenerateFromPassword([]byte(key), bcrypt.DefaultCost)
+	if err != nil {
+		return fmt.Errorf("apikey: %w", err)
+	}
+	fmt.Fprintf(out, "key:  %s\n\nAdd to the configuration (the key itself is not stored; keep it safe):\n\nsubmission:\n  api_keys:\n    - name: %s\n      key_hash: %q\n", key, name, hash)
+	return nil
+}
+
+// startHTTPSubmission serves the HTTP API when submission.http_listen is
+// set; the returned stop function shuts it down (a no-op otherwise).
+func startHTTPSubmission(cfg *config.Config, srv *submission.Server, log *slog.Logger) (func(context.Context), error) {
+	if cfg.Submission.HTTPListen == "" {
+		return func(context.Context) {}, nil
+	}
+	h := httpsubmit.New(httpsubmit.Options{Acceptor: srv.Acceptor(), Logger: log, UploadTimeout: cfg.Submission.DataTimeout})
+	if _, err := h.Listen(cfg.Submission.HTTPListen); err != nil {
+		return nil, fmt.Errorf("submission.http_listen: %w", err)
+	}
+	return func(ctx context.Context) {
+		if err := h.Shutdown(ctx); err != nil {
+			log.Warn("HTTP submissions cut at shutdown", "err", err)
+		}
+	}, nil
+}
+
+// apiKeys converts the configured keys for the submission policy.
+func apiKeys(cfg *config.Config) []submission.APIKey {
+	out := make([]submission.APIKey, 0, len(cfg.Submission.APIKeys))
+	for _, k := range cfg.Submission.APIKeys {
+		out = append(out, submission.APIKey{Name: k.Name, KeyHash: k.KeyHash})
+	}
+	return out
+}

@@ -1,0 +1,111 @@
+package config
+
+import (
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Cluster says how this node shares its shaping state with other relayq
+// nodes through Redis (issue 19); cmd/relayq hands these values to
+// cluster.NewState as a cluster.Config.
+type Cluster struct {
+	// RedisURL is redis://[[user]:password@]host[:port][/db] or rediss://
+	// (TLS); "" means a single node (no Redis).
+	RedisURL string
+	// RedisPasswordFile holds the Redis password, for a URL without one.
+	RedisPasswordFile string
+	// NodeName names this node in Redis; unique per node. Never empty
+	// after Load: "" in the file means the system host name.
+	NodeName string
+	// ExpectedNodes divides every shaping limit while Redis is unreachable.
+	ExpectedNodes int
+}
+
+// cluster reads the cluster: section.
+func (l *loader) cluster() Cluster {
+	return Cluster{
+		RedisURL:          strings.TrimSpace(l.str("cluster.redis_url")),
+		RedisPasswordFile: strings.TrimSpace(l.str("cluster.redis_password_file")),
+		NodeName:          strings.TrimSpace(l.str("cluster.node_name")),
+		ExpectedNodes:     l.intKey("cluster.expected_nodes"),
+	}
+}
+
+// validateCluster checks the cluster: section and fills NodeName.
+func (l *loader) validateCluster(c *Cluster) {
+	l.atLeast("cluster.expected_nodes", int64(c.ExpectedNodes), 1)
+	if c.NodeName == "" {
+		if h, err := os.Hostname(); err == nil && h != "" {
+			c.NodeName = h
+		} else {
+			l.failf("cluster.node_name", "empty and the system host name is unknown (%v); set it", err)
+		}
+	}
+	if !validNodeName(c.NodeName) {
+		l.failf("cluster.node_name", "%q is not a node name (1 to 128 letters, digits, '.', '-' and '_')", c.NodeName)
+	}
+	urlPassword := false
+	if c.RedisURL != "" {
+		urlPassword = l.redisURL("cluster.redis_url", c.RedisURL)
+	}
+	if f := c.RedisPasswordFile; f != "" {
+		const key = "cluster.redis_password_file"
+		b, err := os.ReadFile(f)
+		switch {
+		case c.RedisURL == "":
+			l.failf(key, "set, but cluster.redis_url is empty")
+		case urlPassword:
+			l.failf(key, "set, but cluster.redis_url carries a password too; keep one")
+		case err != nil:
+			l.failf(key, "%w", err)
+		case strings.TrimSpace(string(b)) == "":
+			l.failf(key, "%s is empty", f)
+		}
+	}
+}
+
+// redisURL checks a Redis URL the way go-redis reads it, without showing
+// its password in the message, and reports whether it carries one.
+func (l *loader) redisURL(key, raw string) (hasPassword bool) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		l.failf(key, "not a URL such as redis://127.0.0.1:6379/0")
+		return false
+	}
+	shown := u.Redacted()
+	_, hasPassword = u.User.Password()
+	switch {
+	case u.Scheme != "redis" && u.Scheme != "rediss":
+		l.failf(key, "%q: the scheme must be redis:// or rediss:// (TLS)", shown)
+	case u.Hostname() == "":
+		l.failf(key, "%q has no host; want e.g. redis://127.0.0.1:6379/0", shown)
+	case u.RawQuery != "" || u.Fragment != "":
+		l.failf(key, "%q: query parameters are not supported (relayq sets its own short timeouts)", shown)
+	}
+	if p := u.Port(); p != "" {
+		if err := checkPort(p, 1); err != nil {
+			l.failf(key, "%q: %v", shown, err)
+		}
+	}
+	if db := strings.Trim(u.Path, "/"); db != "" {
+		if n, err := strconv.Atoi(db); err != nil || n < 0 || strings.Contains(db, "/") {
+			l.failf(key, "%q: the path %q is not a database number such as /0", shown, u.Path)
+		}
+	}
+	return hasPassword
+}
+
+// validNodeName is the rule cluster.Node applies: safe in Redis keys and logs.
+func validNodeName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, c := range s {
+		if !(c == '-' || c == '_' || c == '.' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+			return false
+		}
+	}
+	return true
+}

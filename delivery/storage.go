@@ -1,0 +1,126 @@
+package delivery
+
+import (
+	"errors"
+	"time"
+
+	"github.com/relayq/relayq/queue"
+)
+
+// StorageOp names the queue operation on the delivery side that failed.
+type StorageOp string
+
+// The delivery side's queue operations.
+const (
+	StorageClaim    StorageOp = "claim"    // recording an attempt before it is made
+	StorageRecord   StorageOp = "record"   // writing an attempt's outcome
+	StoragePostpone StorageOp = "postpone" // moving mail for a suspended destination
+	StorageScan     StorageOp = "scan"     // reading the schedule or a message
+)
+
+// StorageOps lists every StorageOp, so metrics can create their series.
+func StorageOps() []StorageOp {
+	return []StorageOp{StorageClaim, StorageRecord, StoragePostpone, StorageScan}
+}
+
+// StorageObserver is an Observer that also wants to hear of queue
+// operations that failed (a full disk, an I/O error). The engine checks for
+// it with a type assertion, so Observers without it keep working.
+type StorageObserver interface {
+	StorageError(op StorageOp)
+}
+
+// Back-off after a failed queue operation: the scheduler neither scans nor
+// starts attempts nor writes until it ends. It doubles per failure in a
+// row and ends at the first success. A full disk is then tried about once
+// every half minute instead of in a tight loop (issue 12, defect 1).
+const (
+	storageBackoffMin = time.Second
+	storageBackoffMax = 30 * time.Second
+)
+
+// storageState is the scheduler's memory of queue trouble. Owned by the
+// scheduler goroutine.
+type storageState struct {
+	until   time.Time // no queue work before this
+	strikes int       // failures in a row
+	// unwritten are outcomes of attempts that were made but could not be
+	// written. Their messages stay in memory (busy) so they are never
+	// attempted again while relayq runs; the scheduler writes them first
+	// when the back-off ends (issue 12, defect 7).
+	unwritten []pendingRecord
+}
+
+// pendingRecord is an attempt's outcome waiting to be written.
+type pendingRecord struct {
+	job      *job
+	outcomes []queue.Outcome
+	notices  []queue.Notice
+	end      time.Time
+	took     time.Duration
+}
+
+// storageFailed notes a failed queue operation: count it, and back off.
+func (e *Engine) storageFailed(op StorageOp, now time.Time) {
+	e.storage.strikes++
+	d := storageBackoffMin << min(e.storage.strikes-1, 10)
+	d = min(d, storageBackoffMax)
+	if u := now.Add(d); u.After(e.storage.until) {
+		e.storage.until = u
+	}
+	if so, ok := e.obs.(StorageObserver); ok {
+		so.StorageError(op)
+	}
+}
+
+// storageOK notes a queue write that worked: the back-off is over.
+func (e *Engine) storageOK() {
+	e.storage.strikes = 0
+	e.storage.until = time.Time{}
+}
+
+// storageWait reports whether the scheduler is backing off at now.
+func (e *Engine) storageWait(now time.Time) bool {
+	return now.Before(e.storage.until)
+}
+
+// retryable reports whether a failed outcome write may work later: not
+// when the message is gone (an operator deleted it, or it was
+// quarantined) or the queue is closed.
+func retryable(err error) bool {
+	return !errors.Is(err, queue.ErrNotFound) && !errors.Is(err, queue.ErrDamaged) && !errors.Is(err, queue.ErrClosed)
+}
+
+// keepUnwritten holds an outcome that could not be written; its message
+// stays in memory (the job's busy count is kept) until it is.
+func (e *Engine) keepUnwritten(p pendingRecord, now time.Time) {
+	e.storage.unwritten = append(e.storage.unwritten, p)
+	e.storageFailed(StorageRecord, now)
+}
+
+// writeUnwritten tries to write the outcomes kept in memory, oldest first,
+// and reports whether all are written (or dropped as unwritable). It stops
+// at the first that fails again.
+func (e *Engine) writeUnwritten(now time.Time) bool {
+	for len(e.storage.unwritten) > 0 {
+		p := e.storage.unwritten[0]
+		res, ok := e.recordNow(p)
+		if !ok {
+			e.storageFailed(StorageRecord, now)
+			return false
+		}
+		e.storage.unwritten[0] = pendingRecord{}
+		e.storage.unwritten = e.storage.unwritten[1:]
+		e.booked(res)
+	}
+	return true
+}
+
+// abandonUnwritten logs the outcomes that could not be written before
+// shutdown: after a restart those recipients are attempted again.
+func (e *Engine) abandonUnwritten() {
+	if n := len(e.storage.unwritten); n > 0 && !e.writeUnwritten(e.clock.Now()) {
+		e.log.Error("outcomes could not be written before shutdown; those recipients will be attempted again",
+			"attempts", len(e.storage.unwritten))
+	}
+}

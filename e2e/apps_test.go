@@ -1,0 +1,190 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relayq/relayq/smtptest"
+)
+
+// withHTTP turns on the relay's HTTP submission API on a fresh port and
+// returns the messages URL.
+func (r *relay) withHTTP(t *testing.T) string {
+	t.Helper()
+	addr := freeAddr(t)
+	b, err := os.ReadFile(r.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("submission:\n"), []byte(fmt.Sprintf("submission:\n  http_listen: %q\n", addr)), 1)
+	if err := os.WriteFile(r.cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + addr + "/api/v1/messages"
+}
+
+// waitDial waits until addr accepts connections: a bounded poll on a
+// ticker (the relay opens its HTTP listener just after the SMTP one that
+// start waited for).
+func waitDial(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case <-deadline.C:
+			t.Fatalf("%s not listening: %v", addr, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// A message answered 202 survives a SIGKILL that comes right after the
+// 202: clients post concurrently, the relay is killed the moment one of
+// them gets its answer, and after a restart every message that got a 202
+// reaches the next hop.
+func TestHTTPKillRightAfter202LosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped with -short")
+	}
+	mx := smtptest.NewServer(t, smtptest.DiscardEvents())
+	r := newRelay(t, mx.Addr(), "", "")
+	url := r.withHTTP(t)
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	waitDial(t, strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/api/v1/messages"))
+
+	var (
+		mu       sync.Mutex
+		accepted []string
+		killOnce sync.Once
+		wg       sync.WaitGroup
+	)
+	client := &http.Client{Timeout: 10 * time.Second}
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				tok := fmt.Sprintf("tok-h%d-%d", w, i)
+				resp, err := client.Post(url, "message/rfc822", strings.NewReader(testMessage(tok)))
+				if err != nil {
+					return // the relay is gone: this one never got a 202
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusAccepted {
+					continue
+				}
+				mu.Lock()
+				accepted = append(accepted, tok)
+				n := len(accepted)
+				mu.Unlock()
+				if n == 100 {
+					killOnce.Do(r.kill)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	killOnce.Do(r.kill)
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, tok := range accepted {
+		want[tok] = true
+	}
+	mx.WaitFor(t, 30*time.Second, func() bool {
+		got := deliveredTokens(mx)
+		for tok := range want {
+			if got[tok] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("%d messages answered 202, all delivered", len(want))
+}
+
+// sendmail runs the built binary as `relayq sendmail` (or through a
+// symlink named sendmail) with the given standard input.
+func sendmail(t *testing.T, server, stdin string, asSymlink bool, args ...string) (int, string) {
+	t.Helper()
+	bin, argv := relayqBin, append([]string{"sendmail"}, args...)
+	if asSymlink {
+		bin = filepath.Join(t.TempDir(), "sendmail")
+		if err := os.Symlink(relayqBin, bin); err != nil {
+			t.Fatal(err)
+		}
+		argv = args
+	}
+	cmd := exec.Command(bin, argv...)
+	cmd.Env = append(cleanEnv(), "RELAYQ_SENDMAIL_SERVER="+server)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), stderr.String()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, stderr.String()
+}
+
+// `printf 'To: a@x\nSubject: s\n\nbody\n' | relayq sendmail -t -i` is
+// delivered through the relay; PHP's `sendmail -t -i -f bounce@x` (the
+// binary under the name sendmail) sets the envelope sender; with the relay
+// down the caller gets 75.
+func TestSendmailThroughRelay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped with -short")
+	}
+	mx := smtptest.NewServer(t)
+	r := newRelay(t, mx.Addr(), "", "")
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	if code, errs := sendmail(t, r.addr, "To: a@x.test\nSubject: tok-sm-1\n\nbody\n", false, "-t", "-i"); code != 0 {
+		t.Fatalf("relayq sendmail -t -i: exit %d: %s", code, errs)
+	}
+	if code, errs := sendmail(t, r.addr, "To: a@x.test\nSubject: tok-sm-2\n\nbody\n", true, "-t", "-i", "-f", "bounce@x.test"); code != 0 {
+		t.Fatalf("sendmail -t -i -f: exit %d: %s", code, errs)
+	}
+	msgs := mx.WaitMessages(t, 2, 30*time.Second)
+	byTok := map[string]smtptest.Message{}
+	for _, m := range msgs {
+		byTok[tokenOf(m.Data)] = m
+	}
+	m1, m2 := byTok["tok-sm-1"], byTok["tok-sm-2"]
+	if strings.Join(m1.To, ",") != "a@x.test" || !bytes.Contains(m1.Data, []byte("\r\nbody\r\n")) || !bytes.Contains(m1.Data, []byte("Message-ID: <")) {
+		t.Errorf("first message: %s -> %v\n%s", m1.From, m1.To, m1.Data)
+	}
+	if m2.From != "bounce@x.test" {
+		t.Errorf("-f bounce@x.test: envelope sender %q", m2.From)
+	}
+
+	r.kill()
+	code, errs := sendmail(t, r.addr, "To: a@x.test\nSubject: s\n\nbody\n", false, "-t", "-i")
+	if code != 75 || strings.Count(errs, "\n") != 1 {
+		t.Fatalf("relay down: exit %d, stderr %q; want 75 and one line", code, errs)
+	}
+}

@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayq/relayq/smtptest"
+)
+
+// podman runs podman the way these machines need it (see the README's
+// "Container" section): runc as the runtime, cgroupfs, and a containers.conf
+// without default ulimits.
+type podman struct {
+	t    *testing.T
+	bin  string
+	conf string
+}
+
+// newPodman finds a working podman, or skips the test saying why.
+func newPodman(t *testing.T) *podman {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("container test needs root (podman as root)")
+	}
+	bin, err := exec.LookPath("podman")
+	if err != nil {
+		t.Skip("no container engine: podman not installed (.ci/run installs it)")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		t.Skip("no container engine: runc not installed (.ci/run installs it)")
+	}
+	conf := filepath.Join(t.TempDir(), "containers.conf")
+	if err := os.WriteFile(conf, []byte("[containers]\ndefault_ulimits = []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &podman{t: t, bin: bin, conf: conf}
+	if out, err := p.cmd("info").CombinedOutput(); err != nil {
+		t.Skipf("no working container engine: podman info: %v\n%s", err, out)
+	}
+	return p
+}
+
+func (p *podman) cmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(p.bin, append([]string{"--runtime", "runc", "--cgroup-manager=cgroupfs"}, args...)...)
+	cmd.Env = append(cleanEnv(), "CONTAINERS_CONF="+p.conf)
+	return cmd
+}
+
+// run runs podman and fails the test when it fails.
+func (p *podman) run(args ...string) string {
+	p.t.Helper()
+	out, err := p.cmd(args...).CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// `make image` builds the FROM scratch image; it runs as a non-root user,
+// reports healthy through its HEALTHCHECK, and relays mail with its queue on
+// the volume.
+func TestContainerImageRelaysMail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped with -short")
+	}
+	p := newPodman(t)
+	image := fmt.Sprintf("localhost/relayq-e2e:%d", time.Now().UnixNano())
+	build := exec.Command("make", "--no-print-directory", "image", "IMAGE="+image,
+		"IMAGE_CTX="+filepath.Join(t.TempDir(), "ctx"),
+		"IMAGE_BUILD="+p.bin+" --runtime runc --cgroup-manager=cgroupfs build --format docker")
+	build.Dir = moduleRoot(t)
+	build.Env = append(cleanEnv(), "CONTAINERS_CONF="+p.conf)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("make image: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { p.cmd("rmi", "-f", image).Run() })
+
+	if user := p.run("image", "inspect", "--format", "{{.Config.User}}", image); user != "65532:65532" {
+		t.Errorf("image user %q, want the unprivileged 65532:65532", user)
+	}
+	if hc := p.run("image", "inspect", "--format", "{{.HealthCheck.Test}}", image); !strings.Contains(hc, "healthcheck") {
+		t.Errorf("image health check %q, want relayq healthcheck", hc)
+	}
+
+	mx := smtptest.NewServer(t)
+	smtpAddr, adminAddr := freeAddr(t), freeAddr(t)
+	name := strings.NewReplacer("localhost/", "", ":", "-").Replace(image)
+	// Host networking: the test reaches the container on loopback, and the
+	// container reaches the fake MX there, without a bridge or NAT.
+	p.run("run", "-d", "--name", name, "--pull=never", "--network", "host",
+		"-e", "RELAYQ_SUBMISSION_LISTEN="+smtpAddr,
+		"-e", "RELAYQ_ADMIN_LISTEN="+adminAddr,
+		"-e", "RELAYQ_DELIVERY_ROUTES=*="+mx.Addr(),
+		"-e", "RELAYQ_DELIVERY_TLS=none",
+		"-e", "RELAYQ_HOSTNAME=relay.test",
+		"--health-cmd", `["/usr/local/bin/relayq","healthcheck","--admin","`+adminAddr+`"]`,
+		image)
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := p.cmd("logs", name).CombinedOutput()
+			t.Logf("container log:\n%s", out)
+		}
+		p.cmd("rm", "-f", "-t", "5", name).Run()
+	})
+
+	// The health check, as the engine runs it, turns healthy once the
+	// relay is up (a bounded poll: start-up time is not assumed).
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := p.cmd("healthcheck", "run", name).Run(); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			out, _ := p.cmd("healthcheck", "run", name).CombinedOutput()
+			t.Fatalf("container never became healthy: %s", out)
+		}
+		<-tick.C
+	}
+
+	c, err := dialClient(smtpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, line, err := c.send("app@example.org", "rcpt@example.net", testMessage("tok-container"), nil)
+	c.close()
+	if o != accepted {
+		t.Fatalf("submission: %s %q %v", o, line, err)
+	}
+	mx.WaitFor(t, 20*time.Second, func() bool { return deliveredTokens(mx)["tok-container"] == 1 })
+
+	if out := p.run("exec", name, "/usr/local/bin/relayq", "version"); !strings.HasPrefix(out, "relayq ") {
+		t.Errorf("relayq version in the container: %q", out)
+	}
+	p.run("stop", "-t", "20", name)
+	if out := p.run("logs", name); !strings.Contains(out, "relayq stopped") {
+		t.Errorf("no graceful stop in the log:\n%s", out)
+	}
+}

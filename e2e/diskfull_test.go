@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDiskFullSuspendedDestinationNoHotLoop is issue 12, defect 1 as the
+// review found it, with the built binary: the queue on a small tmpfs, every
+// domain routed to a closed port (so the destination is suspended), the
+// tmpfs filled. When the suspension ends, the probe is refused again and
+// the mail waiting for the destination cannot be postponed on the full
+// disk. Before, relayq retried that postpone in a tight loop (75-134
+// failures a second, about 90% of a CPU) until space was freed; now it
+// backs off, 1 s doubling to 30 s. Needs root for mount; skipped otherwise.
+func TestDiskFullSuspendedDestinationNoHotLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped with -short")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs for a full disk (needs root): %v %s", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	r := newRelay(t, freeAddr(t), "retry:\n  initial_delay: 1s\n  max_delay: 2s\n  jitter: 0s\n", "")
+	cfg, err := os.ReadFile(r.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queuePath := filepath.Join(dir, "queue.db")
+	cfg = []byte(strings.Replace(string(cfg), filepath.Join(r.dir, "queue.db"), queuePath, 1))
+	if err := os.WriteFile(r.cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.kill() })
+
+	c, err := dialClient(r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	body := strings.Repeat(strings.Repeat("x", 98)+"\r\n", 80) // 8 kB
+	// More messages than one scan batch (256) holds.
+	for i := 0; i < 400; i++ {
+		o, line, err := c.send("app@example.org", fmt.Sprintf("u%d@example.net", i), "Subject: "+fmt.Sprint(i)+"\r\n\r\n"+body, nil)
+		if o != accepted {
+			t.Fatalf("message %d before the disk filled: %v %s %v", i, o, line, err)
+		}
+	}
+	if err := r.log.waitFor("destination suspended", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, filepath.Join(dir, "filler"))
+
+	const failed = "postponing mail for a suspended destination failed"
+	if err := r.log.waitFor(failed, 15*time.Second); err != nil {
+		t.Fatalf("the full disk never made a postpone fail: %v", err)
+	}
+	// Count the failures over the next 5 seconds: a back-off of 1 s, 2 s,
+	// 4 s allows about three; the hot loop made hundreds.
+	start := r.log.count(failed)
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	for done := false; !done; {
+		select {
+		case <-r.log.changedCh():
+			if n := r.log.count(failed) - start; n > 10 {
+				t.Fatalf("%d failed postpones within 5 s of the first: a hot loop", n)
+			}
+		case <-deadline.C:
+			done = true
+		}
+	}
+	t.Logf("%d failed postpones in the 5 s after the first", r.log.count(failed)-start)
+	if code, err := r.term(10 * time.Second); err != nil || code != 0 {
+		t.Errorf("SIGTERM on a full disk: exit %d, %v", code, err)
+	}
+}
+
+// fill writes path until the file system says ENOSPC.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling the disk: %v", err)
+			}
+			return
+		}
+	}
+}
+
+// count returns how many lines of the current run contain substr (up to
+// the 10,000 lines a run keeps).
+func (l *lineLog) count(substr string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.recent {
+		if strings.Contains(line, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+// changedCh returns a channel closed when the next output arrives.
+func (l *lineLog) changedCh() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed
+}

@@ -1,0 +1,51 @@
+package httpsubmit
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/submission"
+)
+
+// authenticate turns the request into a submission.Client: a Bearer API
+// key or Basic SMTP credentials make it authenticated; without an
+// Authorization header it is anonymous (and may relay only from a trusted
+// network, which MayRelay decides).
+func (s *Server) authenticate(r *http.Request, ip netip.Addr) (submission.Client, *smtp.SMTPError) {
+	c := submission.Client{IP: ip, TLS: r.TLS != nil, With: "HTTP"}
+	if c.TLS {
+		c.With = "HTTPS"
+	}
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return c, nil
+	}
+	if !c.TLS && !s.acc.AllowInsecureAuth() {
+		return c, s.acc.Refuse(c, submission.RejectAuth, errNeedTLS)
+	}
+	scheme, cred, _ := strings.Cut(h, " ")
+	var err error
+	switch strings.ToLower(scheme) {
+	case "bearer":
+		c.AuthUser, err = s.acc.LoginKey(ip, strings.TrimSpace(cred))
+	case "basic":
+		user, pass, ok := r.BasicAuth()
+		if !ok {
+			return c, s.acc.Refuse(c, submission.RejectAuth, errBadAuthHeader)
+		}
+		c.AuthUser, err = user, s.acc.Login(ip, user, pass)
+	default:
+		return c, s.acc.Refuse(c, submission.RejectAuth, errBadAuthHeader)
+	}
+	if err != nil {
+		c.AuthUser = ""
+		return c, asSMTP(err)
+	}
+	return c, nil
+}
+
+func queueRecipient(addr string) queue.Recipient { return queue.Recipient{Address: addr} }

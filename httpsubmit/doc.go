@@ -1,0 +1,18 @@
+// Package httpsubmit is relayq's HTTP submission API: POST /api/v1/messages
+// takes a raw message (message/rfc822) or a JSON description that it builds
+// into MIME with go-message, and hands it to the queue through
+// submission.Acceptor, the same entry point SMTP uses.
+//
+// Invariants:
+//   - 202 is sent only after the message is fsync'd (Acceptor.Accept
+//     returned), exactly like SMTP's 250; any other status means nothing was
+//     queued.
+//   - Relay policy, size and recipient limits, connection limits, the
+//     AUTH lockout and DKIM signing are submission's, not a copy: a refusal is the SMTP reply
+//     an SMTP client would get, turned into a status by statusFor.
+//   - Errors are JSON {"error", "code"} with an RFC 3463 enhanced code;
+//     429 and 503 carry Retry-After.
+//   - Credentials (Bearer API key, Basic SMTP user) are refused over plain
+//     HTTP unless submission.allow_insecure_auth is set.
+//   - A Bcc header never reaches the queue.
+package httpsubmit

@@ -1,0 +1,211 @@
+package rawmsg
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-message/mail"
+)
+
+// ErrHeaderTooBig is returned when the header block exceeds the limit.
+var ErrHeaderTooBig = errors.New("rawmsg: header block too big")
+
+// Field is one header field as it came in: its name and its raw bytes,
+// continuation lines included, each line ending in CRLF.
+type Field struct {
+	Name string
+	Raw  []byte
+}
+
+// Header is a message's header block, in order.
+type Header struct {
+	Fields []Field
+	// rest is the first body line when the message had no empty line
+	// between header and body (a line that is no header field ends the
+	// header, as in sendmail).
+	rest []byte
+}
+
+// ReadHeader reads the header block from r, up to and including the empty
+// line that ends it (or EOF), taking at most max bytes. r is left at the
+// first byte of the body.
+func ReadHeader(r *bufio.Reader, max int) (*Header, error) {
+	h := &Header{}
+	total := 0
+	for {
+		line, err := readLine(r, max-total)
+		total += len(line)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if len(line) == 0 {
+			return h, nil // EOF: header only
+		}
+		line = toCRLF(line)
+		switch {
+		case string(line) == "\r\n":
+			return h, nil
+		case (line[0] == ' ' || line[0] == '\t') && len(h.Fields) > 0:
+			f := &h.Fields[len(h.Fields)-1]
+			f.Raw = append(f.Raw, line...)
+		default:
+			name, ok := fieldName(line)
+			if !ok {
+				h.rest = line
+				return h, nil
+			}
+			h.Fields = append(h.Fields, Field{Name: name, Raw: line})
+		}
+		if errors.Is(err, io.EOF) {
+			return h, nil
+		}
+	}
+}
+
+// readLine reads one line including its LF, at most max bytes.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		if len(line)+len(frag) > max {
+			return nil, ErrHeaderTooBig
+		}
+		line = append(line, frag...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
+}
+
+// toCRLF turns a line ending in a bare LF into one ending in CRLF.
+func toCRLF(line []byte) []byte {
+	n := len(line)
+	if n > 0 && line[n-1] == '\n' && (n == 1 || line[n-2] != '\r') {
+		return append(line[:n-1], '\r', '\n')
+	}
+	return line
+}
+
+// fieldName returns the name of a field line "Name: value" (RFC 5322
+// section 2.2: printable ASCII but ':', at least one).
+func fieldName(line []byte) (string, bool) {
+	i := bytes.IndexByte(line, ':')
+	if i <= 0 {
+		return "", false
+	}
+	for _, c := range line[:i] {
+		if c < 33 || c > 126 {
+			return "", false
+		}
+	}
+	return string(line[:i]), true
+}
+
+// Has reports whether a field named name (case-insensitive) is present.
+func (h *Header) Has(name string) bool {
+	for _, f := range h.Fields {
+		if strings.EqualFold(f.Name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Get returns the unfolded value of the first field named name, or "".
+func (h *Header) Get(name string) string {
+	for _, f := range h.Fields {
+		if strings.EqualFold(f.Name, name) {
+			v := string(f.Raw[len(f.Name)+1:])
+			v = strings.ReplaceAll(v, "\r\n", "")
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// Addresses returns the addr-specs of every field named in names, in order
+// (RFC 2047 display names are decoded and dropped). Groups are flattened.
+func (h *Header) Addresses(names ...string) ([]string, error) {
+	var out []string
+	for _, f := range h.Fields {
+		for _, n := range names {
+			if !strings.EqualFold(f.Name, n) {
+				continue
+			}
+			v := strings.TrimSpace(strings.ReplaceAll(string(f.Raw[len(f.Name)+1:]), "\r\n", ""))
+			if v == "" {
+				continue
+			}
+			list, err := mail.ParseAddressList(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f.Name, err)
+			}
+			for _, a := range list {
+				out = append(out, a.Address)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Remove deletes every field named name.
+func (h *Header) Remove(name string) {
+	kept := h.Fields[:0]
+	for _, f := range h.Fields {
+		if !strings.EqualFold(f.Name, name) {
+			kept = append(kept, f)
+		}
+	}
+	h.Fields = kept
+}
+
+// Add appends a field; value must be a single line (already encoded).
+func (h *Header) Add(name, value string) {
+	h.Fields = append(h.Fields, Field{Name: name, Raw: []byte(name + ": " + value + "\r\n")})
+}
+
+// Complete adds the fields RFC 5322 section 3.6 requires and a relay adds
+// for local submissions: Date (from now) and Message-ID (on hostname) if
+// missing, and From: from if missing and from is not "". It returns the
+// message's Message-ID.
+func (h *Header) Complete(now time.Time, hostname, from string) (string, error) {
+	if from != "" && !h.Has("From") {
+		h.Add("From", from)
+	}
+	if !h.Has("Date") {
+		h.Add("Date", now.Format("Mon, 02 Jan 2006 15:04:05 -0700"))
+	}
+	if !h.Has("Message-ID") {
+		var mh mail.Header
+		if err := mh.GenerateMessageIDWithHostname(hostname); err != nil {
+			return "", fmt.Errorf("rawmsg: message id: %w", err)
+		}
+		h.Add("Message-ID", mh.Get("Message-Id"))
+	}
+	return h.Get("Message-ID"), nil
+}
+
+// WriteTo writes the header block, the empty line ending it and, if the
+// message had none, the first body line that ended the header.
+func (h *Header) WriteTo(w io.Writer) (int64, error) {
+	var b bytes.Buffer
+	for _, f := range h.Fields {
+		b.Write(f.Raw)
+	}
+	b.WriteString("\r\n")
+	b.Write(h.rest)
+	return b.WriteTo(w)
+}
+
+// Reader returns the whole message: the header block, then body with its
+// bare LFs turned into CRLF.
+func (h *Header) Reader(body io.Reader) io.Reader {
+	var b bytes.Buffer
+	h.WriteTo(&b)
+	return io.MultiReader(&b, NewCRLFReader(body))
+}
