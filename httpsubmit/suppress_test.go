@@ -29,7 +29,7 @@ func TestSuppressedRecipientRefused(t *testing.T) {
 		t.Errorf("other recipient: %+v", g)
 	}
 	evs, _, _ := e.store.Events(queue.EventQuery{Types: []queue.EventType{queue.EventSuppressed}})
-	if len(evs) != 1 || evs[0].Recipient != "gone@example.net" {
+	if len(evs) != 1 || evs[0].Recipient != "gone@example.net" || evs[0].From != "a@example.org" {
 		t.Errorf("suppressed events: %+v", evs)
 	}
 }

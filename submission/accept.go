@@ -134,9 +134,16 @@ func (a Acceptor) CheckSender(c Client, from string) error {
 	return nil
 }
 
-// CheckRecipient refuses a recipient: relay policy, syntax, and the
-// recipient limit (accepted is how many this message has already).
+// CheckRecipient refuses a recipient: relay policy, syntax, the recipient
+// limit (accepted is how many this message has already) and the
+// suppression list.
 func (a Acceptor) CheckRecipient(c Client, to string, accepted int) error {
+	return a.CheckRecipientFrom(c, "", to, accepted)
+}
+
+// CheckRecipientFrom is CheckRecipient for a transaction whose sender is
+// known, so a suppressed event names it.
+func (a Acceptor) CheckRecipientFrom(c Client, from, to string, accepted int) error {
 	// Second fence: CheckSender already refused strangers, but a future
 	// code path must not be able to skip it.
 	if !a.MayRelay(c) {
@@ -148,7 +155,7 @@ func (a Acceptor) CheckRecipient(c Client, to string, accepted int) error {
 	if accepted >= a.s.opts.MaxRecipients {
 		return a.reject(c, RejectRecipients, errTooManyRecipients, "to", to)
 	}
-	return a.suppressed(c, to)
+	return a.suppressed(c, from, to)
 }
 
 // errTooManyRecipients is go-smtp's own reply past MaxRecipients (RFC 5321

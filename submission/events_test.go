@@ -45,7 +45,7 @@ func TestSuppressedRecipientRefusedAtRcpt(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(evs) != 2 || evs[0].Type != queue.EventSuppressed || evs[0].Recipient != "Gone@example.net" ||
-		evs[0].EnhancedCode != "5.1.1" {
+		evs[0].From != "app@example.org" || evs[0].EnhancedCode != "5.1.1" {
 		t.Fatalf("events %+v", evs)
 	}
 	if evs[1].Type != queue.EventQueued || evs[1].Recipient != "ok@example.net" || evs[1].MessageID != "<abc@app>" {

@@ -13,7 +13,7 @@ import (
 // and records a suppressed event; nil lets it through. A list that cannot
 // be read lets mail through: the list must never lose mail. SMTP and HTTP
 // submission both pass here (CheckRecipient).
-func (a Acceptor) suppressed(c Client, to string) error {
+func (a Acceptor) suppressed(c Client, from, to string) error {
 	sp := a.s.opts.Suppressions
 	if sp == nil {
 		return nil
@@ -27,7 +27,7 @@ func (a Acceptor) suppressed(c Client, to string) error {
 		return nil
 	}
 	reply := &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: text}
-	ev := queue.Event{Type: queue.EventSuppressed, Recipient: to, Reply: "550 5.1.1 " + text}
+	ev := queue.Event{Type: queue.EventSuppressed, From: from, Recipient: to, Reply: "550 5.1.1 " + text}
 	if err := a.s.opts.Queue.AddEvents(ev); err != nil {
 		a.s.log.Error("recording a suppressed event failed", "to", to, "err", err)
 	}
