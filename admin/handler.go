@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/suppression"
 )
 
 // Kicker wakes the delivery scheduler; *delivery.Engine implements it.
@@ -44,6 +45,8 @@ type Options struct {
 	Logger *slog.Logger
 	// ReportOrg names relayq's operator in TLS-RPT reports (the hostname).
 	ReportOrg string
+	// Suppressions backs /api/v1/suppressions; nil answers 503.
+	Suppressions *suppression.List
 }
 
 // handler is the admin API.
@@ -87,6 +90,8 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("DELETE /api/v1/quarantine/{id}", h.unquarantine)
 	h.shapingRoutes()
 	h.drainRoutes()
+	h.mux.HandleFunc("GET /api/v1/events", h.events)
+	h.historyRoutes()
 	// Go's profiler, for "why is it slow" questions in production; behind
 	// the same token as everything else.
 	h.mux.HandleFunc("GET /debug/pprof/", pprof.Index)

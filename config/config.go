@@ -28,6 +28,9 @@ type Config struct {
 	// Cluster shares the shaping state with other nodes (issue 19).
 	Cluster Cluster
 	Log     Log
+	// Events and Suppression: see events.go.
+	Events      Events
+	Suppression Suppression
 	// File is the path Load read, "" when only defaults and environment apply.
 	File string
 }
@@ -61,6 +64,9 @@ type Submission struct {
 	// AuthMaxFailures failed AUTH attempts from one IP lock it out for AuthLockout.
 	AuthMaxFailures int
 	AuthLockout     time.Duration
+	// AddMissingHeaders adds Message-ID and Date to mail from authenticated
+	// and trusted clients that lacks them, as Postfix does for local mail.
+	AddMissingHeaders bool
 }
 
 // TLSFiles names a PEM certificate chain and its private key. Either both
@@ -205,6 +211,7 @@ func Default() *Config {
 			SessionTimeout:      time.Hour,
 			AuthMaxFailures:     5,
 			AuthLockout:         5 * time.Minute,
+			AddMissingHeaders:   true,
 		},
 		Queue: Queue{Path: "./relayq-data/queue.db"},
 		Admin: Admin{Listen: "127.0.0.1:8025"},
@@ -237,8 +244,10 @@ func Default() *Config {
 			Domains:   map[string]shaping.Limits{},
 			Rules:     []shaping.Rule{},
 		},
-		DKIM:    DKIM{Keys: []DKIMKey{}, Headers: []string{}},
-		Cluster: Cluster{NodeName: host, ExpectedNodes: 1},
-		Log:     Log{Format: "text", Level: "info"},
+		DKIM:        DKIM{Keys: []DKIMKey{}, Headers: []string{}},
+		Cluster:     Cluster{NodeName: host, ExpectedNodes: 1},
+		Log:         Log{Format: "text", Level: "info"},
+		Events:      Events{Retention: 168 * time.Hour, Webhooks: []Webhook{}},
+		Suppression: Suppression{Auto: true, Codes: []string{}},
 	}
 }

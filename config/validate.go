@@ -40,6 +40,7 @@ func (l *loader) validate(c *Config) {
 	l.validateShaping(c)
 	l.validateDKIM(&c.DKIM)
 	l.validateCluster(&c.Cluster)
+	l.validateEvents(&c.Events, &c.Suppression)
 	l.oneOf("log.format", c.Log.Format, "text", "json")
 	l.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 }

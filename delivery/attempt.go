@@ -182,7 +182,7 @@ func (e *Engine) giveUpUnattempted(j *job, set *Settings, now time.Time) result 
 		if reply == "" {
 			reply = "4.4.7 message expired before it could be attempted"
 		}
-		outcomes = append(outcomes, queue.Outcome{Address: r.Address, Status: queue.StatusBounced, Reply: reply, RemoteMTA: r.RemoteMTA})
+		outcomes = append(outcomes, queue.Outcome{Address: r.Address, Status: queue.StatusBounced, Expired: true, Reply: reply, RemoteMTA: r.RemoteMTA})
 		r.LastReply = reply
 		failed = append(failed, r)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/relayq/relayq/clock"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpclient"
+	"github.com/relayq/relayq/smtpcodes"
 )
 
 // Observer is told about delivery events; cmd wires it to Prometheus.
@@ -70,6 +71,8 @@ type Options struct {
 	// TLSReport, if set, records per-domain DANE and MTA-STS results for
 	// TLS-RPT (RFC 8460).
 	TLSReport TLSRecorder
+	// Suppress: see Settings.Suppress.
+	Suppress func(smtpcodes.Reply) bool
 }
 
 // Settings are the parts of Options a SIGHUP may replace while running.
@@ -78,6 +81,10 @@ type Settings struct {
 	Courier   Courier
 	Policy    queue.Policy
 	WarnAfter time.Duration
+	// Suppress, if set, says whether a permanent refusal puts the
+	// recipient on the suppression list (suppression.auto): it is then
+	// added in the transaction that records the bounce.
+	Suppress func(smtpcodes.Reply) bool
 }
 
 // Engine delivers queued mail: one scheduler goroutine finds due messages
@@ -170,7 +177,7 @@ func New(o Options) (*Engine, error) {
 		busy:   map[string]int{},
 		dests:  map[string]*dest{},
 	}
-	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter})
+	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress})
 	return e, nil
 }
 

@@ -25,13 +25,14 @@ func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Reci
 			res = smtpclient.RcptResult{Address: r.Address, Reply: smtpcodes.Classify(smtpcodes.StageData, smtpcodes.Transientf("4.3.0", "no result for recipient"))}
 		}
 		reply := res.Reply.String()
-		o := queue.Outcome{Address: r.Address, Reply: reply, RemoteMTA: res.RemoteMTA}
+		o := queue.Outcome{Address: r.Address, Reply: reply, RemoteMTA: res.RemoteMTA, TLS: res.TLS.Name()}
 		r.LastReply, r.RemoteMTA = reply, res.RemoteMTA
 		switch res.Reply.Class {
 		case smtpcodes.Success:
 			o.Status = queue.StatusDelivered
 		case smtpcodes.Permanent:
 			o.Status = queue.StatusBounced
+			o.Suppress = set.Suppress != nil && set.Suppress(res.Reply)
 			failed = append(failed, r)
 		default:
 			next, giveUp := jit.next(set.Policy, r, env.Created, end)
@@ -46,7 +47,7 @@ func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Reci
 				}
 			}
 			if giveUp {
-				o.Status = queue.StatusBounced
+				o.Status, o.Expired = queue.StatusBounced, true
 				failed = append(failed, r)
 				break
 			}

@@ -48,17 +48,15 @@ func attemptTLS(results []smtpclient.RcptResult) smtpclient.TLSInfo {
 	return smtpclient.TLSInfo{}
 }
 
-// tlsArgs adds tls=POLICY, the TLS version and any verification failure
-// to a delivery log line.
+// tlsArgs adds tls=POLICY (dane, mta-sts, opportunistic, none; none also
+// when no session was reached), tls_version=TLSv1.3 or none, and any
+// verification failure to a delivery log line.
 func tlsArgs(j *job, args []any) []any {
 	t := j.tls
-	if t.Policy == "" {
-		return args
+	if t.Policy == "" { // no session was reached
+		return append(args, "tls", "none")
 	}
-	args = append(args, "tls", string(t.Policy))
-	if t.Version != "" {
-		args = append(args, "tls_version", t.Version)
-	}
+	args = append(args, "tls", string(t.Policy), "tls_version", t.Name())
 	if t.Failure != "" {
 		key := "tls_failure"
 		if t.Testing {

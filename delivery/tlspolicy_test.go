@@ -51,7 +51,7 @@ func TestDeliveryLogSaysTLSPolicy(t *testing.T) {
 	rec := &tlsResults{}
 	r := newRig(t, nil, func(o *Options) {
 		o.Courier = tlsCourier{next: o.Courier, info: smtpclient.TLSInfo{
-			Policy: smtpclient.PolicyMTASTS, Version: "TLS1.3", Failure: smtpclient.FailMXMismatch, Testing: true}}
+			Policy: smtpclient.PolicyMTASTS, Version: "TLSv1.3", Failure: smtpclient.FailMXMismatch, Testing: true}}
 		o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
 		o.TLSReport = rec
 	})
@@ -60,7 +60,7 @@ func TestDeliveryLogSaysTLSPolicy(t *testing.T) {
 	mu.Lock()
 	out := logs.String()
 	mu.Unlock()
-	if n := strings.Count(out, "tls=mta-sts tls_version=TLS1.3 tls_would_fail=mx-mismatch"); n != 2 {
+	if n := strings.Count(out, "tls=mta-sts tls_version=TLSv1.3 tls_would_fail=mx-mismatch"); n != 2 {
 		t.Fatalf("%d delivery lines name the TLS policy, want 2:\n%s", n, out)
 	}
 	rec.mu.Lock()

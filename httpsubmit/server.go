@@ -196,7 +196,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, c submission.Cli
 	t := submission.Transaction{From: sub.from}
 	results := make([]recipientResult, 0, len(sub.to))
 	for _, to := range sub.to {
-		if err := s.acc.CheckRecipient(c, to, len(t.Recipients)); err != nil {
+		if err := s.acc.CheckRecipientFrom(c, t.From, to, len(t.Recipients)); err != nil {
 			results = append(results, recipientResult{Address: to, Status: "refused", Reply: reply(asSMTP(err))})
 			continue
 		}

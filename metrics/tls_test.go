@@ -16,7 +16,7 @@ func TestTLSCounters(t *testing.T) {
 	if !ok {
 		t.Fatal("the delivery observer does not count TLS")
 	}
-	obs.SecuredBy(smtpclient.TLSInfo{Policy: smtpclient.PolicyDANE, Version: "TLS1.3"}, queue.StatusDelivered)
+	obs.SecuredBy(smtpclient.TLSInfo{Policy: smtpclient.PolicyDANE, Version: "TLSv1.3"}, queue.StatusDelivered)
 	obs.SecuredBy(smtpclient.TLSInfo{Policy: smtpclient.PolicyMTASTS, Failure: smtpclient.FailStartTLSNotSupported}, queue.StatusDeferred)
 	obs.SecuredBy(smtpclient.TLSInfo{Policy: smtpclient.PolicyMTASTS, Failure: smtpclient.FailMXMismatch, Testing: true}, queue.StatusDelivered)
 	obs.SecuredBy(smtpclient.TLSInfo{Policy: "weird", Failure: "odd"}, queue.StatusDeferred)

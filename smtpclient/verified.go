@@ -75,7 +75,8 @@ type HopTLS struct {
 type TLSInfo struct {
 	// Policy is the policy that applied; "" when no hop was reached.
 	Policy TLSPolicy
-	// Version is the TLS version ("TLS1.3"), "" without TLS.
+	// Version is the TLS version ("TLSv1.3", as OpenSSL and Postfix spell
+	// it), "" without TLS.
 	Version string
 	// Failure is why verification failed; with Testing set the message
 	// went on regardless.
@@ -221,17 +222,29 @@ func tlsaMatches(r TLSA, c *x509.Certificate) bool {
 	return false
 }
 
+// Name is what logs and events show: the TLS version, "none" for a
+// session in plain text, "" when no session was reached.
+func (t TLSInfo) Name() string {
+	switch {
+	case t.Version != "":
+		return t.Version
+	case t.Policy != "":
+		return "none"
+	}
+	return ""
+}
+
 // tlsVersion spells a negotiated version for logs.
 func tlsVersion(v uint16) string {
 	switch v {
 	case tls.VersionTLS13:
-		return "TLS1.3"
+		return "TLSv1.3"
 	case tls.VersionTLS12:
-		return "TLS1.2"
+		return "TLSv1.2"
 	case tls.VersionTLS11:
-		return "TLS1.1"
+		return "TLSv1.1"
 	case tls.VersionTLS10:
-		return "TLS1.0"
+		return "TLSv1.0"
 	}
 	return fmt.Sprintf("0x%04x", v)
 }

@@ -34,6 +34,8 @@ type options struct {
 	fsyncProbe int
 	cpuProfile string
 	dkimKey    string
+	events     string // "", "ok" or "hang": a local webhook receiver
+	webhook    string // its URL, set in main
 }
 
 // usageText is printed for -h.
@@ -74,6 +76,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the relays' temporary directories")
 	fs.IntVar(&o.fsyncProbe, "fsync-samples", 200, "append+fdatasync samples for the fsync reference")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write relaybench's own CPU profile here (to see whether the load generator is the limit)")
+	fs.StringVar(&o.events, "events", "", "ok or hang: the started relay posts its event stream to a local webhook receiver that answers at once (ok) or never (hang), to measure the cost of events side by side")
 	fs.StringVar(&o.dkimKey, "dkim-key", "", "DKIM key file the started relay signs with (make one with `relayq dkim keygen --domain "+benchFromDomain+" --selector bench`), to measure signing side by side")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -137,6 +140,18 @@ func main() {
 			os.Exit(2)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if o.events != "" {
+		es, err := startEventsSink(o.events)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "relaybench:", err)
+			os.Exit(2)
+		}
+		defer func() {
+			fmt.Fprintf(os.Stderr, "relaybench: webhook receiver (%s) got %d batches, %d bytes\n", o.events, es.batches.Load(), es.bytes.Load())
+			es.Close()
+		}()
+		o.webhook = es.url
 	}
 	rep := runAll(ctx, o)
 	rep.print(os.Stdout)

@@ -24,6 +24,8 @@ type relayConfig struct {
 	// DKIMKey, if set, is a key file the relay signs the load's mail with
 	// (the From: domain is benchFromDomain).
 	DKIMKey string
+	// Webhook, if set, is a URL the relay posts its events to.
+	Webhook string
 }
 
 // benchFromDomain is the From: domain of every message relaybench sends.
@@ -52,7 +54,7 @@ delivery:
   tls: none
 log:
   level: info
-`, cfg.Listen, cfg.HTTPListen, cfg.QueuePath, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop) + cfg.dkimYAML()
+`, cfg.Listen, cfg.HTTPListen, cfg.QueuePath, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop) + cfg.dkimYAML() + webhookYAML(cfg.Webhook)
 }
 
 func (cfg relayConfig) dkimYAML() string {

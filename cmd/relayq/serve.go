@@ -23,6 +23,7 @@ import (
 	"github.com/relayq/relayq/shaping"
 	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/submission"
+	"github.com/relayq/relayq/suppression"
 )
 
 // logOut batches log lines to standard error (see logbuf); serve flushes
@@ -88,6 +89,8 @@ func serve(args []string) error {
 	}
 	so := submissionOptions(cfg, store, tlsConf, log, eng, metrics)
 	so.Signer = messageSigner(signer)
+	suppressions := &suppression.List{Store: store, Config: suppressionConfig(cfg.Suppression)}
+	so.Suppressions = suppressions
 	srv, err := submission.New(so)
 	if err != nil {
 		return err
@@ -116,7 +119,7 @@ func serve(args []string) error {
 	}
 	var admin *http.Server
 	if cfg.Admin.Listen != "" {
-		admin, err = startAdmin(cfg.Admin, store, eng, shapingAPI{shaper, eng}, metrics, log, newDrainer(cfg, store, eng, srv, log))
+		admin, err = startAdmin(cfg.Admin, store, eng, shapingAPI{shaper, eng}, metrics, log, suppressions, newDrainer(cfg, store, eng, srv, log))
 		if err != nil {
 			srv.Close()
 			return err
@@ -126,6 +129,7 @@ func serve(args []string) error {
 	ctx, stop := context.WithCancel(context.Background())
 	engDone := make(chan struct{})
 	go func() { eng.Run(ctx, cfg.ShutdownTimeout); close(engDone) }()
+	eventsDone := startEvents(ctx, cfg, store, metrics, log)
 	bi := buildinfo.Get()
 	log.Info("relayq started", "version", bi.Version, "commit", bi.Commit, "go", bi.GoVersion, "hostname", cfg.Hostname, "queue", cfg.Queue.Path, "config", cfgName(path))
 	logSummary(log, cfg, smtpAddrs, smtpsAddrs)
@@ -135,7 +139,7 @@ func serve(args []string) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
-			running = reload(path, running, srv, eng, shaper, signer, metrics, log)
+			running = reload(path, running, srv, eng, shaper, signer, suppressions, metrics, log)
 			continue
 		}
 		log.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
@@ -152,6 +156,7 @@ func serve(args []string) error {
 	}
 	stop()
 	<-engDone
+	eventsDone()
 	if admin != nil {
 		_ = admin.Shutdown(sctx)
 	}
@@ -174,7 +179,7 @@ func cfgName(path string) string {
 // running. A bad file is refused with a log line and the running
 // configuration stays; a changed key that needs a restart is named in a
 // warning (reloadcheck.go).
-func reload(path string, running []config.Setting, srv *submission.Server, eng *delivery.Engine, shaper *shaping.Shaper, signer *dkim.Signer, m *metrics, log *slog.Logger) []config.Setting {
+func reload(path string, running []config.Setting, srv *submission.Server, eng *delivery.Engine, shaper *shaping.Shaper, signer *dkim.Signer, sl *suppression.List, m *metrics, log *slog.Logger) []config.Setting {
 	cfg, loaded, err := config.LoadSettings(path)
 	if err != nil {
 		log.Error("reload refused, keeping the running configuration", "err", err)
@@ -196,6 +201,7 @@ func reload(path string, running []config.Setting, srv *submission.Server, eng *
 	if err := reloadShaping(shaper, cfg, m); err != nil {
 		log.Error("reload: shaping policy refused, keeping the running one", "err", err)
 	}
+	sl.SetConfig(suppressionConfig(cfg.Suppression))
 	eng.Update(engineSettings(cfg)) // after the new policy: targets are resolved again
 	applied, restart, now := reloadDiff(running, loaded)
 	logWarnings(log, cfg)
@@ -239,6 +245,7 @@ func submissionOptions(cfg *config.Config, store *queue.Store, tlsConf *tls.Conf
 		SessionTimeout:    s.SessionTimeout,
 		AuthMaxFailures:   s.AuthMaxFailures,
 		AuthLockout:       s.AuthLockout,
+		AddMissingHeaders: s.AddMissingHeaders,
 		Logger:            log,
 		BeforeCommit:      eng.ClaimFirst,
 		OnQueued:          eng.Enqueue,
@@ -275,13 +282,14 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 			MaxAge:      r.MaxAge,
 		},
 		WarnAfter: r.WarnAfter,
+		Suppress:  (&suppression.List{Config: suppressionConfig(cfg.Suppression)}).Auto,
 	}
 }
 
 func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *metrics) delivery.Options {
 	s := engineSettings(cfg)
 	return delivery.Options{
-		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter,
+		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter, Suppress: s.Suppress,
 		Hostname: cfg.Hostname, Workers: cfg.Delivery.Workers, MaxConnsPerDest: cfg.Delivery.MaxConnsPerDomain,
 		Logger: log, Observer: m.delivery(), TLSReport: store,
 	}
