@@ -53,6 +53,12 @@ func serve(args []string) error {
 	slog.SetDefault(log)
 	defer logOut.Flush()
 	logWarnings(log, cfg)
+	// Take the signals before anything can announce readiness: a SIGTERM
+	// that systemd (or anyone) sends right after READY=1 must shut down
+	// gracefully, not kill the process with its default action.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 
 	metrics := newMetrics()
 	store, err := queue.Open(cfg.Queue.Path, queue.Options{Logger: log})
@@ -135,8 +141,6 @@ func serve(args []string) error {
 	logSummary(log, cfg, smtpAddrs, smtpsAddrs)
 	notifySystemd(log, daemon.SdNotifyReady)
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
 			running = reload(path, running, srv, eng, shaper, signer, suppressions, metrics, log)
