@@ -141,6 +141,10 @@ func (h *Header) Addresses(names ...string) ([]string, error) {
 			if v == "" {
 				continue
 			}
+			if a, ok := plainAddress(v); ok {
+				out = append(out, a)
+				continue
+			}
 			list, err := mail.ParseAddressList(v)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", f.Name, err)
@@ -151,6 +155,46 @@ func (h *Header) Addresses(names ...string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// plainAddress is the common case of an address field, one bare
+// addr-spec or one in angle brackets (RFC 5322 section 3.4) made of
+// dot-atoms, without the full parser, which builds a charset decoder and
+// an address list for each field: it was most of what reading a raw
+// message's header cost. Anything else (names, groups, comments, quoted
+// or non-ASCII local parts, domain literals) returns false and goes to
+// the full parser; FuzzPlainAddress checks that the two agree.
+func plainAddress(v string) (string, bool) {
+	if len(v) > 2 && v[0] == '<' && v[len(v)-1] == '>' {
+		v = v[1 : len(v)-1]
+	}
+	local, domain, ok := strings.Cut(v, "@")
+	if !ok || !dotAtom(local) || !dotAtom(domain) {
+		return "", false
+	}
+	return v, true
+}
+
+// dotAtom reports whether s is a dot-atom of ASCII atext (RFC 5322
+// section 3.2.3): no empty atom, so no leading, trailing or double dot.
+func dotAtom(s string) bool {
+	if s == "" || s[0] == '.' || s[len(s)-1] == '.' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '.':
+			if s[i-1] == '.' {
+				return false
+			}
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-/=?^_`{|}~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Remove deletes every field named name.
