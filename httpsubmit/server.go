@@ -157,7 +157,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnsupportedMediaType, apiError{Error: "Content-Type must be message/rfc822 or application/json", Code: "5.6.0"})
 		return
 	case ct == "message/rfc822":
-		sub, e = s.readRaw(w, r)
+		br := getRawReader()
+		defer putRawReader(br) // after submit: the body reads through br until stored
+		sub, e = s.readRaw(w, r, br)
 	case ct == "application/json":
 		sub, e = s.readJSON(w, r)
 	default:

@@ -36,6 +36,7 @@ type options struct {
 	dkimKey    string
 	events     string // "", "ok" or "hang": a local webhook receiver
 	webhook    string // its URL, set in main
+	relayAdmin string
 }
 
 // usageText is printed for -h.
@@ -78,6 +79,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write relaybench's own CPU profile here (to see whether the load generator is the limit)")
 	fs.StringVar(&o.events, "events", "", "ok or hang: the started relay posts its event stream to a local webhook receiver that answers at once (ok) or never (hang), to measure the cost of events side by side")
 	fs.StringVar(&o.dkimKey, "dkim-key", "", "DKIM key file the started relay signs with (make one with `relayq dkim keygen --domain "+benchFromDomain+" --selector bench`), to measure signing side by side")
+	fs.StringVar(&o.relayAdmin, "relay-admin", "", "loopback host:port for the started relay's admin API, to take its profile (/debug/pprof/profile) during a scenario")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -100,6 +102,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if *handoff {
 		o.scenarios = append(o.scenarios, "handoff")
+	}
+	if o.relayAdmin != "" && !isLoopback(o.relayAdmin) {
+		return nil, errors.New("--relay-admin must be a loopback address")
 	}
 	if o.relayAddr != "" && (!isLoopback(o.relayAddr) || !isLoopback(o.sinkAddr)) {
 		return nil, errors.New("--relay and --sink must be loopback addresses")

@@ -21,6 +21,7 @@ type relayConfig struct {
 	InitialDelay string // retry.initial_delay
 	MaxDelay     string // retry.max_delay; relayq refuses one below initial_delay
 	HTTPListen   string // submission.http_listen, "" for none
+	AdminListen  string // admin.listen, "" for none (the default)
 	// DKIMKey, if set, is a key file the relay signs the load's mail with
 	// (the From: domain is benchFromDomain).
 	DKIMKey string
@@ -43,7 +44,7 @@ submission:
 queue:
   path: %q
 admin:
-  listen: ""
+  listen: %q
 retry:
   initial_delay: %s
   max_delay: %s
@@ -54,7 +55,7 @@ delivery:
   tls: none
 log:
   level: info
-`, cfg.Listen, cfg.HTTPListen, cfg.QueuePath, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop) + cfg.dkimYAML() + webhookYAML(cfg.Webhook)
+`, cfg.Listen, cfg.HTTPListen, cfg.QueuePath, cfg.AdminListen, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop) + cfg.dkimYAML() + webhookYAML(cfg.Webhook)
 }
 
 func (cfg relayConfig) dkimYAML() string {
