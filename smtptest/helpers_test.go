@@ -3,33 +3,17 @@ package smtptest
 import (
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/relayq/relayq/clock"
 )
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// newFakeClock is a clock tests move by hand; WithClock takes its Now.
+func newFakeClock() *clock.Fake {
+	return clock.NewFake(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // dial connects a go-smtp client with a short command timeout so that a
