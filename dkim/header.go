@@ -29,14 +29,18 @@ func headerEnd(b []byte, from int) int {
 
 // parseFields splits a header section into fields. Lines that are neither a
 // field nor a continuation are skipped; an unfinished last line is ignored.
-func parseFields(h []byte) []field {
+func parseFields(h []byte) []field { return parseFieldsString(string(h)) }
+
+// parseFieldsString is parseFields on a string, whose fields share its
+// bytes (only folded fields need new ones).
+func parseFieldsString(h string) []field {
 	var out []field
 	for len(h) > 0 {
-		i := bytes.Index(h, []byte("\r\n"))
+		i := strings.Index(h, "\r\n")
 		if i < 0 {
 			break
 		}
-		line := string(h[:i])
+		line := h[:i]
 		h = h[i+2:]
 		switch {
 		case line == "":
