@@ -124,3 +124,15 @@ func FuzzSignatureMatchesLibrary(f *testing.F) {
 		}
 	})
 }
+
+// sameName agrees with comparing strings.ToLower of both names.
+func TestSameName(t *testing.T) {
+	names := []string{"From", "from", "FROM", "Fro", "Subject", "", "\u212aey", "key", "KEY", "X-\xff", "x-\xff", "\u0130d", "i\u0307d"}
+	for _, a := range names {
+		for _, b := range names {
+			if got, want := sameName(a, b), strings.ToLower(a) == strings.ToLower(b); got != want {
+				t.Errorf("sameName(%q, %q) = %v, want %v", a, b, got, want)
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package dkim
 import (
 	"bytes"
 	"net/mail"
+	"slices"
 	"strings"
 )
 
@@ -130,31 +131,70 @@ var DefaultHeaders = []string{
 
 // headerKeys is the h= list for a message with these fields: each wanted
 // field as often as it is present, and From once more (oversigned).
+// Names are compared as strings.ToLower compares them, without its
+// allocations for the usual ASCII names.
 func headerKeys(fields []field, wanted []string) []string {
-	count := map[string]int{}
-	for _, f := range fields {
-		count[strings.ToLower(f.name)]++
+	count := func(name string) int {
+		n := 0
+		for _, f := range fields {
+			if sameName(f.name, name) {
+				n++
+			}
+		}
+		return n
 	}
-	var out []string
-	seen := map[string]bool{}
-	for _, name := range wanted {
-		lc := strings.ToLower(name)
-		if seen[lc] {
+	out := make([]string, 0, len(fields)+2)
+	from := false
+	for i, name := range wanted {
+		if slices.ContainsFunc(wanted[:i], func(w string) bool { return sameName(w, name) }) {
 			continue
 		}
-		seen[lc] = true
-		n := count[lc]
-		if lc == "from" {
+		n := count(name)
+		if sameName(name, "from") {
 			n++
+			from = true
 		}
 		for range n {
 			out = append(out, name)
 		}
 	}
-	if !seen["from"] {
-		for range count["from"] + 1 {
+	if !from {
+		for range count("from") + 1 {
 			out = append(out, "From")
 		}
 	}
 	return out
+}
+
+// sameName reports whether strings.ToLower(a) == strings.ToLower(b).
+func sameName(a, b string) bool {
+	if len(a) != len(b) {
+		// Lowering non-ASCII text can change its length.
+		return (!isASCII(a) || !isASCII(b)) && strings.ToLower(a) == strings.ToLower(b)
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x >= 0x80 || y >= 0x80 {
+			return strings.ToLower(a) == strings.ToLower(b)
+		}
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

@@ -295,7 +295,8 @@ func (m *Message) sign() ([]byte, error) {
 	t := strconv.FormatInt(m.now().Unix(), 10)
 	hkeys := strings.Join(m.hkeys, ":")
 	var errs []error
-	var prefix, field []byte
+	prefix := make([]byte, 0, 512*len(m.keys))
+	field := make([]byte, 0, 512)
 	for _, k := range m.keys {
 		tags := append(make([]tag, 0, 9),
 			tag{"a", k.algo}, tag{"bh", bh}, tag{"c", "relaxed/relaxed"}, tag{"d", k.Domain},
