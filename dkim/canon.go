@@ -99,7 +99,7 @@ func (b *bodyHasher) Sum() []byte {
 // fields and the length of the header section, empty line included; ok is
 // false when there is no empty line.
 func rawFields(h string) (fields []string, n int, ok bool) {
-	var out []string
+	out := make([]string, 0, 16)
 	for i := 0; i < len(h); {
 		j := strings.IndexByte(h[i:], '\n')
 		if j < 0 {

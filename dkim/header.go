@@ -35,7 +35,7 @@ func parseFields(h []byte) []field { return parseFieldsString(string(h)) }
 // parseFieldsString is parseFields on a string, whose fields share its
 // bytes (only folded fields need new ones).
 func parseFieldsString(h string) []field {
-	var out []field
+	out := make([]field, 0, 16)
 	for len(h) > 0 {
 		i := strings.Index(h, "\r\n")
 		if i < 0 {

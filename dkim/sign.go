@@ -30,7 +30,7 @@ type Config struct {
 
 // keySet is a Config prepared for lookups.
 type keySet struct {
-	byDomain   map[string][]Key
+	byDomain   map[string][]signingKey
 	headers    []string
 	expiration time.Duration
 }
@@ -52,20 +52,20 @@ func NewSigner(c Config) *Signer {
 // Update replaces the configuration (SIGHUP). Messages already started
 // finish with the keys they began with.
 func (s *Signer) Update(c Config) {
-	ks := &keySet{byDomain: map[string][]Key{}, headers: c.Headers, expiration: c.Expiration}
+	ks := &keySet{byDomain: map[string][]signingKey{}, headers: c.Headers, expiration: c.Expiration}
 	if len(ks.headers) == 0 {
 		ks.headers = DefaultHeaders
 	}
 	for _, k := range c.Keys {
 		d := strings.ToLower(strings.TrimSuffix(k.Domain, "."))
-		ks.byDomain[d] = append(ks.byDomain[d], k)
+		ks.byDomain[d] = append(ks.byDomain[d], checkKey(k))
 	}
 	s.set.Store(ks)
 }
 
 // keysFor returns the keys of the most specific configured domain that is
 // domain or a parent of it.
-func (ks *keySet) keysFor(domain string) []Key {
+func (ks *keySet) keysFor(domain string) []signingKey {
 	for d := domain; d != ""; {
 		if keys := ks.byDomain[d]; len(keys) > 0 {
 			return keys
@@ -137,11 +137,14 @@ type Message struct {
 	err   error
 }
 
-// signingKey is a Key that passed the checks go-msgauth's NewSigner makes.
+// signingKey is a Key with what signing needs to know about it, found
+// once by Update, or why it cannot sign (reported by the messages that
+// would use it, as go-msgauth's NewSigner did).
 type signingKey struct {
 	Key
 	algo string      // a=
 	hash crypto.Hash // what Signer.Sign is told: 0 for Ed25519
+	err  error
 }
 
 // Write implements io.Writer; it always accepts all of p.
@@ -194,12 +197,11 @@ func (m *Message) start(buf []byte, end int) {
 		if done[strings.ToLower(strings.TrimSuffix(k.Domain, "."))+" "+strings.ToLower(k.Selector)] {
 			continue
 		}
-		sk, err := checkKey(k)
-		if err != nil {
-			m.fail(fmt.Errorf("dkim: d=%s s=%s: %w", k.Domain, k.Selector, err))
+		if k.err != nil {
+			m.fail(fmt.Errorf("dkim: d=%s s=%s: %w", k.Domain, k.Selector, k.err))
 			return
 		}
-		m.keys = append(m.keys, sk)
+		m.keys = append(m.keys, k)
 	}
 	if len(m.keys) == 0 {
 		m.state = stateIdle
@@ -222,15 +224,18 @@ func (m *Message) start(buf []byte, end int) {
 }
 
 // checkKey makes the checks go-msgauth's NewSigner makes on a key.
-func checkKey(k Key) (signingKey, error) {
+func checkKey(k Key) signingKey {
 	sk := signingKey{Key: k, hash: crypto.SHA256}
 	switch {
 	case k.Domain == "":
-		return sk, errors.New("dkim: no domain specified")
+		sk.err = errors.New("dkim: no domain specified")
 	case k.Selector == "":
-		return sk, errors.New("dkim: no selector specified")
+		sk.err = errors.New("dkim: no selector specified")
 	case k.Signer == nil:
-		return sk, errors.New("dkim: no signer specified")
+		sk.err = errors.New("dkim: no signer specified")
+	}
+	if sk.err != nil {
+		return sk
 	}
 	switch pub := k.Signer.Public().(type) {
 	case *rsa.PublicKey:
@@ -239,9 +244,9 @@ func checkKey(k Key) (signingKey, error) {
 		// Ed25519 signs the hash itself (RFC 8463), not a pre-hash.
 		sk.algo, sk.hash = "ed25519-sha256", 0
 	default:
-		return sk, fmt.Errorf("dkim: unsupported key algorithm %T", pub)
+		sk.err = fmt.Errorf("dkim: unsupported key algorithm %T", pub)
 	}
-	return sk, nil
+	return sk
 }
 
 // overflow handles a header section longer than MaxHeaderBytes: fine when
