@@ -3,6 +3,7 @@ package dkim
 import (
 	"bytes"
 	"fmt"
+	"net/mail"
 	"strings"
 	"testing"
 	"time"
@@ -135,4 +136,20 @@ func TestSameName(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzFromDomain checks fromValueDomain's shortcut against the parser.
+func FuzzFromDomain(f *testing.F) {
+	for _, v := range []string{" App <app@Example.org>", "a@b.c (x)", "=?utf-8?q?x?= <a@b.c>", "g: a@b.c;", "<a@b.c", "a@b.c>x", "a@b.c d", "a@[1.2.3.4]"} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		want := domainOf(v)
+		if list, err := mail.ParseAddressList(v); err == nil && len(list) > 0 {
+			want = domainOf(list[0].Address)
+		}
+		if got := fromValueDomain(v); got != want {
+			t.Fatalf("fromValueDomain(%q) = %q, the parser gives %q", v, got, want)
+		}
+	})
 }

@@ -67,15 +67,30 @@ func fromDomain(fields []field) string {
 		if !strings.EqualFold(f.name, "From") {
 			continue
 		}
-		if list, err := mail.ParseAddressList(f.value); err == nil && len(list) > 0 {
-			return domainOf(list[0].Address)
-		}
-		// Unparseable: the text after the last '@' is what a reader would
-		// take for the domain, and a key configured for it must not be
-		// skipped because of the syntax.
-		return domainOf(f.value)
+		return fromValueDomain(f.value)
 	}
 	return ""
+}
+
+// fromValueDomain is the domain of the first address of a From: value.
+func fromValueDomain(v string) string {
+	// With one '@', not followed by whitespace, and no comment, quoted
+	// string, domain literal or second address, the parsed address's
+	// domain is the text after the '@' up to the first character that is
+	// not atext or '.', where domainOf stops too: the parser (~15
+	// allocations) would find what domainOf finds.
+	at := strings.IndexByte(v, '@')
+	if at >= 0 && at+1 < len(v) && v[at+1] != ' ' && v[at+1] != '\t' &&
+		strings.IndexByte(v[at+1:], '@') < 0 && !strings.ContainsAny(v, "(\"[,") {
+		return domainOf(v)
+	}
+	if list, err := mail.ParseAddressList(v); err == nil && len(list) > 0 {
+		return domainOf(list[0].Address)
+	}
+	// Unparseable: the text after the last '@' is what a reader would
+	// take for the domain, and a key configured for it must not be
+	// skipped because of the syntax.
+	return domainOf(v)
 }
 
 func domainOf(addr string) string {
