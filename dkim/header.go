@@ -3,7 +3,6 @@ package dkim
 import (
 	"bytes"
 	"net/mail"
-	"slices"
 	"strings"
 )
 
@@ -144,72 +143,91 @@ var DefaultHeaders = []string{
 	"List-Subscribe", "List-Post", "List-Owner", "List-Archive", "Feedback-ID",
 }
 
-// headerKeys is the h= list for a message with these fields: each wanted
-// field as often as it is present, and From once more (oversigned).
-// Names are compared as strings.ToLower compares them, without its
-// allocations for the usual ASCII names.
-func headerKeys(fields []field, wanted []string) []string {
-	count := func(name string) int {
-		n := 0
-		for _, f := range fields {
-			if sameName(f.name, name) {
-				n++
-			}
-		}
-		return n
-	}
-	out := make([]string, 0, len(fields)+2)
-	from := false
-	for i, name := range wanted {
-		if slices.ContainsFunc(wanted[:i], func(w string) bool { return sameName(w, name) }) {
+// headerSet is a list of field names to sign, prepared once per
+// configuration so that keys costs a map lookup per field. Names are
+// compared as strings.ToLower makes them.
+type headerSet struct {
+	names []string       // as configured, the first spelling of each name
+	index map[string]int // lower-case name: its place in names
+	from  int            // the place of From in names, or -1
+}
+
+func newHeaderSet(wanted []string) *headerSet {
+	hs := &headerSet{index: map[string]int{}, from: -1}
+	for _, name := range wanted {
+		lc := strings.ToLower(name)
+		if _, dup := hs.index[lc]; dup {
 			continue
 		}
-		n := count(name)
-		if sameName(name, "from") {
+		hs.index[lc] = len(hs.names)
+		if lc == "from" {
+			hs.from = len(hs.names)
+		}
+		hs.names = append(hs.names, name)
+	}
+	return hs
+}
+
+// keys is the h= list for a message with these fields: each wanted field
+// as often as it is present, and From once more (oversigned).
+func (hs *headerSet) keys(fields []field) []string {
+	var counts [64]int
+	count := counts[:0]
+	if len(hs.names) > len(counts) {
+		count = make([]int, 0, len(hs.names))
+	}
+	count = count[:len(hs.names)]
+	from := 0 // From fields, whether or not From is in names
+	var buf [64]byte
+	for _, f := range fields {
+		lc := lowerASCII(buf[:0], f.name)
+		var i int
+		var ok bool
+		if lc != nil {
+			i, ok = hs.index[string(lc)]
+		} else {
+			i, ok = hs.index[strings.ToLower(f.name)]
+		}
+		if ok {
+			count[i]++
+		}
+		if len(f.name) == 4 && strings.EqualFold(f.name, "from") {
+			from++
+		}
+	}
+	out := make([]string, 0, len(fields)+2)
+	for i, name := range hs.names {
+		n := count[i]
+		if i == hs.from {
 			n++
-			from = true
 		}
 		for range n {
 			out = append(out, name)
 		}
 	}
-	if !from {
-		for range count("from") + 1 {
+	if hs.from < 0 {
+		for range from + 1 {
 			out = append(out, "From")
 		}
 	}
 	return out
 }
 
-// sameName reports whether strings.ToLower(a) == strings.ToLower(b).
-func sameName(a, b string) bool {
-	if len(a) != len(b) {
-		// Lowering non-ASCII text can change its length.
-		return (!isASCII(a) || !isASCII(b)) && strings.ToLower(a) == strings.ToLower(b)
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if x >= 0x80 || y >= 0x80 {
-			return strings.ToLower(a) == strings.ToLower(b)
-		}
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
-
-func isASCII(s string) bool {
+// lowerASCII appends s in lower case to dst, or returns nil when s is not
+// ASCII (strings.ToLower must decide then).
+func lowerASCII(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
+		c := s[i]
+		if c >= 0x80 {
+			return nil
 		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
 	}
-	return true
+	if dst == nil {
+		dst = []byte{}
+	}
+	return dst
 }

@@ -31,7 +31,7 @@ type Config struct {
 // keySet is a Config prepared for lookups.
 type keySet struct {
 	byDomain   map[string][]signingKey
-	headers    []string
+	headers    *headerSet
 	expiration time.Duration
 }
 
@@ -52,10 +52,11 @@ func NewSigner(c Config) *Signer {
 // Update replaces the configuration (SIGHUP). Messages already started
 // finish with the keys they began with.
 func (s *Signer) Update(c Config) {
-	ks := &keySet{byDomain: map[string][]signingKey{}, headers: c.Headers, expiration: c.Expiration}
-	if len(ks.headers) == 0 {
-		ks.headers = DefaultHeaders
+	headers := c.Headers
+	if len(headers) == 0 {
+		headers = DefaultHeaders
 	}
+	ks := &keySet{byDomain: map[string][]signingKey{}, headers: newHeaderSet(headers), expiration: c.Expiration}
 	for _, k := range c.Keys {
 		d := strings.ToLower(strings.TrimSuffix(k.Domain, "."))
 		ks.byDomain[d] = append(ks.byDomain[d], checkKey(k))
@@ -213,7 +214,7 @@ func (m *Message) start(buf []byte, end int) {
 		m.fail(errors.New("dkim: signing: failed to read header: EOF"))
 		return
 	}
-	m.hkeys = headerKeys(fields, m.set.headers)
+	m.hkeys = m.set.headers.keys(fields)
 	if m.set.expiration > 0 {
 		m.exp = m.now().Add(m.set.expiration)
 	}
