@@ -27,7 +27,22 @@ type bodyHasher struct {
 }
 
 func (b *bodyHasher) Write(p []byte) {
-	for _, ch := range p {
+	for len(p) > 0 {
+		// A run of bytes other than whitespace and line ends is taken
+		// whole, as byte would take it one at a time.
+		i := 0
+		for i < len(p) && !fws[p[i]] {
+			i++
+		}
+		if i > 0 {
+			b.byte(p[0])
+			b.emit(p[1:i]...)
+			b.cr = false
+			p = p[i:]
+			continue
+		}
+		ch := p[0]
+		p = p[1:]
 		prevCR := b.cr
 		b.cr = ch == '\r'
 		if ch == '\n' && !prevCR {
@@ -36,6 +51,9 @@ func (b *bodyHasher) Write(p []byte) {
 		b.byte(ch)
 	}
 }
+
+// fws marks SP, HTAB, CR and LF.
+var fws = [256]bool{' ': true, '\t': true, '\r': true, '\n': true}
 
 func (b *bodyHasher) byte(ch byte) {
 	switch ch {
@@ -156,7 +174,11 @@ func appendPicked(dst []byte, fields []string, keys []string) []byte {
 // whitespace, so the field is unfolded).
 func appendRelaxedHeader(dst []byte, field string) []byte {
 	name, value, ok := strings.Cut(field, ":")
-	dst = append(dst, strings.TrimSpace(strings.ToLower(name))...)
+	if lc := lowerASCII(dst, strings.TrimSpace(name)); lc != nil {
+		dst = lc
+	} else {
+		dst = append(dst, strings.TrimSpace(strings.ToLower(name))...)
+	}
 	dst = append(dst, ':')
 	if !ok {
 		return dst
