@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/suppression"
 )
 
 // Kicker wakes the delivery scheduler; *delivery.Engine implements it.
@@ -34,12 +35,18 @@ type Options struct {
 	ReadToken string
 	// Metrics serves GET /metrics; nil leaves the endpoint out (404).
 	Metrics http.Handler
+	// Drainer serves /api/v1/queue/drain (drainapi.go); nil answers 503.
+	Drainer Drainer
 	// Ready backs /readyz: nil error means ready. nil means always ready.
 	Ready func() error
 	// Now is the clock for "due now"; default time.Now.
 	Now func() time.Time
 	// Logger records every change an operator makes; default slog.Default().
 	Logger *slog.Logger
+	// ReportOrg names relayq's operator in TLS-RPT reports (the hostname).
+	ReportOrg string
+	// Suppressions backs /api/v1/suppressions; nil answers 503.
+	Suppressions *suppression.List
 }
 
 // handler is the admin API.
@@ -78,9 +85,13 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/hold", h.hold)
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/release", h.release)
 	h.mux.HandleFunc("GET /api/v1/quarantine", h.quarantine)
+	h.mux.HandleFunc("GET /api/v1/tls-report", h.tlsReport)
 	h.incidentRoutes()
 	h.mux.HandleFunc("DELETE /api/v1/quarantine/{id}", h.unquarantine)
 	h.shapingRoutes()
+	h.drainRoutes()
+	h.mux.HandleFunc("GET /api/v1/events", h.events)
+	h.historyRoutes()
 	// Go's profiler, for "why is it slow" questions in production; behind
 	// the same token as everything else.
 	h.mux.HandleFunc("GET /debug/pprof/", pprof.Index)

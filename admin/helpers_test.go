@@ -8,31 +8,13 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/clock"
 	"github.com/relayq/relayq/queue"
 )
-
-// fakeClock is a settable clock shared by the store and the handler.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // countingKicker counts Kick calls; the engine-level test checks that a
 // kick really leads to an attempt.
@@ -46,7 +28,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // env is a real queue behind a real admin handler.
 type env struct {
 	t     *testing.T
-	clock *fakeClock
+	clock *clock.Fake // shared by the store and the handler
 	store *queue.Store
 	kick  *countingKicker
 	h     http.Handler
@@ -56,17 +38,17 @@ type env struct {
 // newEnv opens a queue in a temp dir and builds the handler on it.
 func newEnv(t *testing.T, token string) *env {
 	t.Helper()
-	clock := &fakeClock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
 	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{
-		Now: clock.Now, LockTimeout: 100 * time.Millisecond, Logger: quiet,
+		Now: clk.Now, LockTimeout: 100 * time.Millisecond, Logger: quiet,
 	})
 	if err != nil {
 		t.Fatalf("queue.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e := &env{t: t, clock: clock, store: st, kick: &countingKicker{}, token: token}
+	e := &env{t: t, clock: clk, store: st, kick: &countingKicker{}, token: token}
 	e.h = NewHandler(Options{
-		Store: st, Kicker: e.kick, Token: token, Now: clock.Now, Logger: quiet,
+		Store: st, Kicker: e.kick, Token: token, Now: clk.Now, Logger: quiet,
 		Ready:   StoreReady(st),
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "relayq_up 1\n") }),
 	})

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,6 +55,11 @@ func Serve(l net.Listener, h http.Handler, log *slog.Logger) *http.Server {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// Shutdown waits for requests in progress; a long poll of
+	// /api/v1/events must not hold it up, so its context ends there.
+	base, stop := context.WithCancel(context.Background())
+	s.BaseContext = func(net.Listener) context.Context { return base }
+	s.RegisterOnShutdown(stop)
 	go func() {
 		if err := s.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("admin API stopped", "addr", l.Addr().String(), "err", err)

@@ -28,6 +28,9 @@ type Config struct {
 	// Cluster shares the shaping state with other nodes (issue 19).
 	Cluster Cluster
 	Log     Log
+	// Events and Suppression: see events.go.
+	Events      Events
+	Suppression Suppression
 	// File is the path Load read, "" when only defaults and environment apply.
 	File string
 }
@@ -61,6 +64,9 @@ type Submission struct {
 	// AuthMaxFailures failed AUTH attempts from one IP lock it out for AuthLockout.
 	AuthMaxFailures int
 	AuthLockout     time.Duration
+	// AddMissingHeaders adds Message-ID and Date to mail from authenticated
+	// and trusted clients that lacks them, as Postfix does for local mail.
+	AddMissingHeaders bool
 }
 
 // TLSFiles names a PEM certificate chain and its private key. Either both
@@ -146,6 +152,13 @@ type Delivery struct {
 	// longer than CommandTimeout (issue 12: silent servers held workers
 	// for the whole command timeout).
 	GreetingTimeout time.Duration
+	// MTASTS is MTASTSEnforce, MTASTSTesting or MTASTSOff (delivery.mta_sts).
+	MTASTS string
+	// MTASTSRootCAFile replaces the system roots for MTA-STS policy
+	// fetches; tests only ("" = system roots).
+	MTASTSRootCAFile string
+	// DANE enables DANE (RFC 7672) for MX delivery; needs DNSServer on loopback.
+	DANE bool
 }
 
 // Smarthost is a relay all mail goes through instead of MX lookups.
@@ -198,6 +211,7 @@ func Default() *Config {
 			SessionTimeout:      time.Hour,
 			AuthMaxFailures:     5,
 			AuthLockout:         5 * time.Minute,
+			AddMissingHeaders:   true,
 		},
 		Queue: Queue{Path: "./relayq-data/queue.db"},
 		Admin: Admin{Listen: "127.0.0.1:8025"},
@@ -221,6 +235,7 @@ func Default() *Config {
 			ConnectTimeout:  30 * time.Second,
 			CommandTimeout:  5 * time.Minute,
 			GreetingTimeout: time.Minute,
+			MTASTS:          MTASTSEnforce,
 		},
 		Shaping: shaping.Config{
 			Builtin:   true,
@@ -229,8 +244,10 @@ func Default() *Config {
 			Domains:   map[string]shaping.Limits{},
 			Rules:     []shaping.Rule{},
 		},
-		DKIM:    DKIM{Keys: []DKIMKey{}, Headers: []string{}},
-		Cluster: Cluster{NodeName: host, ExpectedNodes: 1},
-		Log:     Log{Format: "text", Level: "info"},
+		DKIM:        DKIM{Keys: []DKIMKey{}, Headers: []string{}},
+		Cluster:     Cluster{NodeName: host, ExpectedNodes: 1},
+		Log:         Log{Format: "text", Level: "info"},
+		Events:      Events{Retention: 168 * time.Hour, Webhooks: []Webhook{}},
+		Suppression: Suppression{Auto: true, Codes: []string{}},
 	}
 }

@@ -125,6 +125,7 @@ func TestLoadFullFile(t *testing.T) {
 			ConnectTimeout:  10 * time.Second,
 			CommandTimeout:  2 * time.Minute,
 			GreetingTimeout: time.Minute,
+			MTASTS:          MTASTSEnforce,
 		},
 		Shaping: shaping.Config{
 			Defaults: shaping.Limits{MaxConnections: 2, MaxMessageRate: shaping.Rate{N: 100, Per: time.Second}, MaxMessagesPerConnection: 50},
@@ -145,7 +146,12 @@ func TestLoadFullFile(t *testing.T) {
 		DKIM:    DKIM{Keys: []DKIMKey{}, Headers: []string{}},
 		Cluster: Cluster{RedisURL: "rediss://:cluster-pass@127.0.0.1:6380/2", NodeName: "relay-1", ExpectedNodes: 3},
 		Log:     Log{Format: "json", Level: "debug"},
-		File:    path,
+		Events: Events{Retention: 72 * time.Hour, Webhooks: []Webhook{
+			{URL: "https://app.example.org/hooks/relayq", Secret: "hook secret", Types: []string{"bounced", "expired"}, Batch: 10},
+			{URL: "http://127.0.0.1:9000/h", Secret: "s2", Types: []string{}, Batch: 100},
+		}},
+		Suppression: Suppression{Codes: []string{"5.7.1"}, Expire: 720 * time.Hour, ExemptAuthenticated: true, ExemptTrusted: true},
+		File:        path,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", got, want)
@@ -411,6 +417,46 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 			name: "bad enum",
 			file: "delivery:\n  tls: always\n",
 			want: `config $FILE: delivery.tls: "always" is not one of opportunistic, required, none`,
+		},
+		{
+			name: "bad mta_sts mode",
+			file: "delivery:\n  mta_sts: strict\n",
+			want: `config $FILE: delivery.mta_sts: "strict" is not one of enforce, testing, off`,
+		},
+		{
+			name: "mta_sts root CA file missing",
+			file: "delivery:\n  mta_sts_root_ca_file: /nonexistent/ca.pem\n",
+			want: `config $FILE: delivery.mta_sts_root_ca_file: open /nonexistent/ca.pem: no such file or directory`,
+		},
+		{
+			name: "dane without a loopback resolver",
+			file: "delivery:\n  dane: true\n  dns_server: 192.0.2.53:53\n",
+			want: `config $FILE: delivery.dane: true needs delivery.dns_server set to a DNSSEC-validating resolver on a loopback address (e.g. 127.0.0.1:53), not "192.0.2.53:53": only its AD bit can be trusted`,
+		},
+		{
+			name: "webhook without secret",
+			file: "events:\n  webhooks:\n    - url: https://app.example.org/h\n",
+			want: `config $FILE: events.webhooks[0].secret: empty: the receiver could not tell relayq's requests from anyone's`,
+		},
+		{
+			name: "webhook with a bad URL",
+			file: "events:\n  webhooks:\n    - {url: 'ftp://x', secret: s}\n",
+			want: `config $FILE: events.webhooks[0].url: "ftp://x" is not an http:// or https:// URL`,
+		},
+		{
+			name: "webhook with an unknown event type",
+			file: "events:\n  webhooks:\n    - {url: 'https://x/h', secret: s, types: [sent]}\n",
+			want: `config $FILE: events.webhooks[0].types[0]: "sent" is not an event type (queued, delivered, deferred, bounced, expired, delayed, suppressed, dsn_sent)`,
+		},
+		{
+			name: "zero retention",
+			file: "events:\n  retention: 0\n",
+			want: `config $FILE: events.retention: 0s: must be positive (events and finished messages are kept this long)`,
+		},
+		{
+			name: "suppression code not permanent",
+			file: "suppression:\n  codes: ['4.7.1']\n",
+			want: `config $FILE: suppression.codes[0]: "4.7.1" is not a permanent enhanced status code such as 5.7.1`,
 		},
 		{
 			name: "bad log level",

@@ -36,6 +36,7 @@ func (l *loader) decode() *Config {
 			SessionTimeout:      l.duration("submission.session_timeout"),
 			AuthMaxFailures:     l.intKey("submission.auth_max_failures"),
 			AuthLockout:         l.duration("submission.auth_lockout"),
+			AddMissingHeaders:   l.boolean("submission.add_missing_headers"),
 		},
 		Queue: Queue{Path: l.str("queue.path")},
 		Admin: Admin{
@@ -69,10 +70,16 @@ func (l *loader) decode() *Config {
 			ConnectTimeout:  l.duration("delivery.connect_timeout"),
 			CommandTimeout:  l.duration("delivery.command_timeout"),
 			GreetingTimeout: l.duration("delivery.greeting_timeout"),
+
+			MTASTS:           mtaSTSMode(l.str("delivery.mta_sts")),
+			MTASTSRootCAFile: l.str("delivery.mta_sts_root_ca_file"),
+			DANE:             l.boolean("delivery.dane"),
 		},
-		Shaping: l.shaping(),
-		DKIM:    l.dkim(),
-		Cluster: l.cluster(),
+		Shaping:     l.shaping(),
+		DKIM:        l.dkim(),
+		Cluster:     l.cluster(),
+		Events:      l.events(),
+		Suppression: l.suppression(),
 		Log: Log{
 			Format: strings.ToLower(l.str("log.format")),
 			Level:  strings.ToLower(l.str("log.level")),

@@ -40,6 +40,7 @@ func (l *loader) validate(c *Config) {
 	l.validateShaping(c)
 	l.validateDKIM(&c.DKIM)
 	l.validateCluster(&c.Cluster)
+	l.validateEvents(&c.Events, &c.Suppression)
 	l.oneOf("log.format", c.Log.Format, "text", "json")
 	l.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 }
@@ -176,6 +177,7 @@ func (l *loader) validateDelivery(d *Delivery) {
 	l.positive("delivery.connect_timeout", d.ConnectTimeout)
 	l.positive("delivery.command_timeout", d.CommandTimeout)
 	l.positive("delivery.greeting_timeout", d.GreetingTimeout)
+	l.validateVerifiedTLS(d)
 }
 
 func (l *loader) positive(key string, d time.Duration) {

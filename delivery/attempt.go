@@ -48,6 +48,7 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	}
 
 	results := e.transact(ctx, set, j, env, rcpts)
+	j.tls = attemptTLS(results)
 	end := e.clock.Now()
 	if ctx.Err() != nil {
 		// Shutdown abandoned the attempt: leave the recipients as claimed
@@ -181,7 +182,7 @@ func (e *Engine) giveUpUnattempted(j *job, set *Settings, now time.Time) result 
 		if reply == "" {
 			reply = "4.4.7 message expired before it could be attempted"
 		}
-		outcomes = append(outcomes, queue.Outcome{Address: r.Address, Status: queue.StatusBounced, Reply: reply, RemoteMTA: r.RemoteMTA})
+		outcomes = append(outcomes, queue.Outcome{Address: r.Address, Status: queue.StatusBounced, Expired: true, Reply: reply, RemoteMTA: r.RemoteMTA})
 		r.LastReply = reply
 		failed = append(failed, r)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/smtpclient"
 )
 
 // job is one attempt to come: the due recipients of one message that share
@@ -31,6 +32,8 @@ type job struct {
 	lease  *shaping.Lease
 	// freed is set by the worker once it has given its slot back.
 	freed bool
+	// tls is how the last attempt's connection was secured.
+	tls smtpclient.TLSInfo
 }
 
 // release gives a job's worker and destination slot back to the scheduler

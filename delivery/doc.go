@@ -26,6 +26,9 @@
 //   - A worker and destination slot is held only while talking SMTP; the
 //     message stays in flight (never scheduled twice) until its outcome is
 //     on disk.
+//   - A TLS policy (DANE, MTA-STS; RouteConfig.TLSPolicy) is attached to MX
+//     hops only, never to static routes or the smarthost; every attempt's
+//     log line says which applied (tls=) and its TLS version.
 //   - Recipients of one message that share a destination go in one SMTP
 //     transaction, and those it defers together get one next attempt (the
 //     backoff's jitter is drawn per job, not per recipient), so they stay
@@ -52,4 +55,8 @@
 //     the null sender never produces a DSN.
 //   - Every reply the Courier returns carries a class smtpcodes.Classify
 //     understands; that class alone decides delivered, deferred or bounced.
+//   - Pause (pause.go) starts no attempt and reads no queue until Resume,
+//     and returns only once no attempt is in flight: a queue drain may then
+//     claim any message without racing one. Outcomes judges a drain's
+//     replies by the same rules as the engine's own.
 package delivery

@@ -14,6 +14,7 @@ import (
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/shaping"
 	"github.com/relayq/relayq/smtpclient"
+	"github.com/relayq/relayq/smtpcodes"
 )
 
 // Observer is told about delivery events; cmd wires it to Prometheus.
@@ -68,6 +69,11 @@ type Options struct {
 	// delay notices) before they are queued, returning the message with
 	// its signature fields in front (dkim.Signer.Sign).
 	Sign func(msg []byte) ([]byte, error)
+	// TLSReport, if set, records per-domain DANE and MTA-STS results for
+	// TLS-RPT (RFC 8460).
+	TLSReport TLSRecorder
+	// Suppress: see Settings.Suppress.
+	Suppress func(smtpcodes.Reply) bool
 }
 
 // Settings are the parts of Options a SIGHUP may replace while running.
@@ -76,6 +82,10 @@ type Settings struct {
 	Courier   Courier
 	Policy    queue.Policy
 	WarnAfter time.Duration
+	// Suppress, if set, says whether a permanent refusal puts the
+	// recipient on the suppression list (suppression.auto): it is then
+	// added in the transaction that records the bounce.
+	Suppress func(smtpcodes.Reply) bool
 }
 
 // Engine delivers queued mail: one scheduler goroutine finds due messages
@@ -85,6 +95,7 @@ type Engine struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	obs      Observer
+	tlsrpt   TLSRecorder
 	hostname string
 	sign     func([]byte) ([]byte, error)
 	workers  int
@@ -127,6 +138,11 @@ type Engine struct {
 	// warm remembers the slow-start window of destinations forgotten
 	// while idle, for warmFor (shape.go).
 	warm map[string]warmth
+
+	// paused: Pause was called and Resume not yet (see pause.go);
+	// idleWaiters are Pause calls waiting for the attempts in flight.
+	paused      atomic.Bool
+	idleWaiters []chan struct{}
 }
 
 // New builds an Engine; Run starts it.
@@ -159,7 +175,7 @@ func New(o Options) (*Engine, error) {
 		o.Shaper = defaultShaper(o)
 	}
 	e := &Engine{
-		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, hostname: o.Hostname, sign: o.Sign,
+		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, hostname: o.Hostname, sign: o.Sign,
 		workers: o.Workers, shaper: o.Shaper, maxHint: o.MaxHintDelay, rnd: o.Rand,
 		events: make(chan event, eventBuffer),
 		busy:   map[string]int{},
@@ -167,7 +183,7 @@ func New(o Options) (*Engine, error) {
 
 		refusals: map[shaping.Scope]shaping.Wait{},
 	}
-	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter})
+	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress})
 	return e, nil
 }
 

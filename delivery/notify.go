@@ -105,9 +105,10 @@ func (e *Engine) notice(env *queue.Envelope, rs []dsn.Recipient, now time.Time, 
 			body = signed
 		}
 	}
-	e.log.Info("sending a "+kind, "id", env.ID, "to", env.From, "recipients", len(rs))
+	id := e.store.NewID()
+	e.log.Info("sending a "+kind, "id", env.ID, "bounce_id", id, "to", env.From, "recipients", len(rs))
 	return []queue.Notice{{
-		Envelope: queue.Envelope{From: "", Recipients: []queue.Recipient{{Address: env.From}}},
+		Envelope: queue.Envelope{ID: id, MessageID: "<" + r.MessageID + ">", From: "", Recipients: []queue.Recipient{{Address: env.From}}},
 		Body:     body,
 	}}
 }

@@ -25,13 +25,14 @@ func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Reci
 			res = smtpclient.RcptResult{Address: r.Address, Reply: smtpcodes.Classify(smtpcodes.StageData, smtpcodes.Transientf("4.3.0", "no result for recipient"))}
 		}
 		reply := res.Reply.String()
-		o := queue.Outcome{Address: r.Address, Reply: reply, RemoteMTA: res.RemoteMTA}
+		o := queue.Outcome{Address: r.Address, Reply: reply, RemoteMTA: res.RemoteMTA, TLS: res.TLS.Name()}
 		r.LastReply, r.RemoteMTA = reply, res.RemoteMTA
 		switch res.Reply.Class {
 		case smtpcodes.Success:
 			o.Status = queue.StatusDelivered
 		case smtpcodes.Permanent:
 			o.Status = queue.StatusBounced
+			o.Suppress = set.Suppress != nil && set.Suppress(res.Reply)
 			failed = append(failed, r)
 		default:
 			next, giveUp := jit.next(set.Policy, r, env.Created, end)
@@ -46,7 +47,7 @@ func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Reci
 				}
 			}
 			if giveUp {
-				o.Status = queue.StatusBounced
+				o.Status, o.Expired = queue.StatusBounced, true
 				failed = append(failed, r)
 				break
 			}
@@ -83,8 +84,9 @@ func notifies(list []string, kind string) bool {
 // report logs and counts recorded outcomes. It runs only after the queue
 // has them, so what the log and metrics say is what a restart would find.
 func (e *Engine) report(j *job, outcomes []queue.Outcome, end time.Time, took time.Duration) {
-	for _, o := range outcomes {
+	for i, o := range outcomes {
 		e.logAttempt(j, o.Address, o.RemoteMTA, end, string(o.Status), o.Reply, o.NextAttempt)
+		e.observeTLS(j, o, i == 0, end)
 		if e.obs != nil {
 			e.obs.Attempted(o.Status, took)
 		}
@@ -98,5 +100,6 @@ func (e *Engine) logAttempt(j *job, rcpt, hop string, now time.Time, status, rep
 	if !next.IsZero() {
 		args = append(args, "next_attempt", next.Sub(now).Round(time.Millisecond).String())
 	}
+	args = tlsArgs(j, args)
 	e.log.Info("delivery", args...)
 }

@@ -34,6 +34,8 @@ type RouteConfig struct {
 	// Now is the clock of the MX cache (MX answers are kept for their
 	// TTL); nil means time.Now.
 	Now func() time.Time
+	// TLSPolicy, if set, gives MX hops their DANE or MTA-STS policy.
+	TLSPolicy TLSPolicy
 }
 
 // Router turns a recipient domain into the ordered list of hops to try. It is
@@ -123,7 +125,8 @@ func (r *Router) Lookup(ctx context.Context, domain string) ([]smtpclient.Hop, e
 	if err != nil {
 		return nil, smtpcodes.Permanentf("5.1.2", "delivery: bad recipient domain %q: %v", domain, err)
 	}
-	return r.lookupMX(ctx, ascii)
+	hops, err := r.lookupMX(ctx, ascii)
+	return r.withTLSPolicy(ctx, ascii, hops, err)
 }
 
 // normalDomain lower-cases a domain and drops a trailing root dot, so that

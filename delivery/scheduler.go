@@ -30,6 +30,7 @@ const (
 	eventFreed                    // rel: a job's slot is free again
 	eventDone                     // res: a job is completely done
 	eventTarget                   // resolved: a destination's MX lookup for shaping answered
+	eventPause                    // idle: closed once nothing is in flight (Pause)
 )
 
 // event is one message to the scheduler goroutine.
@@ -40,6 +41,7 @@ type event struct {
 	res  result
 
 	resolved resolved
+	idle     chan struct{}
 }
 
 // Run schedules and delivers until ctx is cancelled. Then it stops starting
@@ -53,7 +55,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 		e.fill(workCtx)
 		var timer clock.Timer
 		var tc <-chan time.Time
-		if wake, ok := e.nextWake(e.clock.Now()); ok {
+		if wake, ok := e.nextWake(e.clock.Now()); ok && !e.paused.Load() {
 			timer = e.clock.NewTimer(wake.Sub(e.clock.Now()))
 			tc = timer.C()
 		}
@@ -74,6 +76,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 			timer.Stop()
 		}
 		e.absorb()
+		e.notifyIdle()
 	}
 }
 
@@ -88,6 +91,8 @@ func (e *Engine) handle(ev event) {
 		e.finish(ev.res)
 	case eventTarget:
 		e.resolvedTarget(ev.resolved)
+	case eventPause:
+		e.idleWaiters = append(e.idleWaiters, ev.idle)
 	}
 }
 
@@ -137,6 +142,9 @@ func (p postponements) add(dest, id string, addrs []string) {
 // disk to the end of the suspension rather than held in memory, so scans
 // stay short however much mail waits.
 func (e *Engine) fill(ctx context.Context) {
+	if e.paused.Load() {
+		return // Pause: nothing new starts, nothing is read
+	}
 	now := e.clock.Now()
 	// After a queue error nothing is read, written or started until the
 	// back-off ends (arrivals wait in memory); then outcomes kept in memory

@@ -7,8 +7,8 @@
 // into the queue draft chunk by chunk and is never whole in memory, so a
 // Message sees the same bytes as the draft as they pass: it buffers only the
 // header section (at most MaxHeaderBytes) to learn the From: domain and any
-// signatures already present, then feeds the stream to go-msgauth's signer,
-// which hashes it as it goes. At the end, Finish returns the DKIM-Signature
+// signatures already present, then canonicalizes and hashes the body as it
+// goes, once for all keys. At the end, Finish returns the DKIM-Signature
 // header fields, which the queue stores beside the body and puts in front of
 // it whenever the message is read (queue.Envelope.Prefix). So the stored
 // message is the message that goes out, and a restart never signs again.
@@ -22,6 +22,19 @@
 // and not chosen: it would rewrite every signed 8-bit message for every
 // destination, although nearly all take 8-bit, and would need the body
 // twice while the client waits for its 250.
+//
+// The canonicalization and the DKIM-Signature layout are our own code but
+// reproduce go-msgauth's signer byte for byte (a test and a fuzz test
+// compare them): its streaming Signer cost a goroutine, an io.Pipe and
+// ~250 allocations per message, three times the Ed25519 signature itself.
+// go-msgauth still verifies, in relayq's tests and `dkim check`.
+//
+// Cost: what is left per message is the private-key operation
+// (BenchmarkKeySign) plus ~10 us for a 1 KiB message. For RSA-2048 that
+// operation (~0.8 ms) is several times everything else relayq spends on a
+// message (~0.18 ms), so a CPU-bound relay signing with RSA accepts a
+// fraction of its unsigned rate whatever this package does; Ed25519
+// (~17 us) costs about a tenth more CPU per message.
 //
 // Invariants:
 //   - A message whose From: domain (or a parent domain of it) has keys is

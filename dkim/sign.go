@@ -1,13 +1,18 @@
 package dkim
 
 import (
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
-
-	msgauth "github.com/emersion/go-msgauth/dkim"
 )
 
 // MaxHeaderBytes bounds the header section a Message buffers to find the
@@ -25,8 +30,8 @@ type Config struct {
 
 // keySet is a Config prepared for lookups.
 type keySet struct {
-	byDomain   map[string][]Key
-	headers    []string
+	byDomain   map[string][]signingKey
+	headers    *headerSet
 	expiration time.Duration
 }
 
@@ -34,6 +39,7 @@ type keySet struct {
 // use; the zero value signs nothing until Update.
 type Signer struct {
 	set atomic.Pointer[keySet]
+	now func() time.Time // t= and x=; nil means time.Now (tests set it)
 }
 
 // NewSigner returns a Signer using c.
@@ -46,20 +52,21 @@ func NewSigner(c Config) *Signer {
 // Update replaces the configuration (SIGHUP). Messages already started
 // finish with the keys they began with.
 func (s *Signer) Update(c Config) {
-	ks := &keySet{byDomain: map[string][]Key{}, headers: c.Headers, expiration: c.Expiration}
-	if len(ks.headers) == 0 {
-		ks.headers = DefaultHeaders
+	headers := c.Headers
+	if len(headers) == 0 {
+		headers = DefaultHeaders
 	}
+	ks := &keySet{byDomain: map[string][]signingKey{}, headers: newHeaderSet(headers), expiration: c.Expiration}
 	for _, k := range c.Keys {
 		d := strings.ToLower(strings.TrimSuffix(k.Domain, "."))
-		ks.byDomain[d] = append(ks.byDomain[d], k)
+		ks.byDomain[d] = append(ks.byDomain[d], checkKey(k))
 	}
 	s.set.Store(ks)
 }
 
 // keysFor returns the keys of the most specific configured domain that is
 // domain or a parent of it.
-func (ks *keySet) keysFor(domain string) []Key {
+func (ks *keySet) keysFor(domain string) []signingKey {
 	for d := domain; d != ""; {
 		if keys := ks.byDomain[d]; len(keys) > 0 {
 			return keys
@@ -80,7 +87,11 @@ func (s *Signer) Begin() *Message {
 	if ks == nil || len(ks.byDomain) == 0 {
 		return &Message{state: stateIdle}
 	}
-	return &Message{set: ks}
+	now := s.now
+	if now == nil {
+		now = time.Now
+	}
+	return &Message{set: ks, now: now}
 }
 
 // Sign returns msg with its DKIM-Signature fields in front, for messages
@@ -100,7 +111,7 @@ type state int
 
 const (
 	stateHeader  state = iota // buffering the header section
-	stateSigning              // feeding the signers
+	stateSigning              // hashing the body
 	stateIdle                 // nothing to sign: bytes pass by
 	stateFailed
 	stateDone
@@ -109,18 +120,46 @@ const (
 // Message signs one message as it streams by. Write never fails, so it can
 // sit beside the queue draft in an io.MultiWriter; a problem is reported by
 // Finish. A Message is used by one goroutine.
+//
+// The body is canonicalized and hashed once for all keys (they share
+// relaxed/relaxed and SHA-256), and the signed header fields are
+// canonicalized once when the header section is complete, so only the
+// DKIM-Signature field and the private-key operation are per key.
 type Message struct {
-	set     *keySet
-	state   state
-	hdr     []byte
-	signers []*msgauth.Signer
-	err     error
+	set   *keySet
+	now   func() time.Time
+	state state
+	hdr   []byte
+	keys  []signingKey
+	hkeys []string  // h=
+	canon []byte    // the signed header fields, relaxed, in h= order
+	exp   time.Time // x=, or zero
+	body  bodyHasher
+	err   error
+}
+
+// signingKey is a Key with what signing needs to know about it, found
+// once by Update, or why it cannot sign (reported by the messages that
+// would use it, as go-msgauth's NewSigner did).
+type signingKey struct {
+	Key
+	algo string      // a=
+	hash crypto.Hash // what Signer.Sign is told: 0 for Ed25519
+	err  error
 }
 
 // Write implements io.Writer; it always accepts all of p.
 func (m *Message) Write(p []byte) (int, error) {
 	switch m.state {
 	case stateHeader:
+		if len(m.hdr) == 0 {
+			// The common case: the first write holds the whole header
+			// section, so it need not be copied.
+			if end := headerEnd(p, 0); end >= 0 && end <= MaxHeaderBytes {
+				m.start(p, end)
+				return len(p), nil
+			}
+		}
 		old := len(m.hdr)
 		m.hdr = append(m.hdr, p...)
 		// The bound holds whatever the writes' sizes: a header section
@@ -128,7 +167,9 @@ func (m *Message) Write(p []byte) (int, error) {
 		end := headerEnd(m.hdr, old)
 		switch {
 		case end >= 0 && end <= MaxHeaderBytes:
-			m.start(parseFields(m.hdr[:end]))
+			buf := m.hdr
+			m.hdr = nil
+			m.start(buf, end)
 		case end >= 0:
 			m.hdr = m.hdr[:end]
 			m.overflow()
@@ -136,50 +177,77 @@ func (m *Message) Write(p []byte) (int, error) {
 			m.overflow()
 		}
 	case stateSigning:
-		m.feed(p)
+		m.body.Write(p)
 	}
 	return len(p), nil
 }
 
-// start picks the keys for the complete header fields and starts one
-// signer per key, feeding them what was buffered.
-func (m *Message) start(fields []field) {
-	buf := m.hdr
-	m.hdr = nil
+// start picks the keys for the header section buf[:end] and, when there
+// are any, canonicalizes the fields to sign and hashes the rest of buf as
+// the start of the body.
+func (m *Message) start(buf []byte, end int) {
+	hs := string(buf[:end])
+	fields := parseFieldsString(hs)
 	domain := fromDomain(fields)
 	if domain == "" {
 		m.state = stateIdle
 		return
 	}
 	done := signedBy(fields)
-	hkeys := headerKeys(fields, m.set.headers)
-	var exp time.Time
-	if m.set.expiration > 0 {
-		exp = time.Now().Add(m.set.expiration)
-	}
 	for _, k := range m.set.keysFor(domain) {
 		if done[strings.ToLower(strings.TrimSuffix(k.Domain, "."))+" "+strings.ToLower(k.Selector)] {
 			continue
 		}
-		s, err := msgauth.NewSigner(&msgauth.SignOptions{
-			Domain: k.Domain, Selector: k.Selector, Signer: k.Signer,
-			HeaderCanonicalization: msgauth.CanonicalizationRelaxed,
-			BodyCanonicalization:   msgauth.CanonicalizationRelaxed,
-			HeaderKeys:             hkeys,
-			Expiration:             exp,
-		})
-		if err != nil {
-			m.fail(fmt.Errorf("dkim: d=%s s=%s: %w", k.Domain, k.Selector, err))
+		if k.err != nil {
+			m.fail(fmt.Errorf("dkim: d=%s s=%s: %w", k.Domain, k.Selector, k.err))
 			return
 		}
-		m.signers = append(m.signers, s)
+		m.keys = append(m.keys, k)
 	}
-	if len(m.signers) == 0 {
+	if len(m.keys) == 0 {
 		m.state = stateIdle
 		return
 	}
+	raw, bodyAt, ok := rawFields(hs)
+	if !ok {
+		// As go-msgauth: a header section without its empty line.
+		m.fail(errors.New("dkim: signing: failed to read header: EOF"))
+		return
+	}
+	m.hkeys = m.set.headers.keys(fields)
+	if m.set.expiration > 0 {
+		m.exp = m.now().Add(m.set.expiration)
+	}
+	m.canon = appendPicked(make([]byte, 0, len(hs)), raw, m.hkeys)
+	m.body.h = sha256.New()
 	m.state = stateSigning
-	m.feed(buf)
+	m.body.Write(buf[bodyAt:])
+}
+
+// checkKey makes the checks go-msgauth's NewSigner makes on a key.
+func checkKey(k Key) signingKey {
+	sk := signingKey{Key: k, hash: crypto.SHA256}
+	switch {
+	case k.Domain == "":
+		sk.err = errors.New("dkim: no domain specified")
+	case k.Selector == "":
+		sk.err = errors.New("dkim: no selector specified")
+	case k.Signer == nil:
+		sk.err = errors.New("dkim: no signer specified")
+	}
+	if sk.err != nil {
+		return sk
+	}
+	switch pub := k.Signer.Public().(type) {
+	case *rsa.PublicKey:
+		sk.algo = "rsa-sha256"
+	case ed25519.PublicKey:
+		// Ed25519 signs the hash itself (RFC 8463), not a pre-hash.
+		sk.algo, sk.hash = "ed25519-sha256", 0
+	default:
+		sk.err = fmt.Errorf("dkim: unsupported key algorithm %T", pub)
+	}
+	return sk
 }
 
 // overflow handles a header section longer than MaxHeaderBytes: fine when
@@ -192,15 +260,6 @@ func (m *Message) overflow() {
 		return
 	}
 	m.hdr, m.state = nil, stateIdle
-}
-
-func (m *Message) feed(p []byte) {
-	for _, s := range m.signers {
-		if _, err := s.Write(p); err != nil {
-			m.fail(fmt.Errorf("dkim: signing: %w", err))
-			return
-		}
-	}
 }
 
 func (m *Message) fail(err error) {
@@ -219,24 +278,50 @@ func (m *Message) Finish() ([]byte, error) {
 		// The message ended inside its header section (no empty line, no
 		// body): sign it as a header with an empty body, which is how
 		// verifiers read it.
-		m.hdr = append(m.hdr, "\r\n"...)
-		m.start(parseFields(m.hdr))
+		buf := append(m.hdr, "\r\n"...)
+		m.hdr = nil
+		m.start(buf, len(buf))
 	}
 	st := m.state
 	m.state = stateDone
+	switch st {
+	case stateFailed:
+		return nil, m.err
+	case stateSigning:
+		return m.sign()
+	}
+	return nil, nil
+}
+
+// sign makes one DKIM-Signature field per key, laid out as go-msgauth
+// lays them out.
+func (m *Message) sign() ([]byte, error) {
+	bh := base64.StdEncoding.EncodeToString(m.body.Sum())
+	h := m.body.h
+	t := strconv.FormatInt(m.now().Unix(), 10)
+	hkeys := strings.Join(m.hkeys, ":")
 	var errs []error
-	var prefix []byte
-	for _, s := range m.signers {
-		if err := s.Close(); err != nil {
+	prefix := make([]byte, 0, 512*len(m.keys))
+	field := make([]byte, 0, 512)
+	for _, k := range m.keys {
+		tags := append(make([]tag, 0, 9),
+			tag{"a", k.algo}, tag{"bh", bh}, tag{"c", "relaxed/relaxed"}, tag{"d", k.Domain},
+			tag{"h", hkeys}, tag{"s", k.Selector}, tag{"t", t}, tag{"v", "1"})
+		if !m.exp.IsZero() {
+			tags = append(tags, tag{"x", strconv.FormatInt(m.exp.Unix(), 10)})
+		}
+		field = appendSignatureField(field[:0], tags, "")
+		h.Reset()
+		h.Write(m.canon)
+		h.Write(appendRelaxedHeader(field[len(field):], string(field)))
+		sig, err := k.Signer.Sign(rand.Reader, h.Sum(nil), k.hash)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		prefix = append(prefix, s.Signature()...)
+		prefix = appendSignatureField(prefix, tags, base64.StdEncoding.EncodeToString(sig))
 	}
-	m.signers = nil
-	if st == stateFailed {
-		return nil, m.err
-	}
+	m.keys = nil
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("dkim: signing: %w", errors.Join(errs...))
 	}
@@ -245,12 +330,7 @@ func (m *Message) Finish() ([]byte, error) {
 
 // Close releases a Message that was not finished (the upload broke off).
 func (m *Message) Close() {
-	if m.state == stateDone {
-		return
-	}
 	m.state = stateDone
-	for _, s := range m.signers {
-		_ = s.Close()
-	}
-	m.signers, m.hdr = nil, nil
+	m.keys, m.hdr, m.canon = nil, nil, nil
+	m.body = bodyHasher{}
 }

@@ -150,9 +150,11 @@ func tokenOf(data []byte) string {
 
 // testMessage is a small message carrying tok in its Subject and
 // Message-ID, with lines that exercise dot-stuffing on the way in and out.
+// It has a Date, so submission.add_missing_headers leaves it as it is.
 func testMessage(tok string) string {
 	return "From: app@example.org\r\n" +
 		"To: rcpt@example.net\r\n" +
+		"Date: Mon, 30 Nov 2026 12:00:00 +0000\r\n" +
 		"Subject: " + tok + "\r\n" +
 		"Message-ID: <" + tok + "@e2e.test>\r\n" +
 		"\r\n" +

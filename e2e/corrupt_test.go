@@ -24,7 +24,7 @@ import (
 // are stored whole, large ones in several checksummed chunks.
 func sizedMessage(tok string, size int) string {
 	var b strings.Builder
-	b.WriteString("From: app@example.org\r\nTo: rcpt@example.net\r\nSubject: " + tok + "\r\n\r\n")
+	b.WriteString("From: app@example.org\r\nTo: rcpt@example.net\r\nDate: Mon, 30 Nov 2026 12:00:00 +0000\r\nMessage-ID: <" + tok + "@e2e.test>\r\nSubject: " + tok + "\r\n\r\n")
 	for i := 0; b.Len() < size; i++ {
 		fmt.Fprintf(&b, "%s line %06d of a message that must arrive exactly as sent\r\n", tok, i)
 	}

@@ -89,7 +89,7 @@ func TestNotifyReadyOnceListening(t *testing.T) {
 	read := func() string {
 		t.Helper()
 		buf := make([]byte, 4096)
-		sock.SetReadDeadline(time.Now().Add(15 * time.Second))
+		sock.SetReadDeadline(time.Now().Add(60 * time.Second)) // generous: a loaded CI machine starts slowly
 		n, err := sock.Read(buf)
 		if err != nil {
 			t.Fatalf("no notification: %v\n%s", err, r.log.tail())

@@ -56,6 +56,8 @@ type envOpts struct {
 	tls bool
 	// signer is the submission server's Signer (DKIM), or nil.
 	signer func() submission.MessageSigner
+	// suppressions is the submission server's suppression check, or nil.
+	suppressions submission.Suppressions
 }
 
 func start(t *testing.T, o envOpts) *testEnv {
@@ -106,7 +108,7 @@ func start(t *testing.T, o envOpts) *testEnv {
 		MaxMessageBytes: o.maxBytes, MaxRecipients: o.maxRcpts,
 		AllowInsecureAuth: o.insecure, AuthFailureDelay: -1, AuthMaxFailures: o.authMax,
 		OnQueued: eng.Enqueue, BeforeCommit: eng.ClaimFirst, Observer: obs,
-		Signer: o.signer,
+		Signer: o.signer, Suppressions: o.suppressions,
 	})
 	if err != nil {
 		t.Fatal(err)

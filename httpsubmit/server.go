@@ -157,7 +157,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnsupportedMediaType, apiError{Error: "Content-Type must be message/rfc822 or application/json", Code: "5.6.0"})
 		return
 	case ct == "message/rfc822":
-		sub, e = s.readRaw(w, r)
+		br := getRawReader()
+		defer putRawReader(br) // after submit: the body reads through br until stored
+		sub, e = s.readRaw(w, r, br)
 	case ct == "application/json":
 		sub, e = s.readJSON(w, r)
 	default:
@@ -196,7 +198,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, c submission.Cli
 	t := submission.Transaction{From: sub.from}
 	results := make([]recipientResult, 0, len(sub.to))
 	for _, to := range sub.to {
-		if err := s.acc.CheckRecipient(c, to, len(t.Recipients)); err != nil {
+		if err := s.acc.CheckRecipientFrom(c, t.From, to, len(t.Recipients)); err != nil {
 			results = append(results, recipientResult{Address: to, Status: "refused", Reply: reply(asSMTP(err))})
 			continue
 		}

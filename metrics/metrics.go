@@ -33,6 +33,7 @@ type Metrics struct {
 	attemptDuration *prometheus.HistogramVec
 	active          prometheus.Gauge
 	storageErrors   *prometheus.CounterVec
+	tls             tlsMetrics
 
 	shaping *shapingMetrics
 
@@ -107,6 +108,7 @@ func newWithClock(now func() time.Time) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	m.tls = newTLSMetrics(m.reg)
 	return m
 }
 

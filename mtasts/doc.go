@@ -10,8 +10,9 @@
 //     and it parses (RFC 8461 section 3.1); otherwise the domain has no
 //     policy, unless an unexpired cached one exists (section 5.1).
 //   - A cached policy is used while its max_age lasts and its id matches
-//     the TXT record's; a changed id refetches, and a failed refetch keeps
-//     the cached policy until it expires.
+//     the TXT record's; a changed id refetches (through Resolver.Refresh,
+//     in the background, while the cached policy is still used), and a
+//     failed refetch keeps the cached policy until it expires.
 //   - An MX pattern "*.example.com" matches exactly one extra leftmost
 //     label (section 4.1); comparisons ignore case and a trailing dot.
 package mtasts

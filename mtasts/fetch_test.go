@@ -2,13 +2,7 @@ package mtasts
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/mtasts/ststest"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -24,45 +19,17 @@ import (
 // mta-sts.example.org; the returned Fetcher trusts the CA and dials it
 // whatever the host name.
 type policyServer struct {
-	srv  *httptest.Server
 	hits atomic.Int32
 }
 
 func newPolicyServer(t *testing.T, h http.HandlerFunc) (*policyServer, *Fetcher) {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leafTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "mta-sts.example.org"},
-		DNSNames:  []string{"mta-sts.example.org"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &leafKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ps := &policyServer{}
-	ps.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := ststest.NewServer(t, "mta-sts.example.org", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ps.hits.Add(1)
 		h(w, r)
 	}))
-	ps.srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: leafKey}}}
-	ps.srv.StartTLS()
-	t.Cleanup(ps.srv.Close)
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return ps, &Fetcher{RootCAs: pool, Timeout: 5 * time.Second, DialContext: dialTo(ps.srv.Listener.Addr().String())}
+	return ps, &Fetcher{RootCAs: srv.Pool, Timeout: 5 * time.Second, DialContext: srv.Dial}
 }
 
 // dialTo dials addr whatever address is asked for, as if DNS said so.

@@ -67,6 +67,11 @@ type Resolver struct {
 	Fetcher *Fetcher
 	Cache   Cache
 	Now     func() time.Time // default time.Now
+	// Refresh, if set, runs the refetch of a domain whose TXT id changed
+	// while its cached policy is still live: Lookup then returns the
+	// cached policy at once and fetch stores the new one (in the
+	// background, if Refresh starts a goroutine). nil refetches inline.
+	Refresh func(domain string, fetch func(context.Context) error)
 }
 
 // Lookup returns the policy for domain; ok is false when the domain has
@@ -99,11 +104,25 @@ func (r *Resolver) Lookup(ctx context.Context, domain string) (p Policy, ok bool
 	if have && cached.ID == id {
 		return cached.Policy, true, nil
 	}
+	if have && r.Refresh != nil {
+		r.Refresh(domain, func(ctx context.Context) error {
+			_, _, err := r.fetch(ctx, domain, id, now)
+			return err
+		})
+		return cached.Policy, true, nil
+	}
+	fetched, ok, ferr := r.fetch(ctx, domain, id, now)
+	if ferr != nil && !ok && have {
+		return cached.Policy, true, ferr
+	}
+	return fetched, ok, ferr
+}
+
+// fetch downloads the policy of domain published under id and caches it;
+// ok says whether a policy was fetched.
+func (r *Resolver) fetch(ctx context.Context, domain, id string, now func() time.Time) (Policy, bool, error) {
 	fetched, ferr := r.Fetcher.Fetch(ctx, domain)
 	if ferr != nil {
-		if have {
-			return cached.Policy, true, ferr
-		}
 		return Policy{}, false, ferr
 	}
 	c := Cached{Policy: fetched, ID: id, Fetched: now()}

@@ -74,3 +74,34 @@ func TestResolverKeepsCachedPolicyWhenFetchFails(t *testing.T) {
 		t.Fatalf("domain without MTA-STS: %v %v", ok, err)
 	}
 }
+
+// With Refresh set, a changed id answers with the cached policy while the
+// refetch stores the new one for the next lookup.
+func TestResolverRefreshesThroughHook(t *testing.T) {
+	var body atomic.Value
+	body.Store(goodPolicy)
+	ps, f := newPolicyServer(t, func(w http.ResponseWriter, r *http.Request) {
+		serve(body.Load().(string), "text/plain")(w, r)
+	})
+	dns := dkimtest.ServeDNS(t, dkimtest.Records{"_mta-sts.example.org": "v=STSv1; id=one"})
+	var refreshed []string
+	r := &Resolver{DNS: dns.Resolver(), Fetcher: f, Cache: &MemoryCache{},
+		Refresh: func(domain string, fetch func(context.Context) error) {
+			refreshed = append(refreshed, domain)
+			if err := fetch(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}}
+	ctx := context.Background()
+	if p, ok, err := r.Lookup(ctx, "example.org"); !ok || err != nil || p.Mode != ModeEnforce || len(refreshed) != 0 {
+		t.Fatalf("first lookup (inline, nothing cached): %+v %v %v, refreshed %v", p, ok, err, refreshed)
+	}
+	body.Store("version: STSv1\nmode: testing\nmx: mx.example.org\nmax_age: 86400\n")
+	dns.Set("_mta-sts.example.org", "v=STSv1; id=two")
+	if p, _, _ := r.Lookup(ctx, "example.org"); p.Mode != ModeEnforce || len(refreshed) != 1 {
+		t.Fatalf("id changed: %+v, refreshed %v; want the cached policy and one refresh", p, refreshed)
+	}
+	if p, _, _ := r.Lookup(ctx, "example.org"); p.Mode != ModeTesting || ps.hits.Load() != 2 {
+		t.Fatalf("after the refresh: %+v, %d fetches", p, ps.hits.Load())
+	}
+}

@@ -128,7 +128,8 @@ func TestRetryHoldReleaseDeleteFlush(t *testing.T) {
 	}
 
 	// Release: back in the schedule, due at the release time.
-	rel := clock.Advance(time.Minute)
+	clock.Advance(time.Minute)
+	rel := clock.Now()
 	if err := s.Release(b, rel); err != nil {
 		t.Fatal(err)
 	}

@@ -83,8 +83,9 @@ func (s *Store) runBatch(batch []*writeReq) {
 		var failErr error
 		var delta counts
 		var oldest time.Time
+		events := 0
 		err := s.update(func(tx *bolt.Tx) error {
-			delta = counts{}
+			delta, events = counts{}, 0
 			for i, r := range live {
 				w := &writeTx{tx: tx, s: s}
 				if err := runOne(r.fn, w); err != nil {
@@ -92,12 +93,16 @@ func (s *Store) runBatch(batch []*writeReq) {
 					return err
 				}
 				delta.merge(w.delta)
+				events += w.events
 			}
 			oldest = oldestCreated(tx)
 			return nil
 		})
 		if err == nil {
 			s.stats.apply(delta, oldest, len(live))
+			if events > 0 {
+				s.eventsCommitted()
+			}
 			for _, r := range live {
 				r.done <- nil
 			}

@@ -25,6 +25,14 @@
 //     crash can neither lose a bounce nor enqueue it twice.
 //   - Bulk applies one action to its whole selection in one transaction:
 //     every selected message changes, or none does.
+//   - Every recipient outcome writes its event (events.go) in the same
+//     transaction as the outcome: queued in Commit; delivered, deferred,
+//     bounced, expired, delayed and dsn_sent in Record. Event IDs are a
+//     per-file sequence, so their lexical order is commit order, and a
+//     waiter taken with EventsChanged is woken by the commit that adds one.
+//     A finished message leaves its envelope (no body) in history, and a
+//     bounce marked Suppress puts the address on the suppression list, in
+//     that same transaction. Prune removes both after the retention.
 //
 // # Layout
 //
@@ -34,6 +42,12 @@
 //	schedule          uint64 BE unix nanos + ID -> empty
 //	drafts            ID -> empty (spilled chunks not yet committed)
 //	quarantine, quarantine_bodies, quarantine_info: damaged messages
+//	tls_policies      domain -> CRC-32C + bytes             (MTA-STS policy cache, tlsdata.go)
+//	tls_results       domain 0x00 YYYY-MM-DD -> CRC-32C + JSON counts (TLS-RPT)
+//	events            uint64 BE sequence -> binary event record  (eventcodec.go)
+//	history           uint64 BE finish nanos + ID -> CRC-32C + JSON(Finished)
+//	suppressions      lower-cased address -> CRC-32C + JSON(Suppression)
+//	webhook_cursors   webhook name -> last acknowledged event ID
 //
 // Files written before checksums hold 0x01 + JSON envelopes, plain small
 // bodies in small_bodies and plain chunks under key 0x00; they are still

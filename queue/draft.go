@@ -158,7 +158,17 @@ func (d *Draft) Commit(env Envelope) error {
 	first, body, chunk := d.next, d.buf, d.s.opts.ChunkSize
 	err := d.s.submit(func(w *writeTx) error {
 		e := env
-		return w.insert(&e, first, body, chunk)
+		if err := w.insert(&e, first, body, chunk); err != nil {
+			return err
+		}
+		for i := range e.Recipients {
+			ev := recipientEvent(EventQueued, &e, &e.Recipients[i])
+			ev.Attempt = 0 // a first attempt claimed with the message has not been made
+			if err := w.event(ev); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		d.discard()

@@ -5,36 +5,20 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/relayq/relayq/clock"
 )
 
-// fakeClock is a settable clock for Options.Now.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fakeClock {
-	return &fakeClock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	return c.t
+// newClock is the fake clock the queue tests start from; its Now is
+// Options.Now.
+func newClock() *clock.Fake {
+	return clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // testOpts are small, quiet options with an injected clock.
-func testOpts(c *fakeClock) Options {
+func testOpts(c *clock.Fake) Options {
 	return Options{
 		Now:         c.Now,
 		LockTimeout: 100 * time.Millisecond,

@@ -51,3 +51,7 @@ func (g *idGen) observe(id string) {
 	}
 	g.mu.Unlock()
 }
+
+// NewID returns a fresh message ID, for a caller that must name a message
+// (a report it is about to hand to Record) before it is stored.
+func (s *Store) NewID() string { return s.ids.next() }

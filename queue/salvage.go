@@ -37,6 +37,8 @@ var salvageBuckets = map[string]bool{
 	string(bucketEnvelopes): true, string(bucketBodies): true, string(bucketSmallBodies): true,
 	string(bucketSmallBodiesSum): true, string(bucketDrafts): true, string(bucketQuarantine): true,
 	string(bucketQuarantineBodies): true, string(bucketQuarantineInfo): true,
+	string(bucketEvents): true, string(bucketHistory): true, string(bucketSuppressions): true,
+	string(bucketCursors): true,
 }
 
 // salvageTxBytes bounds what one copy transaction holds in memory.

@@ -78,7 +78,11 @@ func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envel
 	now := s.now()
 	prepared := make([]Envelope, len(notices))
 	for i, n := range notices {
-		prepared[i] = newNotice(n.Envelope, s.ids.next(), now, int64(len(n.Body)))
+		id := n.Envelope.ID
+		if id == "" {
+			id = s.ids.next()
+		}
+		prepared[i] = newNotice(n.Envelope, id, now, int64(len(n.Body)))
 	}
 	chunk := s.opts.ChunkSize
 	var out *Envelope
@@ -88,11 +92,22 @@ func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envel
 			return err
 		}
 		env := cloneEnvelope(old)
+		var evs []Event
 		for _, o := range outcomes {
-			applyOutcome(env, o)
+			if r := applyOutcome(env, o); r != nil {
+				evs = append(evs, outcomeEvents(env, r, o)...)
+				if o.Suppress && o.Status == StatusBounced {
+					if err := w.putSuppression(Suppression{Address: r.Address, Reply: o.Reply, Source: "auto"}); err != nil {
+						return err
+					}
+				}
+			}
 		}
 		if env.Done() {
 			if err := w.remove(old); err != nil {
+				return err
+			}
+			if err := w.keepHistory(env); err != nil {
 				return err
 			}
 		} else if err := w.put(old, env); err != nil {
@@ -102,6 +117,12 @@ func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envel
 			n := prepared[i]
 			if err := w.insert(&n, 0, notices[i].Body, chunk); err != nil {
 				return fmt.Errorf("queue: record %s: notice: %w", id, err)
+			}
+			evs = append(evs, noticeEvent(env, &n))
+		}
+		for _, ev := range evs {
+			if err := w.event(ev); err != nil {
+				return fmt.Errorf("queue: record %s: %w", id, err)
 			}
 		}
 		out = env
@@ -113,8 +134,9 @@ func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envel
 	return out, nil
 }
 
-// applyOutcome updates the first non-final recipient with o's address.
-func applyOutcome(env *Envelope, o Outcome) {
+// applyOutcome updates the first non-final recipient with o's address and
+// returns it (nil when there is none).
+func applyOutcome(env *Envelope, o Outcome) *Recipient {
 	for i := range env.Recipients {
 		r := &env.Recipients[i]
 		if r.Address != o.Address || r.Status.Final() {
@@ -135,8 +157,9 @@ func applyOutcome(env *Envelope, o Outcome) {
 		if o.Warned {
 			r.Warned = true
 		}
-		return
+		return r
 	}
+	return nil
 }
 
 // newNotice prepares the envelope of a generated message: fresh ID, every

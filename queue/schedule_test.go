@@ -343,7 +343,8 @@ func TestScheduledSeesHoldDeleteAndReschedule(t *testing.T) {
 	if ok, _ := st.Scheduled(env); ok {
 		t.Fatal("held message still reported scheduled")
 	}
-	if err := st.Release(id, c.Advance(time.Second)); err != nil {
+	c.Advance(time.Second)
+	if err := st.Release(id, c.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// Released, it is due when it was before: the same entry is back.

@@ -135,11 +135,13 @@ func (s *Store) space() (file, free int64) {
 		return 0, 0
 	}
 	file = fi.Size()
-	var used int64
-	if s.view(func(tx *bolt.Tx) error { used = tx.Size(); return nil }) != nil {
+	var used, page int64
+	// Info reads bbolt's mapping: only under a read transaction (which
+	// holds the mmap lock) is it safe from a commit that remaps the file.
+	if s.view(func(tx *bolt.Tx) error { used, page = tx.Size(), int64(tx.DB().Info().PageSize); return nil }) != nil {
 		return file, 0
 	}
-	free = int64(s.db.Stats().FreePageN) * int64(s.db.Info().PageSize)
+	free = int64(s.db.Stats().FreePageN) * page
 	if file > used {
 		free += file - used
 	}

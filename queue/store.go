@@ -96,6 +96,11 @@ type Store struct {
 	// file is damaged, and no further write is tried (see runBatch).
 	broken atomic.Pointer[error]
 
+	// evMu guards evCh, closed at each commit that adds events (see
+	// EventsChanged).
+	evMu sync.Mutex
+	evCh chan struct{}
+
 	mu     sync.RWMutex
 	closed bool
 	reqs   chan *writeReq

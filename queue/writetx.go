@@ -15,6 +15,8 @@ type writeTx struct {
 	tx    *bolt.Tx
 	s     *Store
 	delta counts
+	// events counts the events this write added (see event).
+	events int
 }
 
 // bucket returns a top-level bucket, creating it if needed.

@@ -34,61 +34,94 @@ type Header struct {
 // ReadHeader reads the header block from r, up to and including the empty
 // line that ends it (or EOF), taking at most max bytes. r is left at the
 // first byte of the body.
+//
+// The lines are read into one block that the fields' Raw slices share
+// (capped, so appending to one never touches the next): not one
+// allocation per line.
 func ReadHeader(r *bufio.Reader, max int) (*Header, error) {
-	h := &Header{}
+	size := min(max, 1024)
+	if size < 0 {
+		size = 0
+	}
+	block := make([]byte, 0, size)
+	var spans []fieldSpan
 	total := 0
 	for {
-		line, err := readLine(r, max-total)
-		total += len(line)
+		start := len(block)
+		var n int
+		var err error
+		block, n, err = readLine(r, block, max-total)
+		total += n
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
-		if len(line) == 0 {
-			return h, nil // EOF: header only
+		if n == 0 {
+			return newHeader(block, spans, len(block)), nil // EOF: header only
 		}
-		line = toCRLF(line)
+		block = toCRLF(block, start)
+		line := block[start:]
 		switch {
 		case string(line) == "\r\n":
-			return h, nil
-		case (line[0] == ' ' || line[0] == '\t') && len(h.Fields) > 0:
-			f := &h.Fields[len(h.Fields)-1]
-			f.Raw = append(f.Raw, line...)
+			return newHeader(block, spans, len(block)), nil
+		case (line[0] == ' ' || line[0] == '\t') && len(spans) > 0:
+			spans[len(spans)-1].end = len(block)
 		default:
 			name, ok := fieldName(line)
 			if !ok {
-				h.rest = line
-				return h, nil
+				return newHeader(block, spans, start), nil // line is the body's first
 			}
-			h.Fields = append(h.Fields, Field{Name: name, Raw: line})
+			spans = append(spans, fieldSpan{name: name, start: start, end: len(block)})
 		}
 		if errors.Is(err, io.EOF) {
-			return h, nil
+			return newHeader(block, spans, len(block)), nil
 		}
 	}
 }
 
-// readLine reads one line including its LF, at most max bytes.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
+// fieldSpan is where a field lies in the block ReadHeader read.
+type fieldSpan struct {
+	name       string
+	start, end int
+}
+
+// newHeader makes the Header of block's spans; block[rest:] is the first
+// body line when the header ended without an empty line.
+func newHeader(block []byte, spans []fieldSpan, rest int) *Header {
+	h := &Header{Fields: make([]Field, len(spans))}
+	for i, s := range spans {
+		h.Fields[i] = Field{Name: s.name, Raw: block[s.start:s.end:s.end]}
+	}
+	if rest < len(block) {
+		h.rest = block[rest:len(block):len(block)]
+	}
+	return h
+}
+
+// readLine appends one line including its LF to block, reading at most max
+// bytes, and says how many it read.
+func readLine(r *bufio.Reader, block []byte, max int) ([]byte, int, error) {
+	n := 0
 	for {
 		frag, err := r.ReadSlice('\n')
-		if len(line)+len(frag) > max {
-			return nil, ErrHeaderTooBig
+		if n+len(frag) > max {
+			return block, 0, ErrHeaderTooBig
 		}
-		line = append(line, frag...)
+		block = append(block, frag...)
+		n += len(frag)
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return line, err
+			return block, n, err
 		}
 	}
 }
 
-// toCRLF turns a line ending in a bare LF into one ending in CRLF.
-func toCRLF(line []byte) []byte {
-	n := len(line)
-	if n > 0 && line[n-1] == '\n' && (n == 1 || line[n-2] != '\r') {
-		return append(line[:n-1], '\r', '\n')
+// toCRLF turns the line block[start:], if it ends in a bare LF, into one
+// ending in CRLF.
+func toCRLF(block []byte, start int) []byte {
+	n := len(block) - start
+	if n > 0 && block[len(block)-1] == '\n' && (n == 1 || block[len(block)-2] != '\r') {
+		return append(block[:len(block)-1], '\r', '\n')
 	}
-	return line
+	return block
 }
 
 // fieldName returns the name of a field line "Name: value" (RFC 5322
@@ -141,6 +174,10 @@ func (h *Header) Addresses(names ...string) ([]string, error) {
 			if v == "" {
 				continue
 			}
+			if a, ok := plainAddress(v); ok {
+				out = append(out, a)
+				continue
+			}
 			list, err := mail.ParseAddressList(v)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", f.Name, err)
@@ -151,6 +188,46 @@ func (h *Header) Addresses(names ...string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// plainAddress is the common case of an address field, one bare
+// addr-spec or one in angle brackets (RFC 5322 section 3.4) made of
+// dot-atoms, without the full parser, which builds a charset decoder and
+// an address list for each field: it was most of what reading a raw
+// message's header cost. Anything else (names, groups, comments, quoted
+// or non-ASCII local parts, domain literals) returns false and goes to
+// the full parser; FuzzPlainAddress checks that the two agree.
+func plainAddress(v string) (string, bool) {
+	if len(v) > 2 && v[0] == '<' && v[len(v)-1] == '>' {
+		v = v[1 : len(v)-1]
+	}
+	local, domain, ok := strings.Cut(v, "@")
+	if !ok || !dotAtom(local) || !dotAtom(domain) {
+		return "", false
+	}
+	return v, true
+}
+
+// dotAtom reports whether s is a dot-atom of ASCII atext (RFC 5322
+// section 3.2.3): no empty atom, so no leading, trailing or double dot.
+func dotAtom(s string) bool {
+	if s == "" || s[0] == '.' || s[len(s)-1] == '.' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '.':
+			if s[i-1] == '.' {
+				return false
+			}
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-/=?^_`{|}~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Remove deletes every field named name.
@@ -205,7 +282,33 @@ func (h *Header) WriteTo(w io.Writer) (int64, error) {
 // Reader returns the whole message: the header block, then body with its
 // bare LFs turned into CRLF.
 func (h *Header) Reader(body io.Reader) io.Reader {
-	var b bytes.Buffer
-	h.WriteTo(&b)
-	return io.MultiReader(&b, NewCRLFReader(body))
+	n := 2 + len(h.rest)
+	for _, f := range h.Fields {
+		n += len(f.Raw)
+	}
+	head := make([]byte, 0, n)
+	for _, f := range h.Fields {
+		head = append(head, f.Raw...)
+	}
+	head = append(head, "\r\n"...)
+	head = append(head, h.rest...)
+	return &messageReader{head: head, body: NewCRLFReader(body)}
+}
+
+// messageReader is the header block, then the body. Unlike io.MultiReader
+// it has no WriteTo, so io.CopyBuffer uses the caller's buffer instead of
+// allocating 32 KiB per message (most of the garbage an HTTP submission
+// made).
+type messageReader struct {
+	head []byte
+	body io.Reader
+}
+
+func (m *messageReader) Read(p []byte) (int, error) {
+	if len(m.head) > 0 {
+		n := copy(p, m.head)
+		m.head = m.head[n:]
+		return n, nil
+	}
+	return m.body.Read(p)
 }

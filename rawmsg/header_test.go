@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/emersion/go-message/mail"
 )
 
 func readAll(t testing.TB, in string) (*Header, string) {
@@ -145,6 +147,24 @@ func FuzzCRLFReader(f *testing.F) {
 			if !bytes.Equal(out, want) {
 				t.Fatalf("%q -> %q, want %q", in, out, want)
 			}
+		}
+	})
+}
+
+// FuzzPlainAddress: whatever the fast path accepts, the full parser
+// accepts too, as the same single address.
+func FuzzPlainAddress(f *testing.F) {
+	for _, s := range []string{"a@b", "<a@b.example>", "a.b@c", ".a@b", "a..b@c", "a@b.", "<a@b", "a@b@c", "\"q\"@x", "a@[1.2.3.4]", "N <a@b>", "a+tag@x.test", "{x}@y", "<>", "é@x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		got, ok := plainAddress(v)
+		if !ok {
+			return
+		}
+		list, err := mail.ParseAddressList(v)
+		if err != nil || len(list) != 1 || list[0].Address != got {
+			t.Fatalf("%q: fast path %q, parser %v %v", v, got, list, err)
 		}
 	})
 }

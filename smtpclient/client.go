@@ -131,6 +131,8 @@ type RcptResult struct {
 	// RemoteMTA is the host of the hop that gave Reply ("" if none was
 	// reached before the failure, e.g. no hops at all).
 	RemoteMTA string
+	// TLS is how the connection to that hop was secured.
+	TLS TLSInfo
 }
 
 // Deliver tries hops in order and returns one result per env.Recipients
@@ -168,17 +170,17 @@ func (d *Dialer) Deliver(ctx context.Context, hops []Hop, env Envelope, body fun
 			// A cached connection may have been closed by the server in
 			// the meantime; if MAIL fails on it, a fresh one is tried.
 			if s.again(ctx, env, body, results).final {
-				return results
+				return withTLS(results, s.tls)
 			}
 		}
 		s := &session{d: d, hop: hop}
 		end := s.run(ctx, env, body, results)
 		if end.final {
-			return results
+			return withTLS(results, s.tls)
 		}
 		reply := end.reply
 		if !tried || reply.Class == smtpcodes.Transient || failure.Reply.Class != smtpcodes.Transient {
-			failure = RcptResult{Reply: reply, RemoteMTA: hop.Host}
+			failure = RcptResult{Reply: reply, RemoteMTA: hop.Host, TLS: s.tls}
 		}
 		tried = true
 	}
@@ -190,7 +192,15 @@ func (d *Dialer) Deliver(ctx context.Context, hops []Hop, env Envelope, body fun
 		failure = RcptResult{Reply: smtpcodes.Classify(smtpcodes.StageConnect, err)}
 	}
 	for i := range results {
-		results[i].Reply, results[i].RemoteMTA = failure.Reply, failure.RemoteMTA
+		results[i].Reply, results[i].RemoteMTA, results[i].TLS = failure.Reply, failure.RemoteMTA, failure.TLS
+	}
+	return results
+}
+
+// withTLS notes info on every result.
+func withTLS(results []RcptResult, info TLSInfo) []RcptResult {
+	for i := range results {
+		results[i].TLS = info
 	}
 	return results
 }
@@ -269,6 +279,11 @@ func (d *Dialer) policy(hop Hop) tlsMode {
 		m.starttls, m.verify = TLSRequired, true
 	case TLSNone:
 		m.starttls = TLSNone
+	}
+	if hop.TLS.mandatory() {
+		// DANE or MTA-STS enforce: STARTTLS whatever delivery.tls says,
+		// verified by verifyConnection rather than the system roots.
+		m.starttls, m.verify = TLSRequired, false
 	}
 	if m.implicit {
 		m.starttls = TLSNone

@@ -29,6 +29,9 @@ type Hop struct {
 	// this many messages (traffic shaping's max_messages_per_connection);
 	// 0 means the default, 100.
 	MaxUses int
+	// TLS is the verified-TLS policy of an MX hop (DANE, MTA-STS); nil
+	// means Dialer.TLS applies, as for routes.
+	TLS *HopTLS
 }
 
 // Addr returns the hop's "host:port" dial address (IPv6 literals bracketed).

@@ -37,6 +37,9 @@ func poolKey(h Hop) string {
 	if h.ImplicitTLS {
 		k += "|tls"
 	}
+	if h.TLS != nil {
+		k += "|" + string(h.TLS.Policy)
+	}
 	return k
 }
 

@@ -32,6 +32,8 @@ type session struct {
 	reusable  bool
 	uses      int
 	idleTimer *time.Timer
+
+	tls TLSInfo // how the connection is secured, for RcptResult.TLS
 }
 
 // attemptEnd is how a session's part of an attempt ended. final means the
@@ -46,7 +48,12 @@ type attemptEnd struct {
 func (s *session) run(ctx context.Context, env Envelope, body func() (io.ReadCloser, error), results []RcptResult) attemptEnd {
 	s.mode = s.d.policy(s.hop)
 	defer s.finish(ctx)
-	if stage, err := s.open(ctx); err != nil {
+	if end := s.refused(); end != nil {
+		return *end
+	}
+	stage, err := s.open(ctx)
+	s.noteTLS()
+	if err != nil {
 		var local *smtpcodes.StatusError
 		if s.w != nil && ctx.Err() == nil && (isServerReply(err) || errors.As(err, &local)) {
 			s.w.quit() // the connection still works: say goodbye
@@ -166,6 +173,9 @@ func (s *session) greet() (smtpcodes.Stage, error) {
 // goes on in plaintext; required mode fails.
 func (s *session) startTLS(ctx context.Context) (smtpcodes.Stage, error) {
 	if !s.w.has("STARTTLS") {
+		if err := s.noSTARTTLS(); err != nil {
+			return smtpcodes.StageStartTLS, err
+		}
 		if s.mode.starttls == TLSRequired {
 			return smtpcodes.StageStartTLS, smtpcodes.Transientf("4.7.10",
 				"delivery: %s does not offer STARTTLS and TLS is required", s.hop.Addr())
@@ -200,12 +210,13 @@ func (s *session) handshake(ctx context.Context) error {
 		RootCAs:            s.d.RootCAs,
 		InsecureSkipVerify: !s.mode.verify, // opportunistic only, see TLSOpportunistic
 	}
+	s.verifiedConfig(cfg)
 	tc := tls.Client(s.raw, cfg)
 	if !s.mode.implicit {
 		s.deadline()
 	}
 	if err := tc.HandshakeContext(ctx); err != nil {
-		return fmt.Errorf("delivery: TLS with %s: %w", s.hop.Addr(), err)
+		return s.handshakeFailed(fmt.Errorf("delivery: TLS with %s: %w", s.hop.Addr(), err))
 	}
 	s.conn = tc
 	return nil

@@ -43,6 +43,8 @@ type Config struct {
 	StartTLS bool
 	// ImplicitTLS serves TLS from the first byte (RFC 8314 "submissions").
 	ImplicitTLS bool
+	// Cert, if set, is presented instead of a certificate made at start.
+	Cert *Cert
 	// Users, when non-empty, offers AUTH PLAIN and LOGIN and refuses MAIL
 	// before a successful AUTH. Keys are user names, values passwords.
 	Users map[string]string
@@ -209,6 +211,9 @@ func StartTLS() Option { return func(c *Config) error { c.StartTLS = true; retur
 
 // ImplicitTLS serves TLS from the first byte.
 func ImplicitTLS() Option { return func(c *Config) error { c.ImplicitTLS = true; return nil } }
+
+// WithCert presents c for STARTTLS or implicit TLS.
+func WithCert(c *Cert) Option { return func(cfg *Config) error { cfg.Cert = c; return nil } }
 
 // SMTPUTF8 offers the SMTPUTF8 extension (RFC 6531).
 func SMTPUTF8() Option { return func(c *Config) error { c.SMTPUTF8 = true; return nil } }

@@ -3,47 +3,43 @@ package smtptest
 import (
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/relayq/relayq/clock"
 )
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
+// newFakeClock is a clock tests move by hand; WithClock takes its Now.
+func newFakeClock() *clock.Fake {
+	return clock.NewFake(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-// dial connects a go-smtp client with a short command timeout so that a
-// broken server fails the test instead of hanging it.
+// dial connects a go-smtp client with short timeouts (see connect) and
+// closes it when the test ends.
 func dial(t *testing.T, addr string) *smtp.Client {
 	t.Helper()
-	c, err := smtp.Dial(addr)
+	c, err := connect(addr)
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
-	c.CommandTimeout = 10 * time.Second
-	c.SubmissionTimeout = 10 * time.Second
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// connect is the one way the tests dial the server: a go-smtp client with
+// short command and submission timeouts, so that a broken server fails the
+// test instead of hanging it. Goroutines other than the test's own use it
+// directly, as they must not call t.Fatal.
+func connect(addr string) (*smtp.Client, error) {
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	c.CommandTimeout = waitTimeout
+	c.SubmissionTimeout = waitTimeout
+	return c, nil
 }
 
 // sendData runs DATA with body and returns the error of the final reply.
@@ -99,12 +95,11 @@ const testBody = "Subject: hi\r\n\r\nhello\r\n"
 
 // sendNoFatal is send for goroutines other than the test's own.
 func sendNoFatal(addr, from, body string) error {
-	c, err := smtp.Dial(addr)
+	c, err := connect(addr)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	c.CommandTimeout = 10 * time.Second
 	if err := c.Mail(from, nil); err != nil {
 		return err
 	}

@@ -101,9 +101,12 @@ func Start(cfg Config) (*Server, error) {
 		srv.ErrorLog = cfg.ErrorLog
 	}
 	if cfg.StartTLS || cfg.ImplicitTLS {
-		cert, err := NewCert()
-		if err != nil {
-			return nil, err
+		cert := cfg.Cert
+		if cert == nil {
+			var err error
+			if cert, err = NewCert(); err != nil {
+				return nil, err
+			}
 		}
 		s.cert = cert
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}

@@ -32,8 +32,14 @@ func (c *Cert) ServerConfig() *tls.Config {
 	return &tls.Config{Certificates: []tls.Certificate{c.TLS}, MinVersion: tls.VersionTLS12}
 }
 
-// NewCert generates a fresh self-signed certificate.
-func NewCert() (*Cert, error) {
+// NewCert generates a fresh self-signed certificate for localhost,
+// 127.0.0.1 and ::1.
+func NewCert() (*Cert, error) { return NewCertFor("localhost") }
+
+// NewCertFor generates a fresh self-signed certificate valid for the DNS
+// names given (tests of MTA-STS and DANE name their MX hosts) and for
+// 127.0.0.1 and ::1.
+func NewCertFor(names ...string) (*Cert, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("smtptest: generate key: %w", err)
@@ -53,7 +59,7 @@ func NewCert() (*Cert, error) {
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-		DNSNames:              []string{"localhost"},
+		DNSNames:              names,
 		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)

@@ -125,6 +125,9 @@ func (a Acceptor) Refuse(c Client, reason RejectReason, err *smtp.SMTPError) *sm
 // CheckSender refuses a sender the client may not use: no relaying
 // without AUTH or a trusted address, and only user@domain or "" (<>).
 func (a Acceptor) CheckSender(c Client, from string) error {
+	if a.s.Draining() {
+		return a.reject(c, RejectDraining, errDraining, "from", from)
+	}
 	if !a.MayRelay(c) {
 		return a.reject(c, RejectRelay, errAuthRequired, "from", from)
 	}
@@ -134,9 +137,16 @@ func (a Acceptor) CheckSender(c Client, from string) error {
 	return nil
 }
 
-// CheckRecipient refuses a recipient: relay policy, syntax, and the
-// recipient limit (accepted is how many this message has already).
+// CheckRecipient refuses a recipient: relay policy, syntax, the recipient
+// limit (accepted is how many this message has already) and the
+// suppression list.
 func (a Acceptor) CheckRecipient(c Client, to string, accepted int) error {
+	return a.CheckRecipientFrom(c, "", to, accepted)
+}
+
+// CheckRecipientFrom is CheckRecipient for a transaction whose sender is
+// known, so a suppressed event names it.
+func (a Acceptor) CheckRecipientFrom(c Client, from, to string, accepted int) error {
 	// Second fence: CheckSender already refused strangers, but a future
 	// code path must not be able to skip it.
 	if !a.MayRelay(c) {
@@ -148,7 +158,7 @@ func (a Acceptor) CheckRecipient(c Client, to string, accepted int) error {
 	if accepted >= a.s.opts.MaxRecipients {
 		return a.reject(c, RejectRecipients, errTooManyRecipients, "to", to)
 	}
-	return nil
+	return a.suppressed(c, from, to)
 }
 
 // errTooManyRecipients is go-smtp's own reply past MaxRecipients (RFC 5321
@@ -165,6 +175,7 @@ type Incoming struct {
 	d   *queue.Draft
 	sig MessageSigner // the Signer's, or nil: sees every byte d does
 	out io.Writer     // d, and sig beside it
+	hs  *headerScan   // in front of out after the trace header
 	now time.Time     // when the message arrived (Received, Created)
 }
 
@@ -188,11 +199,12 @@ func (a Acceptor) Open(c Client, t Transaction) (*Incoming, error) {
 		srv.log.Error("queue write failed", "err", err)
 		return nil, a.reject(c, RejectStorage, errQueueUnavailable)
 	}
+	m.hs = a.headerScan(c, m.out, d.ID(), m.now)
 	return m, nil
 }
 
 // Write appends body bytes to the queued message (and its signer).
-func (m *Incoming) Write(p []byte) (int, error) { return m.out.Write(p) }
+func (m *Incoming) Write(p []byte) (int, error) { return m.hs.Write(p) }
 
 // Abort discards the message.
 func (m *Incoming) Abort() {
@@ -214,6 +226,11 @@ func (m *Incoming) closeSigner() {
 // failure is a 451 4.3.0 refusal and nothing of the message remains.
 func (m *Incoming) Commit() (queue.Envelope, error) {
 	srv, c := m.a.s, m.c
+	if err := m.hs.finish(); err != nil {
+		m.Abort()
+		srv.log.Error("queue write failed", "err", err)
+		return queue.Envelope{}, m.a.reject(c, RejectStorage, errQueueUnavailable)
+	}
 	env := queue.Envelope{
 		From:       m.t.From,
 		Recipients: append([]queue.Recipient(nil), m.t.Recipients...),
@@ -225,6 +242,8 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 		ClientAddr: c.IP.String(),
 		Helo:       c.Helo,
 		Created:    m.now,
+		MessageID:  m.hs.messageID,
+		Subject:    m.hs.subject,
 	}
 	if m.sig != nil {
 		prefix, err := m.sig.Finish()
@@ -239,6 +258,12 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 	if srv.opts.BeforeCommit != nil {
 		srv.opts.BeforeCommit(&env)
 	}
+	srv.drain.mu.RLock()
+	defer srv.drain.mu.RUnlock()
+	if srv.drain.on {
+		m.d.Abort()
+		return queue.Envelope{}, m.a.reject(c, RejectDraining, errDrainingData)
+	}
 	if err := m.d.Commit(env); err != nil {
 		m.d.Abort()
 		srv.log.Error("queue commit failed", "err", err)
@@ -249,7 +274,7 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 	for i, r := range env.Recipients {
 		rcpts[i] = r.Address
 	}
-	srv.log.Info("queued", "client", c.IP.String(), "id", env.ID, "from", env.From, "to", strings.Join(rcpts, ","), "size", env.Size, "auth", c.AuthUser)
+	srv.log.Info("queued", "client", c.IP.String(), "id", env.ID, "from", env.From, "to", strings.Join(rcpts, ","), "size", env.Size, "auth", c.AuthUser, "message_id", env.MessageID)
 	if o := srv.opts.Observer; o != nil {
 		o.Accepted(env.Size)
 	}

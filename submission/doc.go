@@ -41,4 +41,8 @@
 //     on after it. Only shutdown's own deadline cuts a transaction off, and a
 //     cut-off transaction never got its 250 (see limitedConn for why the
 //     rule lives in the connection, not in the session).
+//   - SetDraining(true) (drain.go) refuses MAIL with 421 4.3.2 on every
+//     path and a transaction opened before it with 451 4.3.2 at its end,
+//     and returns only after a commit under way has finished: from then on
+//     nothing enters the queue until SetDraining(false).
 package submission

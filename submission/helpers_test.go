@@ -177,12 +177,28 @@ func rawDial(t *testing.T, addr string) *rawConn {
 // rawDialConn connects without reading the greeting.
 func rawDialConn(t *testing.T, addr string) *rawConn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	r, err := dialFrom(t, "", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// dialFrom connects from a given loopback source address, so a test can
+// play several client IPs on one machine (all of 127.0.0.0/8 is loopback);
+// src "" lets the system choose. It does not read the greeting.
+func dialFrom(t *testing.T, src, addr string) (*rawConn, error) {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second}
+	if src != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(src)}
+	}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
 	t.Cleanup(func() { c.Close() })
-	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}, nil
 }
 
 // reply reads one (possibly multi-line) reply and returns its last line.

@@ -28,19 +28,6 @@ import (
 // and checks that the attacker gets the right refusal, that nothing is
 // queued that should not be, and that everyone else is still served.
 
-// dialFrom connects from a given loopback source address, so a test can
-// play several client IPs on one machine (all of 127.0.0.0/8 is loopback).
-func dialFrom(t *testing.T, src, addr string) (*rawConn, error) {
-	t.Helper()
-	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() { c.Close() })
-	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}, nil
-}
-
 // closedWithin reports whether the server ends the connection (EOF, reset,
 // or a 421 line followed by EOF) within d, reading whatever it sends.
 func closedWithin(c net.Conn, d time.Duration) (bool, string) {

@@ -29,13 +29,16 @@ const (
 	// RejectRecipients is one recipient over the recipient limit (452
 	// 4.5.3): the message goes on with the recipients already accepted.
 	RejectRecipients RejectReason = "recipients"
+	// RejectSuppressed refuses one recipient on the suppression list (RCPT
+	// 550 5.1.1); the message may still go to the others.
+	RejectSuppressed RejectReason = "suppressed"
 )
 
 // RejectReasons returns every reason, for pre-creating label values.
 func RejectReasons() []RejectReason {
 	return []RejectReason{
 		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning,
-		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections, RejectRecipients,
+		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections, RejectRecipients, RejectDraining, RejectSuppressed,
 	}
 }
 

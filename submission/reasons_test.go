@@ -22,6 +22,7 @@ func TestRejectReasons(t *testing.T) {
 		{RejectAuthLockout, false},
 		{RejectConnections, false},
 		{RejectRecipients, false},
+		{RejectSuppressed, false},
 		{RejectReason("made-up"), false},
 	} {
 		if got := tc.r.RefusesMessage(); got != tc.message {
@@ -35,7 +36,7 @@ func TestRejectReasons(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	if len(seen) != 12 {
-		t.Errorf("RejectReasons lists %d reasons, want all 12 constants", len(seen))
+	if len(seen) != 14 {
+		t.Errorf("RejectReasons lists %d reasons, want all 14 constants", len(seen))
 	}
 }

@@ -82,6 +82,18 @@ type Options struct {
 	// stored in front of the message (queue.Envelope.Prefix: DKIM). A Finish
 	// error refuses the message with 451; it is never queued unsigned.
 	Signer func() MessageSigner
+	// Suppressions, if set, refuses suppressed recipients at RCPT (and
+	// records a suppressed event); suppression.List is one.
+	Suppressions Suppressions
+	// AddMissingHeaders adds Message-ID and Date to mail from
+	// authenticated clients and trusted networks that lacks them.
+	AddMissingHeaders bool
+}
+
+// Suppressions decides whether a recipient is refused because it is on
+// the suppression list: refused with the text after "550 5.1.1 ".
+type Suppressions interface {
+	Refuse(addr string, authenticated, trusted bool) (text string, refused bool, err error)
 }
 
 // MessageSigner signs one message as it streams by (dkim.Message is one).
@@ -113,6 +125,7 @@ type Server struct {
 	log     *slog.Logger
 	// verified remembers credentials that passed bcrypt (Acceptor.Login*).
 	verified verifiedSecrets
+	drain    drainGate // SetDraining (drain.go)
 
 	mu        sync.Mutex
 	listeners []net.Listener

@@ -93,7 +93,11 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) error {
 }
 
 func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
-	if err := s.srv.Acceptor().CheckRecipient(s.client(), to, len(s.rcpts)); err != nil {
+	from := ""
+	if s.from != nil {
+		from = *s.from
+	}
+	if err := s.srv.Acceptor().CheckRecipientFrom(s.client(), from, to, len(s.rcpts)); err != nil {
 		return err
 	}
 	r := queue.Recipient{Address: to}

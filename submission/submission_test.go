@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net/netip"
 	"regexp"
 	"strings"
 	"sync"
@@ -438,22 +437,12 @@ func TestTooManyConnectionsFromOneIP(t *testing.T) {
 	env := startServer(t, func(o *Options) { o.MaxConnsPerIP = 2 })
 	a := rawDial(t, env.addr)
 	b := rawDial(t, env.addr)
-	_ = a
-	_ = b
-	c := rawDialNoGreeting(t, env.addr)
+	c := rawDialConn(t, env.addr)
 	c.expect("421 4.7.0")
 	// The connections already open keep working.
 	a.cmd("EHLO a", "250")
 	b.cmd("NOOP", "250")
 }
-
-func rawDialNoGreeting(t *testing.T, addr string) *rawConn {
-	t.Helper()
-	r := rawDialConn(t, addr)
-	return r
-}
-
-var _ = netip.Addr{}
 
 // Graceful shutdown closes idle sessions at once and lets a message being
 // transferred finish and get its 250.

@@ -12,6 +12,9 @@
 // configuration in a temporary directory, one fresh relay and empty queue per
 // scenario) or measures one that is already running (--relay and
 // --relay-pid). Memory and CPU come from /proc/PID/status and /proc/PID/stat.
+// Scenario h submits over the HTTP API instead, each client one goroutine
+// on its own keep-alive connection, as each SMTP session is; a started
+// relay's admin API (--relay-admin) serves /debug/pprof to profile it.
 //
 // Invariants:
 //   - Only loopback addresses are dialled or listened on; other addresses are

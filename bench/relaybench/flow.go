@@ -110,7 +110,8 @@ func runFlow(ctx context.Context, o *options, spec flowSpec) (*flowResult, error
 		} else if hop, err = freeAddr(); err != nil { // closed port: next hop down
 			return nil, err
 		}
-		cfg := relayConfig{Listen: listen, QueuePath: filepath.Join(dir, "queue.db"), NextHop: hop, InitialDelay: spec.InitialDelay, MaxDelay: spec.MaxDelay, DKIMKey: o.dkimKey, RedisURL: o.redisURL, ShapingRate: o.rate}
+		cfg := relayConfig{Listen: listen, QueuePath: filepath.Join(dir, "queue.db"), NextHop: hop, InitialDelay: spec.InitialDelay, MaxDelay: spec.MaxDelay, DKIMKey: o.dkimKey, Webhook: o.webhook, AdminListen: o.relayAdmin,
+			RedisURL: o.redisURL, ShapingRate: o.rate}
 		if spec.HTTP {
 			if cfg.HTTPListen, err = freeAddr(); err != nil {
 				return nil, err

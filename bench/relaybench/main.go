@@ -34,6 +34,9 @@ type options struct {
 	fsyncProbe int
 	cpuProfile string
 	dkimKey    string
+	events     string // "", "ok" or "hang": a local webhook receiver
+	webhook    string // its URL, set in main
+	relayAdmin string
 	redisURL   string
 	rate       string
 }
@@ -78,7 +81,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the relays' temporary directories")
 	fs.IntVar(&o.fsyncProbe, "fsync-samples", 200, "append+fdatasync samples for the fsync reference")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write relaybench's own CPU profile here (to see whether the load generator is the limit)")
+	fs.StringVar(&o.events, "events", "", "ok or hang: the started relay posts its event stream to a local webhook receiver that answers at once (ok) or never (hang), to measure the cost of events side by side")
 	fs.StringVar(&o.dkimKey, "dkim-key", "", "DKIM key file the started relay signs with (make one with `relayq dkim keygen --domain "+benchFromDomain+" --selector bench`), to measure signing side by side")
+	fs.StringVar(&o.relayAdmin, "relay-admin", "", "loopback host:port for the started relay's admin API, to take its profile (/debug/pprof/profile) during a scenario")
 	fs.StringVar(&o.redisURL, "redis", "", "redis://127.0.0.1:PORT/0: the started relay shares its shaping state through this Redis (cluster.redis_url), to measure a cluster node against a single one")
 	fs.StringVar(&o.rate, "shaping-rate", "", "shaping.defaults.max_message_rate of the started relay, e.g. 1000000/s: a rate that never binds, so each message also takes a token (in Redis with --redis)")
 	if err := fs.Parse(args); err != nil {
@@ -106,6 +111,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if *handoff {
 		o.scenarios = append(o.scenarios, "handoff")
+	}
+	if o.relayAdmin != "" && !isLoopback(o.relayAdmin) {
+		return nil, errors.New("--relay-admin must be a loopback address")
 	}
 	if o.relayAddr != "" && (!isLoopback(o.relayAddr) || !isLoopback(o.sinkAddr)) {
 		return nil, errors.New("--relay and --sink must be loopback addresses")
@@ -146,6 +154,18 @@ func main() {
 			os.Exit(2)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if o.events != "" {
+		es, err := startEventsSink(o.events)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "relaybench:", err)
+			os.Exit(2)
+		}
+		defer func() {
+			fmt.Fprintf(os.Stderr, "relaybench: webhook receiver (%s) got %d batches, %d bytes\n", o.events, es.batches.Load(), es.bytes.Load())
+			es.Close()
+		}()
+		o.webhook = es.url
 	}
 	rep := runAll(ctx, o)
 	rep.print(os.Stdout)

@@ -21,9 +21,12 @@ type relayConfig struct {
 	InitialDelay string // retry.initial_delay
 	MaxDelay     string // retry.max_delay; relayq refuses one below initial_delay
 	HTTPListen   string // submission.http_listen, "" for none
+	AdminListen  string // admin.listen, "" for none (the default)
 	// DKIMKey, if set, is a key file the relay signs the load's mail with
 	// (the From: domain is benchFromDomain).
 	DKIMKey string
+	// Webhook, if set, is a URL the relay posts its events to.
+	Webhook string
 	// RedisURL, if set, is the relay's cluster.redis_url: its shaping state
 	// is shared through that Redis (issue 19). ShapingRate is
 	// shaping.defaults.max_message_rate ("" for none): with a rate that
@@ -47,7 +50,7 @@ submission:
 queue:
   path: %q
 admin:
-  listen: ""
+  listen: %q
 retry:
   initial_delay: %s
   max_delay: %s
@@ -58,7 +61,7 @@ delivery:
   tls: none
 log:
   level: info
-`, cfg.Listen, cfg.HTTPListen, cfg.QueuePath, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop) + cfg.dkimYAML() + cfg.clusterYAML()
+`, cfg.Listen, cfg.HTTPListen, cfg.QueuePath, cfg.AdminListen, cfg.InitialDelay, cfg.MaxDelay, cfg.NextHop) + cfg.dkimYAML() + webhookYAML(cfg.Webhook) + cfg.clusterYAML()
 }
 
 // clusterYAML is the cluster: and shaping: sections for RedisURL and

@@ -35,6 +35,15 @@ func TestRelayConfigLoads(t *testing.T) {
 			t.Fatalf("dkim key %q: keys %+v", dk, c.DKIM.Keys)
 		}
 	}
+	cfg := relayConfig{Listen: "127.0.0.1:0", QueuePath: filepath.Join(dir, "q.db"), NextHop: "127.0.0.1:25", InitialDelay: "1s", MaxDelay: "2s", Webhook: "http://127.0.0.1:9/hook"}
+	path := filepath.Join(dir, "relayq.yaml")
+	if err := os.WriteFile(path, []byte(cfg.yaml()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(path)
+	if err != nil || len(c.Events.Webhooks) != 1 || c.Events.Webhooks[0].URL != cfg.Webhook {
+		t.Fatalf("--events config: %+v, %v", c.Events, err)
+	}
 }
 
 // With --redis and --shaping-rate the relay's configuration shares its

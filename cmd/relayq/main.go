@@ -19,10 +19,12 @@ commands:
   check-config [--config FILE] [--strict]
                                 validate the configuration, warn about dangerous setups
   config show [--config FILE]   print the effective configuration and where each value comes from
-  queue <list|show|retry|hold|release|delete|flush> ...
+  queue <list|show|retry|hold|release|delete|flush|drain> ...
                                 inspect and steer a running relay's queue
   queue <suspensions|resume> ... traffic shaping suspensions in force; end one
   dkim <keygen|check> ...       make DKIM keys, check their DNS records
+  suppressions <list|add|remove|import FILE|export>
+                                the addresses a running relay refuses at RCPT
   queue <check|salvage|compact> ...
                                 check, rescue or shrink a stopped relay's queue file
   healthcheck [--admin URL]     exit 0 when a running relay is ready (/readyz)
@@ -55,6 +57,8 @@ func main() {
 		err = queueCmd(os.Args[2:], os.Stdout)
 	case "dkim":
 		err = dkimCmd(os.Args[2:], os.Stdout)
+	case "suppressions":
+		err = suppressionsCmd(os.Args[2:], os.Stdout)
 	case "healthcheck":
 		err = healthcheck(os.Args[2:], os.Stdout)
 	case "completion":

@@ -17,6 +17,7 @@ import (
 	relaymetrics "github.com/relayq/relayq/metrics"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
+	"github.com/relayq/relayq/suppression"
 )
 
 // metrics is the process's metrics registry and observers.
@@ -38,20 +39,24 @@ func (m *metrics) delivery() delivery.Observer { return m.m.Delivery() }
 
 // startAdmin listens on c.Listen now (so a busy or bad address fails the
 // start) and serves the admin API, /metrics and the probes in the background.
-func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.Shaping, m *metrics, log *slog.Logger) (*http.Server, error) {
+func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.Shaping, m *metrics, log *slog.Logger, sl *suppression.List, d ...admin.Drainer) (*http.Server, error) {
 	o := admin.Options{
-		Store:     st,
-		Shaping:   sh,
-		Token:     c.Token,
-		ReadToken: c.ReadToken,
-		Ready:     admin.StoreReady(st),
-		Logger:    log,
+		Store:        st,
+		Shaping:      sh,
+		Suppressions: sl,
+		Token:        c.Token,
+		ReadToken:    c.ReadToken,
+		Ready:        admin.StoreReady(st),
+		Logger:       log,
 	}
 	if eng != nil { // a nil *Engine in the interface would not compare nil
 		o.Kicker = eng
 	}
 	if m != nil {
 		o.Metrics = m.m.Handler()
+	}
+	if len(d) > 0 {
+		o.Drainer = d[0]
 	}
 	l, err := net.Listen("tcp", c.Listen)
 	if err != nil {

@@ -31,6 +31,7 @@ commands:
   flush              attempt every waiting recipient now
   suspensions        list traffic shaping suspensions and throttles in force
   resume SCOPE       end the suspension or throttle of SCOPE (provider:NAME, domain:NAME)
+  drain --to H:P     hand the whole queue to another relayq (see relayq queue drain --help)
   check, salvage, compact
                      offline work on the queue file (see relayq queue check --help)
 
@@ -42,15 +43,19 @@ type queueFlags struct {
 	admin, token, status, domain, after string
 	limit                               int
 	json, quarantined                   bool
+	all                                 bool
 }
 
 // listOnly are the flags that only mean something to `list`.
-var listOnly = []string{"status", "domain", "limit", "after", "quarantined"}
+var listOnly = []string{"status", "domain", "limit", "after", "quarantined", "all"}
 
 // requestTimeout bounds one command, whatever the relay is doing.
 const requestTimeout = 30 * time.Second
 
 func queueCmd(args []string, out io.Writer) error {
+	if handled, err := drainCmd(args, out); handled {
+		return err
+	}
 	if handled, err := offlineQueueCmd(args, out); handled {
 		return err
 	}
@@ -73,6 +78,7 @@ func queueCmd(args []string, out io.Writer) error {
 	fs.IntVar(&f.limit, "limit", 0, "list: show at most this many messages (1-1000; default all)")
 	fs.StringVar(&f.after, "after", "", "list: start after this message ID (the cursor a limited list prints)")
 	fs.BoolVar(&f.quarantined, "quarantined", false, "list, delete: the quarantine (damaged messages, never delivered) instead of the queue")
+	fs.BoolVar(&f.all, "all", false, "list: also finished messages kept for events.retention (delivered or bounced; no body)")
 
 	pos, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -245,6 +251,11 @@ func queueList(ctx context.Context, c *admin.Client, f queueFlags, out io.Writer
 			break
 		}
 		q.After = p.Next
+	}
+	if f.all {
+		if err := addFinished(ctx, c, &all); err != nil {
+			return err
+		}
 	}
 	if f.json {
 		return printJSON(out, all)

@@ -15,26 +15,9 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/admin"
+	"github.com/relayq/relayq/clock"
 	"github.com/relayq/relayq/queue"
 )
-
-// cliClock is a settable clock for the store and the admin handler.
-type cliClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *cliClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *cliClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // kicks counts scheduler wake-ups.
 type kicks struct {
@@ -47,7 +30,7 @@ func (k *kicks) Kick() { k.mu.Lock(); k.n++; k.mu.Unlock() }
 // relay is a real queue behind the real admin handler on a loopback server.
 type relay struct {
 	t     *testing.T
-	clock *cliClock
+	clock *clock.Fake // shared by the store and the admin handler
 	store *queue.Store
 	url   string
 	kicks *kicks
@@ -57,16 +40,16 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func newRelay(t *testing.T, token string) *relay {
 	t.Helper()
-	clock := &cliClock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
-	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{Now: clock.Now, LockTimeout: 100 * time.Millisecond, Logger: quietLog})
+	clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{Now: clk.Now, LockTimeout: 100 * time.Millisecond, Logger: quietLog})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	k := &kicks{}
-	ts := httptest.NewServer(admin.NewHandler(admin.Options{Store: st, Kicker: k, Token: token, Now: clock.Now, Logger: quietLog}))
+	ts := httptest.NewServer(admin.NewHandler(admin.Options{Store: st, Kicker: k, Token: token, Now: clk.Now, Logger: quietLog}))
 	t.Cleanup(ts.Close)
-	return &relay{t: t, clock: clock, store: st, url: ts.URL, kicks: k}
+	return &relay{t: t, clock: clk, store: st, url: ts.URL, kicks: k}
 }
 
 // enqueue commits a message with a 100-byte body.

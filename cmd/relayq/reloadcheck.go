@@ -29,6 +29,7 @@ var reloadable = []string{
 	"delivery.greeting_timeout",
 	"shaping.", // Shaper.SetPolicy, then Engine.Update resolves targets again
 	"dkim.",    // signer.Update: key rotation without a restart
+	"suppression.",
 }
 
 func isReloadable(key string) bool {

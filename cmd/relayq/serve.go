@@ -23,6 +23,7 @@ import (
 	"github.com/relayq/relayq/shaping"
 	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/submission"
+	"github.com/relayq/relayq/suppression"
 )
 
 // logOut batches log lines to standard error (see logbuf); serve flushes
@@ -52,6 +53,12 @@ func serve(args []string) error {
 	slog.SetDefault(log)
 	defer logOut.Flush()
 	logWarnings(log, cfg)
+	// Take the signals before anything can announce readiness: a SIGTERM
+	// that systemd (or anyone) sends right after READY=1 must shut down
+	// gracefully, not kill the process with its default action.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 
 	metrics := newMetrics()
 	store, err := queue.Open(cfg.Queue.Path, queue.Options{Logger: log})
@@ -66,6 +73,9 @@ func serve(args []string) error {
 		return err
 	}
 	signer := dkim.NewSigner(dc)
+	if verifiedTLS, err = newTLSPolicy(cfg, store, log); err != nil {
+		return err
+	}
 	// The limiter state of traffic shaping: in this process, or shared
 	// with the other nodes through Redis (cluster.redis_url). Closed after
 	// the engine stopped, the last user of it.
@@ -91,6 +101,8 @@ func serve(args []string) error {
 	}
 	so := submissionOptions(cfg, store, tlsConf, log, eng, metrics)
 	so.Signer = messageSigner(signer)
+	suppressions := &suppression.List{Store: store, Config: suppressionConfig(cfg.Suppression)}
+	so.Suppressions = suppressions
 	srv, err := submission.New(so)
 	if err != nil {
 		return err
@@ -119,7 +131,7 @@ func serve(args []string) error {
 	}
 	var admin *http.Server
 	if cfg.Admin.Listen != "" {
-		admin, err = startAdmin(cfg.Admin, store, eng, shapingAPI{shaper, eng}, metrics, log)
+		admin, err = startAdmin(cfg.Admin, store, eng, shapingAPI{shaper, eng}, metrics, log, suppressions, newDrainer(cfg, store, eng, srv, log))
 		if err != nil {
 			srv.Close()
 			return err
@@ -129,17 +141,16 @@ func serve(args []string) error {
 	ctx, stop := context.WithCancel(context.Background())
 	engDone := make(chan struct{})
 	go func() { eng.Run(ctx, cfg.ShutdownTimeout); close(engDone) }()
+	eventsDone := startEvents(ctx, cfg, store, metrics, log)
 	go followShared(ctx, state, shaper, eng, time.Second)
 	bi := buildinfo.Get()
 	log.Info("relayq started", "version", bi.Version, "commit", bi.Commit, "go", bi.GoVersion, "hostname", cfg.Hostname, "queue", cfg.Queue.Path, "config", cfgName(path))
 	logSummary(log, cfg, smtpAddrs, smtpsAddrs)
 	notifySystemd(log, daemon.SdNotifyReady)
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
-			running = reload(path, running, srv, eng, shaper, signer, metrics, log)
+			running = reload(path, running, srv, eng, shaper, signer, suppressions, metrics, log)
 			continue
 		}
 		log.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
@@ -156,9 +167,11 @@ func serve(args []string) error {
 	}
 	stop()
 	<-engDone
+	eventsDone()
 	if admin != nil {
 		_ = admin.Shutdown(sctx)
 	}
+	closeTLSPolicy()
 	if err := store.Close(); err != nil {
 		return fmt.Errorf("closing queue: %w", err)
 	}
@@ -177,7 +190,7 @@ func cfgName(path string) string {
 // running. A bad file is refused with a log line and the running
 // configuration stays; a changed key that needs a restart is named in a
 // warning (reloadcheck.go).
-func reload(path string, running []config.Setting, srv *submission.Server, eng *delivery.Engine, shaper *shaping.Shaper, signer *dkim.Signer, m *metrics, log *slog.Logger) []config.Setting {
+func reload(path string, running []config.Setting, srv *submission.Server, eng *delivery.Engine, shaper *shaping.Shaper, signer *dkim.Signer, sl *suppression.List, m *metrics, log *slog.Logger) []config.Setting {
 	cfg, loaded, err := config.LoadSettings(path)
 	if err != nil {
 		log.Error("reload refused, keeping the running configuration", "err", err)
@@ -199,6 +212,7 @@ func reload(path string, running []config.Setting, srv *submission.Server, eng *
 	if err := reloadShaping(shaper, cfg, m); err != nil {
 		log.Error("reload: shaping policy refused, keeping the running one", "err", err)
 	}
+	sl.SetConfig(suppressionConfig(cfg.Suppression))
 	eng.Update(engineSettings(cfg)) // after the new policy: targets are resolved again
 	applied, restart, now := reloadDiff(running, loaded)
 	logWarnings(log, cfg)
@@ -242,6 +256,7 @@ func submissionOptions(cfg *config.Config, store *queue.Store, tlsConf *tls.Conf
 		SessionTimeout:    s.SessionTimeout,
 		AuthMaxFailures:   s.AuthMaxFailures,
 		AuthLockout:       s.AuthLockout,
+		AddMissingHeaders: s.AddMissingHeaders,
 		Logger:            log,
 		BeforeCommit:      eng.ClaimFirst,
 		OnQueued:          eng.Enqueue,
@@ -256,7 +271,7 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 		Username: d.Smarthost.Username, Password: d.Smarthost.Password,
 		TLS: smtpclient.SmarthostTLS(d.Smarthost.TLS), AllowInsecureAuth: d.Smarthost.AllowInsecureAuth,
 	}
-	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer})
+	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer, TLSPolicy: verifiedTLS})
 	dialer := &smtpclient.Dialer{
 		Hostname:        cfg.Hostname,
 		TLS:             smtpclient.TLSMode(d.TLS),
@@ -278,14 +293,15 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 			MaxAge:      r.MaxAge,
 		},
 		WarnAfter: r.WarnAfter,
+		Suppress:  (&suppression.List{Config: suppressionConfig(cfg.Suppression)}).Auto,
 	}
 }
 
 func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *metrics) delivery.Options {
 	s := engineSettings(cfg)
 	return delivery.Options{
-		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter,
+		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter, Suppress: s.Suppress,
 		Hostname: cfg.Hostname, Workers: cfg.Delivery.Workers, MaxConnsPerDest: cfg.Delivery.MaxConnsPerDomain,
-		Logger: log, Observer: m.delivery(),
+		Logger: log, Observer: m.delivery(), TLSReport: store,
 	}
 }

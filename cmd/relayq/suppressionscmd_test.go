@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/relayq/relayq/admin"
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/suppression"
+)
+
+func TestSuppressionsCommands(t *testing.T) {
+	r := newRelay(t, "")
+	ts := httptest.NewServer(admin.NewHandler(admin.Options{Store: r.store, Now: r.clock.Now, Logger: quietLog,
+		Suppressions: &suppression.List{Store: r.store, Now: r.clock.Now}}))
+	defer ts.Close()
+	run := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := suppressionsCmd(append(args, "--admin", ts.URL), &out); err != nil {
+			t.Fatalf("suppressions %v: %v\n%s", args, err, out.String())
+		}
+		return out.String()
+	}
+	run("add", "a@example.net", "b@example.net", "--reason", "asked to stop")
+	exported := run("export")
+	if !strings.Contains(exported, "a@example.net,2025-03-01T12:00:00Z,api,asked to stop\n") || strings.Count(exported, "\n") != 2 {
+		t.Fatalf("export:\n%s", exported)
+	}
+	run("remove", "a@example.net")
+	if out := run("list"); strings.Contains(out, "a@example.net") || !strings.Contains(out, "b@example.net") {
+		t.Errorf("after remove:\n%s", out)
+	}
+	file := filepath.Join(t.TempDir(), "list.csv")
+	os.WriteFile(file, []byte(exported+"# a comment\nc@example.net\n"), 0o600)
+	if out := run("import", file); !strings.Contains(out, "imported 3 addresses") {
+		t.Errorf("import: %s", out)
+	}
+	if _, ok, _ := r.store.Suppressed("c@example.net"); !ok {
+		t.Error("imported address not suppressed")
+	}
+	var out bytes.Buffer
+	os.WriteFile(file, []byte("not-an-address\n"), 0o600)
+	if err := suppressionsCmd([]string{"import", file, "--admin", ts.URL}, &out); err == nil || !strings.Contains(err.Error(), ":1:") {
+		t.Errorf("bad import line: %v", err)
+	}
+}
+
+func TestQueueListAllIncludesFinished(t *testing.T) {
+	r := newRelay(t, "")
+	done := r.enqueue("app@example.org", "bob@example.net")
+	if _, err := r.store.Record(done, []queue.Outcome{{Address: "bob@example.net", Status: queue.StatusDelivered, Reply: "250 ok"}}); err != nil {
+		t.Fatal(err)
+	}
+	waiting := r.enqueue("app@example.org", "carol@example.net")
+	if out := r.mustRun("list"); strings.Contains(out, done) || !strings.Contains(out, waiting) {
+		t.Errorf("plain list:\n%s", out)
+	}
+	out := r.mustRun("list", "--all")
+	if !strings.Contains(out, done) || !strings.Contains(out, waiting) || !strings.Contains(out, "delivered") {
+		t.Errorf("list --all:\n%s", out)
+	}
+}

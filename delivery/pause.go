@@ -1,0 +1,59 @@
+package delivery
+
+import (
+	"context"
+	"time"
+
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpclient"
+)
+
+// Pause stops the engine from starting attempts (and from scanning the
+// queue for them) and returns once no attempt is in flight, or when ctx
+// ends. Attempts already under way finish and record their outcome first,
+// so whoever pauses the engine (a drain) may then claim any message
+// without racing one. Hand-overs and kicks are still booked; Resume
+// starts attempts again. Run must be running.
+func (e *Engine) Pause(ctx context.Context) error {
+	e.paused.Store(true)
+	idle := make(chan struct{})
+	select {
+	case e.events <- event{kind: eventPause, idle: idle}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Resume undoes Pause and makes the scheduler look at the whole queue
+// again (whoever paused it changed the store behind its back).
+func (e *Engine) Resume() {
+	e.paused.Store(false)
+	e.Kick()
+}
+
+// Outcomes judges the replies of an attempt made outside the engine (a
+// drain handing mail to another relayq) exactly as the engine judges its
+// own: 2xx delivered, 5xx bounced with a DSN, 4xx deferred by the retry
+// policy (or bounced once it gives up). The caller records them with
+// queue.Store.Record.
+func (e *Engine) Outcomes(env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
+	return e.outcomes(e.settings.Load(), env, rcpts, results, end)
+}
+
+// notifyIdle tells Pause's waiters that nothing is in flight any more.
+// Called by the scheduler goroutine after it booked events.
+func (e *Engine) notifyIdle() {
+	if e.running > 0 || len(e.idleWaiters) == 0 {
+		return
+	}
+	for _, c := range e.idleWaiters {
+		close(c)
+	}
+	e.idleWaiters = nil
+}

@@ -1,0 +1,87 @@
+package delivery
+
+import (
+	"context"
+	"time"
+
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpclient"
+)
+
+// TLSPolicy attaches a verified-TLS policy (DANE, MTA-STS) to the MX hops
+// of a recipient domain; *tlspolicy.Resolver is one. It returns a copy.
+type TLSPolicy interface {
+	Apply(ctx context.Context, domain string, hops []smtpclient.Hop) []smtpclient.Hop
+}
+
+// withTLSPolicy is the MX branch of Lookup: the hops get the domain's TLS
+// policy when one is configured. Routes and the smarthost never come here.
+func (r *Router) withTLSPolicy(ctx context.Context, domain string, hops []smtpclient.Hop, err error) ([]smtpclient.Hop, error) {
+	if err != nil || r.cfg.TLSPolicy == nil {
+		return hops, err
+	}
+	return r.cfg.TLSPolicy.Apply(ctx, domain, hops), nil
+}
+
+// TLSObserver is an Observer that also counts how deliveries were secured;
+// the engine calls it when Options.Observer implements it.
+type TLSObserver interface {
+	// SecuredBy is called once per recipient per attempt that reached a
+	// hop (or was refused one by its policy), with the attempt's status.
+	SecuredBy(info smtpclient.TLSInfo, status queue.Status)
+}
+
+// TLSRecorder keeps the per-domain TLS results TLS-RPT (RFC 8460) reports
+// on; *queue.Store is one.
+type TLSRecorder interface {
+	RecordTLS(domain string, at time.Time, r queue.TLSResult) error
+}
+
+// attemptTLS is how the attempt's connection was secured: Deliver gives
+// every recipient of one attempt the same.
+func attemptTLS(results []smtpclient.RcptResult) smtpclient.TLSInfo {
+	for _, r := range results {
+		if r.TLS.Policy != "" {
+			return r.TLS
+		}
+	}
+	return smtpclient.TLSInfo{}
+}
+
+// tlsArgs adds tls=POLICY (dane, mta-sts, opportunistic, none; none also
+// when no session was reached), tls_version=TLSv1.3 or none, and any
+// verification failure to a delivery log line.
+func tlsArgs(j *job, args []any) []any {
+	t := j.tls
+	if t.Policy == "" { // no session was reached
+		return append(args, "tls", "none")
+	}
+	args = append(args, "tls", string(t.Policy), "tls_version", t.Name())
+	if t.Failure != "" {
+		key := "tls_failure"
+		if t.Testing {
+			key = "tls_would_fail" // MTA-STS testing: delivered regardless
+		}
+		args = append(args, key, string(t.Failure))
+	}
+	return args
+}
+
+// observeTLS counts one recipient's outcome by policy, once per attempt
+// records the domain's TLS result for TLS-RPT.
+func (e *Engine) observeTLS(j *job, o queue.Outcome, first bool, end time.Time) {
+	t := j.tls
+	if t.Policy == "" {
+		return
+	}
+	if obs, ok := e.obs.(TLSObserver); ok {
+		obs.SecuredBy(t, o.Status)
+	}
+	kind := map[smtpclient.TLSPolicy]string{smtpclient.PolicyDANE: "tlsa", smtpclient.PolicyMTASTS: "sts"}[t.Policy]
+	if first && e.tlsrpt != nil && kind != "" {
+		r := queue.TLSResult{Policy: kind, MX: o.RemoteMTA, Failure: string(t.Failure)}
+		if err := e.tlsrpt.RecordTLS(domainOf(o.Address), end, r); err != nil {
+			e.log.Warn("tls-rpt: recording a result failed", "id", j.id, "err", err)
+		}
+	}
+}

@@ -1,0 +1,317 @@
+package queue
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// EventType names what happened to one recipient (or, for EventDSNSent, the
+// report relayq generated about it).
+type EventType string
+
+const (
+	EventQueued     EventType = "queued"
+	EventDelivered  EventType = "delivered"
+	EventDeferred   EventType = "deferred"
+	EventBounced    EventType = "bounced"
+	EventExpired    EventType = "expired"
+	EventDelayed    EventType = "delayed"
+	EventSuppressed EventType = "suppressed"
+	EventDSNSent    EventType = "dsn_sent"
+)
+
+// EventTypes lists every type, in the order the documentation gives them.
+var EventTypes = []EventType{EventQueued, EventDelivered, EventDeferred, EventBounced,
+	EventExpired, EventDelayed, EventSuppressed, EventDSNSent}
+
+// Valid reports whether t is one of EventTypes.
+func (t EventType) Valid() bool { return slices.Contains(EventTypes, t) }
+
+// Event is one durable record of a recipient outcome. It is written in the
+// same transaction as the outcome itself, so the stream and the queue never
+// disagree after a crash. ID is assigned by the store: 16 hex digits of a
+// per-file sequence, so lexical order is commit order.
+type Event struct {
+	ID            string    `json:"event_id"`
+	Type          EventType `json:"type"`
+	Time          time.Time `json:"-"`
+	QueueID       string    `json:"queue_id,omitempty"`
+	MessageID     string    `json:"message_id,omitempty"`
+	From          string    `json:"from,omitempty"`
+	Recipient     string    `json:"recipient,omitempty"`
+	Attempt       int       `json:"attempt,omitempty"`
+	Reply         string    `json:"reply,omitempty"`
+	EnhancedCode  string    `json:"enhanced_code,omitempty"`
+	RemoteMTA     string    `json:"remote_mta,omitempty"`
+	TLS           string    `json:"tls,omitempty"`
+	NextAttempt   time.Time `json:"-"`
+	BounceQueueID string    `json:"bounce_queue_id,omitempty"`
+}
+
+// eventWire is Event's wire form: the same fields, with the times as
+// RFC 3339 with milliseconds (see MarshalJSON).
+type eventWire struct {
+	*eventFields
+	Time        string `json:"time,omitempty"`
+	NextAttempt string `json:"next_attempt,omitempty"`
+}
+
+// eventFields is Event without its methods, so eventWire's encoding does
+// not recurse.
+type eventFields Event
+
+const eventTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(eventTimeLayout)
+}
+
+// MarshalJSON writes the documented event fields, empty ones omitted.
+func (e Event) MarshalJSON() ([]byte, error) {
+	return json.Marshal(eventWire{(*eventFields)(&e), fmtTime(e.Time), fmtTime(e.NextAttempt)})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	w := eventWire{eventFields: (*eventFields)(e)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	var err error
+	e.Time, e.NextAttempt = time.Time{}, time.Time{}
+	if w.Time != "" {
+		if e.Time, err = time.Parse(time.RFC3339Nano, w.Time); err != nil {
+			return fmt.Errorf("event time: %w", err)
+		}
+	}
+	if w.NextAttempt != "" {
+		if e.NextAttempt, err = time.Parse(time.RFC3339Nano, w.NextAttempt); err != nil {
+			return fmt.Errorf("event next_attempt: %w", err)
+		}
+	}
+	return nil
+}
+
+// bucketEvents holds the stream: 8-byte big-endian sequence -> the record
+// of eventcodec.go.
+var bucketEvents = []byte("events")
+
+// enhancedCode extracts "x.y.z" from a reply such as "550 5.1.1 text".
+func enhancedCode(reply string) string {
+	f := strings.Fields(reply)
+	for _, s := range f[:min(len(f), 2)] {
+		if p := strings.Split(s, "."); len(p) == 3 && len(s) >= 5 && (s[0] == '2' || s[0] == '4' || s[0] == '5') {
+			return s
+		}
+	}
+	return ""
+}
+
+// EventKey turns an event ID into its key, false if it is not one.
+func EventKey(id string) ([]byte, bool) {
+	if len(id) != 16 {
+		return nil, false
+	}
+	k, err := hex.DecodeString(id)
+	if err != nil {
+		return nil, false
+	}
+	return k, true
+}
+
+// event appends ev to the stream in this transaction, giving it its ID and
+// (if unset) the time.
+func (w *writeTx) event(ev Event) error {
+	b, err := w.bucket(bucketEvents)
+	if err != nil {
+		return err
+	}
+	seq, err := b.NextSequence()
+	if err != nil {
+		return fmt.Errorf("queue: event sequence: %w", err)
+	}
+	if seq == 1 {
+		// A copied file (salvage) lost the bucket's sequence, which then
+		// starts again at 1: never reuse an ID.
+		if k, _ := b.Cursor().Last(); len(k) == 8 && binary.BigEndian.Uint64(k) >= seq {
+			seq = binary.BigEndian.Uint64(k) + 1
+			if err := b.SetSequence(seq); err != nil {
+				return err
+			}
+		}
+	}
+	key := binary.BigEndian.AppendUint64(nil, seq)
+	ev.ID = hex.EncodeToString(key)
+	if ev.Time.IsZero() {
+		ev.Time = w.s.now()
+	}
+	if ev.EnhancedCode == "" {
+		ev.EnhancedCode = enhancedCode(ev.Reply)
+	}
+	rec, err := encodeEvent(&ev)
+	if err != nil {
+		return err
+	}
+	// Keys only ever grow: full pages, not bbolt's half-full default.
+	b.FillPercent = 1.0
+	if err := b.Put(key, rec); err != nil {
+		return fmt.Errorf("queue: store event: %w", err)
+	}
+	w.events++
+	return nil
+}
+
+// recipientEvent builds the event of one recipient of env.
+func recipientEvent(t EventType, env *Envelope, r *Recipient) Event {
+	return Event{Type: t, QueueID: env.ID, MessageID: env.MessageID, From: env.From,
+		Recipient: r.Address, Attempt: r.Attempts}
+}
+
+// EventQuery selects events: those after the cursor After (an event ID, ""
+// for the start), of the given types (none: all), at most Limit (default
+// 100, at most 10000).
+type EventQuery struct {
+	After string
+	Types []EventType
+	Limit int
+}
+
+// Events returns the events matching q, in order, and the ID of the last
+// one examined (the cursor to continue from, even when all were filtered
+// out).
+func (s *Store) Events(q EventQuery) (evs []Event, last string, err error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 10000)
+	var start []byte
+	if q.After != "" {
+		k, ok := EventKey(q.After)
+		if !ok {
+			return nil, "", fmt.Errorf("queue: event cursor %q: not an event ID", q.After)
+		}
+		start = k
+	}
+	last = q.After
+	const maxScan = 100000 // bounds one read transaction when filtering
+	err = s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEvents)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		var k, v []byte
+		if start == nil {
+			k, v = c.First()
+		} else if k, v = c.Seek(start); k != nil && string(k) == string(start) {
+			k, v = c.Next()
+		}
+		for n := 0; k != nil && len(evs) < limit && n < maxScan; k, v = c.Next() {
+			n++
+			last = hex.EncodeToString(k)
+			ev, err := decodeEvent(v)
+			ev.ID = last
+			if err != nil {
+				s.opts.Logger.Warn("queue: skipping a damaged event", "event_id", last, "err", err)
+				continue
+			}
+			if len(q.Types) == 0 || slices.Contains(q.Types, ev.Type) {
+				evs = append(evs, ev)
+			}
+		}
+		return nil
+	})
+	return evs, last, err
+}
+
+// LastEventID is the ID of the newest event, "" when there is none.
+func (s *Store) LastEventID() (string, error) {
+	var id string
+	err := s.view(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketEvents); b != nil {
+			if k, _ := b.Cursor().Last(); k != nil {
+				id = hex.EncodeToString(k)
+			}
+		}
+		return nil
+	})
+	return id, err
+}
+
+// EventBacklog is how many events follow the cursor id, in O(log n): IDs
+// are a gapless sequence except where Prune removed the oldest, so it is
+// the distance from the cursor (or the oldest kept event) to the newest.
+func (s *Store) EventBacklog(id string) (int, error) {
+	var cursor uint64
+	if id != "" {
+		k, ok := EventKey(id)
+		if !ok {
+			return 0, fmt.Errorf("queue: event cursor %q: not an event ID", id)
+		}
+		cursor = binary.BigEndian.Uint64(k)
+	}
+	n := 0
+	err := s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEvents)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		first, _ := c.First()
+		last, _ := c.Last()
+		if len(first) != 8 || len(last) != 8 {
+			return nil
+		}
+		from := max(cursor, binary.BigEndian.Uint64(first)-1)
+		if to := binary.BigEndian.Uint64(last); to > from {
+			n = int(min(to-from, 1<<31))
+		}
+		return nil
+	})
+	return n, err
+}
+
+// AddEvents appends events that belong to no queued message (a recipient
+// refused because it is suppressed), durably, in one transaction.
+func (s *Store) AddEvents(evs ...Event) error {
+	return s.submit(func(w *writeTx) error {
+		for _, ev := range evs {
+			if err := w.event(ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// EventsChanged returns a channel that is closed at the next commit that
+// adds events. Take it before reading, then wait on it: no event is missed.
+func (s *Store) EventsChanged() <-chan struct{} {
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	if s.evCh == nil {
+		s.evCh = make(chan struct{})
+	}
+	return s.evCh
+}
+
+// eventsCommitted wakes every waiter of EventsChanged.
+func (s *Store) eventsCommitted() {
+	s.evMu.Lock()
+	if s.evCh != nil {
+		close(s.evCh)
+		s.evCh = nil
+	}
+	s.evMu.Unlock()
+}

@@ -1,0 +1,171 @@
+package queue
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"sort"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Buckets of verified-TLS data (issue 14); see doc.go. Neither holds mail:
+// Salvage leaves them behind, and a damaged value is reported, not
+// quarantined.
+var (
+	// bucketTLSPolicies caches MTA-STS policies for their max_age
+	// (domain -> CRC-32C + the caller's bytes).
+	bucketTLSPolicies = []byte("tls_policies")
+	// bucketTLSResults counts TLS sessions per domain and UTC day for
+	// TLS-RPT (domain + 0x00 + YYYY-MM-DD -> CRC-32C + JSON []TLSCount).
+	bucketTLSResults = []byte("tls_results")
+)
+
+// sealed is the stored form of v: its CRC-32C, then v.
+func sealed(v []byte) []byte {
+	out := binary.BigEndian.AppendUint32(make([]byte, 0, len(v)+4), crc32.Checksum(v, castagnoli))
+	return append(out, v...)
+}
+
+// unseal checks and strips the checksum of a stored value.
+func unseal(b []byte) ([]byte, error) {
+	if len(b) < 4 {
+		return nil, fmt.Errorf("%w: value shorter than its checksum", ErrDamaged)
+	}
+	if got, want := crc32.Checksum(b[4:], castagnoli), binary.BigEndian.Uint32(b); got != want {
+		return nil, fmt.Errorf("%w: checksum mismatch (stored %08x, computed %08x)", ErrDamaged, want, got)
+	}
+	return b[4:], nil
+}
+
+// TLSPolicy returns the cached policy bytes of domain; ok is false when
+// none is stored. A damaged value is an error wrapping ErrDamaged.
+func (s *Store) TLSPolicy(domain string) (v []byte, ok bool, err error) {
+	err = s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTLSPolicies)
+		if b == nil {
+			return nil
+		}
+		raw := b.Get([]byte(domain))
+		if raw == nil {
+			return nil
+		}
+		plain, err := unseal(raw)
+		if err != nil {
+			return fmt.Errorf("queue: tls policy of %s: %w", domain, err)
+		}
+		v, ok = append([]byte(nil), plain...), true
+		return nil
+	})
+	return v, ok, err
+}
+
+// PutTLSPolicy stores the policy bytes of domain.
+func (s *Store) PutTLSPolicy(domain string, v []byte) error {
+	val := sealed(v)
+	return s.submit(func(w *writeTx) error {
+		b, err := w.bucket(bucketTLSPolicies)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(domain), val)
+	})
+}
+
+// TLSResult is one TLS session (or refused MX) for TLS-RPT: the policy it
+// ran under ("sts", "tlsa"), the MX host, and the RFC 8460 result type of
+// its failure ("" for success).
+type TLSResult struct {
+	Policy, MX, Failure string
+}
+
+// TLSCount is how many sessions of one domain and day had one result.
+type TLSCount struct {
+	TLSResult
+	N int64 `json:"n"`
+}
+
+// tlsDayKey is the key of domain's counts on the UTC day of at.
+func tlsDayKey(domain string, at time.Time) []byte {
+	return []byte(strings.ToLower(domain) + "\x00" + at.UTC().Format(time.DateOnly))
+}
+
+// RecordTLS counts one TLS result of domain on the UTC day of at.
+func (s *Store) RecordTLS(domain string, at time.Time, r TLSResult) error {
+	key := tlsDayKey(domain, at)
+	return s.submit(func(w *writeTx) error {
+		b, err := w.bucket(bucketTLSResults)
+		if err != nil {
+			return err
+		}
+		counts, err := decodeTLSCounts(b.Get(key))
+		if err != nil {
+			counts = nil // a damaged day starts over rather than block mail
+		}
+		found := false
+		for i := range counts {
+			if counts[i].TLSResult == r {
+				counts[i].N++
+				found = true
+			}
+		}
+		if !found {
+			counts = append(counts, TLSCount{TLSResult: r, N: 1})
+		}
+		js, err := json.Marshal(counts)
+		if err != nil {
+			return err
+		}
+		return b.Put(key, sealed(js))
+	})
+}
+
+// TLSDay returns domain's counts on the UTC day of day, sorted.
+func (s *Store) TLSDay(domain string, day time.Time) ([]TLSCount, error) {
+	var counts []TLSCount
+	err := s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTLSResults)
+		if b == nil {
+			return nil
+		}
+		var err error
+		counts, err = decodeTLSCounts(b.Get(tlsDayKey(domain, day)))
+		return err
+	})
+	sort.Slice(counts, func(i, j int) bool {
+		a, b := counts[i].TLSResult, counts[j].TLSResult
+		if a.Policy != b.Policy {
+			return a.Policy < b.Policy
+		}
+		if a.MX != b.MX {
+			return a.MX < b.MX
+		}
+		return a.Failure < b.Failure
+	})
+	return counts, err
+}
+
+// decodeTLSCounts reads a stored day; nil bytes are an empty day.
+func decodeTLSCounts(raw []byte) ([]TLSCount, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	js, err := unseal(raw)
+	if err != nil {
+		return nil, fmt.Errorf("queue: tls results: %w", err)
+	}
+	var counts []TLSCount
+	if err := json.Unmarshal(js, &counts); err != nil {
+		return nil, fmt.Errorf("queue: tls results: %w: %w", ErrDamaged, err)
+	}
+	for _, c := range counts {
+		if c.N < 0 {
+			return nil, fmt.Errorf("queue: tls results: %w", errors.Join(ErrDamaged, errors.New("negative count")))
+		}
+	}
+	return counts, nil
+}

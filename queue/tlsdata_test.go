@@ -1,0 +1,81 @@
+package queue
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Policies and TLS results survive a restart; a damaged policy value is
+// reported as such, never returned.
+func TestTLSDataSurvivesRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutTLSPolicy("example.org", []byte(`{"id":"one"}`)); err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC)
+	for _, r := range []TLSResult{{"sts", "mx.example.org", ""}, {"sts", "mx.example.org", ""}, {"sts", "mx.example.org", "starttls-not-supported"}} {
+		if err := s.RecordTLS("Example.ORG", day, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RecordTLS("example.org", day.Add(2*time.Hour), TLSResult{"sts", "mx.example.org", ""}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, ok, err := s.TLSPolicy("example.org"); !ok || err != nil || string(v) != `{"id":"one"}` {
+		t.Fatalf("TLSPolicy after restart = %q, %v, %v", v, ok, err)
+	}
+	if _, ok, err := s.TLSPolicy("example.net"); ok || err != nil {
+		t.Fatalf("unknown domain: %v %v", ok, err)
+	}
+	counts, err := s.TLSDay("example.org", day)
+	if err != nil || len(counts) != 2 || counts[0].N != 2 || counts[1].N != 1 || counts[1].Failure != "starttls-not-supported" {
+		t.Fatalf("TLSDay = %+v, %v", counts, err)
+	}
+	if next, _ := s.TLSDay("example.org", day.Add(2*time.Hour)); len(next) != 1 || next[0].N != 1 {
+		t.Fatalf("next day = %+v", next)
+	}
+
+	// Flip a byte of the stored policy: the checksum catches it.
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTLSPolicies)
+		v := append([]byte(nil), b.Get([]byte("example.org"))...)
+		v[len(v)-1] ^= 1
+		return b.Put([]byte("example.org"), v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.TLSPolicy("example.org"); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("damaged policy: %v, want ErrDamaged", err)
+	}
+}
+
+// Stored TLS counts come from disk: the decoder never panics on any bytes.
+func FuzzDecodeTLSCounts(f *testing.F) {
+	f.Add(sealed([]byte(`[{"Policy":"sts","MX":"mx","Failure":"","n":3}]`)))
+	f.Add([]byte{0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		counts, err := decodeTLSCounts(b)
+		if err == nil {
+			for _, c := range counts {
+				if c.N < 0 {
+					t.Fatalf("negative count accepted: %+v", c)
+				}
+			}
+		}
+	})
+}

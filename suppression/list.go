@@ -1,0 +1,130 @@
+package suppression
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpcodes"
+)
+
+// Entry is one suppressed address.
+type Entry = queue.Suppression
+
+// Store keeps the list. *queue.Store implements it.
+type Store interface {
+	Suppressed(addr string) (Entry, bool, error)
+	Suppress(entries ...Entry) error
+	Unsuppress(addr string) (bool, error)
+	Suppressions() ([]Entry, error)
+}
+
+// Config is the suppression section of the configuration.
+type Config struct {
+	// Auto adds recipients whose bounce says they do not exist (default on).
+	Auto bool
+	// Expire drops an entry this long after it was added; 0 keeps it.
+	Expire time.Duration
+	// Codes are further enhanced status codes ("5.7.1") whose bounces add
+	// the recipient, for providers that reject unknown users that way.
+	Codes []string
+	// ExemptAuthenticated and ExemptTrusted let SASL-authenticated clients
+	// and trusted networks send to suppressed addresses anyway.
+	ExemptAuthenticated bool
+	ExemptTrusted       bool
+}
+
+// List is the suppression list as relayq uses it. The zero Now is time.Now.
+// Config may be set before use; SetConfig changes it while in use (SIGHUP).
+type List struct {
+	Store  Store
+	Config Config
+	Now    func() time.Time
+
+	mu sync.RWMutex
+}
+
+// SetConfig replaces the configuration, safely while the list is in use.
+func (l *List) SetConfig(c Config) {
+	l.mu.Lock()
+	l.Config = c
+	l.mu.Unlock()
+}
+
+func (l *List) config() Config {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.Config
+}
+
+func (l *List) now() time.Time {
+	if l.Now == nil {
+		return time.Now()
+	}
+	return l.Now()
+}
+
+func (l *List) live(e Entry) bool {
+	exp := l.config().Expire
+	return exp <= 0 || l.now().Before(e.Since.Add(exp))
+}
+
+// Lookup returns addr's live entry.
+func (l *List) Lookup(addr string) (Entry, bool, error) {
+	e, ok, err := l.Store.Suppressed(addr)
+	if err != nil || !ok || !l.live(e) {
+		return Entry{}, false, err
+	}
+	return e, true, nil
+}
+
+// Check says whether mail to addr from a client so authenticated and
+// trusted is refused, and the entry that refuses it. A store error lets the
+// mail through (logged by the caller): mail is never lost to the list.
+func (l *List) Check(addr string, authenticated, trusted bool) (Entry, bool, error) {
+	c := l.config()
+	if (authenticated && c.ExemptAuthenticated) || (trusted && c.ExemptTrusted) {
+		return Entry{}, false, nil
+	}
+	return l.Lookup(addr)
+}
+
+// Auto says whether a bounce with reply r puts its recipient on the list.
+func (l *List) Auto(r smtpcodes.Reply) bool {
+	c := l.config()
+	if !c.Auto || r.Class != smtpcodes.Permanent {
+		return false
+	}
+	return strings.HasPrefix(r.Enhanced, "5.1.") || slices.Contains(c.Codes, r.Enhanced)
+}
+
+// Entries lists the live entries.
+func (l *List) Entries() ([]Entry, error) {
+	all, err := l.Store.Suppressions()
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(e Entry) bool { return !l.live(e) }), nil
+}
+
+// Refusal is the RCPT reply text after "550 5.1.1 " for a suppressed
+// address: "<addr>: suppressed since DATE after: REPLY".
+func Refusal(addr string, e Entry) string {
+	s := fmt.Sprintf("<%s>: suppressed since %s", addr, e.Since.UTC().Format(time.RFC3339))
+	if e.Reply != "" {
+		s += " after: " + e.Reply
+	}
+	return s
+}
+
+// Refuse is Check with the refusal text, for submission.Options.Suppressions.
+func (l *List) Refuse(addr string, authenticated, trusted bool) (string, bool, error) {
+	e, ok, err := l.Check(addr, authenticated, trusted)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	return Refusal(addr, e), true, nil
+}

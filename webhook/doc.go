@@ -1,0 +1,19 @@
+// Package webhook posts relayq's durable event stream (queue events) to the
+// applications that asked for it.
+//
+// Invariants:
+//   - At least once, in event order, per webhook: a batch is POSTed as
+//     {"events":[...]} and the webhook's cursor in the queue file moves past
+//     it only after a 2xx answer. A failed batch is retried, the same
+//     batch again, with the queue's jittered backoff (queue.Backoff) until
+//     it succeeds; a kill -9 may resend the last batch, never skip one.
+//   - Each request carries X-Relayq-Timestamp (Unix seconds) and
+//     X-Relayq-Signature: sha256=<hex HMAC-SHA256 of the raw body with the
+//     webhook's secret>, so the receiver can tell it came from relayq.
+//   - A slow or dead endpoint costs one goroutine and one request at a
+//     time, bounded by Timeout: the backlog stays on disk, and mail
+//     acceptance and delivery never wait for a webhook.
+//   - The sender waits for new events on the queue's commit signal
+//     (queue.Store.EventsChanged) and for retries on the injected clock:
+//     nothing polls.
+package webhook
