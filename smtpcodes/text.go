@@ -7,7 +7,8 @@ import (
 
 // oneLine turns arbitrary text into the single-line form Reply.Text promises:
 // valid UTF-8, every control character (CR and LF included) replaced by a
-// space, runs of those spaces and the ends trimmed. Log lines and DSN fields
+// space, as is any other white space (a no-break space too), runs of those
+// spaces and the ends trimmed. Log lines and DSN fields
 // built from it can then not be split or forged by what a server sent.
 func oneLine(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
@@ -15,7 +16,7 @@ func oneLine(s string) string {
 	b.Grow(len(s))
 	space := false
 	for _, r := range s {
-		if unicode.IsControl(r) || r == ' ' {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
 			space = true
 			continue
 		}
