@@ -33,6 +33,9 @@
 //     A finished message leaves its envelope (no body) in history, and a
 //     bounce marked Suppress puts the address on the suppression list, in
 //     that same transaction. Prune removes both after the retention.
+//   - Suppressed reads no page while the store knows the list is empty:
+//     the flag is set at Open from the bucket and by every write that adds
+//     an entry, before that write commits; it is never cleared while open.
 //
 // # Layout
 //

@@ -3,6 +3,7 @@ package queue
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -73,4 +74,36 @@ func TestEventJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, ev) {
 		t.Errorf("back: %+v %v", back, err)
 	}
+}
+
+// enhancedCodeSplit is the first, allocating form of enhancedCode: the
+// allocation-free one must agree with it on every reply.
+func enhancedCodeSplit(reply string) string {
+	f := strings.Fields(reply)
+	for _, s := range f[:min(len(f), 2)] {
+		if p := strings.Split(s, "."); len(p) == 3 && len(s) >= 5 && (s[0] == '2' || s[0] == '4' || s[0] == '5') {
+			return s
+		}
+	}
+	return ""
+}
+
+func TestEnhancedCodeAgreesWithFields(t *testing.T) {
+	for _, r := range []string{"", " ", "250 2.0.0 OK", "550 5.1.1 <a@b>: no such user", "5.7.1 denied",
+		"  \t421  4.4.2   timeout", "250 OK 2.0.0", "250 2.0", "250 2.0.0.0 x", "250 1.2.3", "250\u00a02.0.0 nbsp",
+		"550 5.1.1", "x 5..1", "250 2.0.0\r\n", "\xff 2.0.0", "250 \xff.0.0"} {
+		if got, want := enhancedCode(r), enhancedCodeSplit(r); got != want {
+			t.Errorf("enhancedCode(%q) = %q, want %q", r, got, want)
+		}
+	}
+}
+
+func FuzzEnhancedCode(f *testing.F) {
+	f.Add("550 5.1.1 <a@b>: no such user")
+	f.Add(" \t250\u00a02.0.0 ok")
+	f.Fuzz(func(t *testing.T, r string) {
+		if got, want := enhancedCode(r), enhancedCodeSplit(r); got != want {
+			t.Fatalf("enhancedCode(%q) = %q, want %q", r, got, want)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -107,10 +108,22 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 var bucketEvents = []byte("events")
 
 // enhancedCode extracts "x.y.z" from a reply such as "550 5.1.1 text".
+// It looks at the first two whitespace-separated fields without
+// allocating: the committer calls it for every event it stores.
 func enhancedCode(reply string) string {
-	f := strings.Fields(reply)
-	for _, s := range f[:min(len(f), 2)] {
-		if p := strings.Split(s, "."); len(p) == 3 && len(s) >= 5 && (s[0] == '2' || s[0] == '4' || s[0] == '5') {
+	rest := reply
+	for range 2 {
+		rest = strings.TrimLeftFunc(rest, unicode.IsSpace)
+		if rest == "" {
+			return ""
+		}
+		end := strings.IndexFunc(rest, unicode.IsSpace)
+		if end < 0 {
+			end = len(rest)
+		}
+		s := rest[:end]
+		rest = rest[end:]
+		if strings.Count(s, ".") == 2 && len(s) >= 5 && (s[0] == '2' || s[0] == '4' || s[0] == '5') {
 			return s
 		}
 	}
@@ -132,9 +145,15 @@ func EventKey(id string) ([]byte, bool) {
 // event appends ev to the stream in this transaction, giving it its ID and
 // (if unset) the time.
 func (w *writeTx) event(ev Event) error {
-	b, err := w.bucket(bucketEvents)
-	if err != nil {
-		return err
+	b := w.evBucket
+	if b == nil {
+		var err error
+		if b, err = w.bucket(bucketEvents); err != nil {
+			return err
+		}
+		// Keys only ever grow: full pages, not bbolt's half-full default.
+		b.FillPercent = 1.0
+		w.evBucket = b
 	}
 	seq, err := b.NextSequence()
 	if err != nil {
@@ -150,8 +169,8 @@ func (w *writeTx) event(ev Event) error {
 			}
 		}
 	}
-	key := binary.BigEndian.AppendUint64(nil, seq)
-	ev.ID = hex.EncodeToString(key)
+	// The key is the event ID (EventKey); the record does not repeat it.
+	key := binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq)
 	if ev.Time.IsZero() {
 		ev.Time = w.s.now()
 	}
@@ -162,8 +181,6 @@ func (w *writeTx) event(ev Event) error {
 	if err != nil {
 		return err
 	}
-	// Keys only ever grow: full pages, not bbolt's half-full default.
-	b.FillPercent = 1.0
 	if err := b.Put(key, rec); err != nil {
 		return fmt.Errorf("queue: store event: %w", err)
 	}

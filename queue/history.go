@@ -31,11 +31,11 @@ func (w *writeTx) keepHistory(env *Envelope) error {
 	}
 	f := Finished{Envelope: *env, Finished: w.s.now()}
 	f.Prefix = ""
-	js, err := json.Marshal(f)
+	js, err := json.Marshal(&f) // a pointer: no copy of f onto the heap
 	if err != nil {
 		return fmt.Errorf("queue: history %s: %w", env.ID, err)
 	}
-	key := append(binary.BigEndian.AppendUint64(nil, unixNanos(f.Finished)), env.ID...)
+	key := append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(env.ID)), unixNanos(f.Finished)), env.ID...)
 	rec := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(js)), crc32.Checksum(js, castagnoli))
 	b.FillPercent = 0.9 // keys are finish times: mostly appended
 	return b.Put(key, append(rec, js...))

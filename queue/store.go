@@ -96,6 +96,11 @@ type Store struct {
 	// file is damaged, and no further write is tried (see runBatch).
 	broken atomic.Pointer[error]
 
+	// suppressing is false only while the suppression list is certainly
+	// empty (see Suppressed): it is set at Open if the list has entries and
+	// by every write that adds one, before that write commits.
+	suppressing atomic.Bool
+
 	// evMu guards evCh, closed at each commit that adds events (see
 	// EventsChanged).
 	evMu sync.Mutex
@@ -155,6 +160,16 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := guarded(s.recover); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w: %s: recovery failed: %v; run `relayq queue check`", ErrDamaged, path, err)
+	}
+	if err := s.view(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketSuppressions); b != nil {
+			k, _ := b.Cursor().First()
+			s.suppressing.Store(k != nil)
+		}
+		return nil
+	}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("queue: open %s: suppression list: %w", path, err)
 	}
 	if err := releaseMapping(db, path); err != nil {
 		opts.Logger.Debug("queue: could not release pages read at start-up", "file", path, "err", err)

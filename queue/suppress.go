@@ -46,6 +46,9 @@ func (w *writeTx) putSuppression(sp Suppression) error {
 		return err
 	}
 	rec := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(js)), crc32.Checksum(js, castagnoli))
+	// Before the commit, so no reader can miss the entry (a rollback
+	// leaves the flag set: only a lookup is wasted).
+	w.s.suppressing.Store(true)
 	return b.Put([]byte(sp.Address), append(rec, js...))
 }
 
@@ -91,10 +94,21 @@ func (s *Store) Unsuppress(addr string) (bool, error) {
 	return found, err
 }
 
-// Suppressed returns addr's entry, if it is on the list.
+// Suppressed returns addr's entry, if it is on the list. While the list
+// has never had an entry it answers without a read transaction: it is
+// asked at every RCPT.
 func (s *Store) Suppressed(addr string) (Suppression, bool, error) {
 	var sp Suppression
 	var ok bool
+	if !s.suppressing.Load() {
+		s.mu.RLock()
+		closed := s.closed
+		s.mu.RUnlock()
+		if closed {
+			return sp, false, fmt.Errorf("queue: %w", ErrClosed)
+		}
+		return sp, false, nil
+	}
 	err := s.view(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketSuppressions); b != nil {
 			if v := b.Get(suppressionKey(addr)); v != nil {

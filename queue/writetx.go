@@ -17,6 +17,10 @@ type writeTx struct {
 	delta counts
 	// events counts the events this write added (see event).
 	events int
+	// evBucket is the events bucket once event has opened it: a message's
+	// outcome adds several events, and each lookup costs a seek and an
+	// allocation in the committer.
+	evBucket *bolt.Bucket
 }
 
 // bucket returns a top-level bucket, creating it if needed.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // maxHeaderScan bounds how much of a message's header section is held to
@@ -30,22 +31,30 @@ func (h *headerScan) Write(p []byte) (int, error) {
 	if h.done {
 		return h.w.Write(p)
 	}
-	h.buf = append(h.buf, p...)
-	end := endOfHeaders(h.buf)
-	if end < 0 && len(h.buf) <= maxHeaderScan {
+	// The header section usually ends in the first write: scan p where it
+	// is and hold (copy) it only while the section goes on.
+	buf := p
+	if len(h.buf) > 0 {
+		h.buf = append(h.buf, p...)
+		buf = h.buf
+	}
+	end := endOfHeaders(buf)
+	if end < 0 && len(buf) <= maxHeaderScan {
+		if len(h.buf) == 0 {
+			h.buf = append(h.buf, p...)
+		}
 		return len(p), nil
 	}
 	if end < 0 {
-		end = len(h.buf) // too long to be headers we should touch
-		h.parse(h.buf)
+		h.parse(buf) // too long to be headers we should touch
 		h.done = true
-		if _, err := h.w.Write(h.buf); err != nil {
+		h.buf = nil
+		if _, err := h.w.Write(buf); err != nil {
 			return 0, err
 		}
-		h.buf = nil
 		return len(p), nil
 	}
-	if err := h.flush(end); err != nil {
+	if err := h.flush(buf, end); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -53,9 +62,9 @@ func (h *headerScan) Write(p []byte) (int, error) {
 
 // flush passes on the header section buf[:end] (with any added fields)
 // and the rest of buf.
-func (h *headerScan) flush(end int) error {
+func (h *headerScan) flush(buf []byte, end int) error {
 	h.done = true
-	hasDate := h.parse(h.buf[:end])
+	hasDate := h.parse(buf[:end])
 	var extra []byte
 	if h.add != nil {
 		id, date := h.add()
@@ -67,12 +76,12 @@ func (h *headerScan) flush(end int) error {
 			extra = append(extra, "Date: "+date.Format(time.RFC1123Z)+"\r\n"...)
 		}
 	}
-	out := h.buf
+	out := buf
 	if len(extra) > 0 {
-		out = make([]byte, 0, len(h.buf)+len(extra))
-		out = append(out, h.buf[:end]...)
+		out = make([]byte, 0, len(buf)+len(extra))
+		out = append(out, buf[:end]...)
 		out = append(out, extra...)
-		out = append(out, h.buf[end:]...)
+		out = append(out, buf[end:]...)
 	}
 	h.buf = nil
 	_, err := h.w.Write(out)
@@ -93,7 +102,7 @@ func (h *headerScan) finish() error {
 		_, err := h.w.Write(h.buf)
 		return err
 	}
-	return h.flush(end)
+	return h.flush(h.buf, end)
 }
 
 // endOfHeaders is the offset just past the header section's last CRLF
@@ -111,39 +120,112 @@ func endOfHeaders(b []byte) int {
 // parse notes Message-ID and Subject (unfolded) and says whether there is
 // a Date field.
 func (h *headerScan) parse(sec []byte) (hasDate bool) {
-	var name string
-	var val strings.Builder
+	// It runs on every accepted message: it walks the section in place
+	// and copies only the values it keeps.
+	field := otherField // the field the current line belongs to
+	var val []byte      // its unfolded value, for the fields kept
 	done := func() {
-		switch strings.ToLower(name) {
-		case "message-id":
+		switch field {
+		case messageIDField:
 			if h.messageID == "" {
-				h.messageID = trimField(val.String())
+				h.messageID = trimField(string(val))
 			}
-		case "subject":
+		case subjectField:
 			if h.subject == "" {
-				h.subject = trimField(val.String())
+				h.subject = trimField(string(val))
 			}
-		case "date":
+		case dateField:
 			hasDate = true
 		}
-		name = ""
-		val.Reset()
+		field, val = otherField, val[:0]
 	}
-	for _, line := range strings.Split(string(sec), "\r\n") {
-		if line != "" && (line[0] == ' ' || line[0] == '\t') {
-			if name != "" && val.Len() < 998 {
-				val.WriteString(line)
-			}
-			continue
+	for rest := sec; ; {
+		line := rest
+		i := bytes.Index(rest, crlfBytes)
+		if i >= 0 {
+			line, rest = rest[:i], rest[i+2:]
 		}
-		done()
-		if n, v, ok := strings.Cut(line, ":"); ok && !strings.ContainsAny(n, " \t") {
-			name = n
-			val.WriteString(v)
+		if len(line) > 0 && (line[0] == ' ' || line[0] == '\t') {
+			if (field == messageIDField || field == subjectField) && len(val) < 998 {
+				val = append(val, line...)
+			}
+		} else {
+			done()
+			if n, v, ok := bytes.Cut(line, []byte(":")); ok && !bytes.ContainsAny(n, " \t") {
+				field = whichField(n)
+				if field == messageIDField || field == subjectField {
+					val = append(val, v...)
+				}
+			}
+		}
+		if i < 0 {
+			break
 		}
 	}
 	done()
 	return hasDate
+}
+
+var crlfBytes = []byte("\r\n")
+
+// headerField names the header fields parse looks for.
+type headerField int
+
+const (
+	otherField headerField = iota
+	messageIDField
+	subjectField
+	dateField
+)
+
+// whichField matches a field name as strings.ToLower would, without
+// allocating for an ASCII name (a non-ASCII one may still lower-case to
+// one of these: U+0130 becomes 'i').
+func whichField(name []byte) headerField {
+	for _, c := range name {
+		if c >= utf8.RuneSelf {
+			return fieldNamed(strings.ToLower(string(name)))
+		}
+	}
+	switch {
+	case asciiEqualFold(name, "message-id"):
+		return messageIDField
+	case asciiEqualFold(name, "subject"):
+		return subjectField
+	case asciiEqualFold(name, "date"):
+		return dateField
+	}
+	return otherField
+}
+
+func fieldNamed(lower string) headerField {
+	switch lower {
+	case "message-id":
+		return messageIDField
+	case "subject":
+		return subjectField
+	case "date":
+		return dateField
+	}
+	return otherField
+}
+
+// asciiEqualFold reports whether b equals the lower-case ASCII lower,
+// ignoring ASCII case.
+func asciiEqualFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i := range len(b) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func trimField(s string) string {

@@ -47,3 +47,55 @@ func FuzzHeaderScan(f *testing.F) {
 		}
 	})
 }
+
+// parseSplit is the first form of headerScan.parse (strings.Split, ToLower
+// per field): the in-place one must find the same fields.
+func parseSplit(sec []byte) (messageID, subject string, hasDate bool) {
+	var name string
+	var val strings.Builder
+	done := func() {
+		switch strings.ToLower(name) {
+		case "message-id":
+			if messageID == "" {
+				messageID = trimField(val.String())
+			}
+		case "subject":
+			if subject == "" {
+				subject = trimField(val.String())
+			}
+		case "date":
+			hasDate = true
+		}
+		name = ""
+		val.Reset()
+	}
+	for _, line := range strings.Split(string(sec), "\r\n") {
+		if line != "" && (line[0] == ' ' || line[0] == '\t') {
+			if name != "" && val.Len() < 998 {
+				val.WriteString(line)
+			}
+			continue
+		}
+		done()
+		if n, v, ok := strings.Cut(line, ":"); ok && !strings.ContainsAny(n, " \t") {
+			name = n
+			val.WriteString(v)
+		}
+	}
+	done()
+	return messageID, subject, hasDate
+}
+
+func FuzzHeaderParseAgrees(f *testing.F) {
+	f.Add([]byte("Subject: a\r\n b\r\nMessage-ID: <x@y>\r\nDATE: x\r\n"))
+	f.Add([]byte("message-ID:\r\n\t<x@y>  \r\nsubject :no\r\nSUBJECT: yes\r\n" + strings.Repeat(" fold", 300) + "\r\n"))
+	f.Add([]byte(":x\r\n y\r\nSub ject: z\r\nmessage-\u0130d: k\r\n\xffDate: 1"))
+	f.Fuzz(func(t *testing.T, sec []byte) {
+		var h headerScan
+		hasDate := h.parse(sec)
+		mid, subj, date := parseSplit(sec)
+		if h.messageID != mid || h.subject != subj || hasDate != date {
+			t.Fatalf("parse(%q) = %q, %q, %v; want %q, %q, %v", sec, h.messageID, h.subject, hasDate, mid, subj, date)
+		}
+	})
+}
