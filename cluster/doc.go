@@ -55,8 +55,8 @@
 //     mail never touches this package.
 //   - Keys live under Prefix, whose hash tag puts them in one slot.
 //
-// The suppression list (issue 15) has not landed; when it does, its
-// shared form belongs here too, as another key family under Prefix with
-// the same fallback rule (a node-local copy while Redis is down), reached
-// through Node like the shaping state.
+// The suppression list (package suppression, behind its small Store
+// interface) is still kept by each node in its own queue file; its shared
+// form belongs here too, as another key family under Prefix with the same
+// fallback rule (a node-local copy while Redis is down).
 package cluster
