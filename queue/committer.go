@@ -63,6 +63,9 @@ func (s *Store) commitLoop() {
 	}
 }
 
+// maxArena bounds the record buffer the committer keeps between batches.
+const maxArena = 1 << 20
+
 // runBatch commits batch in one bolt transaction. bbolt has no savepoints,
 // so a request whose function fails is isolated by rolling the whole
 // transaction back and redoing it without that request; the failed request
@@ -84,10 +87,14 @@ func (s *Store) runBatch(batch []*writeReq) {
 		var delta counts
 		var oldest time.Time
 		events := 0
+		if cap(s.arena) > maxArena {
+			s.arena = nil
+		}
+		s.arena = s.arena[:0]
 		err := s.update(func(tx *bolt.Tx) error {
 			delta, events = counts{}, 0
 			for i, r := range live {
-				w := &writeTx{tx: tx, s: s}
+				w := &writeTx{tx: tx, s: s, arena: &s.arena}
 				if err := runOne(r.fn, w); err != nil {
 					failed, failErr = i, err
 					return err

@@ -48,14 +48,16 @@
 //	tls_policies      domain -> CRC-32C + bytes             (MTA-STS policy cache, tlsdata.go)
 //	tls_results       domain 0x00 YYYY-MM-DD -> CRC-32C + JSON counts (TLS-RPT)
 //	events            uint64 BE sequence -> binary event record  (eventcodec.go)
-//	history           uint64 BE finish nanos + ID -> CRC-32C + JSON(Finished)
+//	history           uint64 BE finish nanos + ID -> binary record  (historycodec.go)
 //	suppressions      lower-cased address -> CRC-32C + JSON(Suppression)
 //	webhook_cursors   webhook name -> last acknowledged event ID
 //
 // Files written before checksums hold 0x01 + JSON envelopes, plain small
 // bodies in small_bodies and plain chunks under key 0x00; they are still
-// read, and rewritten envelopes get a checksum. A body chunk's CRC covers
-// the message ID and chunk index too, so a chunk under the wrong key fails.
+// read, and rewritten envelopes get a checksum. History records written
+// before the binary format (CRC-32C + JSON(Finished)) are still read. A
+// body chunk's CRC covers the message ID and chunk index too, so a chunk
+// under the wrong key fails.
 //
 // # Damage
 //

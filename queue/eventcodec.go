@@ -34,6 +34,11 @@ const (
 )
 
 func encodeEvent(ev *Event) ([]byte, error) {
+	return appendEvent(nil, ev)
+}
+
+// appendEvent appends the record of ev to b; the record starts at len(b).
+func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	t := -1
 	for i, et := range EventTypes {
 		if et == ev.Type {
@@ -51,9 +56,11 @@ func encodeEvent(ev *Event) ([]byte, error) {
 	if ev.EnhancedCode == enhancedCode(ev.Reply) {
 		kind |= kindDerived
 	}
-	b := make([]byte, 5, 64+len(ev.MessageID)+len(ev.From)+len(ev.Recipient)+len(ev.Reply)+len(ev.RemoteMTA))
-	b[0] = eventFormat
-	b = append(b, kind)
+	if b == nil {
+		b = make([]byte, 0, 64+len(ev.MessageID)+len(ev.From)+len(ev.Recipient)+len(ev.Reply)+len(ev.RemoteMTA))
+	}
+	start := len(b)
+	b = append(b, eventFormat, 0, 0, 0, 0, kind)
 	b = binary.AppendUvarint(b, millis(ev.Time))
 	b = binary.AppendUvarint(b, millis(ev.NextAttempt))
 	b = binary.AppendUvarint(b, uint64(max(ev.Attempt, 0)))
@@ -67,7 +74,7 @@ func encodeEvent(ev *Event) ([]byte, error) {
 		b = binary.AppendUvarint(b, uint64(len(*s)))
 		b = append(b, *s...)
 	}
-	binary.BigEndian.PutUint32(b[1:5], crc32.Checksum(b[5:], castagnoli))
+	binary.BigEndian.PutUint32(b[start+1:start+5], crc32.Checksum(b[start+5:], castagnoli))
 	return b, nil
 }
 

@@ -170,14 +170,20 @@ func (w *writeTx) event(ev Event) error {
 		}
 	}
 	// The key is the event ID (EventKey); the record does not repeat it.
-	key := binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq)
+	key := w.record(func(a []byte) []byte { return binary.BigEndian.AppendUint64(a, seq) })
 	if ev.Time.IsZero() {
 		ev.Time = w.s.now()
 	}
 	if ev.EnhancedCode == "" {
 		ev.EnhancedCode = enhancedCode(ev.Reply)
 	}
-	rec, err := encodeEvent(&ev)
+	rec := w.record(func(a []byte) []byte {
+		var r []byte
+		if r, err = appendEvent(a, &ev); err != nil {
+			return a
+		}
+		return r
+	})
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,7 @@ package queue
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"strings"
 	"time"
 
@@ -13,7 +11,8 @@ import (
 
 // bucketHistory keeps finished messages (envelope, Message-ID, subject and
 // every recipient's outcome, never the body) for the events retention:
-// 8-byte big-endian finish time in Unix nanos + ID -> CRC-32C + JSON(Finished).
+// 8-byte big-endian finish time in Unix nanos + ID -> binary record
+// (historycodec.go; older files: CRC-32C + JSON(Finished)).
 var bucketHistory = []byte("history")
 
 // Finished is a message that left the queue: every recipient delivered or
@@ -29,16 +28,15 @@ func (w *writeTx) keepHistory(env *Envelope) error {
 	if err != nil {
 		return err
 	}
-	f := Finished{Envelope: *env, Finished: w.s.now()}
-	f.Prefix = ""
-	js, err := json.Marshal(&f) // a pointer: no copy of f onto the heap
-	if err != nil {
+	key := w.record(func(a []byte) []byte {
+		return append(binary.BigEndian.AppendUint64(a, unixNanos(w.s.now())), env.ID...)
+	})
+	rec := w.record(func(a []byte) []byte { return appendHistory(a, env) })
+	b.FillPercent = 0.9 // keys are finish times: mostly appended
+	if err := b.Put(key, rec); err != nil {
 		return fmt.Errorf("queue: history %s: %w", env.ID, err)
 	}
-	key := append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(env.ID)), unixNanos(f.Finished)), env.ID...)
-	rec := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(js)), crc32.Checksum(js, castagnoli))
-	b.FillPercent = 0.9 // keys are finish times: mostly appended
-	return b.Put(key, append(rec, js...))
+	return nil
 }
 
 // HistoryQuery selects finished messages: finished at or after Since, with
@@ -81,11 +79,8 @@ func (s *Store) History(q HistoryQuery) ([]Finished, error) {
 			if !q.Since.IsZero() && string(k[:8]) < string(since) {
 				break
 			}
-			if len(v) < 4 || crc32.Checksum(v[4:], castagnoli) != binary.BigEndian.Uint32(v) {
-				continue
-			}
-			var f Finished
-			if json.Unmarshal(v[4:], &f) != nil || !q.matches(&f) {
+			f, err := decodeHistory(k, v)
+			if err != nil || !q.matches(&f) {
 				continue
 			}
 			out = append(out, f)

@@ -85,6 +85,8 @@ func (o Options) withDefaults() Options {
 // Store is relayq's durable queue: envelopes, bodies and the schedule index
 // in one bbolt file. All methods are safe for concurrent use.
 type Store struct {
+	// arena is the committer goroutine's buffer for records (writeTx.record).
+	arena []byte
 	db    *bolt.DB
 	path  string
 	opts  Options

@@ -21,6 +21,24 @@ type writeTx struct {
 	// outcome adds several events, and each lookup costs a seek and an
 	// allocation in the committer.
 	evBucket *bolt.Bucket
+	// arena, when set, is the committer's buffer for the keys and records
+	// this transaction puts (see record).
+	arena *[]byte
+}
+
+// record returns what add appends to an empty or arena buffer. bbolt keeps
+// the slices given to Put until the transaction ends, so an arena is only
+// reset between transactions; a record never moves once appended (growing
+// the arena copies it, and the old array stays alive while referenced).
+func (w *writeTx) record(add func([]byte) []byte) []byte {
+	if w.arena == nil {
+		return add(nil)
+	}
+	a := *w.arena
+	n := len(a)
+	a = add(a)
+	*w.arena = a
+	return a[n:len(a):len(a)]
 }
 
 // bucket returns a top-level bucket, creating it if needed.
