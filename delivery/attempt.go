@@ -166,6 +166,12 @@ func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue
 		denv.Recipients = append(denv.Recipients, smtpclient.RcptReq{Address: r.Address, ORCPT: r.ORCPT, Notify: r.Notify})
 	}
 	body := func() (io.ReadCloser, error) { return e.store.BodyOf(env), nil }
+	if c, ok := set.Courier.(heldCourier); ok && j.lease != nil {
+		// The connection holds the lease, in the cache too, until it closes.
+		h, idle := connHold{lease: j.lease, e: e}, j.idle
+		j.lease, j.idle = nil, nil
+		return c.DeliverHeld(ctx, hops, denv, body, h, idle)
+	}
 	return set.Courier.Deliver(ctx, hops, denv, body)
 }
 

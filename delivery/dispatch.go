@@ -30,6 +30,9 @@ type job struct {
 	// connection it holds there, from start until the slot is freed.
 	target shaping.Target
 	lease  *shaping.Lease
+	// idle is a cached connection that came with lease (slotFromIdle),
+	// for the attempt to reuse, or close.
+	idle *smtpclient.Idle
 	// freed is set by the worker once it has given its slot back.
 	freed bool
 	// tls is how the last attempt's connection was secured.
@@ -223,6 +226,9 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 			return true
 		}
 		e.refusals[w.Scope] = w
+		if w.Reason == shaping.WaitConnections && e.slotFromIdle(d, j, w.Scope) {
+			return true
+		}
 	}
 	switch w.Reason {
 	case shaping.WaitConnections:
@@ -245,6 +251,14 @@ func (e *Engine) free(r release) {
 		return
 	}
 	r.job.freed = true
+	if idle, lease := r.job.idle, r.job.lease; idle != nil {
+		// Not attempted: the connection closes first, then its slot goes.
+		r.job.idle, r.job.lease = nil, nil
+		go func() {
+			idle.Close()
+			connHold{lease: lease, e: e}.Release()
+		}()
+	}
 	r.job.lease.Release()
 	e.events <- event{kind: eventFreed, rel: r}
 }

@@ -44,7 +44,11 @@
 //     before it starts: a suspended scope's mail waits on disk until the
 //     suspension ends, a rate-limited one's in memory until the next
 //     token (the scheduler's one timer is set to it), one out of
-//     connections until an attempt gives one back. Operators' retries and
+//     connections until a connection gives one back. A connection the
+//     Courier keeps open for reuse keeps its lease (heldCourier), so a
+//     scope's open connections, idle ones included, never pass its
+//     max_connections; one a waiting attempt needs is handed to it or
+//     closed. Operators' retries and
 //     flushes (Force) skip suspensions and rates, never connection limits.
 //     Every failure reply goes to Shaper.React.
 //   - A destination not proven recently has at most two attempts in

@@ -31,7 +31,9 @@ type Observer interface {
 // the first of hops that takes it, with one result per env.Recipients entry
 // in the same order (see smtpclient.Dialer.Deliver, the one relayq uses).
 // The engine needs nothing else of SMTP, so scheduler tests can supply their
-// own. Close ends cached connections; later attempts still work.
+// own. Close ends cached connections; later attempts still work. A Courier
+// that also has DeliverHeld, TakeIdle and CloseIdle (heldCourier, as the
+// Dialer does) keeps each shaping lease with its connection while cached.
 type Courier interface {
 	Deliver(ctx context.Context, hops []smtpclient.Hop, env smtpclient.Envelope, body func() (io.ReadCloser, error)) []smtpclient.RcptResult
 	Close()

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,70 @@ type Shaper interface {
 	// React applies the rules to a failure reply; a Permanent verdict
 	// fails the recipient now.
 	React(t shaping.Target, r smtpcodes.Reply) (shaping.Verdict, bool)
+}
+
+// heldCourier is a Courier that keeps an attempt's shaping lease with the
+// connection it leaves open for reuse (smtpclient.Dialer.DeliverHeld), so
+// that a scope's count of connections includes the idle ones, and can close
+// an idle connection whose slot a waiting delivery needs.
+type heldCourier interface {
+	DeliverHeld(ctx context.Context, hops []smtpclient.Hop, env smtpclient.Envelope, body func() (io.ReadCloser, error), h smtpclient.Hold, idle *smtpclient.Idle) []smtpclient.RcptResult
+	TakeIdle(match func(smtpclient.Hold) bool) (*smtpclient.Idle, smtpclient.Hold)
+	CloseIdle(match func(smtpclient.Hold) bool) bool
+}
+
+// connHold is a lease as a connection holds it: released when the
+// connection closes, which wakes the scheduler, since a delivery may be
+// waiting for that slot.
+type connHold struct {
+	lease *shaping.Lease
+	e     *Engine
+}
+
+func (h connHold) Release() {
+	h.lease.Release()
+	h.e.wake()
+}
+
+// slotFromIdle finds a connection slot for j, refused for the connections
+// of scope sc: an idle cached connection holding a slot in sc passes it on.
+// One counted in exactly d's scopes goes with its lease to j, which reuses
+// it when its hop is the connection's (the common case: the destination's
+// own connection, back from its last message), so a scope at its limit
+// keeps reusing connections. That needs no new token, so only without
+// message rates (or for a forced job); otherwise one idle connection of
+// sc is closed and its slot is free once it is (the release wakes the
+// scheduler). It reports whether j may go now.
+func (e *Engine) slotFromIdle(d *dest, j *job, sc shaping.Scope) bool {
+	c, ok := e.settings.Load().Courier.(heldCourier)
+	if !ok {
+		return false
+	}
+	if j.force || !rated(d.target) {
+		idle, h := c.TakeIdle(func(h smtpclient.Hold) bool {
+			ch, ok := h.(connHold)
+			return ok && ch.e == e && ch.lease.For(d.target)
+		})
+		if idle != nil {
+			j.target, j.lease, j.idle = d.target, h.(connHold).lease, idle
+			return true
+		}
+	}
+	c.CloseIdle(func(h smtpclient.Hold) bool {
+		ch, ok := h.(connHold)
+		return ok && ch.e == e && ch.lease.In(sc)
+	})
+	return false
+}
+
+// rated reports whether a message rate bounds any scope of t.
+func rated(t shaping.Target) bool {
+	for _, b := range t.Bounds {
+		if b.Limits.MaxMessageRate.Interval() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // defaultShaper is the shaping of an engine given none: no rules and one

@@ -140,6 +140,38 @@ func (l *Lease) Release() {
 	l.s.state.Release(l.keys)
 }
 
+// In reports whether the lease counts a connection in scope sc.
+func (l *Lease) In(sc Scope) bool {
+	if l == nil {
+		return false
+	}
+	k := sc.String()
+	for _, x := range l.keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// For reports whether the lease counts a connection in exactly t's scopes,
+// so it can stand for a connection to t.
+func (l *Lease) For(t Target) bool {
+	if l == nil {
+		return false
+	}
+	keys := t.scopeKeys()
+	if len(keys) != len(l.keys) {
+		return false
+	}
+	for i := range keys {
+		if keys[i] != l.keys[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // Admit asks to send one message to t now: the scopes must not be
 // suspended, a connection must be free in each (counted until the Lease
 // is released) and each must have a token for its message rate. On

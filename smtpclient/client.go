@@ -152,6 +152,30 @@ type RcptResult struct {
 // at most three reads). Cancelling
 // ctx closes the connection; every recipient then gets a transient 4.4.2.
 func (d *Dialer) Deliver(ctx context.Context, hops []Hop, env Envelope, body func() (io.ReadCloser, error)) []RcptResult {
+	return d.DeliverHeld(ctx, hops, env, body, nil, nil)
+}
+
+// Hold is a connection's share of a limit kept outside the client, such as
+// a traffic-shaping lease on one of a provider's connection slots. Release
+// is called once, after the connection it stood for is closed.
+type Hold interface{ Release() }
+
+// DeliverHeld is Deliver for an attempt that holds h (nil: none) for its
+// connection. The connection the attempt leaves open in the cache keeps h
+// until it is closed, so an idle connection still counts against the limit;
+// otherwise h is released before DeliverHeld returns. A cached connection
+// the attempt reuses gives back the hold it kept: h stands for it now.
+//
+// idle, when not nil, is a cached connection taken for this attempt
+// (TakeIdle): it is used if the attempt goes to its hop, and closed
+// otherwise before any other connection is made.
+func (d *Dialer) DeliverHeld(ctx context.Context, hops []Hop, env Envelope, body func() (io.ReadCloser, error), h Hold, idle *Idle) []RcptResult {
+	defer func() {
+		idle.Close()
+		if h != nil {
+			h.Release()
+		}
+	}()
 	results := make([]RcptResult, len(env.Recipients))
 	for i, r := range env.Recipients {
 		results[i].Address = r.Address
@@ -165,15 +189,24 @@ func (d *Dialer) Deliver(ctx context.Context, hops []Hop, env Envelope, body fun
 		if ctx.Err() != nil {
 			break
 		}
-		if s := d.cache().take(poolKey(hop)); s != nil {
+		s := idle.use(hop)
+		if s == nil {
+			idle.Close() // to another hop: it must not stay open beside a new one
+			s = d.cache().take(poolKey(hop))
+		}
+		if s != nil {
 			s.hop.MaxUses = hop.MaxUses // the limit of the attempt at hand
+			if h != nil {
+				s.release() // counted by h from now on
+			}
+			s.attempt = &h
 			// A cached connection may have been closed by the server in
 			// the meantime; if MAIL fails on it, a fresh one is tried.
 			if s.again(ctx, env, body, results).final {
 				return withTLS(results, s.tls)
 			}
 		}
-		s := &session{d: d, hop: hop}
+		s = &session{d: d, hop: hop, attempt: &h}
 		end := s.run(ctx, env, body, results)
 		if end.final {
 			return withTLS(results, s.tls)
@@ -295,6 +328,55 @@ func (d *Dialer) policy(hop Hop) tlsMode {
 func (d *Dialer) cache() *connPool {
 	d.poolOnce.Do(func() { d.pool = &connPool{} })
 	return d.pool
+}
+
+// CloseIdle closes one cached idle connection whose hold match accepts, so
+// that the limit it counts against has a slot for another connection: for
+// a delivery that waits on a slot only an idle connection holds. The close
+// (a QUIT) happens in the background and the hold is released after it. It
+// reports whether there was such a connection.
+func (d *Dialer) CloseIdle(match func(Hold) bool) bool { return d.cache().closeIdle(match) }
+
+// Idle is a cached connection taken out of the cache for one attempt
+// (TakeIdle, DeliverHeld). The zero of *Idle, nil, is none.
+type Idle struct {
+	s *session
+}
+
+// TakeIdle takes out of the cache one idle connection whose hold match
+// accepts, for an attempt waiting on the slot it holds, and returns it
+// with that hold: both are the caller's now. Pass them to DeliverHeld, or
+// Close the connection before releasing the hold.
+func (d *Dialer) TakeIdle(match func(Hold) bool) (*Idle, Hold) {
+	s := d.cache().takeMatch(match)
+	if s == nil {
+		return nil, nil
+	}
+	h := s.hold
+	s.hold = nil
+	return &Idle{s: s}, h
+}
+
+// use returns the connection if it goes to hop (and then it is no longer
+// i's), or nil.
+func (i *Idle) use(hop Hop) *session {
+	if i == nil || i.s == nil || poolKey(i.s.hop) != poolKey(hop) {
+		return nil
+	}
+	s := i.s
+	i.s = nil
+	return s
+}
+
+// Close quits the connection unless an attempt used it; it may be called
+// more than once, and on nil.
+func (i *Idle) Close() {
+	if i == nil || i.s == nil {
+		return
+	}
+	s := i.s
+	i.s = nil
+	s.quit()
 }
 
 // Close quits the cached connections; sessions that finish later are

@@ -22,7 +22,9 @@
 //     an accepted recipient.
 //   - A connection is cached for the next message to the same hop only
 //     after a transaction that ended cleanly (at most maxUses transactions,
-//     idleTimeout idle).
+//     idleTimeout idle). It keeps the Hold of the attempt that left it
+//     (DeliverHeld) until it is closed, and only then releases it: a limit
+//     counted by holds counts idle connections too.
 //   - Nothing 8-bit goes to a server that did not offer 8BITMIME (RFC 6152
 //     section 3): 8-bit content is converted to 7 bit by mime7bit before it
 //     is sent (SIZE= then gives the converted size), or, where it cannot be

@@ -57,7 +57,8 @@ func (p *connPool) take(key string) *session {
 	return s
 }
 
-// put keeps s for reuse, or closes it when the pool is full or closed.
+// put keeps s for reuse, or closes it (and then releases its hold) when
+// the pool is full or closed.
 func (p *connPool) put(key string, s *session) {
 	p.mu.Lock()
 	limit := s.hop.MaxUses
@@ -67,6 +68,7 @@ func (p *connPool) put(key string, s *session) {
 	if p.closed || s.uses >= limit || len(p.idle[key]) >= maxIdlePerHop {
 		p.mu.Unlock()
 		s.quit()
+		s.release()
 		return
 	}
 	if p.idle == nil {
@@ -95,7 +97,50 @@ func (p *connPool) expire(key string, s *session) {
 	p.mu.Unlock()
 	if found {
 		s.quit()
+		s.release()
 	}
+}
+
+// closeIdle takes out of the pool one idle session whose hold match
+// accepts and closes it in the background, releasing the hold once the
+// connection is closed. It reports whether there was one.
+func (p *connPool) closeIdle(match func(Hold) bool) bool {
+	victim := p.takeMatch(match)
+	if victim == nil {
+		return false
+	}
+	go func() {
+		victim.quit()
+		victim.release()
+	}()
+	return true
+}
+
+// takeMatch takes out of the pool one idle session whose hold match
+// accepts, or returns nil.
+func (p *connPool) takeMatch(match func(Hold) bool) *session {
+	p.mu.Lock()
+	var victim *session
+	for key, list := range p.idle {
+		for i, s := range list {
+			if s.hold != nil && match(s.hold) {
+				victim = s
+				p.idle[key] = append(list[:i:i], list[i+1:]...)
+				if len(p.idle[key]) == 0 {
+					delete(p.idle, key)
+				}
+				break
+			}
+		}
+		if victim != nil {
+			break
+		}
+	}
+	p.mu.Unlock()
+	if victim != nil {
+		victim.idleTimer.Stop()
+	}
+	return victim
 }
 
 // close quits every idle session and refuses new ones.
@@ -113,5 +158,6 @@ func (p *connPool) close() {
 	p.mu.Unlock()
 	for _, s := range all {
 		s.quit()
+		s.release()
 	}
 }

@@ -1,6 +1,8 @@
 package smtpclient
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,5 +49,86 @@ func TestConnectionReusedAfterRejectedRecipient(t *testing.T) {
 	wantAll(t, deliver(t, d, []Hop{hopTo(t, srv.Addr())}, envelope("bob@example.test"), bodyOf(testBody)), smtpcodes.Success, 250, "2.0.0")
 	if n := srv.Connections(); n != 1 {
 		t.Fatalf("%d connections, want 1", n)
+	}
+}
+
+// holds counts the Holds not yet released.
+type holds struct{ n atomic.Int32 }
+
+type countedHold struct {
+	of   *holds
+	gone chan struct{} // closed by Release
+	done atomic.Bool
+}
+
+func (h *countedHold) Release() {
+	if h.done.CompareAndSwap(false, true) {
+		h.of.n.Add(-1)
+		close(h.gone)
+	}
+}
+
+func (c *holds) take() *countedHold {
+	c.n.Add(1)
+	return &countedHold{of: c, gone: make(chan struct{})}
+}
+
+// A connection cached for reuse keeps the hold of the attempt that left it
+// until it closes, and an attempt that reuses it gives the old hold back:
+// one open connection, one hold. Closed to free its slot, it releases the
+// hold only once closed.
+func TestCachedConnectionKeepsItsHold(t *testing.T) {
+	srv := smtptest.NewServer(t)
+	d := testDialer()
+	defer d.Close()
+	var c holds
+	var last *countedHold
+	for i := 0; i < 3; i++ {
+		last = c.take()
+		res := d.DeliverHeld(context.Background(), []Hop{hopTo(t, srv.Addr())}, envelope("bob@example.test"), bodyOf(testBody), last, nil)
+		wantAll(t, res, smtpcodes.Success, 250, "2.0.0")
+		if n := c.n.Load(); n != 1 {
+			t.Fatalf("after message %d: %d holds, want 1 (the cached connection's)", i, n)
+		}
+	}
+	if !d.CloseIdle(func(Hold) bool { return true }) {
+		t.Fatal("CloseIdle found no idle connection")
+	}
+	select {
+	case <-last.gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the closed connection's hold was never released")
+	}
+	if n := srv.Connections(); n != 1 {
+		t.Fatalf("%d connections for 3 messages, want 1", n)
+	}
+}
+
+// A cached connection taken for an attempt that goes to another hop is
+// closed, and the hold it came with then stands for the new connection,
+// which the cache keeps.
+func TestTakenIdleConnectionToAnotherHopIsClosed(t *testing.T) {
+	one, two := smtptest.NewServer(t), smtptest.NewServer(t)
+	d := testDialer()
+	defer d.Close()
+	var c holds
+	res := d.DeliverHeld(context.Background(), []Hop{hopTo(t, one.Addr())}, envelope("a@example.test"), bodyOf(testBody), c.take(), nil)
+	wantAll(t, res, smtpcodes.Success, 250, "2.0.0")
+	idle, h := d.TakeIdle(func(Hold) bool { return true })
+	if idle == nil {
+		t.Fatal("TakeIdle found no idle connection")
+	}
+	res = d.DeliverHeld(context.Background(), []Hop{hopTo(t, two.Addr())}, envelope("b@example.test"), bodyOf(testBody), h, idle)
+	wantAll(t, res, smtpcodes.Success, 250, "2.0.0")
+	if n := c.n.Load(); n != 1 {
+		t.Fatalf("%d holds, want 1 (the connection cached for the second hop)", n)
+	}
+	again, _ := d.TakeIdle(func(Hold) bool { return true })
+	if again == nil || again.s.hop.Addr() != two.Addr() {
+		t.Fatal("the cached connection is not the one to the second hop")
+	}
+	again.Close()
+	if _, more := d.TakeIdle(func(Hold) bool { return true }); more != nil {
+		t.Fatal("the connection to the first hop is still cached")
 	}
 }

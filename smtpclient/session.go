@@ -34,6 +34,13 @@ type session struct {
 	idleTimer *time.Timer
 
 	tls TLSInfo // how the connection is secured, for RcptResult.TLS
+
+	// hold is what the session keeps of an outside limit while it waits in
+	// the cache (DeliverHeld); released once the connection is closed.
+	// attempt points at the hold of the attempt using the session, which
+	// passes to the session when the cache keeps it.
+	hold    Hold
+	attempt *Hold
 }
 
 // attemptEnd is how a session's part of an attempt ended. final means the
@@ -83,10 +90,25 @@ func (s *session) finish(ctx context.Context) {
 	if s.reusable && ctx.Err() == nil && s.stop != nil && s.stop() {
 		s.stop = nil
 		s.reusable = false
+		if s.attempt != nil && *s.attempt != nil {
+			s.hold, *s.attempt = *s.attempt, nil
+		}
+		s.attempt = nil
 		s.d.cache().put(poolKey(s.hop), s)
 		return
 	}
+	s.attempt = nil
 	s.close()
+	s.release()
+}
+
+// release gives back the session's hold; call it once the connection is
+// closed.
+func (s *session) release() {
+	if h := s.hold; h != nil {
+		s.hold = nil
+		h.Release()
+	}
 }
 
 // close releases the connection.
