@@ -222,50 +222,43 @@ func providerRig(t *testing.T, clk *clock.Fake, addr string, records []string, l
 
 // Two domains whose MX hosts share a provider's suffix share its limits:
 // the server behind both never sees more than the provider's
-// max_connections at once, and both domains' mail goes through.
+// max_connections at once, and both domains' mail goes through. This holds
+// with one MX host name for both and with one each: a connection left open
+// for reuse keeps its slot, so idle connections to mx1 count while mail
+// goes to mx2, and one is closed when mail for the other host needs its
+// slot (else that mail would wait for the idle timeout).
 func TestProviderSharesConnectionsAcrossDomains(t *testing.T) {
-	clk := clock.NewFake(t0)
-	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies())
-	counter := countingProxy(t, srv.Addr())
-	// One MX host name for both (each its own: the next test).
-	r := providerRig(t, clk, counter.addr, []string{
-		"one.test. 300 IN MX 10 mx.mail.shared.test.",
-		"two.test. 300 IN MX 10 mx.mail.shared.test.",
-		"mx.mail.shared.test. 300 IN A 127.0.0.1",
-	}, shaping.Limits{MaxConnections: 2})
-	const n = 60
-	r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@%s", i, []string{"one.test", "two.test"}[i%2]) })
-	if got := r.expectOutcomes(n); got["delivered"] != n {
-		t.Fatalf("outcomes %v", got)
-	}
-	t.Logf("%d messages to two domains of one provider: at most %d connections at once at the server, %d in all", n, counter.most.Load(), counter.total.Load())
-	if m := counter.most.Load(); m > 2 || m < 1 {
-		t.Fatalf("%d connections at once, want at most the provider's 2", m)
-	}
-}
-
-// ... also when each domain has an MX host name of its own: a connection
-// left open for reuse keeps its slot, so idle connections to mx1 count
-// while mail goes to mx2, and one is closed when mail for the other host
-// needs its slot (else that mail would wait for the idle timeout).
-func TestProviderSharesConnectionsAcrossMXHosts(t *testing.T) {
-	clk := clock.NewFake(t0)
-	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies())
-	counter := countingProxy(t, srv.Addr())
-	r := providerRig(t, clk, counter.addr, []string{
-		"one.test. 300 IN MX 10 mx1.mail.shared.test.",
-		"two.test. 300 IN MX 10 mx2.mail.shared.test.",
-		"mx1.mail.shared.test. 300 IN A 127.0.0.1",
-		"mx2.mail.shared.test. 300 IN A 127.0.0.1",
-	}, shaping.Limits{MaxConnections: 2})
-	const n = 60
-	r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@%s", i, []string{"one.test", "two.test"}[i%2]) })
-	if got := r.expectOutcomes(n); got["delivered"] != n {
-		t.Fatalf("outcomes %v", got)
-	}
-	t.Logf("%d messages to two MX hosts of one provider: at most %d connections at once at the server, %d in all", n, counter.most.Load(), counter.total.Load())
-	if m := counter.most.Load(); m > 2 || m < 1 {
-		t.Fatalf("%d connections at once, want at most the provider's 2", m)
+	for _, tc := range []struct {
+		name    string
+		records []string
+	}{
+		{"one MX host", []string{
+			"one.test. 300 IN MX 10 mx.mail.shared.test.",
+			"two.test. 300 IN MX 10 mx.mail.shared.test.",
+			"mx.mail.shared.test. 300 IN A 127.0.0.1",
+		}},
+		{"an MX host each", []string{
+			"one.test. 300 IN MX 10 mx1.mail.shared.test.",
+			"two.test. 300 IN MX 10 mx2.mail.shared.test.",
+			"mx1.mail.shared.test. 300 IN A 127.0.0.1",
+			"mx2.mail.shared.test. 300 IN A 127.0.0.1",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(t0)
+			srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies())
+			counter := countingProxy(t, srv.Addr())
+			r := providerRig(t, clk, counter.addr, tc.records, shaping.Limits{MaxConnections: 2})
+			const n = 60
+			r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@%s", i, []string{"one.test", "two.test"}[i%2]) })
+			if got := r.expectOutcomes(n); got["delivered"] != n {
+				t.Fatalf("outcomes %v", got)
+			}
+			t.Logf("%d messages to two domains of one provider: at most %d connections at once at the server, %d in all", n, counter.most.Load(), counter.total.Load())
+			if m := counter.most.Load(); m > 2 || m < 1 {
+				t.Fatalf("%d connections at once, want at most the provider's 2", m)
+			}
+		})
 	}
 }
 
