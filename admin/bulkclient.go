@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strconv"
 )
 
 // Bulk sends POST /api/v1/queue/bulk.
@@ -41,17 +39,7 @@ func (c *Client) Raw(ctx context.Context, id string) (io.ReadCloser, error) {
 // Shape fetches the queue's shape; status "" means queued and deferred,
 // top 0 every domain.
 func (c *Client) Shape(ctx context.Context, status string, top int) (*Shape, error) {
-	v := url.Values{}
-	if status != "" {
-		v.Set("status", status)
-	}
-	if top > 0 {
-		v.Set("top", strconv.Itoa(top))
-	}
-	path := "/api/v1/queue/shape"
-	if len(v) > 0 {
-		path += "?" + v.Encode()
-	}
+	path := withQuery("/api/v1/queue/shape", "status", status, "top", count(top))
 	var s Shape
 	return &s, c.do(ctx, http.MethodGet, path, &s)
 }

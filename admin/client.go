@@ -70,31 +70,33 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // List fetches one page.
 func (c *Client) List(ctx context.Context, q ListQuery) (*Page, error) {
-	v := url.Values{}
-	if q.Status != "" {
-		v.Set("status", q.Status)
-	}
-	if q.Domain != "" {
-		v.Set("domain", q.Domain)
-	}
-	if q.From != "" {
-		v.Set("from", q.From)
-	}
-	if q.To != "" {
-		v.Set("to", q.To)
-	}
-	if q.Limit > 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	if q.After != "" {
-		v.Set("after", q.After)
-	}
-	path := "/api/v1/queue"
-	if len(v) > 0 {
-		path += "?" + v.Encode()
-	}
+	path := withQuery("/api/v1/queue", "status", q.Status, "domain", q.Domain,
+		"from", q.From, "to", q.To, "limit", count(q.Limit), "after", q.After)
 	var p Page
 	return &p, c.do(ctx, http.MethodGet, path, &p)
+}
+
+// withQuery returns path with the non-empty values of kv (key, value,
+// key, value, ...) as its query string.
+func withQuery(path string, kv ...string) string {
+	v := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			v.Set(kv[i], kv[i+1])
+		}
+	}
+	if len(v) == 0 {
+		return path
+	}
+	return path + "?" + v.Encode()
+}
+
+// count spells a limit for withQuery: "" (left out) when n <= 0.
+func count(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
 
 // Show fetches one message.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/suppression"
@@ -20,20 +19,9 @@ type HistoryQuery struct {
 
 // History asks GET /api/v1/messages.
 func (c *Client) History(ctx context.Context, q HistoryQuery) (*HistoryPage, error) {
-	v := url.Values{}
-	for k, s := range map[string]string{"recipient": q.Recipient, "sender": q.Sender, "message_id": q.MessageID, "since": q.Since} {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	if q.Limit > 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
+	path := withQuery("/api/v1/messages", "recipient", q.Recipient, "sender", q.Sender,
+		"message_id", q.MessageID, "since", q.Since, "limit", count(q.Limit))
 	var p HistoryPage
-	path := "/api/v1/messages"
-	if len(v) > 0 {
-		path += "?" + v.Encode()
-	}
 	return &p, c.do(ctx, http.MethodGet, path, &p)
 }
 

@@ -74,17 +74,7 @@ func (c *Client) DeleteQuarantined(ctx context.Context, id string) error {
 // Quarantine fetches one page of the quarantine (limit <= 0: the API's
 // default).
 func (c *Client) Quarantine(ctx context.Context, after string, limit int) (*QuarantinePage, error) {
-	v := url.Values{}
-	if after != "" {
-		v.Set("after", after)
-	}
-	if limit > 0 {
-		v.Set("limit", strconv.Itoa(limit))
-	}
-	path := "/api/v1/quarantine"
-	if len(v) > 0 {
-		path += "?" + v.Encode()
-	}
+	path := withQuery("/api/v1/quarantine", "after", after, "limit", count(limit))
 	var p QuarantinePage
 	return &p, c.do(ctx, http.MethodGet, path, &p)
 }
