@@ -145,6 +145,8 @@ type Engine struct {
 	// idleWaiters are Pause calls waiting for the attempts in flight.
 	paused      atomic.Bool
 	idleWaiters []chan struct{}
+	// idleJobbers are the job goroutines waiting for work (dispatch).
+	idleJobbers []chan *job
 }
 
 // New builds an Engine; Run starts it.

@@ -42,6 +42,7 @@ type event struct {
 
 	resolved resolved
 	idle     chan struct{}
+	jobber   chan *job // eventDone: the job goroutine now idle
 }
 
 // Run schedules and delivers until ctx is cancelled. Then it stops starting
@@ -65,6 +66,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 				timer.Stop()
 			}
 			e.drain(grace, cancel)
+			e.stopJobbers()
 			e.abandonUnwritten()
 			e.settings.Load().Courier.Close()
 			return
@@ -88,6 +90,9 @@ func (e *Engine) handle(ev event) {
 	case eventFreed:
 		e.released(ev.rel)
 	case eventDone:
+		if ev.jobber != nil {
+			e.idleJobbers = append(e.idleJobbers, ev.jobber)
+		}
 		e.finish(ev.res)
 	case eventTarget:
 		e.resolvedTarget(ev.resolved)
