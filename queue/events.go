@@ -56,8 +56,8 @@ type Event struct {
 	BounceQueueID string    `json:"bounce_queue_id,omitempty"`
 }
 
-// eventWire is Event's wire form: the same fields, with the times as
-// RFC 3339 with milliseconds (see MarshalJSON).
+// eventWire is Event's wire form for UnmarshalJSON: the same fields, with
+// the times as RFC 3339 with milliseconds (AppendJSON writes it).
 type eventWire struct {
 	*eventFields
 	Time        string `json:"time,omitempty"`
@@ -70,16 +70,9 @@ type eventFields Event
 
 const eventTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(eventTimeLayout)
-}
-
 // MarshalJSON writes the documented event fields, empty ones omitted.
 func (e Event) MarshalJSON() ([]byte, error) {
-	return json.Marshal(eventWire{(*eventFields)(&e), fmtTime(e.Time), fmtTime(e.NextAttempt)})
+	return e.AppendJSON(nil), nil
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
