@@ -39,7 +39,7 @@
 //
 // # Layout
 //
-//	envelopes         ID -> 0x02 + CRC-32C + JSON(Envelope)   (see codec.go)
+//	envelopes         ID -> 0x03 + CRC-32C + binary(Envelope) (see codec.go)
 //	small_bodies_sum  ID -> CRC-32C + bytes                 (bodies up to 16 KiB)
 //	bodies            ID -> bucket: uint32 BE chunk index -> bucket: 0x01 -> bytes, 0x02 -> CRC-32C
 //	schedule          uint64 BE unix nanos + ID -> empty
@@ -54,7 +54,9 @@
 //
 // Files written before checksums hold 0x01 + JSON envelopes, plain small
 // bodies in small_bodies and plain chunks under key 0x00; they are still
-// read, and rewritten envelopes get a checksum. History records written
+// read, and rewritten envelopes get a checksum. Envelopes of format 0x02
+// (CRC-32C + JSON) are still read, and still written for an envelope with
+// a time outside Unix nanoseconds (before 1678, after 2262). History records written
 // before the binary format (CRC-32C + JSON(Finished)) are still read. A
 // body chunk's CRC covers the message ID and chunk index too, so a chunk
 // under the wrong key fails.

@@ -47,6 +47,14 @@ const (
 func appendHistory(b []byte, env *Envelope) []byte {
 	start := len(b)
 	b = append(b, historyFormat, 0, 0, 0, 0)
+	b = appendFields(b, env)
+	binary.BigEndian.PutUint32(b[start+1:start+5], crc32.Checksum(b[start+5:], castagnoli))
+	return b
+}
+
+// appendFields appends every field of env but ID and Prefix in the binary
+// form shared by history records and version-3 envelope records.
+func appendFields(b []byte, env *Envelope) []byte {
 	var flags byte
 	if env.SMTPUTF8 {
 		flags |= histUTF8
@@ -65,7 +73,6 @@ func appendHistory(b []byte, env *Envelope) []byte {
 	for i := range env.Recipients {
 		b = appendRecipient(b, &env.Recipients[i])
 	}
-	binary.BigEndian.PutUint32(b[start+1:start+5], crc32.Checksum(b[start+5:], castagnoli))
 	return b
 }
 

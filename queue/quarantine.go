@@ -196,6 +196,15 @@ func parseLoose(v []byte) (*Envelope, error) {
 	if len(v) == 0 {
 		return nil, errors.New("empty record")
 	}
+	if v[0] == recordV3 {
+		if len(v) < 5 {
+			return nil, errors.New("record shorter than its checksum")
+		}
+		if env, _ := readV3(v[5:]); env != nil {
+			return env, nil // trailing bytes do not matter here
+		}
+		return nil, errors.New("bad record: fields do not parse")
+	}
 	js := v[1:]
 	if v[0] == recordV2 && len(v) >= 5 {
 		js = v[5:]
