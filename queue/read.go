@@ -51,25 +51,38 @@ func (s *Store) Scheduled(env *Envelope) (bool, error) {
 	return found, err
 }
 
-// schedulePage is how many index entries one read transaction copies out,
-// so skip functions run outside any transaction (they may call the Store).
-const schedulePage = 256
+// schedulePage is how many index entries one read transaction copies out
+// at most, so skip functions run outside any transaction (they may call
+// the Store). The first page of a scan is firstSchedulePage entries and
+// each next one twice the last: the scheduler's scans mostly end within a
+// few entries (at the first one due later, or not in memory), and copying
+// 256 IDs out for each was a cost it paid on every pass.
+const (
+	schedulePage      = 256
+	firstSchedulePage = 16
+)
 
 // scanSchedule walks the schedule index in due order from the entries due
-// at start (the zero time: from the beginning), calling visit for each entry
-// until visit returns false.
-func (s *Store) scanSchedule(start time.Time, visit func(at time.Time, id string) bool) error {
+// at start (the zero time: from the beginning) up to those due at end (the
+// zero time: to the end), calling visit for each entry until visit returns
+// false.
+func (s *Store) scanSchedule(start, end time.Time, visit func(at time.Time, id string) bool) error {
 	var from []byte
 	var seek []byte
 	if !start.IsZero() {
 		seek = binary.BigEndian.AppendUint64(nil, unixNanos(start))
 	}
+	var stop []byte // keys sorting after it are due after end
+	if !end.IsZero() {
+		stop = binary.BigEndian.AppendUint64(nil, unixNanos(end)+1)
+	}
+	size := firstSchedulePage
 	for {
 		type entry struct {
 			at time.Time
 			id string
 		}
-		page := make([]entry, 0, schedulePage)
+		page := make([]entry, 0, size)
 		var last []byte
 		more := false
 		err := s.view(func(tx *bolt.Tx) error {
@@ -90,7 +103,11 @@ func (s *Store) scanSchedule(start time.Time, visit func(at time.Time, id string
 					k, _ = c.Next()
 				}
 			}
-			for ; k != nil && len(page) < schedulePage; k, _ = c.Next() {
+			for ; k != nil && len(page) < size; k, _ = c.Next() {
+				if stop != nil && bytes.Compare(k, stop) >= 0 {
+					k = nil
+					break
+				}
 				last = k
 				if at, id, ok := parseScheduleKey(k); ok {
 					page = append(page, entry{at, id})
@@ -112,6 +129,7 @@ func (s *Store) scanSchedule(start time.Time, visit func(at time.Time, id string
 			return nil
 		}
 		from = last
+		size = min(2*size, schedulePage)
 	}
 }
 
@@ -128,7 +146,7 @@ func (s *Store) NextDue(skip func(id string) bool) (at time.Time, ok bool, err e
 // everything due earlier is already in its hands, so it need not step over
 // those entries again.
 func (s *Store) NextDueSince(since time.Time, skip func(id string) bool) (at time.Time, id string, ok bool, err error) {
-	err = s.scanSchedule(since, func(t time.Time, mid string) bool {
+	err = s.scanSchedule(since, time.Time{}, func(t time.Time, mid string) bool {
 		if skip != nil && skip(mid) {
 			return true
 		}
@@ -149,7 +167,7 @@ func (s *Store) Due(now time.Time, limit int, skip func(id string) bool) ([]stri
 // DueSince is Due looking only at entries due at or after since.
 func (s *Store) DueSince(since, now time.Time, limit int, skip func(id string) bool) ([]string, error) {
 	var ids []string
-	err := s.scanSchedule(since, func(t time.Time, id string) bool {
+	err := s.scanSchedule(since, now, func(t time.Time, id string) bool {
 		if t.After(now) {
 			return false
 		}

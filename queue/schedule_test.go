@@ -365,3 +365,33 @@ func TestScheduledSeesHoldDeleteAndReschedule(t *testing.T) {
 		t.Fatal("deleted message still reported scheduled")
 	}
 }
+
+// TestDueSinceAcrossPages: a scan that reads the index in growing pages
+// returns exactly the messages due in its window, in due order, and the
+// next due one found past many skipped entries.
+func TestDueSinceAcrossPages(t *testing.T) {
+	clk := newClock()
+	s, _ := openTemp(t, testOpts(clk))
+	start := clk.Now()
+	var ids []string
+	for range 600 {
+		ids = append(ids, enqueue(t, s, []byte("x\r\n"), "a@example.net"))
+		clk.Advance(time.Second)
+	}
+	// Messages 100 to 399 inclusive are due in [start+100s, start+399s].
+	got, err := s.DueSince(start.Add(100*time.Second), start.Add(399*time.Second), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, ids[100:400]) {
+		t.Fatalf("DueSince returned %d IDs (first %v), want messages 100 to 399", len(got), got[:min(3, len(got))])
+	}
+	skipped := map[string]bool{}
+	for _, id := range ids[:450] {
+		skipped[id] = true
+	}
+	at, id, ok, err := s.NextDueSince(time.Time{}, func(id string) bool { return skipped[id] })
+	if err != nil || !ok || id != ids[450] || !at.Equal(start.Add(450*time.Second)) {
+		t.Fatalf("NextDueSince past 450 skipped = %v %s %v %v, want %s at +450s", at, id, ok, err, ids[450])
+	}
+}
