@@ -83,6 +83,14 @@ func (c *cursor) loaded(id string) {
 // wake reads the index.
 func (c *cursor) forget() { c.known = false }
 
+// quiet reports that no entry on disk that is not in memory is due at
+// now: the cursor knows the earliest such entry and it is later, or there
+// is none. A scan up to now would then load nothing. Call start first, so
+// a pending reset applies.
+func (c *cursor) quiet(now time.Time) bool {
+	return c.known && !c.resetting.Load() && (!c.nextOK || now.Before(c.next))
+}
+
 // wake returns the earliest time an entry on disk not in memory is due,
 // and false when there is none. It reads the index with read (from the
 // scan position) only when it does not know, or when that time has come.

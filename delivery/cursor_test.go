@@ -135,3 +135,39 @@ func TestCursorResetFromOtherGoroutines(t *testing.T) {
 		t.Fatalf("after the last reset: start %v", got)
 	}
 }
+
+// quiet says a scan would load nothing only while the cursor knows the
+// earliest entry outside memory and it is not yet due.
+func TestCursorQuiet(t *testing.T) {
+	var c cursor
+	c.start()
+	if c.quiet(c0) {
+		t.Fatal("a cursor that knows nothing is quiet")
+	}
+	x := &index{}
+	c.wake(c0, x.read) // the index holds nothing outside memory
+	if !c.quiet(c0) {
+		t.Fatal("nothing on disk outside memory, yet not quiet")
+	}
+	c.expect(c0.Add(time.Minute)) // a deferral written for a minute later
+	if !c.quiet(c0.Add(59*time.Second)) || c.quiet(c0.Add(time.Minute)) {
+		t.Fatal("quiet must hold until the written entry is due, and end then")
+	}
+	c.reset() // an operator's retry, from another goroutine
+	if c.quiet(c0) {
+		t.Fatal("quiet after a reset")
+	}
+	c.start()
+	if c.quiet(c0) {
+		t.Fatal("quiet after the reset applied: the index must be read again")
+	}
+	x.at, x.id, x.ok = c0.Add(time.Hour), "A", true
+	c.wake(c0, x.read)
+	if !c.quiet(c0) {
+		t.Fatal("the next entry is an hour away, yet not quiet")
+	}
+	c.loaded("A")
+	if c.quiet(c0) {
+		t.Fatal("the entry the cursor knew was loaded: it knows nothing now")
+	}
+}

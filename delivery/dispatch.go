@@ -357,6 +357,7 @@ func (e *Engine) booked(r result) {
 		e.cursor.forget()
 	}
 	e.cursor.expect(r.next)
+	e.cursor.expect(r.notices) // reports queued: on disk, not in memory
 	// What the outcome wrote may be due before the scan position: the
 	// scheduler may have scanned up to a later time while the outcome was
 	// being committed.

@@ -134,6 +134,10 @@ type Engine struct {
 	forceIDs  map[string]bool
 	forceScan bool
 	starts    uint64 // start calls, for dest.refusedIn
+	// scanBehind: the last scan stopped before it reached now (the
+	// in-memory queue was full, or a write failed), so the next fill
+	// scans whatever the cursor knows.
+	scanBehind bool
 	// refusals are the scopes shaping refused in the current start call
 	// (refusedScope).
 	refusals map[shaping.Scope]shaping.Wait

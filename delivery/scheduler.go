@@ -174,7 +174,12 @@ func (e *Engine) fill(ctx context.Context) {
 	from := e.cursor.start()
 	skip := func(id string) bool { return e.busy[id] > 0 }
 	complete := false
-	for e.pending < maxPending {
+	if e.cursor.quiet(now) && !e.scanBehind && !e.forceScan && len(e.forceIDs) == 0 {
+		// Nothing on disk that is not in memory is due yet: under load a
+		// pass per event would read the index only to find that.
+		complete = true
+	}
+	for !complete && e.pending < maxPending {
 		ids, err := e.store.DueSince(from, now, scanBatch, skip)
 		if err != nil {
 			e.log.Error("queue scan failed", "err", err)
@@ -200,6 +205,7 @@ func (e *Engine) fill(ctx context.Context) {
 	if !e.postpone(postpone, now) {
 		complete = false
 	}
+	e.scanBehind = !complete
 	if complete {
 		e.cursor.scanned(now)
 		e.forceIDs, e.forceScan = nil, false

@@ -381,8 +381,19 @@ func TestFlushForcesASuspendedScope(t *testing.T) {
 	if s := r.outcome(); s != "deferred" {
 		t.Fatalf("first attempt: %s", s)
 	}
-	r.queueMessages(5, func(i int) string { return fmt.Sprintf("u%d@limited.test", i) })
-	r.nextTimer() // parked on disk until the suspension ends
+	ids := r.queueMessages(5, func(i int) string { return fmt.Sprintf("u%d@limited.test", i) })
+	// Wait until the scheduler has parked them on disk until the
+	// suspension ends: a flush while it is still parking them would be
+	// overwritten (a timer it set before is no sign of that).
+	r.waitScheduler(5*time.Second, func() bool {
+		for _, id := range ids {
+			env, err := r.store.Get(id)
+			if err != nil || !env.Recipients[0].NextAttempt.After(r.clk.Now()) {
+				return false
+			}
+		}
+		return true
+	})
 	conns := srv.Connections()
 	if _, err := r.store.Flush(r.clk.Now()); err != nil {
 		t.Fatal(err)
@@ -391,6 +402,25 @@ func TestFlushForcesASuspendedScope(t *testing.T) {
 	start := time.Now()
 	srv.WaitFor(t, 5*time.Second, func() bool { return srv.Connections() > conns })
 	t.Logf("flush during the suspension reached the next hop %v later", time.Since(start).Round(time.Millisecond))
+}
+
+// waitScheduler waits until cond holds, looking again each time the
+// scheduler sets a timer (it does after every pass), for at most timeout.
+func (r *rig) waitScheduler(timeout time.Duration, cond func() bool) {
+	r.t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		changed := r.clk.Changed() // taken before cond, so no pass is missed
+		if cond() {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			r.t.Fatalf("condition not met within %v", timeout)
+		}
+	}
 }
 
 // A bounce rule turns a matching transient reply into a permanent failure.
