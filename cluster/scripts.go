@@ -11,7 +11,8 @@ import "github.com/redis/go-redis/v9"
 //
 // Keys under the prefix P:
 //
-//	P tat:SCOPE            a bucket's theoretical arrival time (GCRA), expires once full again
+//	P tat:SCOPE            a bucket's theoretical arrival time (GCRA), expires once full again;
+//	                       a node's reservation of k tokens moves it on by k intervals
 //	P conns:NODE           hash SCOPE -> connections NODE holds; expires LeaseTTL after NODE's last write
 //	P node:NODE            NODE is alive; expires LeaseTTL after its last heartbeat
 //	P nodes                set of node names that may hold connections
@@ -19,23 +20,30 @@ import "github.com/redis/go-redis/v9"
 //	P sus                  set of the SCOPE|ACTION members stored
 //	P sus:version          counter bumped by every change to suspensions
 
-// takeScript: ARGV prefix, now, n, then n pairs (scope, interval). Takes a
-// token from every bucket or none; returns {1} or {0, index (1-based) of
-// the bucket whose token comes last, that time}.
+// takeScript: ARGV prefix, now, n, then n triples (scope, interval, k).
+// Reserves k tokens of every bucket whose k is above 0 (the others the
+// node has cached), all or none: a bucket whose time is past now gets
+// now + k intervals. Returns {1} or {0, index (1-based) of the bucket
+// whose token comes last, that time}.
 var takeScript = redis.NewScript(`
 local p, now, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local last, nxt = 0, 0
 for i = 1, n do
-  local t = redis.call('GET', p .. 'tat:' .. ARGV[2 + 2*i])
-  if t then
-    t = tonumber(t)
-    if t > now and t > nxt then last, nxt = i, t end
+  if tonumber(ARGV[3 + 3*i]) > 0 then
+    local t = redis.call('GET', p .. 'tat:' .. ARGV[1 + 3*i])
+    if t then
+      t = tonumber(t)
+      if t > now and t > nxt then last, nxt = i, t end
+    end
   end
 end
 if last > 0 then return {0, last, nxt} end
 for i = 1, n do
-  local iv = tonumber(ARGV[3 + 2*i])
-  redis.call('SET', p .. 'tat:' .. ARGV[2 + 2*i], string.format('%d', now + iv), 'PX', math.floor(iv / 1000) + 1000)
+  local k = tonumber(ARGV[3 + 3*i])
+  if k > 0 then
+    local span = k * tonumber(ARGV[2 + 3*i])
+    redis.call('SET', p .. 'tat:' .. ARGV[1 + 3*i], string.format('%d', now + span), 'PX', math.floor(span / 1000) + 1000)
+  end
 end
 return {1}
 `)
