@@ -67,8 +67,14 @@
 //     mail never touches this package.
 //   - Keys live under Prefix, whose hash tag puts them in one slot.
 //
-// The suppression list (package suppression, behind its small Store
-// interface) is still kept by each node in its own queue file; its shared
-// form belongs here too, as another key family under Prefix with the same
-// fallback rule (a node-local copy while Redis is down).
+// The suppression list: Suppressions (suppress.go) is a suppression.Store
+// over the node's own (the queue file), shared through Redis as another
+// key family under Prefix. Every RCPT check reads the local store, never
+// Redis; changes (API, import, a bounce's auto-add through the queue's
+// hook) are written locally at once and sent by a background loop, which
+// also copies the other nodes' changes in within about Config.Refresh.
+// While Redis is down changes wait in memory; when it answers, the local
+// list and Redis are merged, the later of an addition (its Since) and a
+// removal of an address winning. Expiry (suppression.expire) is decided
+// when asked, from Since, which every copy keeps.
 package cluster

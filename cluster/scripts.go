@@ -19,6 +19,10 @@ import "github.com/redis/go-redis/v9"
 //	P sus:SCOPE|ACTION     hash until (µs), data (JSON): a suspension or throttle
 //	P sus                  set of the SCOPE|ACTION members stored
 //	P sus:version          counter bumped by every change to suspensions
+//	P sup                  hash address -> JSON entry: the suppression list (suppress.go)
+//	P sup:since            hash address -> the entry's Since (µs)
+//	P sup:gone             hash address -> time of its last removal (µs)
+//	P sup:version          counter bumped by every change to the suppression list
 
 // takeScript: ARGV prefix, now, n, then n triples (scope, interval, k).
 // Reserves k tokens of every bucket whose k is above 0 (the others the
@@ -186,4 +190,29 @@ for i = 2, #ARGV do
   end
 end
 return out
+`)
+
+// supChangeScript: ARGV prefix, then quadruples (op, address, time µs,
+// JSON entry). op "+" adds the entry added at time unless the address was
+// removed later or holds a later entry; "-" removes it unless its entry is
+// later, and notes the removal. Returns the suppressions' new version.
+var supChangeScript = redis.NewScript(`
+local p = ARGV[1]
+for i = 2, #ARGV, 4 do
+  local op, a, t = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local gone = tonumber(redis.call('HGET', p .. 'sup:gone', a) or '-1')
+  local since = tonumber(redis.call('HGET', p .. 'sup:since', a) or '-1')
+  if op == '+' then
+    if t > gone and t >= since then
+      redis.call('HSET', p .. 'sup', a, ARGV[i + 3])
+      redis.call('HSET', p .. 'sup:since', a, ARGV[i + 2])
+      if gone >= 0 then redis.call('HDEL', p .. 'sup:gone', a) end
+    end
+  elseif t >= since then
+    redis.call('HDEL', p .. 'sup', a)
+    redis.call('HDEL', p .. 'sup:since', a)
+    if t > gone then redis.call('HSET', p .. 'sup:gone', a, ARGV[i + 2]) end
+  end
+end
+return redis.call('INCR', p .. 'sup:version')
 `)

@@ -1,0 +1,296 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relayq/relayq/suppression"
+)
+
+// Suppressions is the suppression list shared by the nodes through Redis:
+// a suppression.Store over the node's own (the queue file), which stays
+// the list every RCPT is checked against, so acceptance never waits on
+// Redis. Changes made here (the admin API, CLI import) and the bounces
+// the local store reports (Auto) are written locally at once and sent to
+// Redis by a background loop, which also copies the other nodes' changes
+// into the local store within about Config.Refresh. While Redis is down
+// the changes wait in memory and go when it answers again; then the local
+// list and Redis are merged: the later of an addition and a removal of an
+// address wins (an entry's Since against the removal's time). A removal
+// made while Redis is down is forgotten if the node restarts before Redis
+// answers: the address then stays suppressed (the safe side).
+//
+// Keys under the prefix P: P sup (hash address -> JSON entry), P sup:gone
+// (hash address -> time of its removal, µs), P sup:version (counter bumped
+// by every change).
+type Suppressions struct {
+	n     *Node
+	local suppression.Store
+	now   func() time.Time
+
+	mu      sync.Mutex
+	pending map[string]supChange // by address, not yet in Redis
+	ver     int64                // Redis's version last copied; -1: merge
+	kick    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+}
+
+// supChange is an addition (entry set) or a removal (at) not yet sent.
+type supChange struct {
+	entry *suppression.Entry
+	at    time.Time
+}
+
+var _ suppression.Store = (*Suppressions)(nil)
+
+// NewSuppressions shares local through n's Redis until Close; now is the
+// clock of additions and removals (nil: time.Now).
+func NewSuppressions(n *Node, local suppression.Store, now func() time.Time) *Suppressions {
+	if now == nil {
+		now = time.Now
+	}
+	s := &Suppressions{n: n, local: local, now: now, pending: map[string]supChange{}, ver: -1,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+// Close stops the loop after one last try to send what is pending.
+func (s *Suppressions) Close() error {
+	s.once.Do(func() {
+		close(s.stop)
+		<-s.done
+	})
+	return nil
+}
+
+func supKey(addr string) string { return strings.ToLower(strings.TrimSpace(addr)) }
+
+// Suppressed implements suppression.Store from the local list.
+func (s *Suppressions) Suppressed(addr string) (suppression.Entry, bool, error) {
+	return s.local.Suppressed(addr)
+}
+
+// Suppressions implements suppression.Store from the local list.
+func (s *Suppressions) Suppressions() ([]suppression.Entry, error) { return s.local.Suppressions() }
+
+// Suppress implements suppression.Store: locally, then to Redis.
+func (s *Suppressions) Suppress(entries ...suppression.Entry) error {
+	now := s.now()
+	for i := range entries {
+		if entries[i].Since.IsZero() {
+			entries[i].Since = now // the same time on every node
+		}
+	}
+	if err := s.local.Suppress(entries...); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		s.Auto(e)
+	}
+	return nil
+}
+
+// Unsuppress implements suppression.Store: locally, then in Redis.
+func (s *Suppressions) Unsuppress(addr string) (bool, error) {
+	found, err := s.local.Unsuppress(addr)
+	if err != nil {
+		return found, err
+	}
+	s.queue(supKey(addr), supChange{at: s.now()})
+	return found, nil
+}
+
+// Auto queues for Redis an entry the local store added itself (a bounce):
+// queue.Store.SetAutoSuppressHook. It never blocks.
+func (s *Suppressions) Auto(e suppression.Entry) {
+	e.Address = supKey(e.Address)
+	s.queue(e.Address, supChange{entry: &e})
+}
+
+func (s *Suppressions) queue(addr string, c supChange) {
+	s.mu.Lock()
+	s.pending[addr] = c
+	s.mu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// loop sends pending changes and copies Redis's list into the local one.
+func (s *Suppressions) loop() {
+	defer close(s.done)
+	t := time.NewTicker(s.n.cfg.Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			s.sync()
+			return
+		case <-s.kick:
+		case <-t.C:
+		}
+		s.sync()
+	}
+}
+
+// sync does one round while Redis is up: send the pending changes, then,
+// when Redis's version moved, copy the list (a merge after start, an
+// outage or a Redis that lost its data).
+func (s *Suppressions) sync() {
+	if !s.n.up.Load() {
+		s.mu.Lock()
+		s.ver = -1
+		s.mu.Unlock()
+		return
+	}
+	if err := s.push(); err != nil {
+		s.n.down(err)
+		return
+	}
+	ctx, cancel := s.n.ctx()
+	ver, err := s.n.rdb.Get(ctx, s.n.prefix+"sup:version").Int64()
+	cancel()
+	if err != nil && !isNil(err) {
+		s.n.down(fmt.Errorf("cluster: suppressions: %w", err))
+		return
+	}
+	s.mu.Lock()
+	merge, changed := s.ver < 0 || ver < s.ver, ver != s.ver
+	s.mu.Unlock()
+	if !changed && !merge {
+		return
+	}
+	if err := s.copy(merge); err != nil {
+		s.n.down(err)
+	}
+}
+
+// push sends the pending changes in one script; on failure they stay
+// pending (unless a newer change of the address came meanwhile).
+func (s *Suppressions) push() error {
+	s.mu.Lock()
+	if len(s.pending) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	batch := s.pending
+	s.pending = map[string]supChange{}
+	s.mu.Unlock()
+	args := make([]any, 0, 1+4*len(batch))
+	args = append(args, s.n.prefix)
+	for addr, c := range batch {
+		if c.entry == nil {
+			args = append(args, "-", addr, c.at.UnixMicro(), "")
+			continue
+		}
+		js, err := json.Marshal(c.entry)
+		if err != nil {
+			continue // cannot happen: plain strings and a time
+		}
+		args = append(args, "+", addr, c.entry.Since.UnixMicro(), string(js))
+	}
+	ctx, cancel := s.n.ctx()
+	err := supChangeScript.Run(ctx, s.n.rdb, nil, args...).Err()
+	cancel()
+	if err != nil {
+		s.mu.Lock()
+		for addr, c := range batch {
+			if _, newer := s.pending[addr]; !newer {
+				s.pending[addr] = c
+			}
+		}
+		s.mu.Unlock()
+		return fmt.Errorf("cluster: suppressions: send: %w", err)
+	}
+	return nil
+}
+
+// copy makes the local list follow Redis's: entries added there are added
+// here, entries removed there are removed here, unless this node has a
+// later change of the address (then, with merge, that is sent). With
+// merge, local entries Redis never had are sent too.
+func (s *Suppressions) copy(merge bool) error {
+	ctx, cancel := s.n.ctx()
+	defer cancel()
+	var ver *redis.StringCmd
+	var all, gone *redis.MapStringStringCmd
+	_, err := s.n.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		ver = p.Get(ctx, s.n.prefix+"sup:version")
+		all = p.HGetAll(ctx, s.n.prefix+"sup")
+		gone = p.HGetAll(ctx, s.n.prefix+"sup:gone")
+		return nil
+	})
+	if err != nil && !isNil(err) {
+		return fmt.Errorf("cluster: suppressions: load: %w", err)
+	}
+	v, _ := ver.Int64() // none yet: 0
+	s.mu.Lock()
+	busy := make(map[string]bool, len(s.pending))
+	for a := range s.pending {
+		busy[a] = true
+	}
+	s.mu.Unlock()
+	var add []suppression.Entry
+	for addr, js := range all.Val() {
+		var e suppression.Entry
+		if busy[addr] || json.Unmarshal([]byte(js), &e) != nil {
+			continue
+		}
+		l, ok, err := s.local.Suppressed(addr)
+		switch {
+		case err != nil:
+			return fmt.Errorf("cluster: suppressions: %w", err)
+		case !ok || l.Since.Before(e.Since):
+			add = append(add, e)
+		case merge && l.Since.After(e.Since):
+			s.Auto(l)
+		}
+	}
+	if len(add) > 0 {
+		if err := s.local.Suppress(add...); err != nil {
+			return fmt.Errorf("cluster: suppressions: copy: %w", err)
+		}
+	}
+	removed := map[string]time.Time{}
+	for addr, us := range gone.Val() {
+		var at int64
+		if _, err := fmt.Sscan(us, &at); err != nil || busy[addr] {
+			continue
+		}
+		removed[addr] = time.UnixMicro(at)
+		if l, ok, err := s.local.Suppressed(addr); err == nil && ok && !l.Since.After(removed[addr]) {
+			if _, err := s.local.Unsuppress(addr); err != nil {
+				return fmt.Errorf("cluster: suppressions: copy: %w", err)
+			}
+		} else if err == nil && ok && merge {
+			s.Auto(l)
+		}
+	}
+	if merge {
+		mine, err := s.local.Suppressions()
+		if err != nil {
+			return fmt.Errorf("cluster: suppressions: %w", err)
+		}
+		for _, l := range mine {
+			k := supKey(l.Address)
+			if _, there := all.Val()[k]; !there && !busy[k] {
+				if at, ok := removed[k]; !ok || l.Since.After(at) {
+					s.Auto(l)
+				}
+			}
+		}
+	}
+	s.mu.Lock()
+	s.ver = v
+	s.mu.Unlock()
+	return nil
+}
