@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,9 +26,11 @@ import (
 // made while Redis is down is forgotten if the node restarts before Redis
 // answers: the address then stays suppressed (the safe side).
 //
-// Keys under the prefix P: P sup (hash address -> JSON entry), P sup:gone
-// (hash address -> time of its removal, µs), P sup:version (counter bumped
-// by every change).
+// Keys under the prefix P: P sup (hash address -> JSON entry), P sup:since
+// (hash address -> its Since, µs), P sup:gone (hash address -> time of its
+// removal, µs), P sup:version (counter bumped by every change). A node
+// reads the whole list when the version moves: fine for lists of some
+// tens of thousands of addresses changing a few times a second.
 type Suppressions struct {
 	n     *Node
 	local suppression.Store
@@ -217,38 +220,32 @@ func (s *Suppressions) push() error {
 // copy makes the local list follow Redis's: entries added there are added
 // here, entries removed there are removed here, unless this node has a
 // later change of the address (then, with merge, that is sent). With
-// merge, local entries Redis never had are sent too.
+// merge, local entries Redis never had are sent too. The local list is
+// read once (one read transaction), and written only where it differs.
 func (s *Suppressions) copy(merge bool) error {
-	ctx, cancel := s.n.ctx()
-	defer cancel()
-	var ver *redis.StringCmd
-	var all, gone *redis.MapStringStringCmd
-	_, err := s.n.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		ver = p.Get(ctx, s.n.prefix+"sup:version")
-		all = p.HGetAll(ctx, s.n.prefix+"sup")
-		gone = p.HGetAll(ctx, s.n.prefix+"sup:gone")
-		return nil
-	})
-	if err != nil && !isNil(err) {
-		return fmt.Errorf("cluster: suppressions: load: %w", err)
+	v, all, gone, err := s.load()
+	if err != nil {
+		return err
 	}
-	v, _ := ver.Int64() // none yet: 0
+	list, err := s.local.Suppressions()
+	if err != nil {
+		return fmt.Errorf("cluster: suppressions: %w", err)
+	}
+	mine := make(map[string]suppression.Entry, len(list))
+	for _, l := range list {
+		mine[supKey(l.Address)] = l
+	}
 	s.mu.Lock()
-	busy := make(map[string]bool, len(s.pending))
+	busy := make(map[string]bool, len(s.pending)) // changes of ours not sent yet win
 	for a := range s.pending {
 		busy[a] = true
 	}
 	s.mu.Unlock()
 	var add []suppression.Entry
-	for addr, js := range all.Val() {
-		var e suppression.Entry
-		if busy[addr] || json.Unmarshal([]byte(js), &e) != nil {
-			continue
-		}
-		l, ok, err := s.local.Suppressed(addr)
+	for addr, e := range all {
+		l, ok := mine[addr]
 		switch {
-		case err != nil:
-			return fmt.Errorf("cluster: suppressions: %w", err)
+		case busy[addr]:
 		case !ok || l.Since.Before(e.Since):
 			add = append(add, e)
 		case merge && l.Since.After(e.Since):
@@ -260,32 +257,24 @@ func (s *Suppressions) copy(merge bool) error {
 			return fmt.Errorf("cluster: suppressions: copy: %w", err)
 		}
 	}
-	removed := map[string]time.Time{}
-	for addr, us := range gone.Val() {
-		var at int64
-		if _, err := fmt.Sscan(us, &at); err != nil || busy[addr] {
-			continue
-		}
-		removed[addr] = time.UnixMicro(at)
-		if l, ok, err := s.local.Suppressed(addr); err == nil && ok && !l.Since.After(removed[addr]) {
+	for addr, at := range gone {
+		l, ok := mine[addr]
+		switch {
+		case !ok || busy[addr]:
+		case !l.Since.After(at):
 			if _, err := s.local.Unsuppress(addr); err != nil {
 				return fmt.Errorf("cluster: suppressions: copy: %w", err)
 			}
-		} else if err == nil && ok && merge {
+		case merge:
 			s.Auto(l)
 		}
 	}
 	if merge {
-		mine, err := s.local.Suppressions()
-		if err != nil {
-			return fmt.Errorf("cluster: suppressions: %w", err)
-		}
-		for _, l := range mine {
-			k := supKey(l.Address)
-			if _, there := all.Val()[k]; !there && !busy[k] {
-				if at, ok := removed[k]; !ok || l.Since.After(at) {
-					s.Auto(l)
-				}
+		for addr, l := range mine {
+			_, there := all[addr]
+			_, removed := gone[addr]
+			if !there && !removed && !busy[addr] {
+				s.Auto(l)
 			}
 		}
 	}
@@ -293,4 +282,37 @@ func (s *Suppressions) copy(merge bool) error {
 	s.ver = v
 	s.mu.Unlock()
 	return nil
+}
+
+// load reads Redis's list in one transaction: its version, the entries
+// and the removals by address (junk skipped).
+func (s *Suppressions) load() (int64, map[string]suppression.Entry, map[string]time.Time, error) {
+	ctx, cancel := s.n.ctx()
+	defer cancel()
+	var ver *redis.StringCmd
+	var all, gone *redis.MapStringStringCmd
+	_, err := s.n.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		ver = p.Get(ctx, s.n.prefix+"sup:version")
+		all = p.HGetAll(ctx, s.n.prefix+"sup")
+		gone = p.HGetAll(ctx, s.n.prefix+"sup:gone")
+		return nil
+	})
+	if err != nil && !isNil(err) {
+		return 0, nil, nil, fmt.Errorf("cluster: suppressions: load: %w", err)
+	}
+	v, _ := ver.Int64() // none yet: 0
+	entries := make(map[string]suppression.Entry, len(all.Val()))
+	for addr, js := range all.Val() {
+		var e suppression.Entry
+		if json.Unmarshal([]byte(js), &e) == nil {
+			entries[addr] = e
+		}
+	}
+	removed := make(map[string]time.Time, len(gone.Val()))
+	for addr, us := range gone.Val() {
+		if at, err := strconv.ParseInt(us, 10, 64); err == nil {
+			removed[addr] = time.UnixMicro(at)
+		}
+	}
+	return v, entries, removed, nil
 }
