@@ -23,6 +23,7 @@ import "github.com/redis/go-redis/v9"
 //	P sup:since            hash address -> the entry's Since (µs)
 //	P sup:gone             hash address -> time of its last removal (µs)
 //	P sup:version          counter bumped by every change to the suppression list
+//	P sup:epoch            random name set by the first node to look: a new one means the list was lost
 
 // takeScript: ARGV prefix, now, n, then n triples (scope, interval, k).
 // Reserves k tokens of every bucket whose k is above 0 (the others the

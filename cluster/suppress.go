@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,7 +29,8 @@ import (
 //
 // Keys under the prefix P: P sup (hash address -> JSON entry), P sup:since
 // (hash address -> its Since, µs), P sup:gone (hash address -> time of its
-// removal, µs), P sup:version (counter bumped by every change). A node
+// removal, µs), P sup:version (counter bumped by every change), P
+// sup:epoch (a random name: a new one means Redis lost the list). A node
 // reads the whole list when the version moves: fine for lists of some
 // tens of thousands of addresses changing a few times a second.
 type Suppressions struct {
@@ -39,10 +41,12 @@ type Suppressions struct {
 	mu      sync.Mutex
 	pending map[string]supChange // by address, not yet in Redis
 	ver     int64                // Redis's version last copied; -1: merge
+	epoch   string               // Redis's epoch of that version
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
+	failing bool // the last round failed (loop goroutine only)
 }
 
 // supChange is an addition (entry set) or a removal (at) not yet sent.
@@ -147,7 +151,9 @@ func (s *Suppressions) loop() {
 
 // sync does one round while Redis is up: send the pending changes, then,
 // when Redis's version moved, copy the list (a merge after start, an
-// outage or a Redis that lost its data).
+// outage, a failed round or a Redis that lost its data). A failed call
+// does not switch shaping to node-local limits (shaping's own calls judge
+// Redis): the round is tried again at the next tick, and logged once.
 func (s *Suppressions) sync() {
 	if !s.n.up.Load() {
 		s.mu.Lock()
@@ -155,39 +161,105 @@ func (s *Suppressions) sync() {
 		s.mu.Unlock()
 		return
 	}
-	if err := s.push(); err != nil {
-		s.n.down(err)
-		return
+	err := s.round()
+	if err != nil {
+		s.mu.Lock()
+		s.ver = -1
+		s.mu.Unlock()
 	}
-	ctx, cancel := s.n.ctx()
-	ver, err := s.n.rdb.Get(ctx, s.n.prefix+"sup:version").Int64()
-	cancel()
-	if err != nil && !isNil(err) {
-		s.n.down(fmt.Errorf("cluster: suppressions: %w", err))
-		return
-	}
-	s.mu.Lock()
-	merge, changed := s.ver < 0 || ver < s.ver, ver != s.ver
-	s.mu.Unlock()
-	if !changed && !merge {
-		return
-	}
-	if err := s.copy(merge); err != nil {
-		s.n.down(err)
+	switch {
+	case err != nil && !s.failing:
+		s.failing = true
+		s.n.log.Warn("cluster: suppression list: a Redis call failed; changes made here wait and the lists are merged when it succeeds", "node", s.n.cfg.NodeName, "err", err)
+	case err == nil && s.failing:
+		s.failing = false
+		s.n.log.Info("cluster: suppression list shared again", "node", s.n.cfg.NodeName)
 	}
 }
 
-// push sends the pending changes in one script; on failure they stay
-// pending (unless a newer change of the address came meanwhile).
-func (s *Suppressions) push() error {
+func (s *Suppressions) round() error {
+	if err := s.push(); err != nil {
+		return err
+	}
+	ver, epoch, err := s.version()
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
-	if len(s.pending) == 0 {
-		s.mu.Unlock()
+	merge, changed := s.ver < 0 || epoch != s.epoch || ver < s.ver, ver != s.ver
+	s.mu.Unlock()
+	if !changed && !merge {
 		return nil
 	}
-	batch := s.pending
-	s.pending = map[string]supChange{}
+	if err := s.copy(merge); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.epoch = epoch
 	s.mu.Unlock()
+	return nil
+}
+
+// version reads the list's version and epoch: a random name the first
+// node to look sets, so that a Redis that lost its data (restarted
+// without persistence faster than any node noticed) is told apart from
+// one whose version merely went back to the same number.
+func (s *Suppressions) version() (int64, string, error) {
+	ctx, cancel := s.n.ctx()
+	defer cancel()
+	vals, err := s.n.rdb.MGet(ctx, s.n.prefix+"sup:version", s.n.prefix+"sup:epoch").Result()
+	if err != nil {
+		return 0, "", fmt.Errorf("cluster: suppressions: %w", err)
+	}
+	var ver int64
+	if v, ok := vals[0].(string); ok {
+		ver, _ = strconv.ParseInt(v, 10, 64)
+	}
+	if e, ok := vals[1].(string); ok {
+		return ver, e, nil
+	}
+	e := strconv.FormatUint(rand.Uint64(), 36)
+	if err := s.n.rdb.SetNX(ctx, s.n.prefix+"sup:epoch", e, 0).Err(); err != nil {
+		return 0, "", fmt.Errorf("cluster: suppressions: %w", err)
+	}
+	e, err = s.n.rdb.Get(ctx, s.n.prefix+"sup:epoch").Result()
+	if err != nil {
+		return 0, "", fmt.Errorf("cluster: suppressions: %w", err)
+	}
+	return ver, e, nil
+}
+
+// supChunk bounds the changes sent in one script, so that a large import
+// does not run into the call's timeout.
+const supChunk = 500
+
+// push sends the pending changes, up to supChunk per script; on failure
+// the unsent ones stay pending (unless a newer change of the address came
+// meanwhile).
+func (s *Suppressions) push() error {
+	for {
+		s.mu.Lock()
+		if len(s.pending) == 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		batch := make(map[string]supChange, min(len(s.pending), supChunk))
+		for addr, c := range s.pending {
+			if len(batch) == supChunk {
+				break
+			}
+			batch[addr] = c
+			delete(s.pending, addr)
+		}
+		s.mu.Unlock()
+		if err := s.send(batch); err != nil {
+			return err
+		}
+	}
+}
+
+// send sends one batch of changes in one script.
+func (s *Suppressions) send(batch map[string]supChange) error {
 	args := make([]any, 0, 1+4*len(batch))
 	args = append(args, s.n.prefix)
 	for addr, c := range batch {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -94,14 +95,24 @@ func TestAutoSuppressionReachesOtherNodes(t *testing.T) {
 // other nodes, and a removal made meanwhile on one node beats an older
 // addition.
 func TestSuppressionsDuringOutageReachOthersAfter(t *testing.T) {
-	r, n := cluster(t, nil, "a", "b")
-	la, sa, _ := sharedList(t, n[0])
-	lb, sb, _ := sharedList(t, n[1])
+	r := startRedis(t)
+	a, alog := newNode(t, r, "a", nil)
+	b, blog := newNode(t, r, "b", nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("a's log:\n%s\nb's log:\n%s", alog, blog)
+		}
+	})
+	la, sa, _ := sharedList(t, a)
+	lb, sb, _ := sharedList(t, b)
 	if err := sb.Suppress(suppression.Entry{Address: "back@example.com", Source: "api"}); err != nil {
 		t.Fatal(err)
 	}
 	refusedSoon(t, la, "back@example.com", true, "a, before the outage")
 	r.stop()
+	if !poll(2*time.Second, func() bool { return !a.RedisUp() && !b.RedisUp() }) {
+		t.Fatal("the nodes did not notice that Redis is down")
+	}
 	if err := sa.Suppress(suppression.Entry{Address: "during@example.com", Source: "api"}); err != nil {
 		t.Fatalf("suppress with Redis down: %v", err)
 	}
@@ -114,4 +125,53 @@ func TestSuppressionsDuringOutageReachOthersAfter(t *testing.T) {
 	refusedSoon(t, lb, "during@example.com", true, "b, once Redis is back")
 	refusedSoon(t, lb, "back@example.com", false, "b, once Redis is back")
 	refusedSoon(t, la, "back@example.com", false, "a, after the merge")
+}
+
+// An import larger than one script's share (supChunk) reaches the other
+// nodes whole.
+func TestLargeSuppressionImportReachesOtherNodes(t *testing.T) {
+	_, n := cluster(t, nil, "a", "b")
+	_, sa, _ := sharedList(t, n[0])
+	lb, _, _ := sharedList(t, n[1])
+	var es []suppression.Entry
+	for i := 0; i < 2*supChunk+7; i++ {
+		es = append(es, suppression.Entry{Address: fmt.Sprintf("user%d@example.net", i), Source: "import"})
+	}
+	if err := sa.Suppress(es...); err != nil {
+		t.Fatal(err)
+	}
+	var got int
+	if !poll(5*time.Second, func() bool { all, err := lb.Entries(); got = len(all); return err == nil && got == len(es) }) {
+		t.Fatalf("b lists %d of the %d imported on a", got, len(es))
+	}
+}
+
+// Redis restarted empty before any node noticed, its version brought back
+// to the number the nodes last saw: they see a new epoch and send their
+// lists again, so a node that joins afterwards gets
+// the entries added before the restart.
+func TestSuppressionListSurvivesRedisRestart(t *testing.T) {
+	r := startRedis(t)
+	a, _ := newNode(t, r, "a", nil)
+	b, _ := newNode(t, r, "b", nil)
+	la, sa, _ := sharedList(t, a)
+	lb, _, _ := sharedList(t, b)
+	if err := sa.Suppress(suppression.Entry{Address: "before@example.com", Source: "api"}); err != nil {
+		t.Fatal(err)
+	}
+	refusedSoon(t, lb, "before@example.com", true, "b, before the restart")
+	r.stop()
+	r.start()
+	// The version the nodes last saw (one change), as if changes made
+	// since the restart had brought it there: only the epoch tells.
+	if line, err := r.probe("SET", Prefix+"sup:version", "1"); err != nil || line != "+OK" {
+		t.Fatalf("SET version: %q %v", line, err)
+	}
+	c, _ := newNode(t, r, "c", nil)
+	lc, sc, _ := sharedList(t, c)
+	refusedSoon(t, lc, "before@example.com", true, "c, joined after the restart")
+	if err := sc.Suppress(suppression.Entry{Address: "after@example.com", Source: "api"}); err != nil {
+		t.Fatal(err)
+	}
+	refusedSoon(t, la, "after@example.com", true, "a, added on c after the restart")
 }
