@@ -41,6 +41,12 @@ type Config struct {
 	Refresh time.Duration
 	// Probe is how often an unreachable Redis is tried again.
 	Probe time.Duration
+	// ReleaseDelay is how long a released connection slot stays counted in
+	// Redis before the flusher gives it back, so that the node's next
+	// connection to the scope takes it back with no Redis call (a pooled
+	// connection's slot passes from one message to the next). Other nodes
+	// see the slot free that much later at most.
+	ReleaseDelay time.Duration
 }
 
 // The defaults of the tuning fields.
@@ -49,6 +55,9 @@ const (
 	DefaultTimeout  = 250 * time.Millisecond
 	DefaultRefresh  = 100 * time.Millisecond
 	DefaultProbe    = 500 * time.Millisecond
+	// DefaultReleaseDelay is well under the 100 ms after which a delivery
+	// refused for connections asks again.
+	DefaultReleaseDelay = 10 * time.Millisecond
 )
 
 // withDefaults fills the zero fields.
@@ -74,6 +83,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Probe <= 0 {
 		c.Probe = DefaultProbe
+	}
+	if c.ReleaseDelay <= 0 {
+		c.ReleaseDelay = DefaultReleaseDelay
 	}
 	return c, nil
 }

@@ -19,6 +19,14 @@
 //   - Times come from the callers (the Shaper's clock), never from a
 //     clock read here; nodes' clocks are assumed in step (NTP). Connection
 //     leases expire by Redis's own key expiry.
+//   - Take reserves a small batch of a bucket's tokens per Redis call and
+//     spends the rest itself (tokens.go): a batch covers at most 50 ms of
+//     the rate and 64 tokens, follows the node's demand (it starts at one),
+//     and expires 50 ms after it was reserved. So a scope never sees more
+//     than W/interval + 50 ms of its rate + 64 messages in any window W,
+//     over all nodes; a rate of 20/s or slower is exact, as before. A node
+//     refuses itself a Take before the bucket's next token as it last
+//     learned it from Redis (that time only moves on).
 //   - A node's connection counts are its own, exact, in process; Redis
 //     holds a copy per node (conns:NODE) that expires LeaseTTL after the
 //     node's last heartbeat (every LeaseTTL/3) or change, so a node that
@@ -26,11 +34,15 @@
 //     the copy from the node's counts, which heals any drift (a call that
 //     timed out after Redis ran it, Redis restarted empty). Release drops
 //     the node's count at once and queues the change for Redis, sent by a
-//     background flusher (many releases in one call) or with the node's
-//     next Acquire of the scope, whichever comes first: delivery never
-//     waits on Redis to give a connection back, a node is never refused on
-//     its own stale count, and another node may see a slot taken a few
-//     milliseconds longer, never the other way. No event tells a node that
+//     background flusher Config.ReleaseDelay (10 ms) later (many releases
+//     in one call) or with the node's next Acquire of the scope, whichever
+//     comes first: delivery never waits on Redis to give a connection back,
+//     a node is never refused on its own stale count, and another node may
+//     see a slot taken up to ReleaseDelay longer, never the other way. An
+//     Acquire that finds a queued release of each of its scopes, under the
+//     limits Redis last granted the node a slot under, takes those back
+//     with no Redis call (a pooled connection's slot passing from one
+//     message to the next): Redis still counts them, no total changes. No event tells a node that
 //     another released a slot: a caller refused for connections asks again
 //     after a while.
 //   - Suspensions and throttles: Put goes to Redis at once; Active and List
@@ -55,8 +67,14 @@
 //     mail never touches this package.
 //   - Keys live under Prefix, whose hash tag puts them in one slot.
 //
-// The suppression list (package suppression, behind its small Store
-// interface) is still kept by each node in its own queue file; its shared
-// form belongs here too, as another key family under Prefix with the same
-// fallback rule (a node-local copy while Redis is down).
+// The suppression list: Suppressions (suppress.go) is a suppression.Store
+// over the node's own (the queue file), shared through Redis as another
+// key family under Prefix. Every RCPT check reads the local store, never
+// Redis; changes (API, import, a bounce's auto-add through the queue's
+// hook) are written locally at once and sent by a background loop, which
+// also copies the other nodes' changes in within about Config.Refresh.
+// While Redis is down changes wait in memory; when it answers, the local
+// list and Redis are merged, the later of an addition (its Since) and a
+// removal of an address winning. Expiry (suppression.expire) is decided
+// when asked, from Since, which every copy keeps.
 package cluster

@@ -47,10 +47,14 @@ type Node struct {
 	// sends them, a heartbeat makes them moot. Guarded by hmu.
 	released map[string]int
 	flush    chan struct{}
-	sending  map[string]bool // scopes of the flush on its way, if any
-	sent     chan struct{}   // closed when that flush ends
+	// granted is the limit of each scope under which Redis last counted
+	// a connection of this node (reuse). Guarded by hmu.
+	granted map[string]int
+	sending map[string]bool // scopes of the flush on its way, if any
+	sent    chan struct{}   // closed when that flush ends
 
 	sus suspensions
+	tok tokens
 }
 
 // NewState returns the shaping.State for cfg and what to close at
@@ -102,6 +106,7 @@ func New(cfg Config, log *slog.Logger) (*Node, error) {
 		held:    map[string]int{},
 
 		released: map[string]int{},
+		granted:  map[string]int{},
 		flush:    make(chan struct{}, 1),
 	}
 	n.sus = suspensions{
@@ -235,6 +240,11 @@ func (n *Node) heartbeat() error {
 		args = append(args, k, c)
 	}
 	clear(n.released) // the counts written here already leave them out
+	for k := range n.granted {
+		if n.held[k] == 0 {
+			delete(n.granted, k)
+		}
+	}
 	n.hmu.Unlock()
 	ctx, cancel := n.ctx()
 	ver, err := heartbeatScript.Run(ctx, n.rdb, nil, args...).Int64()
@@ -252,11 +262,12 @@ func (n *Node) heartbeat() error {
 	return nil
 }
 
-// Take implements shaping.State: through Redis, or with every interval
-// multiplied by the expected number of nodes while Redis is down.
+// Take implements shaping.State: from the node's cache of reserved tokens
+// or through Redis (tokens.go), or with every interval multiplied by the
+// expected number of nodes while Redis is down.
 func (n *Node) Take(now time.Time, buckets []shaping.Bucket) (bool, int, time.Time) {
 	if n.up.Load() {
-		ok, last, next, err := n.takeShared(now, buckets)
+		ok, last, next, err := n.takeCached(now, buckets)
 		if err == nil {
 			return ok, last, next
 		}
@@ -269,11 +280,37 @@ func (n *Node) Take(now time.Time, buckets []shaping.Bucket) (bool, int, time.Ti
 	return n.local.Load().Take(now, scaled)
 }
 
-func (n *Node) takeShared(now time.Time, buckets []shaping.Bucket) (bool, int, time.Time, error) {
-	args := make([]any, 0, 3+2*len(buckets))
+// takeCached spends cached tokens when every bucket has one, else asks
+// Redis for the others, reserving a batch of each.
+func (n *Node) takeCached(now time.Time, buckets []shaping.Bucket) (bool, int, time.Time, error) {
+	n.tok.mu.Lock()
+	defer n.tok.mu.Unlock()
+	if n.tok.take(now, buckets) {
+		return true, -1, time.Time{}, nil
+	}
+	ks := n.tok.sizes(now, buckets)
+	if wait, last, next := n.tok.waiting(now, buckets, ks); wait {
+		return false, last, next, nil
+	}
+	ok, last, next, err := n.takeShared(now, buckets, ks)
+	switch {
+	case err != nil:
+		n.tok.reset() // node-local limits now; the cache starts afresh after
+	case ok:
+		n.tok.took(now, buckets, ks)
+	default:
+		n.tok.refused(buckets, last, next)
+	}
+	return ok, last, next, err
+}
+
+// takeShared reserves ks[i] tokens of bucket i (0: none, the node has one
+// cached) in one script, all or nothing.
+func (n *Node) takeShared(now time.Time, buckets []shaping.Bucket, ks []int) (bool, int, time.Time, error) {
+	args := make([]any, 0, 3+3*len(buckets))
 	args = append(args, n.prefix, now.UnixMicro(), len(buckets))
-	for _, b := range buckets {
-		args = append(args, b.Key, int64((b.Interval+time.Microsecond-1)/time.Microsecond))
+	for i, b := range buckets {
+		args = append(args, b.Key, int64((b.Interval+time.Microsecond-1)/time.Microsecond), ks[i])
 	}
 	ctx, cancel := n.ctx()
 	defer cancel()
@@ -291,14 +328,20 @@ func (n *Node) takeShared(now time.Time, buckets []shaping.Bucket) (bool, int, t
 }
 
 // Acquire implements shaping.State: against the sum of every node's
-// counts, or against this node's own count and each limit divided by the
-// expected number of nodes (at least 1) while Redis is down.
+// counts (with no Redis call when the node takes back a connection it
+// released a moment ago: reuse), or against this node's own count and
+// each limit divided by the expected number of nodes (at least 1) while
+// Redis is down.
 func (n *Node) Acquire(slots []shaping.Slot) (bool, int) {
 	if n.up.Load() {
+		if n.reuse(slots) {
+			return true, -1
+		}
 		n.pub.RLock()
 		ok, full, err := n.acquireShared(slots)
 		if err == nil && ok {
 			n.count(slotKeys(slots), 1, false)
+			n.grant(slots)
 		}
 		n.pub.RUnlock()
 		if err == nil {
@@ -381,6 +424,15 @@ func (n *Node) count(keys []string, d int, send bool) {
 		if send {
 			n.released[k] -= d
 		}
+	}
+	n.hmu.Unlock()
+}
+
+// grant notes the limits under which Redis counted a connection in slots.
+func (n *Node) grant(slots []shaping.Slot) {
+	n.hmu.Lock()
+	for _, s := range slots {
+		n.granted[s.Key] = s.Max
 	}
 	n.hmu.Unlock()
 }

@@ -253,3 +253,29 @@ func parseReply(t *testing.T, s string) smtpcodes.Reply {
 	}
 	return r
 }
+
+// A node that takes back a connection it just released needs no Redis
+// call, but not under a lower limit than Redis granted it under (a
+// throttle halves it): then Redis checks the total, and refuses.
+func TestTakingBackAReleaseNeedsNoCallButHonoursALowerLimit(t *testing.T) {
+	_, n := cluster(t, func(c *Config) { c.ReleaseDelay = time.Minute }, "a", "b")
+	a, b := n[0], n[1]
+	calls := &countHook{}
+	a.rdb.AddHook(calls)
+	two := []shaping.Slot{{Key: "domain:one.example", Max: 2}}
+	acquire(t, a, two, "a's connection")
+	acquire(t, b, two, "b's connection")
+	before := calls.calls.Load()
+	for i := 0; i < 20; i++ {
+		a.Release([]string{"domain:one.example"})
+		acquire(t, a, two, fmt.Sprintf("a's connection again (%d)", i+1))
+	}
+	if got := calls.calls.Load() - before; got > 2 { // a heartbeat or two, at most
+		t.Errorf("a made %d Redis calls taking back its own releases", got)
+	}
+	a.Release([]string{"domain:one.example"})
+	one := []shaping.Slot{{Key: "domain:one.example", Max: 1}}
+	if ok, full := a.Acquire(one); ok || full != 0 {
+		t.Fatalf("a took back its slot under a limit of 1 with b holding one: %v, %d", ok, full)
+	}
+}

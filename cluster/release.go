@@ -1,13 +1,20 @@
 package cluster
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+
+	"github.com/relayq/relayq/shaping"
+)
 
 // Release implements shaping.State. The node's own count drops at once
 // (its share while Redis is down, and what the next heartbeat writes);
-// Redis hears of it from a background flusher, which sends every release
-// queued meanwhile in one call, so a delivery worker never waits on Redis
-// to give a connection back. Until then the slot still counts as taken on
-// the other nodes: a few milliseconds at most, and never the other way.
+// Redis hears of it from a background flusher, Config.ReleaseDelay later,
+// which sends every release queued meanwhile in one call, so a delivery
+// worker never waits on Redis to give a connection back, and a connection
+// the node asks for meanwhile takes a queued release back with no call
+// (Acquire). Until then the slot still counts as taken on the other nodes:
+// ReleaseDelay and one call at most, and never the other way.
 func (n *Node) Release(keys []string) {
 	n.pub.RLock()
 	up := n.up.Load()
@@ -29,6 +36,13 @@ func (n *Node) flusher() {
 		case <-n.stopped:
 			return
 		case <-n.flush:
+			t := time.NewTimer(n.cfg.ReleaseDelay)
+			select {
+			case <-n.stopped: // Close sends them
+				t.Stop()
+				return
+			case <-t.C:
+			}
 			n.sendReleases()
 		}
 	}
@@ -68,4 +82,29 @@ func (n *Node) sendReleases() {
 		// The heartbeat after the outage rewrites the counts.
 		n.down(fmt.Errorf("cluster: release: %w", err))
 	}
+}
+
+// reuse counts one more connection of this node in every slot by taking
+// back one of its releases not sent to Redis yet, when every slot has one
+// and its limit is the one Redis last granted the node a slot under. Redis
+// still counts those releases as connections, so taking them back changes
+// no total there and needs no call. A changed limit (a throttle halves
+// it, a reload) goes to Redis, which checks the total against it.
+func (n *Node) reuse(slots []shaping.Slot) bool {
+	n.hmu.Lock()
+	defer n.hmu.Unlock()
+	for _, s := range slots {
+		if n.released[s.Key] <= 0 || (s.Max > 0 && n.granted[s.Key] != s.Max) {
+			return false
+		}
+	}
+	for _, s := range slots {
+		if c := n.released[s.Key] - 1; c > 0 {
+			n.released[s.Key] = c
+		} else {
+			delete(n.released, s.Key)
+		}
+		n.held[s.Key]++
+	}
+	return true
 }

@@ -11,31 +11,44 @@ import "github.com/redis/go-redis/v9"
 //
 // Keys under the prefix P:
 //
-//	P tat:SCOPE            a bucket's theoretical arrival time (GCRA), expires once full again
+//	P tat:SCOPE            a bucket's theoretical arrival time (GCRA), expires once full again;
+//	                       a node's reservation of k tokens moves it on by k intervals
 //	P conns:NODE           hash SCOPE -> connections NODE holds; expires LeaseTTL after NODE's last write
 //	P node:NODE            NODE is alive; expires LeaseTTL after its last heartbeat
 //	P nodes                set of node names that may hold connections
 //	P sus:SCOPE|ACTION     hash until (µs), data (JSON): a suspension or throttle
 //	P sus                  set of the SCOPE|ACTION members stored
 //	P sus:version          counter bumped by every change to suspensions
+//	P sup                  hash address -> JSON entry: the suppression list (suppress.go)
+//	P sup:since            hash address -> the entry's Since (µs)
+//	P sup:gone             hash address -> time of its last removal (µs)
+//	P sup:version          counter bumped by every change to the suppression list
+//	P sup:epoch            random name set by the first node to look: a new one means the list was lost
 
-// takeScript: ARGV prefix, now, n, then n pairs (scope, interval). Takes a
-// token from every bucket or none; returns {1} or {0, index (1-based) of
-// the bucket whose token comes last, that time}.
+// takeScript: ARGV prefix, now, n, then n triples (scope, interval, k).
+// Reserves k tokens of every bucket whose k is above 0 (the others the
+// node has cached), all or none: a bucket whose time is past now gets
+// now + k intervals. Returns {1} or {0, index (1-based) of the bucket
+// whose token comes last, that time}.
 var takeScript = redis.NewScript(`
 local p, now, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local last, nxt = 0, 0
 for i = 1, n do
-  local t = redis.call('GET', p .. 'tat:' .. ARGV[2 + 2*i])
-  if t then
-    t = tonumber(t)
-    if t > now and t > nxt then last, nxt = i, t end
+  if tonumber(ARGV[3 + 3*i]) > 0 then
+    local t = redis.call('GET', p .. 'tat:' .. ARGV[1 + 3*i])
+    if t then
+      t = tonumber(t)
+      if t > now and t > nxt then last, nxt = i, t end
+    end
   end
 end
 if last > 0 then return {0, last, nxt} end
 for i = 1, n do
-  local iv = tonumber(ARGV[3 + 2*i])
-  redis.call('SET', p .. 'tat:' .. ARGV[2 + 2*i], string.format('%d', now + iv), 'PX', math.floor(iv / 1000) + 1000)
+  local k = tonumber(ARGV[3 + 3*i])
+  if k > 0 then
+    local span = k * tonumber(ARGV[2 + 3*i])
+    redis.call('SET', p .. 'tat:' .. ARGV[1 + 3*i], string.format('%d', now + span), 'PX', math.floor(span / 1000) + 1000)
+  end
 end
 return {1}
 `)
@@ -178,4 +191,29 @@ for i = 2, #ARGV do
   end
 end
 return out
+`)
+
+// supChangeScript: ARGV prefix, then quadruples (op, address, time µs,
+// JSON entry). op "+" adds the entry added at time unless the address was
+// removed later or holds a later entry; "-" removes it unless its entry is
+// later, and notes the removal. Returns the suppressions' new version.
+var supChangeScript = redis.NewScript(`
+local p = ARGV[1]
+for i = 2, #ARGV, 4 do
+  local op, a, t = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local gone = tonumber(redis.call('HGET', p .. 'sup:gone', a) or '-1')
+  local since = tonumber(redis.call('HGET', p .. 'sup:since', a) or '-1')
+  if op == '+' then
+    if t > gone and t >= since then
+      redis.call('HSET', p .. 'sup', a, ARGV[i + 3])
+      redis.call('HSET', p .. 'sup:since', a, ARGV[i + 2])
+      if gone >= 0 then redis.call('HDEL', p .. 'sup:gone', a) end
+    end
+  elseif t >= since then
+    redis.call('HDEL', p .. 'sup', a)
+    redis.call('HDEL', p .. 'sup:since', a)
+    if t > gone then redis.call('HSET', p .. 'sup:gone', a, ARGV[i + 2]) end
+  end
+end
+return redis.call('INCR', p .. 'sup:version')
 `)

@@ -97,8 +97,12 @@ func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envel
 			if r := applyOutcome(env, o); r != nil {
 				evs = append(evs, outcomeEvents(env, r, o)...)
 				if o.Suppress && o.Status == StatusBounced {
-					if err := w.putSuppression(Suppression{Address: r.Address, Reply: o.Reply, Source: "auto"}); err != nil {
+					sp := Suppression{Address: r.Address, Reply: o.Reply, Source: "auto", Since: w.s.now()}
+					if err := w.putSuppression(sp); err != nil {
 						return err
+					}
+					if f := w.s.autoSuppressed.Load(); f != nil {
+						(*f)(sp)
 					}
 				}
 			}

@@ -102,6 +102,9 @@ type Store struct {
 	// empty (see Suppressed): it is set at Open if the list has entries and
 	// by every write that adds one, before that write commits.
 	suppressing atomic.Bool
+	// autoSuppressed, when set, hears of each address a bounce puts on the
+	// list (SetAutoSuppressHook).
+	autoSuppressed atomic.Pointer[func(Suppression)]
 
 	// evMu guards evCh, closed at each commit that adds events (see
 	// EventsChanged).

@@ -31,6 +31,12 @@ type Suppression struct {
 
 func suppressionKey(addr string) []byte { return []byte(strings.ToLower(strings.TrimSpace(addr))) }
 
+// SetAutoSuppressHook has f told of every address a bounce puts on the
+// list, from inside the write that stores it (so possibly twice, or for a
+// write that then fails): f must be quick and must not call the Store. A
+// shared list (package cluster) sends them on with it.
+func (s *Store) SetAutoSuppressHook(f func(Suppression)) { s.autoSuppressed.Store(&f) }
+
 // putSuppression stores sp in this transaction.
 func (w *writeTx) putSuppression(sp Suppression) error {
 	b, err := w.bucket(bucketSuppressions)

@@ -101,7 +101,9 @@ func serve(args []string) error {
 	}
 	so := submissionOptions(cfg, store, tlsConf, log, eng, metrics)
 	so.Signer = messageSigner(signer)
-	suppressions := &suppression.List{Store: store, Config: suppressionConfig(cfg.Suppression)}
+	supStore, closeSup := suppressionStore(state, store)
+	defer closeSup() // before the state (its Redis client) and the store
+	suppressions := &suppression.List{Store: supStore, Config: suppressionConfig(cfg.Suppression)}
 	so.Suppressions = suppressions
 	srv, err := submission.New(so)
 	if err != nil {

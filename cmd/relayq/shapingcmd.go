@@ -16,7 +16,9 @@ import (
 	"github.com/relayq/relayq/cluster"
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/suppression"
 )
 
 // shapingState builds the limiter state for cfg: a shaping.Memory when
@@ -41,6 +43,20 @@ func shapingState(cfg *config.Config, log *slog.Logger, m *metrics) (shaping.Sta
 			log.Warn("cluster: closing the shared shaping state", "err", err)
 		}
 	}, nil
+}
+
+// suppressionStore is the store of the suppression list: the queue file's
+// own, shared with the other nodes through Redis when the shaping state is
+// (cluster.redis_url); RCPT checks read the queue file either way. The
+// returned func stops the sharing; call it before the state is closed.
+func suppressionStore(state shaping.State, store *queue.Store) (suppression.Store, func()) {
+	n, ok := state.(*cluster.Node)
+	if !ok {
+		return store, func() {}
+	}
+	s := cluster.NewSuppressions(n, store, nil)
+	store.SetAutoSuppressHook(s.Auto)
+	return s, func() { s.Close() }
 }
 
 // followShared keeps a node whose shaping state is shared (cluster) in
