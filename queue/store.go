@@ -103,6 +103,10 @@ type Store struct {
 	// by every write that adds one, before that write commits.
 	suppressing atomic.Bool
 
+	// markedAtOpen are the messages recover found with pending reports
+	// (Marked); set before the committer starts, read-only after.
+	markedAtOpen []string
+
 	// evMu guards evCh, closed at each commit that adds events (see
 	// EventsChanged).
 	evMu sync.Mutex
