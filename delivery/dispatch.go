@@ -72,6 +72,10 @@ type result struct {
 	// unwritten, when set, is the attempt's outcome that the queue could
 	// not take: the scheduler keeps it and writes it later.
 	unwritten *pendingRecord
+	// marked: the outcome written marks reports its recipients are owed
+	// (group.go); reportLater: this job was to queue its message's marked
+	// reports and could not, so the scheduler retries (writeReports).
+	marked, reportLater bool
 }
 
 // dest is the scheduler's view of one destination: the unit of concurrency
@@ -159,6 +163,7 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 		}
 	}
 	share := e.share(withWork)
+	var launch []*job
 	e.starts++
 	clear(e.refusals)
 	for e.active < e.workers {
@@ -191,19 +196,32 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 			e.pending--
 			started = true
 			e.running++
-			go func() {
-				r := e.attempt(ctx, j)
-				e.free(release{job: j}) // if the attempt did not already
-				e.events <- event{kind: eventDone, res: r}
-			}()
+			e.flights.begin(j.id)
+			launch = append(launch, j)
 		}
 		if !started {
 			break
 		}
 	}
+	// Every job of this call is counted in flight before any runs, so the
+	// jobs of one message started together report together (group.go).
+	for _, j := range launch {
+		go e.run(ctx, j)
+	}
 	if e.obs != nil {
 		e.obs.Active(e.active)
 	}
+}
+
+// run makes j's attempt, gives its slot back if the attempt did not,
+// settles its message's reports (group.go) and reports j done.
+func (e *Engine) run(ctx context.Context, j *job) {
+	r := e.attempt(ctx, j)
+	e.free(release{job: j})
+	if r.unwritten == nil {
+		r = e.settle(r)
+	}
+	e.events <- event{kind: eventDone, res: r}
 }
 
 // admit asks shaping to let j go to d now. Refused for a suspension, d's
@@ -315,7 +333,17 @@ func (e *Engine) finish(r result) {
 	case r.recorded:
 		e.storageOK()
 	}
+	e.reportLater(r, now)
 	e.booked(r)
+}
+
+// reportLater keeps the message of a job that could not queue its
+// grouped report for writeReports, and backs off.
+func (e *Engine) reportLater(r result, now time.Time) {
+	if r.reportLater {
+		e.reportsDue = append(e.reportsDue, r.job.id)
+		e.storageFailed(StorageRecord, now)
+	}
 }
 
 // booked updates the cursor for what a finished job wrote and lets its
