@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -220,4 +221,58 @@ func TestPendingReportQueuedOnceAfterRestart(t *testing.T) {
 	if got := r.store.Marked(); len(got) != 0 {
 		t.Fatalf("marks left after the report: %v", got)
 	}
+}
+
+// Issue 12, defect 12, full disk: the disk fills while the three attempts
+// of a message are at RCPT, so the grouped report (the whole message
+// returned: RET=FULL, 100 kB) cannot be written, and maybe not the
+// outcomes either. When space is back the sender gets exactly one report
+// listing all three recipients, and the message leaves the queue.
+func TestDiskFullGroupedReportOnce(t *testing.T) {
+	var r *diskRig
+	var mu sync.Mutex
+	arrived, all := 0, make(chan struct{})
+	// Each server holds its first RCPT until all three have one, then the
+	// disk fills: every attempt has claimed, none has recorded.
+	barrier := smtptest.OnEvent(func(e smtptest.Event) {
+		if e.Stage != smtptest.StageRcpt {
+			return
+		}
+		mu.Lock()
+		arrived++
+		if arrived == 3 {
+			r.disk.fill()
+			close(all)
+		}
+		first := arrived <= 3
+		mu.Unlock()
+		if first {
+			<-all
+		}
+	})
+	sink := smtptest.NewServer(t)
+	routes := map[string]string{"*": sink.Addr()}
+	for _, d := range []string{"one.example", "two.example", "three.example"} {
+		routes[d] = smtptest.NewServer(t, smtptest.Reply("rcpt=550 5.1.1 No such user"), barrier).Addr()
+	}
+	r = newDiskRig(t, "16m", plainDialer, sink.Addr(), func(o *Options) {
+		o.Router = NewRouter(RouteConfig{Routes: routes})
+	})
+	addrs := []string{"a@one.example", "b@two.example", "c@three.example"}
+	r.queueWith(1, 100<<10, "FULL", func(int) []string { return addrs })
+	r.run()
+	r.waitError("failed")
+	r.advance(time.Minute)
+	r.disk.free()
+	r.advance(time.Minute)
+	sink.WaitFor(t, 10*time.Second, func() bool { return r.queued() == 0 })
+	reports := reportsAt(sink)
+	if len(reports) != 1 || !names(reports[0], "failed", addrs...) {
+		t.Fatalf("%d reports, want 1 listing all three recipients:\n%s", len(reports), strings.Join(reports, "\n----\n"))
+	}
+	if r.obs.count(StorageRecord) == 0 {
+		t.Fatal("no write failed on the full disk: the test proved nothing")
+	}
+	t.Logf("outcome writes failed %d times, the grouped report %d, pending reports retried and failed %d",
+		r.logs.matching("recording outcome failed"), r.logs.matching("queuing a grouped report failed"), r.logs.matching("queuing a pending report failed"))
 }
