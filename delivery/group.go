@@ -180,7 +180,9 @@ func (e *Engine) writeReports(now time.Time) bool {
 			keep = append(keep, id)
 			continue
 		}
-		if _, err := e.reportMarks(id); err != nil {
+		before := e.clock.Now() // no later than the report's due time
+		queued, err := e.reportMarks(id)
+		if err != nil {
 			if retryable(err) {
 				e.log.Error("queuing a pending report failed", "id", id, "err", err)
 				e.storageFailed(StorageRecord, now)
@@ -190,6 +192,9 @@ func (e *Engine) writeReports(now time.Time) bool {
 			}
 			e.log.Error("queuing a pending report failed; dropped", "id", id, "err", err)
 			continue
+		}
+		if queued {
+			e.cursor.rewind(before) // the scan that follows must see the report
 		}
 		e.storageOK()
 	}
