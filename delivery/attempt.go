@@ -67,8 +67,21 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	// written after.
 	e.free(release{job: j, suspend: len(results) > 0 && allDown, alive: len(results) == 0 || !allDown})
 
-	outcomes, notices := e.outcomes(set, env, rcpts, results, end)
-	return e.record(j, outcomes, notices, end, end.Sub(start))
+	return e.conclude(j, set, env, e.judge(set, env, rcpts, results, end), end, end.Sub(start))
+}
+
+// conclude records v, with the reports it calls for in the same
+// transaction, or, while another job of the message is in flight (or has
+// left marks), with those reports marked as owed: the job that finishes
+// last queues one report for the whole pass (group.go).
+func (e *Engine) conclude(j *job, set *Settings, env *queue.Envelope, v verdict, end time.Time, took time.Duration) result {
+	var notices []queue.Notice
+	if env.From != "" && e.flights.hold(j.id) {
+		v.hold()
+	} else {
+		notices = e.reports(set, env, v, end)
+	}
+	return e.record(j, v.outcomes, notices, end, took)
 }
 
 // claim records the job's attempt: the first attempt's claim made when the
@@ -124,7 +137,7 @@ func (e *Engine) recordNow(p pendingRecord) (result, bool) {
 		e.log.Error("recording outcome failed; the recipients stay due", "id", j.id, "err", err)
 		return result{job: j}, true
 	}
-	res := result{job: j, recorded: true, next: earliest(after)}
+	res := result{job: j, recorded: true, next: earliest(after), marked: owes(p.outcomes)}
 	e.report(j, p.outcomes, p.end, p.took)
 	if len(p.notices) > 0 {
 		res.notices = before
@@ -178,8 +191,7 @@ func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue
 // giveUpUnattempted bounces the job's recipients whose max_age passed while
 // their destination was suspended, with the last reply they had.
 func (e *Engine) giveUpUnattempted(j *job, set *Settings, now time.Time) result {
-	var outcomes []queue.Outcome
-	var failed []queue.Recipient
+	var v verdict
 	for _, r := range j.env.Recipients {
 		if !contains(j.addrs, r.Address) || r.Status.Final() {
 			continue
@@ -188,11 +200,12 @@ func (e *Engine) giveUpUnattempted(j *job, set *Settings, now time.Time) result 
 		if reply == "" {
 			reply = "4.4.7 message expired before it could be attempted"
 		}
-		outcomes = append(outcomes, queue.Outcome{Address: r.Address, Status: queue.StatusBounced, Expired: true, Reply: reply, RemoteMTA: r.RemoteMTA})
+		v.outcomes = append(v.outcomes, queue.Outcome{Address: r.Address, Status: queue.StatusBounced, Expired: true, Reply: reply, RemoteMTA: r.RemoteMTA})
 		r.LastReply = reply
-		failed = append(failed, r)
+		v.rcpts = append(v.rcpts, r)
+		v.failed = append(v.failed, r)
 	}
-	return e.record(j, outcomes, e.bounceNotices(j.env, failed, now), now, 0)
+	return e.conclude(j, set, j.env, v, now, 0)
 }
 
 // earliest is when env is next due: its earliest non-final recipient's

@@ -72,6 +72,10 @@ type result struct {
 	// unwritten, when set, is the attempt's outcome that the queue could
 	// not take: the scheduler keeps it and writes it later.
 	unwritten *pendingRecord
+	// marked: the outcome written marks reports its recipients are owed
+	// (group.go); reportLater: this job was to queue its message's marked
+	// reports and could not, so the scheduler retries (writeReports).
+	marked, reportLater bool
 }
 
 // dest is the scheduler's view of one destination: the unit of concurrency
@@ -159,6 +163,7 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 		}
 	}
 	share := e.share(withWork)
+	var launch []*job
 	e.starts++
 	clear(e.refusals)
 	for e.active < e.workers {
@@ -191,11 +196,17 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 			e.pending--
 			started = true
 			e.running++
-			e.dispatch(ctx, j)
+			e.flights.begin(j.id)
+			launch = append(launch, j)
 		}
 		if !started {
 			break
 		}
+	}
+	// Every job of this call is counted in flight before any runs, so the
+	// jobs of one message started together report together (group.go).
+	for _, j := range launch {
+		e.dispatch(ctx, j)
 	}
 	if e.obs != nil {
 		e.obs.Active(e.active)
@@ -223,9 +234,7 @@ func (e *Engine) dispatch(ctx context.Context, j *job) {
 // carries w, so the scheduler knows it is idle again.
 func (e *Engine) jobber(ctx context.Context, w chan *job) {
 	for j := range w {
-		r := e.attempt(ctx, j)
-		e.free(release{job: j}) // if the attempt did not already
-		e.events <- event{kind: eventDone, res: r, jobber: w}
+		e.events <- event{kind: eventDone, res: e.run(ctx, j), jobber: w}
 	}
 }
 
@@ -235,6 +244,17 @@ func (e *Engine) stopJobbers() {
 		close(w)
 	}
 	e.idleJobbers = nil
+}
+
+// run makes j's attempt, gives its slot back if the attempt did not, and
+// settles its message's reports (group.go).
+func (e *Engine) run(ctx context.Context, j *job) result {
+	r := e.attempt(ctx, j)
+	e.free(release{job: j})
+	if r.unwritten == nil {
+		r = e.settle(r)
+	}
+	return r
 }
 
 // admit asks shaping to let j go to d now. Refused for a suspension, d's
@@ -346,7 +366,17 @@ func (e *Engine) finish(r result) {
 	case r.recorded:
 		e.storageOK()
 	}
+	e.reportLater(r, now)
 	e.booked(r)
+}
+
+// reportLater keeps the message of a job that could not queue its
+// grouped report for writeReports, and backs off.
+func (e *Engine) reportLater(r result, now time.Time) {
+	if r.reportLater {
+		e.reportsDue = append(e.reportsDue, r.job.id)
+		e.storageFailed(StorageRecord, now)
+	}
 }
 
 // booked updates the cursor for what a finished job wrote and lets its

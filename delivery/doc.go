@@ -33,8 +33,8 @@
 //     transaction, and those it defers together get one next attempt (the
 //     backoff's jitter is drawn per job, not per recipient), so they stay
 //     together. Recipients found past max_age in one pass form one job,
-//     whatever their destinations, and so one report. A message goes to at most one hop per attempt: later hops
-//     are failover, never copies.
+//     whatever their destinations, and so one report. A message goes to at
+//     most one hop per attempt: later hops are failover, never copies.
 //   - 2xx delivered, 5xx bounced, 4xx and connection/DNS/TLS trouble deferred
 //     by the backoff (or the reply's own wait, up to 30 minutes) until
 //     max_attempts or max_age. A 421, or a destination that cannot be reached
@@ -54,9 +54,16 @@
 //   - A destination not proven recently has at most two attempts in
 //     flight, one more per attempt a server answered, and never more than
 //     an even share of the workers, so silent servers cannot take them all.
-//   - Bounced recipients of a message produce one RFC 3464 DSN from <>,
-//     enqueued in the same queue transaction as the outcome. A message from
-//     the null sender never produces a DSN.
+//   - The recipients of a message that fail in one pass produce one
+//     RFC 3464 "failed" DSN from <>, and those crossing warn_after one
+//     "delayed" warning, whatever their destinations (group.go): a job
+//     alone in flight queues its reports in the transaction that records
+//     its outcome; jobs of one message in flight together mark them on
+//     disk with their outcomes and the last to finish queues one report
+//     for all marks, clearing them in that transaction. A report waits for
+//     no job beyond that job's own attempt timeouts; marks a stop left are
+//     reported first at the next start. A message from the null sender
+//     never produces a DSN.
 //   - Every reply the Courier returns carries a class smtpcodes.Classify
 //     understands; that class alone decides delivered, deferred or bounced.
 //   - Pause (pause.go) starts no attempt and reads no queue until Resume,

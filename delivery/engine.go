@@ -145,6 +145,13 @@ type Engine struct {
 	// while idle, for warmFor (shape.go).
 	warm map[string]warmth
 
+	// flights counts the jobs of each message in flight, so the last one
+	// queues one report for all (group.go); workers ask it too.
+	flights flights
+	// reportsDue are messages whose pending reports the scheduler queues
+	// next (writeReports): left by a stop, or by a write that failed.
+	reportsDue []string
+
 	// paused: Pause was called and Resume not yet (see pause.go);
 	// idleWaiters are Pause calls waiting for the attempts in flight.
 	paused      atomic.Bool
@@ -190,6 +197,10 @@ func New(o Options) (*Engine, error) {
 		dests:  map[string]*dest{},
 
 		refusals: map[shaping.Scope]shaping.Wait{},
+	}
+	if ids := o.Store.Marked(); len(ids) > 0 {
+		o.Logger.Info("queuing reports left pending by the last stop", "messages", len(ids))
+		e.reportsDue = ids
 	}
 	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress})
 	return e, nil

@@ -9,13 +9,27 @@ import (
 	"github.com/relayq/relayq/smtpcodes"
 )
 
-// outcomes turns per-recipient replies into queue outcomes: 2xx delivered,
+// verdict is what one attempt's replies come to: an outcome per recipient
+// (in the order of rcpts) and the recipients owed a report.
+type verdict struct {
+	rcpts           []queue.Recipient
+	outcomes        []queue.Outcome
+	failed, delayed []queue.Recipient
+}
+
+// outcomes turns per-recipient replies into queue outcomes and builds the
+// DSNs those outcomes call for (see judge).
+func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
+	v := e.judge(set, env, rcpts, results, end)
+	return v.outcomes, e.reports(set, env, v, end)
+}
+
+// judge turns per-recipient replies into queue outcomes: 2xx delivered,
 // 5xx bounced, 4xx deferred by the backoff (or the reply's own "try again
 // in N", whichever is later) until max_attempts or max_age, then bounced with
-// the last reply. It also builds the DSNs those outcomes call for.
-func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
-	var outcomes []queue.Outcome
-	var failed, delayed []queue.Recipient
+// the last reply.
+func (e *Engine) judge(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) verdict {
+	v := verdict{rcpts: rcpts}
 	jit := e.drawJitter()
 	for i, r := range rcpts {
 		var res smtpclient.RcptResult
@@ -33,7 +47,7 @@ func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Reci
 		case smtpcodes.Permanent:
 			o.Status = queue.StatusBounced
 			o.Suppress = set.Suppress != nil && set.Suppress(res.Reply)
-			failed = append(failed, r)
+			v.failed = append(v.failed, r)
 		default:
 			next, giveUp := jit.next(set.Policy, r, env.Created, end)
 			if h, ok := smtpcodes.RetryHint(res.Reply.Text); ok {
@@ -48,22 +62,55 @@ func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Reci
 			}
 			if giveUp {
 				o.Status, o.Expired = queue.StatusBounced, true
-				failed = append(failed, r)
+				v.failed = append(v.failed, r)
 				break
 			}
 			o.Status = queue.StatusDeferred
 			o.NextAttempt = next
 			if set.WarnAfter > 0 && !r.Warned && end.Sub(env.Created) >= set.WarnAfter && notifies(r.Notify, "DELAY") {
 				o.Warned = true
-				delayed = append(delayed, r)
+				v.delayed = append(v.delayed, r)
 			}
 		}
-		outcomes = append(outcomes, o)
+		v.outcomes = append(v.outcomes, o)
 	}
+	return v
+}
+
+// reports builds the one "failed" report and the one "delayed" warning v
+// calls for.
+func (e *Engine) reports(set *Settings, env *queue.Envelope, v verdict, now time.Time) []queue.Notice {
 	var notices []queue.Notice
-	notices = append(notices, e.bounceNotices(env, failed, end)...)
-	notices = append(notices, e.delayNotices(env, delayed, end, set)...)
-	return outcomes, notices
+	notices = append(notices, e.bounceNotices(env, v.failed, now)...)
+	notices = append(notices, e.delayNotices(env, v.delayed, now, set)...)
+	return notices
+}
+
+// hold marks each outcome of v whose recipient reports would name with
+// the report it is owed (queue.Outcome.Report) instead: the last attempt
+// of the message's pass builds one report for every mark (group.go). The
+// marks are exactly what reports would list: failures the recipient's
+// NOTIFY asks for, and warnings (judge asked NOTIFY already).
+func (v *verdict) hold() {
+	for i := range v.outcomes {
+		o := &v.outcomes[i]
+		switch {
+		case o.Status == queue.StatusBounced && notifies(v.rcpts[i].Notify, "FAILURE"):
+			o.Report = queue.ReportFailed
+		case o.Status == queue.StatusDeferred && o.Warned:
+			o.Report = queue.ReportDelayed
+		}
+	}
+}
+
+// owes reports whether any of outcomes marks a pending report.
+func owes(outcomes []queue.Outcome) bool {
+	for _, o := range outcomes {
+		if o.Report != queue.ReportNone {
+			return true
+		}
+	}
+	return false
 }
 
 // notifies reports whether a recipient's RFC 3461 NOTIFY list asks for a

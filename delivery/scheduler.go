@@ -153,8 +153,9 @@ func (e *Engine) fill(ctx context.Context) {
 	now := e.clock.Now()
 	// After a queue error nothing is read, written or started until the
 	// back-off ends (arrivals wait in memory); then outcomes kept in memory
-	// are written before anything else.
-	if e.storageWait(now) || !e.writeUnwritten(now) {
+	// are written before anything else, and reports left pending (by a
+	// stop, or a failed write: group.go) are queued.
+	if e.storageWait(now) || !e.writeUnwritten(now) || !e.writeReports(now) {
 		return
 	}
 	if e.reshape.Swap(false) {

@@ -184,6 +184,9 @@ func validate(env *Envelope) error {
 		default:
 			return fmt.Errorf("recipient %s: unknown status %q", r.Address, r.Status)
 		}
+		if !r.Report.Valid() {
+			return fmt.Errorf("recipient %s: unknown pending report %q", r.Address, r.Report)
+		}
 	}
 	return nil
 }

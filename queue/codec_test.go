@@ -65,8 +65,8 @@ func sampleEnvelope() *Envelope {
 			{Address: "b@example.net", ORCPT: "rfc822;b@example.net", Notify: []string{"FAILURE", "DELAY"},
 				Status: StatusDeferred, Attempts: 2, NextAttempt: time.Unix(1700000000, 5).UTC(),
 				LastAttempt: time.Unix(1699999990, 0).UTC(), LastReply: "451 4.7.1 later",
-				RemoteMTA: "mx.example.net", Warned: true},
-			{Address: "c@example.net", Status: StatusDelivered},
+				RemoteMTA: "mx.example.net", Warned: true, Report: ReportDelayed},
+			{Address: "c@example.net", Status: StatusBounced, Report: ReportFailed},
 		},
 		SMTPUTF8: true, Body: "8BITMIME", AuthUser: "app", ClientAddr: "192.0.2.1", Helo: "client.example",
 		Created: time.Unix(1700000000, 0).UTC(), Size: 1234, Held: true,
@@ -137,7 +137,7 @@ func TestBinaryCodecCoversEveryField(t *testing.T) {
 	if n := reflect.TypeOf(Envelope{}).NumField(); n != 16 {
 		t.Errorf("Envelope has %d fields, the binary codec knows 16: add the new one to appendFields and histReader.envelope, and to sampleEnvelope", n)
 	}
-	if n := reflect.TypeOf(Recipient{}).NumField(); n != 10 {
-		t.Errorf("Recipient has %d fields, the binary codec knows 10: add the new one to appendRecipient and histReader.recipient, and to sampleEnvelope", n)
+	if n := reflect.TypeOf(Recipient{}).NumField(); n != 11 {
+		t.Errorf("Recipient has %d fields, the binary codec knows 11: add the new one to appendRecipient and histReader.recipient, and to sampleEnvelope", n)
 	}
 }

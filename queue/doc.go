@@ -9,8 +9,9 @@
 //     never sent for mail that is not on disk. A failed Commit or an Abort
 //     leaves nothing behind (Open sweeps up what a crash left).
 //   - Every recipient is in exactly one Status. A delivered or bounced
-//     recipient is never changed again; when all are final the message is
-//     deleted (envelope, body, schedule entry) in the same transaction.
+//     recipient is never changed again; when all are final and none owes a
+//     report (Recipient.Report) the message is deleted (envelope, body,
+//     schedule entry) in the same transaction.
 //   - A message that is not held and has a non-final recipient has exactly
 //     one schedule entry, keyed by its earliest non-final NextAttempt; held
 //     and finished messages have none. Every transaction that changes an
@@ -22,12 +23,19 @@
 //     recipient still carries it has one definition, FirstClaimed
 //     (claim.go). Claim and UseFirstClaim return the addresses claimed.
 //   - Record stores outcomes and the DSNs they cause in one transaction: a
-//     crash can neither lose a bounce nor enqueue it twice.
+//     crash can neither lose a bounce nor enqueue it twice. An outcome may
+//     instead mark its recipient as owing a report (Outcome.Report, for
+//     reports grouped across attempts, report.go): the mark is written with
+//     the outcome, cleared only by the Report call that queues the report
+//     (which does nothing if a mark it names is gone), and Open lists the
+//     messages still marked (Marked). So a grouped report is neither lost
+//     nor queued twice either, and its message keeps its body until then.
 //   - Bulk applies one action to its whole selection in one transaction:
 //     every selected message changes, or none does.
 //   - Every recipient outcome writes its event (events.go) in the same
 //     transaction as the outcome: queued in Commit; delivered, deferred,
-//     bounced, expired, delayed and dsn_sent in Record. Event IDs are a
+//     bounced, expired, delayed and dsn_sent in Record (dsn_sent in Report
+//     for a grouped report). Event IDs are a
 //     per-file sequence, so their lexical order is commit order, and a
 //     waiter taken with EventsChanged is woken by the commit that adds one.
 //     A finished message leaves its envelope (no body) in history, and a
@@ -52,7 +60,9 @@
 //	suppressions      lower-cased address -> CRC-32C + JSON(Suppression)
 //	webhook_cursors   webhook name -> last acknowledged event ID
 //
-// Files written before checksums hold 0x01 + JSON envelopes, plain small
+// Envelopes written before pending reports have no "report" field on their
+// recipients and are read as owing none; a value other than "failed" or
+// "delayed" fails validation (damage). Files written before checksums hold 0x01 + JSON envelopes, plain small
 // bodies in small_bodies and plain chunks under key 0x00; they are still
 // read, and rewritten envelopes get a checksum. Envelopes of format 0x02
 // (CRC-32C + JSON) are still read, and still written for an envelope with

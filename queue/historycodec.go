@@ -18,7 +18,8 @@ import (
 //	strings, each uvarint length + bytes: from, ret, envid, body,
 //	auth_user, client_addr, helo, message_id, subject |
 //	recipient count (uvarint), then per recipient: status (1 byte: index
-//	in recordStatuses), flags (bit 0 Warned), attempts (uvarint),
+//	in recordStatuses), flags (bit 0 Warned, bit 1 a failed report owed,
+//	bit 2 a delayed warning owed), attempts (uvarint),
 //	next_attempt, last_attempt (varint Unix nanos), notify count (uvarint)
 //	and its strings, then address, orcpt, last_reply, remote_mta
 //
@@ -39,6 +40,14 @@ var recordStatuses = [...]Status{StatusQueued, StatusDeferred, StatusDelivered, 
 const (
 	histUTF8 = 1 << iota
 	histHeld
+)
+
+// A recipient's flags byte: Warned, and the pending report (Report), if
+// any.
+const (
+	rcptWarned = 1 << iota
+	rcptReportFailed
+	rcptReportDelayed
 )
 
 // appendHistory appends the record of env (without its ID, Prefix and
@@ -85,7 +94,13 @@ func appendRecipient(b []byte, r *Recipient) []byte {
 	}
 	var flags byte
 	if r.Warned {
-		flags = 1
+		flags |= rcptWarned
+	}
+	switch r.Report {
+	case ReportFailed:
+		flags |= rcptReportFailed
+	case ReportDelayed:
+		flags |= rcptReportDelayed
 	}
 	b = append(b, byte(st), flags)
 	b = binary.AppendVarint(b, int64(r.Attempts))
@@ -178,11 +193,18 @@ func (r *histReader) envelope(e *Envelope) {
 
 func (r *histReader) recipient(rc *Recipient) {
 	st, flags := int(r.byte()), r.byte()
-	if st >= len(recordStatuses) || flags > 1 {
+	if st >= len(recordStatuses) || flags&^(rcptWarned|rcptReportFailed|rcptReportDelayed) != 0 ||
+		flags&(rcptReportFailed|rcptReportDelayed) == rcptReportFailed|rcptReportDelayed {
 		r.bad = true
 		return
 	}
-	rc.Status, rc.Warned = recordStatuses[st], flags == 1
+	rc.Status, rc.Warned = recordStatuses[st], flags&rcptWarned != 0
+	switch {
+	case flags&rcptReportFailed != 0:
+		rc.Report = ReportFailed
+	case flags&rcptReportDelayed != 0:
+		rc.Report = ReportDelayed
+	}
 	att := r.varint()
 	if att < math.MinInt32 || att > math.MaxInt32 {
 		r.bad = true

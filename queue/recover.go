@@ -17,7 +17,10 @@ import (
 //     interrupted by a crash, or a failed abort) are deleted;
 //   - the schedule index is rebuilt from the envelopes: entries pointing
 //     nowhere or at the wrong time are dropped, missing ones added;
-//   - the Stats counters and the ID generator's floor are rebuilt.
+//   - the Stats counters and the ID generator's floor are rebuilt;
+//   - messages whose recipients carry pending reports (Recipient.Report:
+//     a crash between an outcome and its grouped report) are listed for
+//     Marked, so the caller queues those reports.
 //
 // It decodes every envelope once: about a second per few hundred thousand
 // messages, paid only at start-up.
@@ -38,6 +41,7 @@ func (s *Store) recover() error {
 		envs, sched := buckets[string(bucketEnvelopes)], buckets[string(bucketSchedule)]
 
 		c, oldest = counts{}, time.Time{}
+		s.markedAtOpen = nil
 		want := map[string]bool{}
 		type bad struct {
 			key, val []byte
@@ -72,6 +76,9 @@ func (s *Store) recover() error {
 			s.ids.observe(env.ID)
 			if sk := scheduleKey(env); sk != nil {
 				want[string(sk)] = true
+			}
+			if env.Marked() {
+				s.markedAtOpen = append(s.markedAtOpen, env.ID)
 			}
 		}
 

@@ -59,8 +59,9 @@ func (s *Store) Claim(id string, addrs []string, now, retryAt time.Time) (Claime
 // bounce nor send it twice. Outcomes for final or unknown recipients are
 // ignored: a delivered or bounced recipient never changes again. Attempts
 // is left alone (Claim counted the attempt). When every recipient is final
-// the message is deleted (envelope, body, schedule entry), as Postfix does;
-// Record then returns its last state.
+// the message is deleted (envelope, body, schedule entry), as Postfix does,
+// unless a recipient still owes a report (Outcome.Report; Store.Report
+// deletes it then); Record returns its last state.
 func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envelope, error) {
 	for _, o := range outcomes {
 		switch o.Status {
@@ -72,19 +73,11 @@ func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envel
 		default:
 			return nil, fmt.Errorf("queue: record %s: outcome for %s has status %q", id, o.Address, o.Status)
 		}
-	}
-	// IDs and times are fixed outside the write function so that a redo of
-	// the batch stores the very same notices.
-	now := s.now()
-	prepared := make([]Envelope, len(notices))
-	for i, n := range notices {
-		id := n.Envelope.ID
-		if id == "" {
-			id = s.ids.next()
+		if (o.Report == ReportFailed && o.Status != StatusBounced) || (o.Report == ReportDelayed && o.Status != StatusDeferred) || !o.Report.Valid() {
+			return nil, fmt.Errorf("queue: record %s: outcome for %s (%s) cannot owe a %q report", id, o.Address, o.Status, o.Report)
 		}
-		prepared[i] = newNotice(n.Envelope, id, now, int64(len(n.Body)))
 	}
-	chunk := s.opts.ChunkSize
+	prepared := s.prepareNotices(notices)
 	var out *Envelope
 	err := s.submit(func(w *writeTx) error {
 		old, err := w.load(id)
@@ -107,27 +100,11 @@ func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envel
 				}
 			}
 		}
-		if env.Done() {
-			if err := w.remove(old); err != nil {
-				return err
-			}
-			if err := w.keepHistory(env); err != nil {
-				return err
-			}
-		} else if err := w.put(old, env); err != nil {
+		if err := w.putOrFinish(old, env); err != nil {
 			return err
 		}
-		for i := range prepared {
-			n := prepared[i]
-			if err := w.insert(&n, 0, notices[i].Body, chunk); err != nil {
-				return fmt.Errorf("queue: record %s: notice: %w", id, err)
-			}
-			evs = append(evs, noticeEvent(env, &n))
-		}
-		for _, ev := range evs {
-			if err := w.event(ev); err != nil {
-				return fmt.Errorf("queue: record %s: %w", id, err)
-			}
+		if err := w.insertNotices(env, prepared, notices, evs); err != nil {
+			return fmt.Errorf("queue: record %s: %w", id, err)
 		}
 		out = env
 		return nil
@@ -160,6 +137,9 @@ func applyOutcome(env *Envelope, o Outcome) *Recipient {
 		}
 		if o.Warned {
 			r.Warned = true
+		}
+		if o.Report != ReportNone && r.Report != ReportFailed {
+			r.Report = o.Report // a pending failure report outranks a warning
 		}
 		return r
 	}

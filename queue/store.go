@@ -106,6 +106,10 @@ type Store struct {
 	// list (SetAutoSuppressHook).
 	autoSuppressed atomic.Pointer[func(Suppression)]
 
+	// markedAtOpen are the messages recover found with pending reports
+	// (Marked); set before the committer starts, read-only after.
+	markedAtOpen []string
+
 	// evMu guards evCh, closed at each commit that adds events (see
 	// EventsChanged).
 	evMu sync.Mutex

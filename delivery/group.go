@@ -1,0 +1,205 @@
+package delivery
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/relayq/relayq/queue"
+)
+
+// One report per message per pass (issue 12, defect 12). A message whose
+// due recipients have several destinations is attempted by one job per
+// destination, all started in one start call: a pass. Reports are grouped
+// over the jobs of a message in flight together:
+//
+//   - A job that records its outcome while another job of the message is
+//     in flight, or after one left marks, records the reports it causes as
+//     marks on its recipients (queue.Outcome.Report), in the outcome's own
+//     transaction, and queues none.
+//   - The job whose outcome is on disk last (flights.end) reads the
+//     message and queues one "failed" report and one "delayed" warning for
+//     every mark, clearing the marks in that same transaction
+//     (queue.Store.Report), before the scheduler hears it is done.
+//   - A job alone in flight with no marks pending queues its reports with
+//     its outcome, as before: a message with one destination costs no
+//     extra write.
+//
+// Bound: a report waits at most for the jobs of its message that were in
+// flight when its outcome was recorded, and each of those ends within its
+// own attempt's limits (the Courier's connect and command timeouts per
+// hop: smtpclient.Dialer ConnectTimeout and CommandTimeout), so a
+// tarpitting destination holds the others' reports no longer than it
+// holds its own attempt. Jobs still waiting in a destination queue are
+// not waited for.
+//
+// Crash safety: marks are written with the outcomes, so a stop between an
+// outcome and the report loses nothing: queue.Store.Marked lists the
+// messages still marked at Open, and the scheduler reports them first
+// (writeReports). Report clears only the marks it names and does nothing
+// if one is gone, so no report is queued twice.
+
+// flights counts, per message, the jobs in flight and whether any left
+// marks. The scheduler begins a job; the worker (or the scheduler, for an
+// outcome written late) ends it. Guarded by its mutex: workers ask it.
+type flights struct {
+	mu sync.Mutex
+	m  map[string]*flight
+}
+
+type flight struct {
+	running int
+	marked  bool
+}
+
+// begin notes a job of message id about to start.
+func (f *flights) begin(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]*flight{}
+	}
+	g := f.m[id]
+	if g == nil {
+		g = &flight{}
+		f.m[id] = g
+	}
+	g.running++
+}
+
+// hold reports whether a job of message id about to record its outcome
+// must mark the reports it causes instead of queueing them: another job
+// of the message is in flight, or one left marks.
+func (f *flights) hold(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := f.m[id]
+	return g != nil && (g.running > 1 || g.marked)
+}
+
+// end notes a job of message id done, its outcome on disk (or never to
+// be); marked says it left marks. It reports whether the job was the
+// last of its message in flight and marks wait for their report.
+func (f *flights) end(id string, marked bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := f.m[id]
+	if g == nil {
+		return marked
+	}
+	g.running--
+	g.marked = g.marked || marked
+	if g.running > 0 {
+		return false
+	}
+	delete(f.m, id)
+	return g.marked
+}
+
+// settle ends a job whose outcome is on disk (or never will be) and, if
+// it was the last of its message in flight with marks pending, queues
+// their report. A report that could not be written is left to the
+// scheduler (result.reportLater).
+func (e *Engine) settle(r result) result {
+	if !e.flights.end(r.job.id, r.marked) {
+		return r
+	}
+	before := e.clock.Now() // no later than the report's due time
+	queued, err := e.reportMarks(r.job.id)
+	switch {
+	case err == nil:
+		if queued && (r.notices.IsZero() || before.Before(r.notices)) {
+			r.notices = before
+		}
+	case retryable(err):
+		e.log.Error("queuing a grouped report failed; retried when the queue takes writes again", "id", r.job.id, "err", err)
+		r.reportLater = true
+	default:
+		e.log.Error("queuing a grouped report failed", "id", r.job.id, "err", err)
+	}
+	return r
+}
+
+// errMarksMoving: the marks of a message kept changing under reportMarks.
+var errMarksMoving = errors.New("delivery: pending reports changed while being reported")
+
+// reportMarks queues one "failed" report and one "delayed" warning for
+// every pending mark of message id, and reports whether it queued any. A
+// message gone (deleted by an operator) has nothing left to report.
+func (e *Engine) reportMarks(id string) (bool, error) {
+	set := e.settings.Load()
+	for range 3 {
+		env, err := e.store.Get(id)
+		if errors.Is(err, queue.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		marks := env.Marks()
+		if len(marks) == 0 {
+			return false, nil
+		}
+		var v verdict
+		for _, r := range env.Recipients {
+			switch r.Report {
+			case queue.ReportFailed:
+				v.failed = append(v.failed, r)
+			case queue.ReportDelayed:
+				v.delayed = append(v.delayed, r)
+			}
+		}
+		notices := e.reports(set, env, v, e.clock.Now())
+		done, err := e.store.Report(id, marks, notices...)
+		if errors.Is(err, queue.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if done {
+			if len(notices) > 0 {
+				e.wake()
+			}
+			return len(notices) > 0, nil
+		}
+		// Another reporter cleared some of these marks first: read again.
+	}
+	return false, errMarksMoving
+}
+
+// writeReports queues the reports of messages left marked: by a stop
+// (queue.Store.Marked, at start) or by a report write that failed. It
+// reports false when a write failed again (the scheduler backs off). A
+// message in flight is left for later: its pass may report it.
+func (e *Engine) writeReports(now time.Time) bool {
+	keep := e.reportsDue[:0]
+	ok := true
+	for _, id := range e.reportsDue {
+		if !ok || e.busy[id] > 0 {
+			keep = append(keep, id)
+			continue
+		}
+		before := e.clock.Now() // no later than the report's due time
+		queued, err := e.reportMarks(id)
+		if err != nil {
+			if retryable(err) {
+				e.log.Error("queuing a pending report failed", "id", id, "err", err)
+				e.storageFailed(StorageRecord, now)
+				keep = append(keep, id)
+				ok = false
+				continue
+			}
+			e.log.Error("queuing a pending report failed; dropped", "id", id, "err", err)
+			continue
+		}
+		if queued {
+			e.cursor.rewind(before) // the scan that follows must see the report
+			e.cursor.expect(before)
+		}
+		e.storageOK()
+	}
+	clear(e.reportsDue[len(keep):])
+	e.reportsDue = keep
+	return ok
+}
