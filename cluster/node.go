@@ -307,10 +307,11 @@ func (n *Node) takeCached(now time.Time, buckets []shaping.Bucket) (bool, int, t
 // takeShared reserves ks[i] tokens of bucket i (0: none, the node has one
 // cached) in one script, all or nothing.
 func (n *Node) takeShared(now time.Time, buckets []shaping.Bucket, ks []int) (bool, int, time.Time, error) {
-	args := make([]any, 0, 3+3*len(buckets))
+	args := make([]any, 0, 3+4*len(buckets))
 	args = append(args, n.prefix, now.UnixMicro(), len(buckets))
 	for i, b := range buckets {
-		args = append(args, b.Key, int64((b.Interval+time.Microsecond-1)/time.Microsecond), ks[i])
+		args = append(args, b.Key, int64((b.Interval+time.Microsecond-1)/time.Microsecond), ks[i],
+			int64(shaping.Tolerance(b.Interval)/time.Microsecond))
 	}
 	ctx, cancel := n.ctx()
 	defer cancel()

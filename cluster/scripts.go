@@ -25,29 +25,38 @@ import "github.com/redis/go-redis/v9"
 //	P sup:version          counter bumped by every change to the suppression list
 //	P sup:epoch            random name set by the first node to look: a new one means the list was lost
 
-// takeScript: ARGV prefix, now, n, then n triples (scope, interval, k).
-// Reserves k tokens of every bucket whose k is above 0 (the others the
-// node has cached), all or none: a bucket whose time is past now gets
-// now + k intervals. Returns {1} or {0, index (1-based) of the bucket
-// whose token comes last, that time}.
+// takeScript: ARGV prefix, now, n, then n quadruples (scope, interval, k,
+// tolerance). Reserves k tokens of every bucket whose k is above 0 (the
+// others the node has cached), all or none. A bucket's time may be up to
+// its tolerance (shaping.Tolerance) ahead of now; the reservation moves it
+// on by k intervals from that time, or from now if it is past. Returns {1}
+// or {0, index (1-based) of the bucket whose token comes last, the time
+// it may be taken}.
 var takeScript = redis.NewScript(`
 local p, now, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local last, nxt = 0, 0
+local tats = {}
 for i = 1, n do
-  if tonumber(ARGV[3 + 3*i]) > 0 then
-    local t = redis.call('GET', p .. 'tat:' .. ARGV[1 + 3*i])
+  local base = 4 * (i - 1) + 3
+  if tonumber(ARGV[base + 3]) > 0 then
+    local t = redis.call('GET', p .. 'tat:' .. ARGV[base + 1])
     if t then
       t = tonumber(t)
-      if t > now and t > nxt then last, nxt = i, t end
+      tats[i] = t
+      local at = t - tonumber(ARGV[base + 4])
+      if at > now and at > nxt then last, nxt = i, at end
     end
   end
 end
 if last > 0 then return {0, last, nxt} end
 for i = 1, n do
-  local k = tonumber(ARGV[3 + 3*i])
+  local base = 4 * (i - 1) + 3
+  local k = tonumber(ARGV[base + 3])
   if k > 0 then
-    local span = k * tonumber(ARGV[2 + 3*i])
-    redis.call('SET', p .. 'tat:' .. ARGV[1 + 3*i], string.format('%d', now + span), 'PX', math.floor(span / 1000) + 1000)
+    local from = now
+    if tats[i] and tats[i] > now then from = tats[i] end
+    local tat = from + k * tonumber(ARGV[base + 2])
+    redis.call('SET', p .. 'tat:' .. ARGV[base + 1], string.format('%d', tat), 'PX', math.floor((tat - now) / 1000) + 1000)
   end
 end
 return {1}

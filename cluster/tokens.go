@@ -17,8 +17,11 @@ import (
 // when the interval is tokenSpan or longer: 20/s and slower are exact).
 //
 // The bound that holds for every scope, over all nodes together: in any
-// time window W at most (W + tokenSpan)/interval + maxBatch messages
-// (a batch may be spent at once, a burst of up to tokenSpan of the rate).
+// time window W at most (W + tokenSpan + tolerance)/interval + maxBatch
+// messages (a batch may be spent at once, a burst of up to tokenSpan of
+// the rate; and a reservation may start up to shaping.Tolerance of the
+// interval early, as in one process, which is nothing at 100/s and
+// slower).
 //
 // A node also remembers each bucket's time in Redis as it last learned it
 // (its own reservation's end, or a refusal's next token) and refuses a

@@ -269,6 +269,15 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 		return false
 	}
 	w, known := e.refusedScope(d.target, j.force)
+	if !known || w.Reason == shaping.WaitConnections {
+		if ok, rw, found := e.reuseIdle(d, j); found {
+			if ok {
+				return true
+			}
+			w, known = rw, true // a connection is there; a token is not yet
+			e.refusals[w.Scope] = w
+		}
+	}
 	if !known {
 		var lease *shaping.Lease
 		lease, w = e.shaper.Admit(d.target, j.force)
@@ -277,8 +286,8 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 			return true
 		}
 		e.refusals[w.Scope] = w
-		if w.Reason == shaping.WaitConnections && e.slotFromIdle(d, j, w.Scope) {
-			return true
+		if w.Reason == shaping.WaitConnections {
+			e.closeIdleIn(w.Scope)
 		}
 	}
 	switch w.Reason {

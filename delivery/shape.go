@@ -25,6 +25,9 @@ type Shaper interface {
 	// not and until when. force (an operator's retry or flush) ignores
 	// suspensions and rates but not connection limits.
 	Admit(t shaping.Target, force bool) (*shaping.Lease, shaping.Wait)
+	// Reuse is Admit for a connection that already holds its slots (an
+	// idle one): a token, no connection.
+	Reuse(t shaping.Target, force bool) shaping.Wait
 	// React applies the rules to a failure reply; a Permanent verdict
 	// fails the recipient now.
 	React(t shaping.Target, r smtpcodes.Reply) (shaping.Verdict, bool)
@@ -53,45 +56,43 @@ func (h connHold) Release() {
 	h.e.wake()
 }
 
-// slotFromIdle finds a connection slot for j, refused for the connections
-// of scope sc: an idle cached connection holding a slot in sc passes it on.
-// One counted in exactly d's scopes goes with its lease to j, which reuses
-// it when its hop is the connection's (the common case: the destination's
-// own connection, back from its last message), so a scope at its limit
-// keeps reusing connections. That needs no new token, so only without
-// message rates (or for a forced job); otherwise one idle connection of
-// sc is closed and its slot is free once it is (the release wakes the
-// scheduler). It reports whether j may go now.
-func (e *Engine) slotFromIdle(d *dest, j *job, sc shaping.Scope) bool {
-	c, ok := e.settings.Load().Courier.(heldCourier)
-	if !ok {
-		return false
+// reuseIdle gives j an idle connection of its own target (its own
+// connection, back from its last message) when there is one: that
+// connection already holds its slots, so only a token is needed
+// (Shaper.Reuse), and a scope at its connection limit keeps reusing its
+// connections instead of closing and dialing. found reports whether there
+// was one; ok whether j may go now, and when not, w is why (the connection
+// stays in the cache meanwhile).
+func (e *Engine) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool) {
+	c, isHeld := e.settings.Load().Courier.(heldCourier)
+	if !isHeld {
+		return false, shaping.Wait{}, false
 	}
-	if j.force || !rated(d.target) {
-		idle, h := c.TakeIdle(func(h smtpclient.Hold) bool {
-			ch, ok := h.(connHold)
-			return ok && ch.e == e && ch.lease.For(d.target)
-		})
-		if idle != nil {
-			j.target, j.lease, j.idle = d.target, h.(connHold).lease, idle
-			return true
-		}
-	}
-	c.CloseIdle(func(h smtpclient.Hold) bool {
+	idle, h := c.TakeIdle(func(h smtpclient.Hold) bool {
 		ch, ok := h.(connHold)
-		return ok && ch.e == e && ch.lease.In(sc)
+		return ok && ch.e == e && ch.lease.For(d.target)
 	})
-	return false
+	if idle == nil {
+		return false, shaping.Wait{}, false
+	}
+	if w := e.shaper.Reuse(d.target, j.force); w.Reason != 0 {
+		idle.Return(h)
+		return false, w, true
+	}
+	j.target, j.lease, j.idle = d.target, h.(connHold).lease, idle
+	return true, shaping.Wait{}, true
 }
 
-// rated reports whether a message rate bounds any scope of t.
-func rated(t shaping.Target) bool {
-	for _, b := range t.Bounds {
-		if b.Limits.MaxMessageRate.Interval() > 0 {
-			return true
-		}
+// closeIdleIn closes one idle connection of scope sc, if there is one, for
+// a job refused because sc's connections are all taken: its slot is free
+// once it is closed (the release wakes the scheduler).
+func (e *Engine) closeIdleIn(sc shaping.Scope) {
+	if c, ok := e.settings.Load().Courier.(heldCourier); ok {
+		c.CloseIdle(func(h smtpclient.Hold) bool {
+			ch, ok := h.(connHold)
+			return ok && ch.e == e && ch.lease.In(sc)
+		})
 	}
-	return false
 }
 
 // defaultShaper is the shaping of an engine given none: no rules and one

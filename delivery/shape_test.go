@@ -528,6 +528,28 @@ func TestMaxMessagesPerConnection(t *testing.T) {
 	}
 }
 
+// A scope at its connection limit with a message rate that never binds
+// keeps reusing its connections: each message takes a token and an idle
+// connection, instead of closing the idle one and dialing anew (which
+// made every message cost a TCP connection, a greeting and a QUIT).
+func TestRatedScopeAtItsConnectionLimitReusesConnections(t *testing.T) {
+	clk := clock.NewFake(t0)
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies())
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
+		o.Shaper = shaperFor(t, clk, shaping.Config{Defaults: shaping.Limits{MaxConnections: 2, MaxMessageRate: rate(t, "1000000/s")}})
+	})
+	const n = 40
+	r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@example.net", i) })
+	if got := r.expectOutcomes(n); got["delivered"] != n {
+		t.Fatalf("outcomes %v", got)
+	}
+	t.Logf("%d messages over %d connections", n, srv.Connections())
+	if c := srv.Connections(); c > 2 {
+		t.Fatalf("%d connections for %d messages at max_connections 2, want 2 reused", c, n)
+	}
+}
+
 // heldElsewhere is a relay whose only connection slot (max_connections 1)
 // another node sharing its shaping state holds: lease gives it back. wrap,
 // if set, wraps the engine's Shaper.

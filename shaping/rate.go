@@ -80,6 +80,24 @@ func (r Rate) String() string {
 	return strconv.Itoa(r.N) + "/" + unit
 }
 
+// burstWindow is how far ahead of its time a token may be taken: a rate
+// faster than one message per burstWindow lets that many go at once. GCRA
+// without it allows exactly one message per interval, so at a high rate
+// every message after the first in one scheduler pass waited a few
+// microseconds for its token, and the pass ended there: a rate of
+// 1,000,000/s let one message through per pass and collapsed delivery
+// (about 160 messages a second). A rate of 100/s or slower has no
+// tolerance at all, and over any window W at most W × rate + burstWindow
+// × rate messages go.
+const burstWindow = 10 * time.Millisecond
+
+// Tolerance is how long before its due time a token of a bucket with this
+// interval may be taken (the GCRA burst tolerance): burstWindow less one
+// interval, or 0.
+func Tolerance(interval time.Duration) time.Duration {
+	return max(0, burstWindow-interval)
+}
+
 // throttleFloor is the slowest a throttle makes a scope: 1 message a minute.
 const throttleFloor = time.Minute
 

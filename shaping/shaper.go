@@ -181,6 +181,20 @@ func (l *Lease) For(t Target) bool {
 // are ignored (an explicit action wins, as with postqueue -f), but
 // connections are still counted and limited.
 func (s *Shaper) Admit(t Target, force bool) (*Lease, Wait) {
+	return s.admit(t, force, true)
+}
+
+// Reuse asks to send one more message to t over a connection that already
+// holds its slots (an idle one of the connection cache): as Admit, but no
+// connection is counted and no Lease made. A scope at its connection limit
+// whose idle connection is reused needs only a token.
+func (s *Shaper) Reuse(t Target, force bool) Wait {
+	_, w := s.admit(t, force, false)
+	return w
+}
+
+// admit is Admit, counting connections only when acquire is set.
+func (s *Shaper) admit(t Target, force, acquire bool) (*Lease, Wait) {
 	now := s.clock.Now()
 	s.expire(now)
 	keys := t.scopeKeys()
@@ -212,15 +226,21 @@ func (s *Shaper) Admit(t Target, force bool) (*Lease, Wait) {
 			limited = append(limited, b.Scope)
 		}
 	}
-	ok, full := s.state.Acquire(slots)
-	if !ok {
-		return nil, s.refuse(t, Wait{Reason: WaitConnections, Scope: t.Bounds[full].Scope})
+	if acquire {
+		if ok, full := s.state.Acquire(slots); !ok {
+			return nil, s.refuse(t, Wait{Reason: WaitConnections, Scope: t.Bounds[full].Scope})
+		}
 	}
 	if len(buckets) > 0 {
 		if ok, last, next := s.state.Take(now, buckets); !ok {
-			s.state.Release(keys)
+			if acquire {
+				s.state.Release(keys)
+			}
 			return nil, s.refuse(t, Wait{Reason: WaitRate, Scope: limited[last], Until: next})
 		}
+	}
+	if !acquire {
+		return nil, Wait{}
 	}
 	return &Lease{s: s, keys: keys}, Wait{}
 }

@@ -13,8 +13,10 @@ import (
 // Scope.String(). Every method is safe for concurrent use and is given the
 // time by its caller (the Shaper's clock), never reads a clock itself.
 type State interface {
-	// Take takes one token from every bucket, all or none (GCRA, no
-	// burst: tokens come one Interval apart). When one is empty it takes
+	// Take takes one token from every bucket, all or none (GCRA: tokens
+	// come one Interval apart, and one may be taken up to
+	// Tolerance(Interval) early, so a fast rate lets a few go at once
+	// while a slow one allows no burst at all). When one is empty it takes
 	// none and returns false, the index of the bucket whose token comes
 	// last, and that time: the earliest all could be taken.
 	Take(now time.Time, buckets []Bucket) (ok bool, last int, next time.Time)
@@ -92,6 +94,13 @@ type entryKey struct {
 // are full again, so domains seen once do not stay in memory.
 const sweepEvery = 4096
 
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // Take implements State.
 func (m *Memory) Take(now time.Time, buckets []Bucket) (bool, int, time.Time) {
 	m.mu.Lock()
@@ -102,7 +111,7 @@ func (m *Memory) Take(now time.Time, buckets []Bucket) (bool, int, time.Time) {
 	var next time.Time
 	last := -1
 	for i, b := range buckets {
-		if t := m.tat[b.Key]; t.After(now) && t.After(next) {
+		if t := m.tat[b.Key].Add(-Tolerance(b.Interval)); t.After(now) && t.After(next) {
 			next, last = t, i
 		}
 	}
@@ -110,9 +119,10 @@ func (m *Memory) Take(now time.Time, buckets []Bucket) (bool, int, time.Time) {
 		return false, last, next
 	}
 	for _, b := range buckets {
-		// The bucket was full (its time had come): the next token is one
-		// interval from now.
-		m.tat[b.Key] = now.Add(b.Interval)
+		// The token's time had come (within the tolerance): the next
+		// comes one interval after it, or after now if the bucket was
+		// full.
+		m.tat[b.Key] = maxTime(m.tat[b.Key], now).Add(b.Interval)
 	}
 	m.takes++
 	if m.takes >= sweepEvery {

@@ -66,3 +66,44 @@ func TestSuspensionJSON(t *testing.T) {
 		t.Error("a bad scope decoded")
 	}
 }
+
+// A fast rate lets the tokens of one burst window go at the same instant
+// (so a scheduler pass can start many attempts), a slow one exactly one:
+// over any window the count stays within rate × (window + burstWindow).
+func TestTakeToleranceByRate(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		rate      string
+		atOnce    int // tokens taken at t0
+		perSecond int // tokens taken over the first second, asking every 100 µs: rate × (1 s + the burst window), less what the last 100 µs would add
+	}{
+		{"1000000/s", 10_000, 1_009_900},
+		{"4000/s", 40, 4_040},
+		{"100/s", 1, 100},
+		{"4/s", 1, 4},
+	} {
+		t.Run(tc.rate, func(t *testing.T) {
+			r, err := ParseRate(tc.rate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := []Bucket{{Key: "k", Interval: r.Interval()}}
+			var m Memory
+			n := 0
+			for ok, _, _ := m.Take(t0, b); ok; ok, _, _ = m.Take(t0, b) {
+				n++
+			}
+			if n != tc.atOnce {
+				t.Errorf("at one instant: %d tokens, want %d", n, tc.atOnce)
+			}
+			for at := t0.Add(100 * time.Microsecond); at.Before(t0.Add(time.Second)); at = at.Add(100 * time.Microsecond) {
+				for ok, _, _ := m.Take(at, b); ok; ok, _, _ = m.Take(at, b) {
+					n++
+				}
+			}
+			if n < tc.perSecond-1 || n > tc.perSecond || float64(n) > float64(r.N)*(1+burstWindow.Seconds()) {
+				t.Errorf("over the first second: %d tokens, want %d", n, tc.perSecond)
+			}
+		})
+	}
+}

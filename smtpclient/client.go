@@ -368,6 +368,19 @@ func (i *Idle) use(hop Hop) *session {
 	return s
 }
 
+// Return puts the connection back in the cache, idle, holding h again (the
+// hold TakeIdle gave): for a caller that took it and then may not send
+// after all. i is empty afterwards.
+func (i *Idle) Return(h Hold) {
+	if i == nil || i.s == nil {
+		return
+	}
+	s := i.s
+	i.s = nil
+	s.hold = h
+	s.d.cache().put(poolKey(s.hop), s)
+}
+
 // Close quits the connection unless an attempt used it; it may be called
 // more than once, and on nil.
 func (i *Idle) Close() {
