@@ -287,7 +287,7 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 		}
 		e.refusals[w.Scope] = w
 		if w.Reason == shaping.WaitConnections {
-			e.closeIdleIn(w.Scope)
+			e.closeIdleIn(w.Scope, d.target)
 		}
 	}
 	switch w.Reason {

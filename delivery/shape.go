@@ -83,14 +83,19 @@ func (e *Engine) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool
 	return true, shaping.Wait{}, true
 }
 
-// closeIdleIn closes one idle connection of scope sc, if there is one, for
-// a job refused because sc's connections are all taken: its slot is free
-// once it is closed (the release wakes the scheduler).
-func (e *Engine) closeIdleIn(sc shaping.Scope) {
+// closeIdleIn closes one idle connection of scope sc to another target
+// than t, if there is one, for a job to t refused because sc's
+// connections are all taken: its slot is free once it is closed (the
+// release wakes the scheduler). An idle connection to t itself is left
+// for the next pass to reuse: it went idle after reuseIdle looked, and
+// closing it would only make the job dial anew (with Redis, whose counts
+// lag a node's releases by a few milliseconds, that happened for one
+// message in seven).
+func (e *Engine) closeIdleIn(sc shaping.Scope, t shaping.Target) {
 	if c, ok := e.settings.Load().Courier.(heldCourier); ok {
 		c.CloseIdle(func(h smtpclient.Hold) bool {
 			ch, ok := h.(connHold)
-			return ok && ch.e == e && ch.lease.In(sc)
+			return ok && ch.e == e && ch.lease.In(sc) && !ch.lease.For(t)
 		})
 	}
 }
