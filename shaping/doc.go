@@ -25,8 +25,13 @@
 //     in every rate-limited scope, or none of them. It never blocks or
 //     sleeps; a refusal says until when (the next token, the end of the
 //     suspension) or, for connections, to ask again after a release.
-//   - Rates have no burst: two messages to a rate-limited scope are at
-//     least one interval (Per/N, rounded up) apart.
+//   - Rates are even: two messages to a rate-limited scope are at least
+//     one interval (Per/N, rounded up) apart, except that a token may be
+//     taken up to Tolerance(interval) early (10 ms less one interval, and
+//     never less than 0): 100/s and slower have no burst at all; a faster
+//     rate lets up to 10 ms of it go at once, so that one scheduler pass
+//     can start many attempts. Over any window W at most
+//     (W + 10 ms) × rate messages go.
 //   - A throttle halves a scope's rate (not below 1/min unless it was
 //     slower already), or, without a rate, its connection limit. Matches
 //     during a suspension or throttle extend it; they never compound.
