@@ -31,8 +31,9 @@
 //     log line says which applied (tls=) and its TLS version.
 //   - Recipients of one message that share a destination go in one SMTP
 //     transaction, and those it defers together get one next attempt (the
-//     backoff's jitter is drawn per job, not per recipient), so they stay
-//     together. Recipients found past max_age in one pass form one job,
+//     backoff's jitter is drawn once for the jobs of a message in flight
+//     together, not per recipient or per destination: group.go), so they
+//     stay together, across destinations too. Recipients found past max_age in one pass form one job,
 //     whatever their destinations, and so one report. A message goes to at
 //     most one hop per attempt: later hops are failover, never copies.
 //   - 2xx delivered, 5xx bounced, 4xx and connection/DNS/TLS trouble deferred

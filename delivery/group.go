@@ -50,6 +50,28 @@ type flights struct {
 type flight struct {
 	running int
 	marked  bool
+	// jit is the backoff draw every job of the message in flight together
+	// uses (drawn says it is set): recipients of one message deferred in
+	// one pass, whatever their destinations, come due together again, are
+	// attempted in one pass and report together.
+	jit   jitter
+	drawn bool
+}
+
+// jitter returns the draw of message id's jobs in flight, drawing it with
+// draw the first time; a message with no job in flight gets a draw of its
+// own.
+func (f *flights) jitter(id string, draw func() jitter) jitter {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := f.m[id]
+	if g == nil {
+		return draw()
+	}
+	if !g.drawn {
+		g.jit, g.drawn = draw(), true
+	}
+	return g.jit
 }
 
 // begin notes a job of message id about to start.

@@ -13,8 +13,8 @@ import (
 // groupRig is an engine whose domains one.example, two.example and
 // three.example each go to their own smtptest server, scripted by per;
 // every other domain (the sender's: the reports) goes to the returned sink.
-// The backoff has no jitter, so recipients the three servers defer stay
-// due together and are attempted in one pass.
+// The backoff has no jitter (the tests that want it set it again), so
+// every recipient's schedule is exact.
 func groupRig(t *testing.T, per map[string][]smtptest.Option, mod func(*Options)) (*rig, *smtptest.Server) {
 	t.Helper()
 	sink := smtptest.NewServer(t)
@@ -152,6 +152,28 @@ func TestOneReportPerPassMixedOutcomes(t *testing.T) {
 	}
 	if !strings.Contains(reports[1], "450 4.2.0 Mailbox busy") || !strings.Contains(reports[1], "550 5.1.1 No such user") {
 		t.Errorf("second report lacks the last replies:\n%s", reports[1])
+	}
+}
+
+// Issue 12, defect 12, with the backoff's jitter: recipients of one
+// message at two destinations deferred in the same pass share one draw, so
+// they come due together, are attempted together and, when they give up
+// together, get one report. Before, each destination's job drew its own
+// and the two drifted apart.
+func TestOneReportWithJitterAcrossDestinations(t *testing.T) {
+	busy := []smtptest.Option{smtptest.Reply("rcpt=450 4.2.0 Mailbox busy")}
+	r, sink := groupRig(t, map[string][]smtptest.Option{"one.example": busy, "two.example": busy},
+		func(o *Options) { o.Policy.Jitter = time.Second; o.Policy.MaxAttempts = 3 })
+	r.submit("app@example.org", "a@one.example", "b@two.example")
+	r.failures(2) // t0: both deferred
+	for range 2 {
+		r.nextPass()
+		r.failures(2) // both again, in one pass; the second time both give up
+	}
+	r.settleTo(0)
+	reports := reportsAt(sink)
+	if len(reports) != 1 || !names(reports[0], "failed", "a@one.example", "b@two.example") {
+		t.Fatalf("%d reports, want 1 listing both recipients:\n%s", len(reports), strings.Join(reports, "\n----\n"))
 	}
 }
 
