@@ -30,7 +30,7 @@ type job struct {
 	// connection it holds there, from start until the slot is freed.
 	target shaping.Target
 	lease  *shaping.Lease
-	// idle is a cached connection that came with lease (slotFromIdle),
+	// idle is a cached connection that came with lease (reuseIdle),
 	// for the attempt to reuse, or close.
 	idle *smtpclient.Idle
 	// freed is set by the worker once it has given its slot back.
