@@ -13,8 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -61,8 +59,7 @@ func init() {
 }
 
 func (f *incidentFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.admin, "admin", admin.DefaultURL, "admin API URL (env RELAYQ_ADMIN_URL)")
-	fs.StringVar(&f.token, "token", "", "admin API bearer token (env RELAYQ_ADMIN_TOKEN)")
+	f.define(fs)
 	fs.BoolVar(&f.json, "json", false, "print the API's JSON instead of a table")
 	fs.StringVar(&f.status, "status", "", "only messages with a recipient queued, deferred, delivered or bounced; or held messages")
 	fs.StringVar(&f.domain, "domain", "", "only messages with a recipient at this domain")
@@ -113,15 +110,7 @@ func incidentCmd(args []string, out io.Writer) (handled bool, err error) {
 	default:
 		return false, nil
 	}
-	if !set["admin"] {
-		if u := os.Getenv("RELAYQ_ADMIN_URL"); u != "" {
-			f.admin = u
-		}
-	}
-	if f.token == "" {
-		f.token = os.Getenv("RELAYQ_ADMIN_TOKEN")
-	}
-	c := &admin.Client{BaseURL: f.admin, Token: f.token, HTTP: &http.Client{Timeout: requestTimeout}}
+	c := f.client(requestTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	switch cmd {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -109,11 +108,7 @@ func completionCmd(args []string, out io.Writer) error {
 // healthcheck asks /readyz of a running relay: nil means ready.
 func healthcheck(args []string, out io.Writer) error {
 	fs := newFlagSet("healthcheck", out)
-	defURL := os.Getenv("RELAYQ_ADMIN_URL")
-	if defURL == "" {
-		defURL = admin.DefaultURL
-	}
-	url := fs.String("admin", defURL, "admin API URL (env RELAYQ_ADMIN_URL)")
+	url := fs.String("admin", envOr("RELAYQ_ADMIN_URL", admin.DefaultURL), "admin API URL (env RELAYQ_ADMIN_URL)")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -36,7 +35,8 @@ func init() {
 
 // drainFlags are the flags of `relayq queue drain`.
 type drainFlags struct {
-	admin, token, to, auth, authFile         string
+	adminFlags
+	to, auth, authFile                       string
 	status, stop, detach, json, insecureAuth bool
 }
 
@@ -50,8 +50,7 @@ func drainCmd(args []string, out io.Writer) (handled bool, err error) {
 	fs := flag.NewFlagSet("relayq queue drain", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() { writeHelp(out, queueCommands["drain"], fs) }
-	fs.StringVar(&f.admin, "admin", envOr("RELAYQ_ADMIN_URL", admin.DefaultURL), "admin API URL (env RELAYQ_ADMIN_URL)")
-	fs.StringVar(&f.token, "token", os.Getenv("RELAYQ_ADMIN_TOKEN"), "admin API bearer token (env RELAYQ_ADMIN_TOKEN)")
+	f.define(fs)
 	fs.StringVar(&f.to, "to", "", "the peer relayq's SMTP address, HOST:PORT")
 	fs.StringVar(&f.auth, "auth", "", "USER:PASS to authenticate to the peer (env RELAYQ_DRAIN_AUTH)")
 	fs.StringVar(&f.authFile, "auth-file", "", "file holding USER:PASS for the peer")
@@ -69,15 +68,7 @@ func drainCmd(args []string, out io.Writer) (handled bool, err error) {
 	if fs.NArg() > 0 {
 		return true, fmt.Errorf("queue drain: unexpected %q", strings.Join(fs.Args(), " "))
 	}
-	c := &admin.Client{BaseURL: f.admin, Token: f.token, HTTP: &http.Client{Timeout: requestTimeout}}
-	return true, explain(runDrain(c, f, out), f.admin)
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
+	return true, explain(runDrain(f.client(requestTimeout), f, out), f.admin)
 }
 
 // runDrain does what the flags ask.

@@ -46,3 +46,23 @@ func TestDrainCommandNeedsPeer(t *testing.T) {
 		t.Fatal("drainCmd took `queue list`")
 	}
 }
+
+// The admin token from the environment is used but never printed: help
+// shows every flag's default, and the token must not be one of them.
+func TestAdminTokenNotInHelp(t *testing.T) {
+	t.Setenv("RELAYQ_ADMIN_TOKEN", "s3cret-token")
+	for _, args := range [][]string{{"drain", "--help"}, {"--help"}, {"retry", "--help"}} {
+		var out strings.Builder
+		if args[0] == "drain" {
+			drainCmd(args, &out)
+		} else {
+			queueCmd(args, &out)
+		}
+		if strings.Contains(out.String(), "s3cret-token") {
+			t.Errorf("relayq queue %s printed the admin token:\n%s", strings.Join(args, " "), out.String())
+		}
+		if out.Len() == 0 {
+			t.Errorf("relayq queue %s printed no help", strings.Join(args, " "))
+		}
+	}
+}

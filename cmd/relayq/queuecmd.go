@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -40,10 +39,11 @@ flags:
 
 // queueFlags are the flags of every `relayq queue` command.
 type queueFlags struct {
-	admin, token, status, domain, after string
-	limit                               int
-	json, quarantined                   bool
-	all                                 bool
+	adminFlags
+	status, domain, after string
+	limit                 int
+	json, quarantined     bool
+	all                   bool
 }
 
 // listOnly are the flags that only mean something to `list`.
@@ -66,12 +66,7 @@ func queueCmd(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("relayq queue", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() { fmt.Fprint(out, queueUsage); fs.PrintDefaults() }
-	defURL := os.Getenv("RELAYQ_ADMIN_URL")
-	if defURL == "" {
-		defURL = admin.DefaultURL
-	}
-	fs.StringVar(&f.admin, "admin", defURL, "admin API URL (env RELAYQ_ADMIN_URL)")
-	fs.StringVar(&f.token, "token", "", "admin API bearer token (env RELAYQ_ADMIN_TOKEN)")
+	f.define(fs)
 	fs.BoolVar(&f.json, "json", false, "print the API's JSON instead of a table")
 	fs.StringVar(&f.status, "status", "", "list: only messages with a recipient queued, deferred, delivered or bounced; or held messages")
 	fs.StringVar(&f.domain, "domain", "", "list: only messages with a recipient at this domain")
@@ -90,9 +85,6 @@ func queueCmd(args []string, out io.Writer) error {
 	if len(pos) == 0 {
 		fs.Usage()
 		return errors.New("queue: missing command")
-	}
-	if f.token == "" {
-		f.token = os.Getenv("RELAYQ_ADMIN_TOKEN")
 	}
 	cmd, rest := pos[0], pos[1:]
 	wantArgs := 0
@@ -126,7 +118,7 @@ func queueCmd(args []string, out io.Writer) error {
 		return fmt.Errorf("queue %s: takes no arguments, got %q", cmd, strings.Join(rest, " "))
 	}
 
-	c := &admin.Client{BaseURL: f.admin, Token: f.token, HTTP: &http.Client{Timeout: requestTimeout}}
+	c := f.client(requestTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	err = runQueueCmd(ctx, c, cmd, rest, f, out)

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -20,12 +19,8 @@ import (
 
 func suppressionsCmd(args []string, out io.Writer) error {
 	fs := newFlagSet("suppressions", out)
-	defURL := os.Getenv("RELAYQ_ADMIN_URL")
-	if defURL == "" {
-		defURL = admin.DefaultURL
-	}
-	url := fs.String("admin", defURL, "admin API URL (env RELAYQ_ADMIN_URL)")
-	token := fs.String("token", "", "admin API bearer token (env RELAYQ_ADMIN_TOKEN)")
+	var a adminFlags
+	a.define(fs)
 	reason := fs.String("reason", "", "add: why (shown in the 550 reply)")
 	pos, err := parseInterleaved(fs, args)
 	if helpAsked(err) {
@@ -34,17 +29,14 @@ func suppressionsCmd(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *token == "" {
-		*token = os.Getenv("RELAYQ_ADMIN_TOKEN")
-	}
 	if len(pos) == 0 {
 		fs.Usage()
 		return errors.New("suppressions: missing command (list, add, remove, import or export)")
 	}
-	c := &admin.Client{BaseURL: *url, Token: *token, HTTP: &http.Client{Timeout: requestTimeout}}
+	c := a.client(requestTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	return explain(runSuppressions(ctx, c, pos[0], pos[1:], *reason, out), *url)
+	return explain(runSuppressions(ctx, c, pos[0], pos[1:], *reason, out), a.admin)
 }
 
 func runSuppressions(ctx context.Context, c *admin.Client, cmd string, rest []string, reason string, out io.Writer) error {
