@@ -144,18 +144,6 @@ func (o *storageObserver) total() int {
 	return n
 }
 
-// closedAddr is a loopback address where nothing listens.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // diskRig is an engine whose queue lives on a small tmpfs.
 type diskRig struct {
 	t     *testing.T
@@ -279,7 +267,7 @@ func fillingDialer(d *disk) Courier {
 // failures a second and a CPU busy until space was freed. Now a failed
 // write backs off (counted by the observer) and the scheduler sleeps.
 func TestDiskFullSuspendedDestinationBacksOff(t *testing.T) {
-	r := newDiskRig(t, "16m", fillingDialer, closedAddr(t), func(o *Options) {
+	r := newDiskRig(t, "16m", fillingDialer, smtptest.ClosedAddr(t), func(o *Options) {
 		o.MaxConnsPerDest = 1
 		// The suspension outlasts the storage back-off.
 		o.Policy.Backoff = queue.Backoff{Initial: 10 * time.Minute, Multiplier: 2, Max: time.Hour}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpclient"
+	"github.com/relayq/relayq/smtptest"
 	"github.com/relayq/relayq/submission"
 )
 
@@ -30,17 +30,6 @@ type node struct {
 	policy queue.Policy
 }
 
-// deadAddr is a loopback address nothing listens on.
-func deadAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := l.Addr().String()
-	l.Close()
-	return a
-}
-
 // newNode starts a node; its next hop refuses connections.
 func newNode(t *testing.T, mod func(*Options)) *node {
 	t.Helper()
@@ -51,7 +40,7 @@ func newNode(t *testing.T, mod func(*Options)) *node {
 	t.Cleanup(func() { st.Close() })
 	pol := queue.Policy{Backoff: queue.Backoff{Initial: time.Hour, Multiplier: 2, Max: 4 * time.Hour}, MaxAttempts: 20, MaxAge: 72 * time.Hour}
 	eng, err := delivery.New(delivery.Options{
-		Store: st, Router: delivery.NewRouter(delivery.RouteConfig{Routes: map[string]string{"*": deadAddr(t)}}),
+		Store: st, Router: delivery.NewRouter(delivery.RouteConfig{Routes: map[string]string{"*": smtptest.ClosedAddr(t)}}),
 		Courier: &smtpclient.Dialer{TLS: smtpclient.TLSNone, ConnectTimeout: 2 * time.Second}, Policy: pol,
 		Hostname: "a.test", Logger: quiet,
 	})

@@ -20,7 +20,7 @@ import (
 // returns the messages URL.
 func (r *relay) withHTTP(t *testing.T) string {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := smtptest.ClosedAddr(t)
 	b, err := os.ReadFile(r.cfgPath)
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ func startRedis(t *testing.T) *redisProc {
 		}
 		t.Skip("redis-server is not installed (apt-get install redis-server; .ci/run installs it)")
 	}
-	r := &redisProc{t: t, addr: freeAddr(t)}
+	r := &redisProc{t: t, addr: smtptest.ClosedAddr(t)}
 	r.start()
 	t.Cleanup(r.stop)
 	return r
@@ -115,7 +115,7 @@ func startNodes(t *testing.T, count int, redisURL, mx, shaping string) []*node {
 		name := fmt.Sprintf("node-%c", 'a'+i)
 		r := newRelay(t, mx, "", "")
 		r.log = newLineLog(20000) // a failure shows the shaping lines of the whole run
-		n := &node{relay: r, name: name, admin: freeAddr(t)}
+		n := &node{relay: r, name: name, admin: smtptest.ClosedAddr(t)}
 		cfg := fmt.Sprintf(`hostname: %s.test
 submission:
   listen: [%q]

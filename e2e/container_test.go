@@ -88,7 +88,7 @@ func TestContainerImageRelaysMail(t *testing.T) {
 	}
 
 	mx := smtptest.NewServer(t)
-	smtpAddr, adminAddr := freeAddr(t), freeAddr(t)
+	smtpAddr, adminAddr := smtptest.ClosedAddr(t), smtptest.ClosedAddr(t)
 	name := strings.NewReplacer("localhost/", "", ":", "-").Replace(image)
 	// Host networking: the test reaches the container on loopback, and the
 	// container reaches the fake MX there, without a bridge or NAT.

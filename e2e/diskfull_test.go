@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/relayq/relayq/smtptest"
 )
 
 // TestDiskFullSuspendedDestinationNoHotLoop is issue 12, defect 1 as the
@@ -33,7 +35,7 @@ func TestDiskFullSuspendedDestinationNoHotLoop(t *testing.T) {
 			t.Errorf("unmount %s: %v", dir, err)
 		}
 	})
-	r := newRelay(t, freeAddr(t), "retry:\n  initial_delay: 1s\n  max_delay: 2s\n  jitter: 0s\n", "")
+	r := newRelay(t, smtptest.ClosedAddr(t), "retry:\n  initial_delay: 1s\n  max_delay: 2s\n  jitter: 0s\n", "")
 	cfg, err := os.ReadFile(r.cfgPath)
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ var drainMessages = flag.Int("drain-messages", 3000, "messages queued on node A 
 // client for it.
 func (r *relay) withAdmin(t *testing.T) (*admin.Client, string) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := smtptest.ClosedAddr(t)
 	b, err := os.ReadFile(r.cfgPath)
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func fillQueue(t *testing.T, r *relay, prefix string, n int) []string {
 func drainPair(t *testing.T, mxAddr string) (a, b *relay, aAdmin *admin.Client, aURL, bURL string) {
 	t.Helper()
 	b = newRelay(t, mxAddr, "retry:\n  initial_delay: 500ms\n  max_delay: 1s\n  jitter: 100ms\n", "")
-	a = newRelay(t, freeAddr(t), "retry:\n  initial_delay: 1h\n  max_delay: 1h\n  jitter: 1m\n", "")
+	a = newRelay(t, smtptest.ClosedAddr(t), "retry:\n  initial_delay: 1h\n  max_delay: 1h\n  jitter: 1m\n", "")
 	aAdmin, aURL = a.withAdmin(t)
 	_, bURL = b.withAdmin(t)
 	for _, r := range []*relay{a, b} {
@@ -156,7 +156,7 @@ func TestDrainToPeer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped with -short")
 	}
-	mxAddr := freeAddr(t)
+	mxAddr := smtptest.ClosedAddr(t)
 	a, b, aAdmin, aURL, bURL := drainPair(t, mxAddr)
 	n := *drainMessages
 	start := time.Now()
@@ -204,7 +204,7 @@ func TestDrainKilledMidway(t *testing.T) {
 		t.Skip("end-to-end test skipped with -short")
 	}
 	const n, sessions = 1500, 8
-	mxAddr := freeAddr(t)
+	mxAddr := smtptest.ClosedAddr(t)
 	a, b, aAdmin, aURL, bURL := drainPair(t, mxAddr)
 	toks := fillQueue(t, a, "k", n)
 

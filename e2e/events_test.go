@@ -76,7 +76,7 @@ func TestEventsSurviveKill9(t *testing.T) {
 			<-release // the relay waits for the 250 of this one: in flight
 		}
 	}))
-	adminAddr := freeAddr(t)
+	adminAddr := smtptest.ClosedAddr(t)
 	r := newRelay(t, mx.Addr(), "", "")
 	cfg, err := os.ReadFile(r.cfgPath)
 	if err != nil {

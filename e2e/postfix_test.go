@@ -104,7 +104,7 @@ maillog_file_prefixes = %[1]s
 	// Postfix's bind (tests run in parallel): then try another.
 	var addr string
 	for try := 1; ; try++ {
-		addr = freeAddr(t)
+		addr = smtptest.ClosedAddr(t)
 		_, port, _ := net.SplitHostPort(addr)
 		if err := os.WriteFile(filepath.Join(dir, "master.cf"), privateMaster(string(master), port), 0o644); err != nil {
 			t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/relayq/relayq/smtptest"
 )
 
 // relay runs the relayq binary on one config and one queue file across any
@@ -36,7 +38,7 @@ type relay struct {
 func newRelay(t *testing.T, mxAddr string, retry, extra string) *relay {
 	t.Helper()
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := smtptest.ClosedAddr(t)
 	if retry == "" {
 		retry = "retry:\n  initial_delay: 100ms\n  max_delay: 1s\n  jitter: 50ms\n"
 	}
@@ -68,19 +70,6 @@ log:
 		}
 	})
 	return r
-}
-
-// freeAddr returns a loopback address nobody listens on right now. The
-// relay needs the same port after every restart, so it cannot use port 0.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 // start runs a new relayq process and waits until its SMTP port answers.

@@ -22,7 +22,7 @@ func TestShapingSuspendRetryResume(t *testing.T) {
 	limited := smtptest.NewServer(t, smtptest.Reply("mail=421 4.7.28 Our system has detected an unusual rate of mail"))
 	other := smtptest.NewServer(t)
 	r := newRelay(t, other.Addr(), "", "")
-	adminAddr := freeAddr(t)
+	adminAddr := smtptest.ClosedAddr(t)
 	cfg := fmt.Sprintf(`hostname: relay.test
 submission:
   listen: [%q]

@@ -29,19 +29,6 @@ func hopTo(t *testing.T, addr string) Hop {
 	return Hop{Host: host, Port: port, MX: addr}
 }
 
-// closedAddr is a loopback address nothing listens on: connecting to it is
-// refused at once.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 func bodyOf(s string) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(s)), nil }
 }
@@ -146,7 +133,7 @@ func TestDeliverFailover(t *testing.T) {
 			return s.Addr(), s.Connections
 		}},
 		{"connection refused", func(t *testing.T) (string, func() int) {
-			return closedAddr(t), func() int { return 1 }
+			return smtptest.ClosedAddr(t), func() int { return 1 }
 		}},
 		{"451 at MAIL", func(t *testing.T) (string, func() int) {
 			s := smtptest.NewServer(t, smtptest.Reply("mail=451 4.3.0 Local trouble"))
@@ -176,7 +163,7 @@ func TestDeliverFailover(t *testing.T) {
 
 func TestDeliverAllHopsFail(t *testing.T) {
 	busy := smtptest.NewServer(t, smtptest.Reply("greeting=421 4.3.2 Too busy"))
-	refused := closedAddr(t)
+	refused := smtptest.ClosedAddr(t)
 
 	// The last transient failure is reported; a 421 suspends the destination.
 	res := deliver(t, testDialer(), []Hop{hopTo(t, refused), hopTo(t, busy.Addr())}, envelope("a@example.test"), bodyOf(testBody))
