@@ -9,8 +9,10 @@
 //     suspension) and is woken early by Kick, Enqueue and finishing
 //     attempts; it never polls. New mail is handed over directly (Enqueue)
 //     rather than found by scanning the queue; scans start where everything
-//     earlier is known to be in memory (cursor.go states and keeps that
-//     rule).
+//     earlier is known to be in memory, and a pass reads the index only
+//     when the earliest entry outside memory may be due (cursor.go states
+//     and keeps both rules). Attempts run on job goroutines kept for the
+//     engine's run, at most Workers of them.
 //   - An attempt is recorded in the queue (Claim: attempts+1, next attempt
 //     pushed to the retry time) before any connection is made, so a crash
 //     causes at most one duplicate delivery per attempt in flight, never a

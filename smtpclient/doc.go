@@ -24,7 +24,8 @@
 //     after a transaction that ended cleanly (at most maxUses transactions,
 //     idleTimeout idle). It keeps the Hold of the attempt that left it
 //     (DeliverHeld) until it is closed, and only then releases it: a limit
-//     counted by holds counts idle connections too.
+//     counted by holds counts idle connections too. A caller may take one
+//     out with its hold (TakeIdle) and put it back unused (Idle.Return).
 //   - Nothing 8-bit goes to a server that did not offer 8BITMIME (RFC 6152
 //     section 3): 8-bit content is converted to 7 bit by mime7bit before it
 //     is sent (SIZE= then gives the converted size), or, where it cannot be
