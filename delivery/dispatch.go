@@ -269,15 +269,6 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 		return false
 	}
 	w, known := e.refusedScope(d.target, j.force)
-	if !known || w.Reason == shaping.WaitConnections {
-		if ok, rw, found := e.reuseIdle(d, j); found {
-			if ok {
-				return true
-			}
-			w, known = rw, true // a connection is there; a token is not yet
-			e.refusals[w.Scope] = w
-		}
-	}
 	if !known {
 		var lease *shaping.Lease
 		lease, w = e.shaper.Admit(d.target, j.force)
@@ -286,7 +277,19 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 			return true
 		}
 		e.refusals[w.Scope] = w
-		if w.Reason == shaping.WaitConnections {
+	}
+	if w.Reason == shaping.WaitConnections {
+		// Admit is asked first, as every node asks it, so that nodes
+		// sharing a rate through Redis race for its tokens on equal terms
+		// (one that went straight for a token over its idle connection won
+		// every race and starved the others).
+		if ok, rw, found := e.reuseIdle(d, j); found {
+			if ok {
+				return true
+			}
+			w = rw // a connection is there; a token is not yet
+			e.refusals[w.Scope] = w
+		} else {
 			e.closeIdleIn(w.Scope, d.target)
 		}
 	}
