@@ -24,7 +24,9 @@ type pathSession struct {
 	mu        *sync.Mutex
 	bodies    *[]string
 	tookOver  *int
+	tapped    *int // bodies read below go-smtp's buffer (lineTap)
 	keep      bool
+	conn      *smtp.Conn
 }
 
 func (s pathSession) Mail(string, *smtp.MailOptions) error { return nil }
@@ -42,12 +44,16 @@ func (s pathSession) Data(r io.Reader) error {
 		// What relayq did before: go-smtp's reader, then bodyWriter.
 		return copyChecked(w, r, 64<<20)
 	}
-	if takeOver(r) != nil {
+	if br := takeOver(r); br != nil {
+		_, tapped := tap(s.conn, br)
 		s.mu.Lock()
 		*s.tookOver++
+		if tapped && s.tapped != nil {
+			*s.tapped++
+		}
 		s.mu.Unlock()
 	}
-	if err := copyBody(w, r, 64<<20); err != nil {
+	if err := copyBody(s.conn, w, r, 64<<20); err != nil {
 		return err
 	}
 	if s.keep {
@@ -113,11 +119,14 @@ func repeatReader(head, tx, tail []byte, n int) io.Reader {
 func runDataPath(tb testing.TB, sess pathSession, body []byte, n int) string {
 	tx := append([]byte("MAIL FROM:<a@example.org>\r\nRCPT TO:<b@example.net>\r\nDATA\r\n"), body...)
 	tx = append(tx, ".\r\n"...)
-	conn := &scriptConn{
-		script: repeatReader([]byte("EHLO client.test\r\n"), tx, []byte("QUIT\r\n"), n),
-		closed: make(chan struct{}),
-	}
-	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return sess, nil }))
+	return runScript(tb, sess, repeatReader([]byte("EHLO client.test\r\n"), tx, []byte("QUIT\r\n"), n))
+}
+
+// runScript serves one session whose client sends script, and returns the
+// replies.
+func runScript(tb testing.TB, sess pathSession, script io.Reader) string {
+	conn := &scriptConn{script: script, closed: make(chan struct{})}
+	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) { sess.conn = c; return sess, nil }))
 	srv.Domain = "relay.test"
 	srv.MaxMessageBytes = 64 << 20
 	srv.ErrorLog = nopLog{}
@@ -163,11 +172,15 @@ func TestDataTakenOver(t *testing.T) {
 		mu       sync.Mutex
 		bodies   []string
 		tookOver int
+		tapped   int
 	)
 	wire, plain := testBody(20 << 10)
-	replies := runDataPath(t, pathSession{ownReader: true, mu: &mu, bodies: &bodies, tookOver: &tookOver, keep: true}, wire, 3)
+	replies := runDataPath(t, pathSession{ownReader: true, mu: &mu, bodies: &bodies, tookOver: &tookOver, tapped: &tapped, keep: true}, wire, 3)
 	if tookOver != 3 {
 		t.Fatalf("relayq read %d of 3 bodies itself; go-smtp's DATA reader changed shape? (see takeOver)", tookOver)
+	}
+	if tapped != 3 {
+		t.Fatalf("relayq read %d of 3 bodies below go-smtp's buffer; go-smtp's line limiter changed shape? (see lineTap)", tapped)
 	}
 	if got := strings.Count(replies, "250 2.0.0 OK: queued"); got != 3 {
 		t.Fatalf("%d of 3 messages acknowledged; replies:\n%s", got, replies)
@@ -179,6 +192,43 @@ func TestDataTakenOver(t *testing.T) {
 		if b != string(plain) {
 			t.Fatalf("body %d differs from what was sent (%d bytes, want %d)", i, len(b), len(plain))
 		}
+	}
+}
+
+// TestDataReadAheadGivenBack: a client that pipelines whole transactions
+// in one stream has the next transactions' commands and body bytes read
+// with a body (32 KiB at a time, below go-smtp's buffer). They are given
+// back to go-smtp, so every transaction is read where it starts and every
+// body arrives whole, including bodies that start in bytes given back.
+func TestDataReadAheadGivenBack(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		bodies   []string
+		tookOver int
+		tapped   int
+	)
+	var script bytes.Buffer
+	script.WriteString("EHLO client.test\r\n")
+	var want []string
+	for i := 0; i < 12; i++ {
+		wire, plain := testBody(1 + i*i*500) // 1 byte to ~60 KiB
+		fmt.Fprintf(&script, "MAIL FROM:<a@example.org>\r\nRCPT TO:<b%d@example.net>\r\nDATA\r\n", i)
+		script.Write(wire)
+		script.WriteString(".\r\nNOOP\r\n")
+		want = append(want, string(plain))
+	}
+	script.WriteString("QUIT\r\n")
+	replies := runScript(t, pathSession{ownReader: true, mu: &mu, bodies: &bodies, tookOver: &tookOver, tapped: &tapped, keep: true}, &script)
+	if tapped != 12 || len(bodies) != 12 {
+		t.Fatalf("%d of 12 bodies read below go-smtp's buffer, %d stored; replies:\n%s", tapped, len(bodies), replies)
+	}
+	for i := range want {
+		if bodies[i] != want[i] {
+			t.Fatalf("body %d: %d bytes, want %d", i, len(bodies[i]), len(want[i]))
+		}
+	}
+	if n := strings.Count(replies, "250 2.0.0 I have successfully done nothing"); n != 12 || !strings.HasSuffix(replies, "221 2.0.0 Bye\r\n") {
+		t.Fatalf("%d NOOPs answered, want 12, and QUIT last; replies:\n%s", n, replies)
 	}
 }
 

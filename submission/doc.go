@@ -28,9 +28,11 @@
 //   - Bare CR and bare LF inside DATA are refused (550 5.7.0), never stored:
 //     relayq forwards only CRLF-clean messages, which closes the SMTP
 //     smuggling family of attacks (CVE-2023-51764) at the door. relayq
-//     reads DATA bodies itself (dotBody, from go-smtp's buffer: takeOver),
-//     so it sees every byte, ".\r" at a line start included, and is the
-//     one that decides where a body ends: only at CRLF "." CRLF.
+//     reads DATA bodies itself (dotBody, from go-smtp's buffer: takeOver,
+//     then from the connection below it: lineTap, which gives back what it
+//     read past the body and keeps go-smtp's line-length limit), so it sees
+//     every byte, ".\r" at a line start included, and is the one that
+//     decides where a body ends: only at CRLF "." CRLF.
 //   - Limits (size, recipients, connections, timeouts) answer with the right
 //     reply code and affect only the offending session. A DATA upload that
 //     breaks off (timeout, lost connection) ends the session with 421: the

@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
+
+	"github.com/emersion/go-smtp"
 )
 
-// dotBody reads one DATA body (RFC 5321 section 4.5.2) from br and writes
+// dotBody reads one DATA body (RFC 5321 section 4.5.2) from src and writes
 // it, dot-unstuffed, to w. It reads whole buffered windows at a time, not
 // byte by byte, and is the one place relayq decides where a DATA body ends:
 //
@@ -24,13 +27,17 @@ import (
 // its final dot and the rest of its body is never read as commands.
 //
 // On success and on every refusal it stops just before the end marker and
-// leaves exactly "." CRLF unread in br, so that a caller reading on from the
-// same buffer (go-smtp's own reader, see takeOver) sees the end of DATA at
-// once. On a read error (timeout, lost connection) it returns that error
+// leaves exactly "." CRLF unconsumed in src, so that a caller reading on
+// from there (go-smtp's own reader, see takeOver and lineTap) sees the end
+// of DATA at once. On a read error (timeout, lost connection) it returns that error
 // with the stream at an unknown position: the caller must hang up.
 //
-// Line length is not checked here: go-smtp's line limit sits below br.
-func dotBody(br *bufio.Reader, w io.Writer, limit int64) (n int64, err error) {
+// A line longer than lineLimit bytes with its CRLF (when lineLimit > 0) is
+// smtp.ErrTooLongLine at once, with nothing more read: the same lines
+// go-smtp's own limiter refuses, for a source that reads below it (see
+// lineTap). The end-marker line is not counted. A lineLimit below 3 is
+// not exact: "." and ".\r" at a line start wait for the next byte.
+func dotBody(src bodySource, w io.Writer, limit int64, lineLimit int) (n int64, err error) {
 	// n counts every body byte seen, written or not.
 	var (
 		lineStart = true  // at the start of a line
@@ -39,6 +46,7 @@ func dotBody(br *bufio.Reader, w io.Writer, limit int64) (n int64, err error) {
 		tooBig    = false
 		writeErr  error
 		want      = 1 // bytes needed in the window to make progress
+		lineLen   = 0 // bytes of the current line seen so far
 	)
 	write := func(p []byte) {
 		n += int64(len(p))
@@ -53,15 +61,13 @@ func dotBody(br *bufio.Reader, w io.Writer, limit int64) (n int64, err error) {
 		}
 	}
 	for {
-		if br.Buffered() < want {
-			if _, err := br.Peek(want); err != nil {
-				if err == io.EOF {
-					err = io.ErrUnexpectedEOF
-				}
-				return n, err
+		win, err := src.next(want)
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
 			}
+			return n, err
 		}
-		win, _ := br.Peek(br.Buffered())
 		i, from := 0, 0 // i: next byte to look at; from: start of the span to write
 		done := false
 	scan:
@@ -72,6 +78,10 @@ func dotBody(br *bufio.Reader, w io.Writer, limit int64) (n int64, err error) {
 					bad = true
 					continue
 				}
+				if lineLen++; lineLimit > 0 && lineLen > lineLimit {
+					return n, smtp.ErrTooLongLine
+				}
+				lineLen = 0
 				i++
 				lineStart = true
 				continue
@@ -91,6 +101,9 @@ func dotBody(br *bufio.Reader, w io.Writer, limit int64) (n int64, err error) {
 					write(win[from:i])
 					i++
 					from = i
+					if lineLen++; lineLimit > 0 && lineLen+1 > lineLimit {
+						return n, smtp.ErrTooLongLine
+					}
 					continue
 				}
 			}
@@ -118,12 +131,19 @@ func dotBody(br *bufio.Reader, w io.Writer, limit int64) (n int64, err error) {
 			if bytes.IndexByte(body, '\r') >= 0 {
 				bad = true
 			}
+			// A line may be as long as go-smtp's limiter allows: lineLimit
+			// bytes with its CRLF; a partial one still needs its LF.
+			lineLen += len(line)
+			if lineLimit > 0 && (lineLen > lineLimit || lf < 0 && lineLen+1 > lineLimit) {
+				return n, smtp.ErrTooLongLine
+			}
+			if lf >= 0 {
+				lineLen = 0
+			}
 			i += len(line)
 		}
 		write(win[from:i])
-		if _, err := br.Discard(i); err != nil {
-			return n, err
-		}
+		src.consume(i)
 		if done {
 			break
 		}
@@ -143,3 +163,106 @@ func dotBody(br *bufio.Reader, w io.Writer, limit int64) (n int64, err error) {
 	}
 	return n, nil
 }
+
+// bodySource is what dotBody reads: next returns the unconsumed bytes, at
+// least want of them (reading more if needed), and consume marks the first
+// n of them read.
+type bodySource interface {
+	next(want int) ([]byte, error)
+	consume(n int)
+}
+
+// bufSource reads from a bufio.Reader's buffer, filling it when needed.
+type bufSource struct{ br *bufio.Reader }
+
+func (b bufSource) next(want int) ([]byte, error) {
+	if b.br.Buffered() < want {
+		if _, err := b.br.Peek(want); err != nil {
+			return nil, err
+		}
+	}
+	return b.br.Peek(b.br.Buffered())
+}
+
+func (b bufSource) consume(n int) { _, _ = b.br.Discard(n) }
+
+// connSource first takes what br already holds, then reads r (the
+// connection under br, see lineTap) into its own buffer, in reads as large
+// as that buffer. rest is what it read and dotBody did not consume.
+type connSource struct {
+	br   *bufio.Reader // nil once its bytes are taken
+	r    io.Reader
+	buf  *[]byte
+	s, e int // buf[s:e] is unconsumed
+}
+
+func newConnSource(br *bufio.Reader, r io.Reader, size int) *connSource {
+	c := &connSource{br: br, r: r}
+	if size == connBufSize {
+		c.buf = connBuffers.Get().(*[]byte)
+	} else {
+		b := make([]byte, size)
+		c.buf = &b
+	}
+	return c
+}
+
+func (c *connSource) next(want int) ([]byte, error) {
+	if c.br != nil {
+		if c.br.Buffered() >= want {
+			return c.br.Peek(c.br.Buffered())
+		}
+		// Too little left there: carry it over and read on below br.
+		c.e = copy(*c.buf, c.peekAll())
+		_, _ = c.br.Discard(c.e)
+		c.br = nil
+	}
+	buf := *c.buf
+	for c.e-c.s < want {
+		if c.e == len(buf) {
+			c.e = copy(buf, buf[c.s:c.e])
+			c.s = 0
+		}
+		k, err := c.r.Read(buf[c.e:])
+		c.e += k
+		if err != nil && c.e-c.s < want {
+			return nil, err
+		}
+	}
+	return buf[c.s:c.e], nil
+}
+
+func (c *connSource) peekAll() []byte {
+	b, _ := c.br.Peek(c.br.Buffered())
+	return b
+}
+
+func (c *connSource) consume(n int) {
+	if c.br != nil {
+		_, _ = c.br.Discard(n)
+		return
+	}
+	c.s += n
+}
+
+// rest is what was read below br and not consumed (nil while dotBody has
+// not gone past br's bytes: then the rest is still in br).
+func (c *connSource) rest() []byte {
+	if c.br != nil {
+		return nil
+	}
+	return (*c.buf)[c.s:c.e]
+}
+
+// release returns the buffer; c must not be used after.
+func (c *connSource) release() {
+	if len(*c.buf) == connBufSize {
+		connBuffers.Put(c.buf)
+	}
+	c.buf = nil
+}
+
+// connBufSize is connSource's read size: a 20 KiB body in one read(2).
+const connBufSize = 32 << 10
+
+var connBuffers = sync.Pool{New: func() any { b := make([]byte, connBufSize); return &b }}

@@ -158,7 +158,7 @@ func (s *session) Data(r io.Reader) error {
 	// The body goes into the queue draft (and the signer beside it, see
 	// Acceptor.Open) here, after the trace header: straight from go-smtp's
 	// buffer for DATA (copyBody).
-	if err := copyBody(m, r, srv.opts.MaxMessageBytes); err != nil {
+	if err := copyBody(s.conn, m, r, srv.opts.MaxMessageBytes); err != nil {
 		m.Abort()
 		var se *smtp.SMTPError
 		switch {
@@ -250,12 +250,31 @@ func (s *session) Auth(mech string) (sasl.Server, error) {
 // copyBody writes the message body from go-smtp's reader r to w: for DATA
 // straight from go-smtp's buffer with dotBody (see takeOver), for BDAT
 // through the chunk pipe, checked by bodyWriter.
-func copyBody(w io.Writer, r io.Reader, limit int64) error {
-	if br := takeOver(r); br != nil {
-		_, err := dotBody(br, w, limit)
+// When go-smtp's line limiter can be reached (lineTap), dotBody reads below
+// it, straight from the connection, and checks line lengths itself.
+func copyBody(c *smtp.Conn, w io.Writer, r io.Reader, limit int64) error {
+	br := takeOver(r)
+	if br == nil {
+		return copyChecked(w, r, limit)
+	}
+	t, ok := tap(c, br)
+	if !ok {
+		_, err := dotBody(bufSource{br}, w, limit, 0)
 		return err
 	}
-	return copyChecked(w, r, limit)
+	src := newConnSource(br, t.src(), connBufSize)
+	defer src.release()
+	_, err := dotBody(src, w, limit, t.limit())
+	switch {
+	case errors.Is(err, smtp.ErrTooLongLine):
+		t.stick()
+	case err == nil, errors.Is(err, errTooBigFound), errors.Is(err, errBareNewlineFound), errors.Is(err, errWriteFailed):
+		// dotBody stopped before the end marker: go-smtp reads on from there.
+		if rest := src.rest(); rest != nil {
+			t.giveBack(rest)
+		}
+	}
+	return err
 }
 
 // copyChecked copies r to w through bodyWriter's checks.
