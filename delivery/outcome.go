@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relayq/relayq/logbuf"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
@@ -148,5 +149,5 @@ func (e *Engine) logAttempt(j *job, rcpt, hop string, now time.Time, status, rep
 		args = append(args, "next_attempt", next.Sub(now).Round(time.Millisecond).String())
 	}
 	args = tlsArgs(j, args)
-	e.log.Info("delivery", args...)
+	logbuf.Info(e.log, "delivery", args...)
 }

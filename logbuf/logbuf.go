@@ -7,6 +7,8 @@
 //
 // The price is that the last lines before a crash (kill -9) may be lost,
 // as with any asynchronous logger; a clean shutdown calls Flush.
+//
+// Info writes the lines logged per message without slog's caller lookup.
 package logbuf
 
 import (

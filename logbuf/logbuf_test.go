@@ -2,6 +2,7 @@ package logbuf
 
 import (
 	"bytes"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -56,5 +57,27 @@ func TestFullBufferAndFlushWriteAtOnce(t *testing.T) {
 	defer out.mu.Unlock()
 	if out.b.String() != "12345678\ntail\n" || out.writes != 2 {
 		t.Fatalf("got %q in %d writes", out.b.String(), out.writes)
+	}
+}
+
+// TestInfoWritesWhatLoggerInfoWrites: the per-message form prints the same
+// line as slog's, and nothing below the handler's level.
+func TestInfoWritesWhatLoggerInfoWrites(t *testing.T) {
+	var a, b bytes.Buffer
+	opts := &slog.HandlerOptions{ReplaceAttr: func(_ []string, at slog.Attr) slog.Attr {
+		if at.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return at
+	}}
+	slog.New(slog.NewTextHandler(&a, opts)).Info("queued", "id", "X1", "size", 12)
+	Info(slog.New(slog.NewTextHandler(&b, opts)), "queued", "id", "X1", "size", 12)
+	if a.String() != b.String() || a.Len() == 0 {
+		t.Fatalf("Info wrote %q, slog %q", b.String(), a.String())
+	}
+	var c bytes.Buffer
+	Info(slog.New(slog.NewTextHandler(&c, &slog.HandlerOptions{Level: slog.LevelWarn})), "queued")
+	if c.Len() != 0 {
+		t.Fatalf("Info wrote %q below the handler's level", c.String())
 	}
 }

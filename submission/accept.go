@@ -15,6 +15,7 @@ import (
 	"github.com/emersion/go-smtp"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/relayq/relayq/logbuf"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -274,7 +275,7 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 	for i, r := range env.Recipients {
 		rcpts[i] = r.Address
 	}
-	srv.log.Info("queued", "client", c.IP.String(), "id", env.ID, "from", env.From, "to", strings.Join(rcpts, ","), "size", env.Size, "auth", c.AuthUser, "message_id", env.MessageID)
+	logbuf.Info(srv.log, "queued", "client", c.IP.String(), "id", env.ID, "from", env.From, "to", strings.Join(rcpts, ","), "size", env.Size, "auth", c.AuthUser, "message_id", env.MessageID)
 	if o := srv.opts.Observer; o != nil {
 		o.Accepted(env.Size)
 	}
