@@ -80,6 +80,13 @@ func (ks *keySet) keysFor(domain string) []signingKey {
 	return nil
 }
 
+// Active reports whether s has keys to sign with now; without them Begin's
+// Message lets every byte pass unsigned, so a caller may skip it.
+func (s *Signer) Active() bool {
+	ks := s.set.Load()
+	return ks != nil && len(ks.byDomain) > 0
+}
+
 // Begin starts signing one message: write all of it to the returned
 // Message, then call Finish. Close it in any case.
 func (s *Signer) Begin() *Message {

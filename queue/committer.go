@@ -169,11 +169,8 @@ func (c *counts) merge(o counts) {
 	c.messages += o.messages
 	c.held += o.held
 	c.quarantined += o.quarantined
-	if len(o.recipients) > 0 && c.recipients == nil {
-		c.recipients = make(map[Status]int, 4)
-	}
-	for st, n := range o.recipients {
-		c.recipients[st] += n
+	for i, n := range o.recipients {
+		c.recipients[i] += n
 	}
 }
 

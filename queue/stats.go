@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"maps"
 	"os"
 	"sync"
 	"time"
@@ -42,7 +41,9 @@ type Stats struct {
 // transaction makes to them.
 type counts struct {
 	messages, held int
-	recipients     map[Status]int
+	// recipients counts by status, indexed as recordStatuses (statusIndex):
+	// an array, not a map, because every write request has its own counts.
+	recipients [len(recordStatuses) - 1]int
 	// quarantined counts messages in quarantine (see quarantine.go).
 	quarantined int
 }
@@ -52,15 +53,14 @@ func (c *counts) add(env *Envelope, sign int) {
 	if env == nil {
 		return
 	}
-	if c.recipients == nil {
-		c.recipients = make(map[Status]int, 4)
-	}
 	c.messages += sign
 	if env.Held {
 		c.held += sign
 	}
 	for _, r := range env.Recipients {
-		c.recipients[r.Status] += sign
+		if i := statusIndex(r.Status); i >= 0 { // validated: always
+			c.recipients[i] += sign
+		}
 	}
 }
 
@@ -84,11 +84,8 @@ func (s *stats) apply(d counts, oldest time.Time, writes int) {
 	if d.quarantined > 0 {
 		s.quarantinedNew += uint64(d.quarantined)
 	}
-	if s.c.recipients == nil {
-		s.c.recipients = make(map[Status]int, 4)
-	}
-	for st, n := range d.recipients {
-		s.c.recipients[st] += n
+	for i, n := range d.recipients {
+		s.c.recipients[i] += n
 	}
 	s.oldest = oldest
 	s.commits++
@@ -99,11 +96,10 @@ func (s *stats) apply(d counts, oldest time.Time, writes int) {
 func (s *stats) snapshot() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rc := make(map[Status]int, 4)
-	maps.Copy(rc, s.c.recipients)
-	for st, n := range rc {
-		if n == 0 {
-			delete(rc, st)
+	rc := make(map[Status]int, len(s.c.recipients))
+	for i, n := range s.c.recipients {
+		if n != 0 {
+			rc[recordStatuses[i]] = n
 		}
 	}
 	return Stats{

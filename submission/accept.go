@@ -188,8 +188,9 @@ func (a Acceptor) Open(c Client, t Transaction) (*Incoming, error) {
 	d := srv.opts.Queue.NewDraft()
 	m := &Incoming{a: a, c: c, t: t, d: d, out: d, now: srv.opts.Now()}
 	if srv.opts.Signer != nil {
-		m.sig = srv.opts.Signer()
-		m.out = io.MultiWriter(d, m.sig)
+		if m.sig = srv.opts.Signer(); m.sig != nil {
+			m.out = io.MultiWriter(d, m.sig)
+		}
 	}
 	hdr := receivedHeader(receivedInfo{
 		Helo: c.Helo, IP: c.IP, Hostname: srv.opts.Hostname, ID: d.ID(), With: c.With,

@@ -77,7 +77,8 @@ type Options struct {
 	// Observer, if set, is told about each session event (for metrics).
 	Observer Observer
 	Now      func() time.Time
-	// Signer, if set, is called once per message; the MessageSigner sees
+	// Signer, if set, is called once per message and may return nil (no
+	// keys: nothing to sign); the MessageSigner sees
 	// every byte written to the queue draft, and what its Finish returns is
 	// stored in front of the message (queue.Envelope.Prefix: DKIM). A Finish
 	// error refuses the message with 451; it is never queued unsigned.

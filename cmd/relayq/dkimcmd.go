@@ -129,5 +129,10 @@ func dkimConfig(cfg *config.Config) (dkim.Config, error) {
 
 // messageSigner adapts a dkim.Signer to submission's hook.
 func messageSigner(s *dkim.Signer) func() submission.MessageSigner {
-	return func() submission.MessageSigner { return s.Begin() }
+	return func() submission.MessageSigner {
+		if !s.Active() {
+			return nil // no keys (yet): nothing to sign, nothing to allocate
+		}
+		return s.Begin()
+	}
 }
