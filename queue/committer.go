@@ -41,26 +41,66 @@ func (s *Store) submit(fn func(w *writeTx) error) error {
 // commitLoop is the single writer. It takes every request that is waiting,
 // commits them together, answers them, and repeats; requests that arrive
 // during a commit wait in the channel and form the next batch. Unlike
-// bolt.DB.Batch there is no timer: a lone request is committed at once, and
-// under load the batch grows by itself while the previous fsync runs.
+// bolt.DB.Batch there is no timer for a lone request: it is committed at
+// once. Only a busy store waits: when the previous commit carried at least
+// groupSiblings requests, the next one waits up to groupWait for more.
 func (s *Store) commitLoop() {
 	defer close(s.done)
+	prev := 0
 	for req := range s.reqs {
-		batch := []*writeReq{req}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case r, ok := <-s.reqs:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
+		batch := s.gather(req, prev >= groupSiblings)
+		prev = len(batch)
 		s.runBatch(batch)
 	}
+}
+
+// groupWait and groupSiblings make a busy store's batches larger. Under
+// load each commit (two fdatasyncs and the page writes of every bucket
+// touched) carried what arrived during the one before: about 11 requests
+// on the benchmark machine, where a commit takes about 1.2 ms. Waiting up
+// to 1 ms more halves the commits per message; with them go half the
+// fdatasyncs and page writes, and the threads the Go runtime wakes to run
+// other goroutines while a commit blocks: relaybench (a) spends 9% less
+// CPU per message, for 0.3-0.4 ms more from the final dot to the 250. A
+// store with fewer writers (a lone session, the handoff benchmark) never
+// waits. PostgreSQL's commit_delay and commit_siblings are the same idea.
+const (
+	groupWait     = time.Millisecond
+	groupSiblings = 4
+)
+
+// gather returns first and every request waiting behind it, up to
+// maxBatch; with wait, it also waits up to groupWait for more.
+func (s *Store) gather(first *writeReq, wait bool) []*writeReq {
+	batch := []*writeReq{first}
+	var timeout <-chan time.Time
+	if wait {
+		t := time.NewTimer(groupWait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for len(batch) < maxBatch {
+		var r *writeReq
+		ok := false
+		if wait {
+			select {
+			case r, ok = <-s.reqs:
+			case <-timeout:
+				return batch
+			}
+		} else {
+			select {
+			case r, ok = <-s.reqs:
+			default:
+				return batch
+			}
+		}
+		if !ok {
+			return batch // closed
+		}
+		batch = append(batch, r)
+	}
+	return batch
 }
 
 // maxArena bounds the record buffer the committer keeps between batches.
