@@ -267,7 +267,7 @@ func fillingDialer(d *disk) Courier {
 // failures a second and a CPU busy until space was freed. Now a failed
 // write backs off (counted by the observer) and the scheduler sleeps.
 func TestDiskFullSuspendedDestinationBacksOff(t *testing.T) {
-	r := newDiskRig(t, "16m", fillingDialer, smtptest.ClosedAddr(t), func(o *Options) {
+	r := newDiskRig(t, "16m", fillingDialer, smtptest.DownAddr(t), func(o *Options) {
 		o.MaxConnsPerDest = 1
 		// The suspension outlasts the storage back-off.
 		o.Policy.Backoff = queue.Backoff{Initial: 10 * time.Minute, Multiplier: 2, Max: time.Hour}

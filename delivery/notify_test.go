@@ -109,7 +109,7 @@ func TestNotifyNeverSuppressesBounce(t *testing.T) {
 func TestReportsNameRemoteMTAOnlyForItsReplies(t *testing.T) {
 	small := smtptest.NewServer(t, smtptest.WithConfig(smtptest.Config{MaxMessageBytes: 20}))
 	sink := smtptest.NewServer(t, smtptest.Reply("rcpt:nobody@=550 5.1.1 Empfänger unbekannt"))
-	dead := smtptest.ClosedAddr(t)
+	dead := smtptest.DownAddr(t)
 	r := newRig(t, nil, func(o *Options) {
 		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"small.example": small.Addr(), "dead.example": dead, "*": sink.Addr()}})
 		o.Policy.MaxAttempts = 1
@@ -220,7 +220,7 @@ func TestRecipientsDeferredTogetherStayTogether(t *testing.T) {
 func TestExpiredRecipientsOneReport(t *testing.T) {
 	sink := smtptest.NewServer(t)
 	r := newRig(t, nil, func(o *Options) {
-		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"a.example": smtptest.ClosedAddr(t), "b.example": smtptest.ClosedAddr(t), "*": sink.Addr()}})
+		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"a.example": smtptest.DownAddr(t), "b.example": smtptest.DownAddr(t), "*": sink.Addr()}})
 		o.Policy.MaxAge = time.Hour
 	})
 	d := r.store.NewDraft()

@@ -44,7 +44,7 @@ var quarantinedLog = regexp.MustCompile(`moved to quarantine.* id=("(?:[^"\\]|\\
 // token -> message.
 func fillLiveQueue(t *testing.T, n int) (file string, ids, msgs map[string]string) {
 	t.Helper()
-	dead := smtptest.ClosedAddr(t) // nobody listens: every attempt is deferred
+	dead := smtptest.DownAddr(t) // nobody listens: every attempt is deferred
 	r := newRelay(t, dead, "retry:\n  initial_delay: 2s\n  max_delay: 2s\n  jitter: 100ms\n", "")
 	if err := r.start(); err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func TestTruncatedQueueFileIsRefused(t *testing.T) {
 		t.Skip("end-to-end test skipped with -short")
 	}
 	live, _, _ := fillLiveQueue(t, 8)
-	r := newRelay(t, smtptest.ClosedAddr(t), "", "")
+	r := newRelay(t, smtptest.DownAddr(t), "", "")
 	b, err := os.ReadFile(live)
 	if err != nil {
 		t.Fatal(err)

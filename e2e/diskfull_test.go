@@ -35,7 +35,7 @@ func TestDiskFullSuspendedDestinationNoHotLoop(t *testing.T) {
 			t.Errorf("unmount %s: %v", dir, err)
 		}
 	})
-	r := newRelay(t, smtptest.ClosedAddr(t), "retry:\n  initial_delay: 1s\n  max_delay: 2s\n  jitter: 0s\n", "")
+	r := newRelay(t, smtptest.DownAddr(t), "retry:\n  initial_delay: 1s\n  max_delay: 2s\n  jitter: 0s\n", "")
 	cfg, err := os.ReadFile(r.cfgPath)
 	if err != nil {
 		t.Fatal(err)

@@ -82,7 +82,7 @@ func fillQueue(t *testing.T, r *relay, prefix string, n int) []string {
 func drainPair(t *testing.T, mxAddr string) (a, b *relay, aAdmin *admin.Client, aURL, bURL string) {
 	t.Helper()
 	b = newRelay(t, mxAddr, "retry:\n  initial_delay: 500ms\n  max_delay: 1s\n  jitter: 100ms\n", "")
-	a = newRelay(t, smtptest.ClosedAddr(t), "retry:\n  initial_delay: 1h\n  max_delay: 1h\n  jitter: 1m\n", "")
+	a = newRelay(t, smtptest.DownAddr(t), "retry:\n  initial_delay: 1h\n  max_delay: 1h\n  jitter: 1m\n", "")
 	aAdmin, aURL = a.withAdmin(t)
 	_, bURL = b.withAdmin(t)
 	for _, r := range []*relay{a, b} {

@@ -133,7 +133,7 @@ func TestDeliverFailover(t *testing.T) {
 			return s.Addr(), s.Connections
 		}},
 		{"connection refused", func(t *testing.T) (string, func() int) {
-			return smtptest.ClosedAddr(t), func() int { return 1 }
+			return smtptest.DownAddr(t), func() int { return 1 }
 		}},
 		{"451 at MAIL", func(t *testing.T) (string, func() int) {
 			s := smtptest.NewServer(t, smtptest.Reply("mail=451 4.3.0 Local trouble"))
@@ -163,7 +163,7 @@ func TestDeliverFailover(t *testing.T) {
 
 func TestDeliverAllHopsFail(t *testing.T) {
 	busy := smtptest.NewServer(t, smtptest.Reply("greeting=421 4.3.2 Too busy"))
-	refused := smtptest.ClosedAddr(t)
+	refused := smtptest.DownAddr(t)
 
 	// The last transient failure is reported; a 421 suspends the destination.
 	res := deliver(t, testDialer(), []Hop{hopTo(t, refused), hopTo(t, busy.Addr())}, envelope("a@example.test"), bodyOf(testBody))

@@ -7,8 +7,9 @@ import (
 
 // ClosedAddr returns a loopback address ("127.0.0.1:PORT") nothing listens
 // on right now: a port the kernel just handed out and took back, so a
-// connection to it is refused at once. For a next hop that is down, or a
-// port a process under test is to listen on later.
+// connection to it is refused at once, until somebody else is handed the
+// same port. For a port a process under test is to listen on later; for a
+// next hop that must stay down, DownAddr.
 func ClosedAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
