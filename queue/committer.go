@@ -56,16 +56,21 @@ func (s *Store) commitLoop() {
 
 // groupWait and groupSiblings make a busy store's batches larger. Under
 // load each commit (two fdatasyncs and the page writes of every bucket
-// touched) carried what arrived during the one before: about 11 requests
-// on the benchmark machine, where a commit takes about 1.2 ms. Waiting up
-// to 1 ms more halves the commits per message; with them go half the
-// fdatasyncs and page writes, and the threads the Go runtime wakes to run
-// other goroutines while a commit blocks: relaybench (a) spends 9% less
-// CPU per message, for 0.3-0.4 ms more from the final dot to the 250. A
-// store with fewer writers (a lone session, the handoff benchmark) never
-// waits. PostgreSQL's commit_delay and commit_siblings are the same idea.
+// touched) carried only what arrived during the one before, and its cost
+// (the syscalls, and the threads the Go runtime wakes to run other
+// goroutines while the committer blocks) was shared by few messages. After
+// a commit of at least groupSiblings requests the next batch waits up to
+// groupWait for company: about a loopback round trip, time for sessions
+// already sending their final dot to join. Measured with relaybench
+// (old load generator, 3 alternated rounds each, relay CPU per message):
+// (a) 0.162-0.189 ms against 0.181-0.201 without the wait, at 5,269-5,733
+// against 5,058-5,546 msgs/s; (b) 0.258-0.288 against 0.272-0.302 ms;
+// (c) 0.095-0.109 against 0.108-0.120 ms, 8,202-8,926 against 7,826-8,831
+// msgs/s. Longer waits save more CPU but cost rate where clients wait for
+// each 250 (1 ms: (c) 17% slower); a lone session never waits. PostgreSQL's
+// commit_delay and commit_siblings are the same idea.
 const (
-	groupWait     = time.Millisecond
+	groupWait     = 150 * time.Microsecond
 	groupSiblings = 4
 )
 
