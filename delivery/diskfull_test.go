@@ -121,8 +121,9 @@ func (l *logCounter) matching(s string) int {
 // storageObserver is chanObserver that also counts storage errors.
 type storageObserver struct {
 	chanObserver
-	mu     sync.Mutex
-	errors map[StorageOp]int
+	mu      sync.Mutex
+	errors  map[StorageOp]int
+	changed chan struct{} // closed at the next error (waitAbove)
 }
 
 func (o *storageObserver) StorageError(op StorageOp) {
@@ -132,6 +133,37 @@ func (o *storageObserver) StorageError(op StorageOp) {
 		o.errors = map[StorageOp]int{}
 	}
 	o.errors[op]++
+	if o.changed != nil {
+		close(o.changed)
+		o.changed = nil
+	}
+}
+
+// waitAbove waits until more than n storage errors were reported, for at
+// most timeout; it reports whether they were.
+func (o *storageObserver) waitAbove(n int, timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		o.mu.Lock()
+		total := 0
+		for _, c := range o.errors {
+			total += c
+		}
+		if o.changed == nil {
+			o.changed = make(chan struct{})
+		}
+		ch := o.changed
+		o.mu.Unlock()
+		if total > n {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return false
+		}
+	}
 }
 
 func (o *storageObserver) total() int {
@@ -282,9 +314,13 @@ func TestDiskFullSuspendedDestinationBacksOff(t *testing.T) {
 		t.Fatalf("the scheduler never went to sleep: %d failed postpones in 3s without the clock moving",
 			r.logs.matching("postponing mail for a suspended destination failed"))
 	}
+	// Each queue write that works meanwhile (an outcome that fits in pages
+	// bbolt freed earlier, so even on a full disk) ends the back-off, and
+	// the scheduler may try once more: a few tries, never the hundreds of
+	// the hot loop.
 	failed := r.logs.matching("postponing mail for a suspended destination failed")
-	if failed > 2 {
-		t.Fatalf("%d failed postpones before the scheduler slept, want at most 2", failed)
+	if failed > 4 {
+		t.Fatalf("%d failed postpones before the scheduler slept, want at most 4", failed)
 	}
 	if r.obs.total() == 0 {
 		t.Fatal("storage errors were not reported to the observer (metrics)")
@@ -297,11 +333,17 @@ func TestDiskFullSuspendedDestinationBacksOff(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		before := r.obs.total()
 		r.clk.Set(at)
+		// The pass at the end of the back-off tries again and fails; only
+		// then is the timer it sleeps on the one to look at (another
+		// timer after at may be pending already).
+		if !r.obs.waitAbove(before, 5*time.Second) {
+			t.Fatalf("round %d: no write tried at the end of the back-off", i)
+		}
 		next, ok := r.clk.WaitTimer(at, 5*time.Second)
 		if !ok {
 			t.Fatalf("round %d: the scheduler never went to sleep again", i)
 		}
-		if n := r.obs.total() - before; n < 1 || n > 3 {
+		if n := r.obs.total() - before; n > 3 {
 			t.Fatalf("round %d: %d storage errors in one back-off period, want 1 to 3", i, n)
 		}
 		if d := next.Sub(at); d < time.Second {
