@@ -203,6 +203,10 @@ func New(o Options) (*Engine, error) {
 		e.reportsDue = ids
 	}
 	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress})
+	// An operator's retry or flush is known to the engine from inside the
+	// write that makes the mail due, so parking never undoes it
+	// (forceSet.has).
+	o.Store.SetForceHook(e.Force)
 	return e, nil
 }
 

@@ -218,7 +218,8 @@ func (e *Engine) fill(ctx context.Context) {
 }
 
 // postpone writes waiting mail for suspended destinations forward to the
-// end of their suspension, one transaction per destination. It reports
+// end of their suspension, one transaction per destination, except mail an
+// operator forced since this pass took the forced set (forceSet.has). It reports
 // false when a write failed (or was not tried while backing off after an
 // earlier one): that mail is then left due on disk, out of memory, and a
 // scan after the back-off finds it again.
@@ -234,7 +235,7 @@ func (e *Engine) postpone(batch postponements, now time.Time) bool {
 			ok = false
 			continue
 		}
-		if err := e.store.Postpone(jobs, d.until); err != nil {
+		if err := e.store.Postpone(jobs, d.until, e.forced.has); err != nil {
 			e.log.Error("postponing mail for a suspended destination failed", "destination", name, "err", err)
 			e.cursor.reset()
 			e.storageFailed(StoragePostpone, now)

@@ -235,6 +235,19 @@ type forceSet struct {
 	all bool
 }
 
+// has reports whether id was forced and the scheduler has not taken it
+// yet. An operator's retry or flush adds to the set from inside the write
+// that makes the mail due (queue.Store.SetForceHook). A pass that loaded
+// the mail before that, unforced, may be about to park it for a suspended
+// or rate-limited destination: Postpone asks has inside its own write, and
+// if that write comes after the operator's (the only order in which it
+// would undo it), the mail is left due and the next pass sends it forced.
+func (f *forceSet) has(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.all || f.ids[id]
+}
+
 func (f *forceSet) add(ids []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -405,7 +418,7 @@ func (e *Engine) parkOverflow(d *dest, w shaping.Wait) {
 			e.unbusy(j.id)
 		}
 		until := w.Until.Add(time.Duration(rateKeep+i) * interval)
-		if err := e.store.Postpone(batch, until); err != nil {
+		if err := e.store.Postpone(batch, until, e.forced.has); err != nil {
 			e.log.Error("postponing mail for a rate-limited destination failed", "destination", d.name, "err", err)
 			e.cursor.reset()
 			continue

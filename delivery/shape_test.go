@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -383,8 +384,8 @@ func TestFlushForcesASuspendedScope(t *testing.T) {
 	}
 	ids := r.queueMessages(5, func(i int) string { return fmt.Sprintf("u%d@limited.test", i) })
 	// Wait until the scheduler has parked them on disk until the
-	// suspension ends: a flush while it is still parking them would be
-	// overwritten (a timer it set before is no sign of that).
+	// suspension ends, so that the flush has parked mail to bring back (a
+	// timer it set before is no sign of that).
 	r.waitScheduler(5*time.Second, func() bool {
 		for _, id := range ids {
 			env, err := r.store.Get(id)
@@ -402,6 +403,72 @@ func TestFlushForcesASuspendedScope(t *testing.T) {
 	start := time.Now()
 	srv.WaitFor(t, 5*time.Second, func() bool { return srv.Connections() > conns })
 	t.Logf("flush during the suspension reached the next hop %v later", time.Since(start).Round(time.Millisecond))
+}
+
+// TestFlushWhileParkingIsNotUndone: a pass loaded mail for a suspended
+// destination and is about to park it when an operator flushes. Before,
+// the park was written after the flush and overwrote it: the mail waited
+// for the suspension to end although the operator had asked for it now.
+// Now the flush is known to the engine from inside its own write, so the
+// park leaves forced mail due, for the next pass to send. The pass is
+// played by hand here (the engine is not running) to fix the order.
+func TestFlushWhileParkingIsNotUndone(t *testing.T) {
+	clk := clock.NewFake(t0)
+	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e, err := New(Options{
+		Store: st, Clock: clk,
+		Router:  NewRouter(RouteConfig{Routes: map[string]string{"*": smtptest.DownAddr(t)}}),
+		Courier: &smtpclient.Dialer{Hostname: "relay.test", TLS: "none"},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queueOne := func() string {
+		d := st.NewDraft()
+		io.WriteString(d, "Subject: x\r\n\r\nx\r\n")
+		if err := d.Commit(queue.Envelope{From: "a@example.org", Recipients: []queue.Recipient{{Address: "a@down.example"}}}); err != nil {
+			t.Fatal(err)
+		}
+		return d.ID()
+	}
+	until := clk.Now().Add(time.Hour)
+	e.dests["down.example"] = &dest{name: "down.example", until: until}
+	parked := func(id string) bool {
+		env, err := st.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env.Recipients[0].NextAttempt.Equal(until)
+	}
+	park := func(id string) {
+		batch := postponements{}
+		batch.add("down.example", id, []string{"a@down.example"})
+		if !e.postpone(batch, clk.Now()) {
+			t.Fatal("postpone failed")
+		}
+	}
+
+	before := queueOne()
+	park(before)
+	if !parked(before) {
+		t.Fatal("mail for a suspended destination was not parked")
+	}
+	after := queueOne() // loaded by the pass, unforced
+	if _, err := st.Flush(clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	park(after)
+	if parked(after) || parked(before) {
+		t.Fatalf("parked after the operator's flush: %v (the one parked before the flush: %v)", parked(after), parked(before))
+	}
+	if ids, all := e.forced.take(); !all {
+		t.Fatalf("the next pass would not force the flushed mail (ids %v)", ids)
+	}
 }
 
 // waitScheduler waits until cond holds, looking again each time the

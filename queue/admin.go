@@ -113,11 +113,33 @@ func domainOf(addr string) string {
 
 // Retry makes every non-final recipient of id due at now. Attempts are left
 // alone, so the retry policy still gives up at MaxAttempts. A held message
-// stays held.
+// stays held. The force hook hears of it (SetForceHook).
 func (s *Store) Retry(id string, now time.Time) error {
-	return s.modify("retry", id, func(env *Envelope) {
+	return s.submit(func(w *writeTx) error {
+		old, err := w.load(id)
+		if err != nil {
+			return fmt.Errorf("queue: retry: %w", err)
+		}
+		env := cloneEnvelope(old)
 		dueNow(env, now)
+		w.force(id)
+		return w.put(old, env)
 	})
+}
+
+// SetForceHook has f told, from inside the write, of every operator's
+// retry that makes mail due at once (Retry and Bulk's retry: with their
+// IDs; Flush: with none, meaning all), so possibly twice, or for a write
+// that then fails. f must be quick and must not call the Store. The
+// scheduler uses it so that it never parks mail an operator forced while
+// it was deciding to (see Postpone).
+func (s *Store) SetForceHook(f func(ids ...string)) { s.forced.Store(&f) }
+
+// force tells the force hook, if any, that ids (none: all) were forced.
+func (w *writeTx) force(ids ...string) {
+	if f := w.s.forced.Load(); f != nil {
+		(*f)(ids...)
+	}
 }
 
 // Hold takes id out of the schedule: it is never attempted while held.
@@ -152,6 +174,7 @@ func (s *Store) Delete(id string) error {
 // recipients this includes queued ones whose claimed attempt never
 // finished (a crash): both are waiting, and the operator asked for all.
 // It is one transaction over the whole schedule: other commits wait for it.
+// The force hook hears of it, for all messages (SetForceHook).
 func (s *Store) Flush(now time.Time) (int, error) {
 	var touched int
 	err := s.submit(func(w *writeTx) error {
@@ -167,6 +190,7 @@ func (s *Store) Flush(now time.Time) (int, error) {
 				}
 			}
 		}
+		w.force()
 		for _, id := range ids {
 			old, err := w.load(id)
 			if err != nil {

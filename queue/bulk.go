@@ -84,7 +84,8 @@ func (s *Store) Select(f Filter, ids []string) ([]string, error) {
 // Bulk applies a to every message Select(f, ids) returns, in one
 // transaction, and returns their IDs: all of them change, or none (an
 // unknown ID fails the whole call). Retry and release make waiting
-// recipients due at now; delete sends no DSN.
+// recipients due at now (retry tells the force hook: SetForceHook); delete
+// sends no DSN.
 func (s *Store) Bulk(a BulkAction, f Filter, ids []string, now time.Time) ([]string, error) {
 	if !a.Valid() {
 		return nil, fmt.Errorf("queue: bulk: unknown action %q", a)
@@ -103,6 +104,9 @@ func (s *Store) Bulk(a BulkAction, f Filter, ids []string, now time.Time) ([]str
 			if err := bulkOne(w, a, id, now); err != nil {
 				return err
 			}
+		}
+		if a == BulkRetry && len(done) > 0 {
+			w.force(done...)
 		}
 		return nil
 	})

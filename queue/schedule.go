@@ -181,10 +181,16 @@ func cloneEnvelope(env *Envelope) *Envelope {
 // when their destination is suspended (it answered 421 or cannot be
 // reached): the mail waits on disk with the destination instead of in
 // memory, and the next scan does not see it again until then.
-// Unknown IDs are skipped (they may have been deleted meanwhile).
-func (s *Store) Postpone(jobs map[string][]string, until time.Time) error {
+// Unknown IDs are skipped (they may have been deleted meanwhile), and so
+// are those forced reports true for, asked inside the write: an operator
+// forced them since the caller decided to park them (SetForceHook), and
+// their retry must not be undone. forced may be nil.
+func (s *Store) Postpone(jobs map[string][]string, until time.Time, forced func(id string) bool) error {
 	return s.submit(func(w *writeTx) error {
 		for id, addrs := range jobs {
+			if forced != nil && forced(id) {
+				continue
+			}
 			old, err := w.load(id)
 			if errors.Is(err, ErrNotFound) {
 				continue

@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -254,7 +255,7 @@ func TestPostponeMovesOnlyNamedRecipientsWithoutCountingAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	until := clk().Add(time.Minute)
-	if err := st.Postpone(map[string][]string{d.ID(): {"a@one.example"}, "NOSUCHID": {"x@y"}}, until); err != nil {
+	if err := st.Postpone(map[string][]string{d.ID(): {"a@one.example"}, "NOSUCHID": {"x@y"}}, until, nil); err != nil {
 		t.Fatal(err)
 	}
 	e, err := st.Get(d.ID())
@@ -314,7 +315,7 @@ func TestPostponeUndoesAnUnusedAcceptanceClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	until := now.Add(time.Minute)
-	if err := st.Postpone(map[string][]string{d.ID(): {"a@down.example"}}, until); err != nil {
+	if err := st.Postpone(map[string][]string{d.ID(): {"a@down.example"}}, until, nil); err != nil {
 		t.Fatal(err)
 	}
 	e, err := st.Get(d.ID())
@@ -393,5 +394,66 @@ func TestDueSinceAcrossPages(t *testing.T) {
 	at, id, ok, err := s.NextDueSince(time.Time{}, func(id string) bool { return skipped[id] })
 	if err != nil || !ok || id != ids[450] || !at.Equal(start.Add(450*time.Second)) {
 		t.Fatalf("NextDueSince past 450 skipped = %v %s %v %v, want %s at +450s", at, id, ok, err, ids[450])
+	}
+}
+
+// TestForceHookAndPostpone: an operator's retry, bulk retry and flush tell
+// the force hook from inside their writes (with the IDs; a flush with
+// none), holds and releases do not; and Postpone leaves alone a message
+// its forced func names, so a park decided before the operator's retry
+// cannot undo it.
+func TestForceHookAndPostpone(t *testing.T) {
+	c := newClock()
+	st, _ := openTemp(t, testOpts(c))
+	var heard [][]string
+	st.SetForceHook(func(ids ...string) { heard = append(heard, ids) }) // called on the committer goroutine only
+	var msgs []string
+	for i := 0; i < 2; i++ {
+		d := st.NewDraft()
+		d.Write([]byte("x\r\n"))
+		if err := d.Commit(Envelope{From: "a@example.org", Recipients: []Recipient{{Address: "a@down.example"}}}); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, d.ID())
+	}
+	until := c.Now().Add(time.Hour)
+	if err := st.Postpone(map[string][]string{msgs[0]: {"a@down.example"}, msgs[1]: {"a@down.example"}}, until, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Retry(msgs[0], c.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Bulk(BulkHold, Filter{}, msgs[1:], c.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Bulk(BulkRelease, Filter{}, msgs[1:], c.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Bulk(BulkRetry, Filter{}, msgs[1:], c.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Flush(c.Now()); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{msgs[0]}, {msgs[1]}, nil}
+	if fmt.Sprint(heard) != fmt.Sprint(want) {
+		t.Fatalf("force hook heard %v, want %v", heard, want)
+	}
+
+	// Both are due now; a park that names msgs[0] as forced moves only msgs[1].
+	err := st.Postpone(map[string][]string{msgs[0]: {"a@down.example"}, msgs[1]: {"a@down.example"}}, until,
+		func(id string) bool { return id == msgs[0] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range msgs {
+		e, err := st.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parked := e.Recipients[0].NextAttempt.Equal(until)
+		if parked != (i == 1) {
+			t.Errorf("message %d: next attempt %v, parked %v", i, e.Recipients[0].NextAttempt, parked)
+		}
 	}
 }

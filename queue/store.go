@@ -105,6 +105,9 @@ type Store struct {
 	// autoSuppressed, when set, hears of each address a bounce puts on the
 	// list (SetAutoSuppressHook).
 	autoSuppressed atomic.Pointer[func(Suppression)]
+	// forced, when set, hears of each operator's retry or flush
+	// (SetForceHook).
+	forced atomic.Pointer[func(ids ...string)]
 
 	// markedAtOpen are the messages recover found with pending reports
 	// (Marked); set before the committer starts, read-only after.
