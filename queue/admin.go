@@ -115,15 +115,9 @@ func domainOf(addr string) string {
 // alone, so the retry policy still gives up at MaxAttempts. A held message
 // stays held. The force hook hears of it (SetForceHook).
 func (s *Store) Retry(id string, now time.Time) error {
-	return s.submit(func(w *writeTx) error {
-		old, err := w.load(id)
-		if err != nil {
-			return fmt.Errorf("queue: retry: %w", err)
-		}
-		env := cloneEnvelope(old)
+	return s.modify("retry", id, func(w *writeTx, env *Envelope) {
 		dueNow(env, now)
 		w.force(id)
-		return w.put(old, env)
 	})
 }
 
@@ -144,14 +138,14 @@ func (w *writeTx) force(ids ...string) {
 
 // Hold takes id out of the schedule: it is never attempted while held.
 func (s *Store) Hold(id string) error {
-	return s.modify("hold", id, func(env *Envelope) { env.Held = true })
+	return s.modify("hold", id, func(_ *writeTx, env *Envelope) { env.Held = true })
 }
 
 // Release puts a held message back in the schedule, every non-final
 // recipient due at now (its old next attempt may be long past or far off;
 // the operator releasing it wants it tried).
 func (s *Store) Release(id string, now time.Time) error {
-	return s.modify("release", id, func(env *Envelope) {
+	return s.modify("release", id, func(_ *writeTx, env *Envelope) {
 		env.Held = false
 		dueNow(env, now)
 	})
@@ -224,15 +218,16 @@ func dueNow(env *Envelope, now time.Time) bool {
 	return changed
 }
 
-// modify loads id, applies f and stores the result, in one commit.
-func (s *Store) modify(op, id string, f func(env *Envelope)) error {
+// modify loads id, applies f (inside the write: w is there for the hooks)
+// and stores the result, in one commit.
+func (s *Store) modify(op, id string, f func(w *writeTx, env *Envelope)) error {
 	return s.submit(func(w *writeTx) error {
 		old, err := w.load(id)
 		if err != nil {
 			return fmt.Errorf("queue: %s: %w", op, err)
 		}
 		env := cloneEnvelope(old)
-		f(env)
+		f(w, env)
 		return w.put(old, env)
 	})
 }

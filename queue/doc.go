@@ -62,14 +62,15 @@
 //
 // Envelopes written before pending reports have no "report" field on their
 // recipients and are read as owing none; a value other than "failed" or
-// "delayed" fails validation (damage). Files written before checksums hold 0x01 + JSON envelopes, plain small
-// bodies in small_bodies and plain chunks under key 0x00; they are still
-// read, and rewritten envelopes get a checksum. Envelopes of format 0x02
-// (CRC-32C + JSON) are still read, and still written for an envelope with
-// a time outside Unix nanoseconds (before 1678, after 2262). History records written
-// before the binary format (CRC-32C + JSON(Finished)) are still read. A
-// body chunk's CRC covers the message ID and chunk index too, so a chunk
-// under the wrong key fails.
+// "delayed" fails validation (damage). Files written before checksums hold
+// 0x01 + JSON envelopes, plain small bodies in small_bodies and plain
+// chunks under key 0x00; they are still read, and rewritten envelopes get
+// a checksum. Envelopes of format 0x02 (CRC-32C + JSON) are still read,
+// and still written for an envelope with a time outside Unix nanoseconds
+// (before 1678, after 2262). History records written before the binary
+// format (CRC-32C + JSON(Finished)) are still read. A body chunk's CRC
+// covers the message ID and chunk index too, so a chunk under the wrong
+// key fails.
 //
 // # Damage
 //
@@ -101,8 +102,9 @@
 // up to MaxBatchDelay to every commit. Only a busy store waits: after a
 // commit of at least groupSiblings requests the next batch gathers for up
 // to groupWait (150 µs, about a loopback round trip), which lowers the CPU
-// each message costs without slowing clients that wait for their 250. A request that fails is isolated by
-// redoing the batch without it, so write functions must be re-runnable.
+// each message costs without slowing clients that wait for their 250. A
+// request that fails is isolated by redoing the batch without it, so write
+// functions must be re-runnable.
 //
 // # Memory
 //

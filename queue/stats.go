@@ -78,14 +78,9 @@ type stats struct {
 func (s *stats) apply(d counts, oldest time.Time, writes int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.c.messages += d.messages
-	s.c.held += d.held
-	s.c.quarantined += d.quarantined
+	s.c.merge(d)
 	if d.quarantined > 0 {
 		s.quarantinedNew += uint64(d.quarantined)
-	}
-	for i, n := range d.recipients {
-		s.c.recipients[i] += n
 	}
 	s.oldest = oldest
 	s.commits++
