@@ -35,9 +35,10 @@
 //     transaction, and those it defers together get one next attempt (the
 //     backoff's jitter is drawn once for the jobs of a message in flight
 //     together, not per recipient or per destination: group.go), so they
-//     stay together, across destinations too. Recipients found past max_age in one pass form one job,
-//     whatever their destinations, and so one report. A message goes to at
-//     most one hop per attempt: later hops are failover, never copies.
+//     stay together, across destinations too. Recipients found past
+//     max_age in one pass form one job, whatever their destinations, and so
+//     one report. A message goes to at most one hop per attempt: later hops
+//     are failover, never copies.
 //   - 2xx delivered, 5xx bounced, 4xx and connection/DNS/TLS trouble deferred
 //     by the backoff (or the reply's own wait, up to 30 minutes) until
 //     max_attempts or max_age. A 421, or a destination that cannot be reached

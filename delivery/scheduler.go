@@ -219,10 +219,10 @@ func (e *Engine) fill(ctx context.Context) {
 
 // postpone writes waiting mail for suspended destinations forward to the
 // end of their suspension, one transaction per destination, except mail an
-// operator forced since this pass took the forced set (forceSet.has). It reports
-// false when a write failed (or was not tried while backing off after an
-// earlier one): that mail is then left due on disk, out of memory, and a
-// scan after the back-off finds it again.
+// operator forced since this pass took the forced set (forceSet.has). It
+// reports false when a write failed (or was not tried while backing off
+// after an earlier one): that mail is then left due on disk, out of
+// memory, and a scan after the back-off finds it again.
 func (e *Engine) postpone(batch postponements, now time.Time) bool {
 	ok := true
 	for name, jobs := range batch {
