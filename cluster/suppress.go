@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -78,8 +77,6 @@ func (s *Suppressions) Close() error {
 	return nil
 }
 
-func supKey(addr string) string { return strings.ToLower(strings.TrimSpace(addr)) }
-
 // Suppressed implements suppression.Store from the local list.
 func (s *Suppressions) Suppressed(addr string) (suppression.Entry, bool, error) {
 	return s.local.Suppressed(addr)
@@ -111,14 +108,14 @@ func (s *Suppressions) Unsuppress(addr string) (bool, error) {
 	if err != nil {
 		return found, err
 	}
-	s.queue(supKey(addr), supChange{at: s.now()})
+	s.queue(suppression.Key(addr), supChange{at: s.now()})
 	return found, nil
 }
 
 // Auto queues for Redis an entry the local store added itself (a bounce):
 // queue.Store.SetAutoSuppressHook. It never blocks.
 func (s *Suppressions) Auto(e suppression.Entry) {
-	e.Address = supKey(e.Address)
+	e.Address = suppression.Key(e.Address)
 	s.queue(e.Address, supChange{entry: &e})
 }
 
@@ -305,7 +302,7 @@ func (s *Suppressions) copy(merge bool) error {
 	}
 	mine := make(map[string]suppression.Entry, len(list))
 	for _, l := range list {
-		mine[supKey(l.Address)] = l
+		mine[suppression.Key(l.Address)] = l
 	}
 	s.mu.Lock()
 	busy := make(map[string]bool, len(s.pending)) // changes of ours not sent yet win

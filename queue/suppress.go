@@ -29,7 +29,12 @@ type Suppression struct {
 	Source string `json:"source,omitempty"`
 }
 
-func suppressionKey(addr string) []byte { return []byte(strings.ToLower(strings.TrimSpace(addr))) }
+// SuppressionKey is the one form an address has on the suppression list:
+// trimmed and lower-cased. Every copy of the list (a shared one in Redis
+// too) keys its entries this way.
+func SuppressionKey(addr string) string { return strings.ToLower(strings.TrimSpace(addr)) }
+
+func suppressionKey(addr string) []byte { return []byte(SuppressionKey(addr)) }
 
 // SetAutoSuppressHook has f told of every address a bounce puts on the
 // list, from inside the write that stores it (so possibly twice, or for a

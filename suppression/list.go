@@ -22,6 +22,9 @@ type Store interface {
 	Suppressions() ([]Entry, error)
 }
 
+// Key is the form an address is listed under (queue.SuppressionKey).
+func Key(addr string) string { return queue.SuppressionKey(addr) }
+
 // Config is the suppression section of the configuration.
 type Config struct {
 	// Auto adds recipients whose bounce says they do not exist (default on).
