@@ -20,6 +20,12 @@
 //     content or the next command; without it, each command waits for its
 //     reply. Content is sent only after a 354 and only to a transaction with
 //     an accepted recipient.
+//   - A reply out of step (a positive reply of another class than the one
+//     due, such as 250 to DATA) is a protocol error, never a server's
+//     answer: every recipient still open is deferred with 4.5.0 and the
+//     connection is closed. A cached connection on which the server said
+//     anything while idle, or which it closed, is never reused: its next
+//     reply would answer the wrong command.
 //   - A connection is cached for the next message to the same hop only
 //     after a transaction that ended cleanly (at most maxUses transactions,
 //     idleTimeout idle). It keeps the Hold of the attempt that left it

@@ -70,8 +70,15 @@ func (s *session) run(ctx context.Context, env Envelope, body func() (io.ReadClo
 	return s.transact(ctx, env, body, results)
 }
 
-// again makes one attempt on a cached, already open session.
+// again makes one attempt on a cached, already open session. A session
+// whose server spoke while it was idle is closed unused: the attempt is
+// not final, and the caller dials afresh.
 func (s *session) again(ctx context.Context, env Envelope, body func() (io.ReadCloser, error), results []RcptResult) attemptEnd {
+	if s.w == nil || s.w.unsolicited(s.raw) {
+		s.close()
+		s.release()
+		return attemptEnd{}
+	}
 	s.watch(ctx)
 	defer s.finish(ctx)
 	return s.transact(ctx, env, body, results)

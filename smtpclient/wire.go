@@ -136,16 +136,35 @@ func (w *wire) reply() (int, string, error) {
 }
 
 // expect reads a reply and turns one outside class (2 for 2xx, 3 for 3xx)
-// into an error; class 0 takes any reply.
+// into an error; class 0 takes any reply. A refusal (4xx, 5xx) is the
+// server's reply; a positive reply of the wrong class (250 where 354 is
+// due, 354 where 250 is) is not an answer to the command at all but a
+// reply out of step, so it is a protocol error: the conversation can no
+// longer be trusted (RFC 5321 section 4.3.2 lists the replies each command
+// may get), and nothing it says may count as delivered.
 func (w *wire) expect(class int) (int, string, error) {
 	code, text, err := w.reply()
 	if err != nil {
 		return 0, "", err
 	}
 	if class != 0 && code/100 != class {
+		if code < 400 {
+			return code, text, textproto.ProtocolError(fmt.Sprintf(
+				"delivery: reply out of step: %dxx due, server sent %q", class, fmt.Sprintf("%d %s", code, text)))
+		}
 		return code, text, serverReply(code, text)
 	}
 	return code, text, nil
+}
+
+// unsolicited reports whether the server has said something nobody asked
+// for, or has closed the connection, while it sat idle: an extra reply
+// would be read as the answer to the next command, so such a connection
+// is never reused. raw is the TCP connection under any TLS. It does not
+// wait: what has not arrived yet is caught by expect's check of the reply
+// to DATA.
+func (w *wire) unsolicited(raw net.Conn) bool {
+	return w.r.Buffered() > 0 || pending(raw)
 }
 
 // cmd sends one command and reads its reply, which must be in class.
