@@ -173,7 +173,7 @@ func FuzzBulkRequest(f *testing.F) {
 	f.Cleanup(func() { st.Close() })
 	h := NewHandler(Options{Store: st, Logger: quiet})
 	f.Fuzz(func(t *testing.T, body string) {
-		req := httptest.NewRequest(http.MethodPost, "/api/v1/queue/bulk", strings.NewReader(body))
+		req := apiRequest(http.MethodPost, "/api/v1/queue/bulk", strings.NewReader(body))
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		switch rec.Code {

@@ -180,7 +180,8 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 	return nil
 }
 
-// request sends one request with an optional JSON body and returns the
+// request sends one request with an optional JSON body (always labelled
+// application/json on a method other than GET and HEAD) and returns the
 // response when its status is 2xx; any other answer becomes an APIError.
 func (c *Client) request(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
 	base := c.base()
@@ -192,7 +193,9 @@ func (c *Client) request(ctx context.Context, method, path string, body io.Reade
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	if body != nil || !safeMethod(method) {
+		// The API refuses an unsafe request that does not say JSON, body
+		// or not (doc.go, Browsers).
 		req.Header.Set("Content-Type", "application/json")
 	}
 	hc := c.HTTP

@@ -15,8 +15,40 @@
 //     configured, is accepted for GET and HEAD outside /debug/ only: it can
 //     never change the queue.
 //   - Every error is JSON {"error": "..."} with a status code that says what
-//     went wrong: 400 bad request, 401 no or wrong token, 404 unknown message
-//     or endpoint, 405 wrong method, 503 queue closed, 500 anything else.
+//     went wrong: 400 bad request, 401 no or wrong token, 403 a request a
+//     browser sent for another site or for a host name not allowed (below),
+//     404 unknown message or endpoint, 405 wrong method, 415 an unsafe
+//     request that is not application/json, 503 queue closed, 500 anything
+//     else.
+//   - Browsers (browser.go): the API has no browser clients, but the
+//     operator runs a browser on the host it listens on, and by default
+//     there is no token. So, before the token is checked and whether or not
+//     one is configured, every request except /healthz and /readyz (which
+//     change nothing and reveal nothing) must pass the three rules below.
+//   - Host: an IP literal or "localhost" (any port), or a name listed in
+//     Options.AllowedHosts (admin.allowed_hosts), else 403. DNS rebinding
+//     points a name the attacker answers at 127.0.0.1 so that a page of that
+//     name reads the API as its own origin; the Host header still carries
+//     the attacker's name. An IP literal or localhost cannot be rebound, so
+//     their port is not checked (ssh -L tunnels, container port mappings
+//     and kubectl port-forward change it). 403 rather than 421 Misdirected
+//     Request: the client is not to retry on another connection, and 403
+//     is the one answer for "refused for where it came from".
+//   - Origin: when the header is present it must be the API's own origin,
+//     scheme://Host (RFC 6454 section 5), whatever the method; and a method
+//     other than GET, HEAD and OPTIONS that Fetch Metadata marks
+//     Sec-Fetch-Site same-site or cross-site is refused
+//     (net/http.CrossOriginProtection). Both 403.
+//   - Content type: a method other than GET, HEAD and OPTIONS must carry
+//     Content-Type: application/json (parameters allowed), with a body or
+//     without, else 415 (checked after routing, so an unknown path is still
+//     404). A browser sends a cross-origin request without a CORS preflight
+//     only with no content type, text/plain, a form or multipart (Fetch
+//     standard, CORS-safelisted request headers); JSON forces the
+//     preflight, and the API never grants one (no Access-Control-* header;
+//     OPTIONS is 405, or 403 from another origin). This rule does not rely
+//     on headers an older browser may leave out, as the Origin rule does.
+//     The Client labels every unsafe request JSON.
 //   - Retry, release and flush wake the delivery scheduler (Kicker) after
 //     the change is committed, so the attempt happens promptly rather than
 //     at the scheduler's next timer.

@@ -81,7 +81,7 @@ func TestEventsLongPoll(t *testing.T) {
 	}
 	// A consumer that goes away is let go.
 	ctx, cancel := context.WithCancel(context.Background())
-	req := httptest.NewRequest("GET", "/api/v1/events?wait=30s&type=bounced", nil).WithContext(ctx)
+	req := apiRequest("GET", "/api/v1/events?wait=30s&type=bounced", nil).WithContext(ctx)
 	rec := httptest.NewRecorder()
 	done := make(chan struct{})
 	go func() { e.h.ServeHTTP(rec, req); close(done) }()
@@ -98,7 +98,7 @@ func TestSuppressionsAPI(t *testing.T) {
 	l := &suppression.List{Store: e.store, Now: e.clock.Now}
 	e.h = NewHandler(Options{Store: e.store, Now: e.clock.Now, Logger: quiet, Suppressions: l})
 	post := func(body string) (int, []byte) {
-		req := httptest.NewRequest("POST", "/api/v1/suppressions", strings.NewReader(body))
+		req := apiRequest("POST", "/api/v1/suppressions", strings.NewReader(body))
 		rec := httptest.NewRecorder()
 		e.h.ServeHTTP(rec, req)
 		return rec.Code, rec.Body.Bytes()

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
@@ -47,6 +48,10 @@ type Options struct {
 	ReportOrg string
 	// Suppressions backs /api/v1/suppressions; nil answers 503.
 	Suppressions *suppression.List
+	// AllowedHosts are the host names, beyond IP addresses and localhost,
+	// that the API answers in the Host header (admin.allowed_hosts): "name"
+	// for any port, "name:port" for that port only. See doc.go, Browsers.
+	AllowedHosts []string
 }
 
 // handler is the admin API.
@@ -55,6 +60,10 @@ type handler struct {
 	mux       *http.ServeMux
 	token     [sha256.Size]byte
 	readToken [sha256.Size]byte
+	hosts     hostRule
+	// csrf refuses unsafe requests that Fetch metadata marks cross-site or
+	// same-site (browser.go adds the Origin and content-type rules).
+	csrf *http.CrossOriginProtection
 }
 
 // NewHandler builds the admin API described in doc.go.
@@ -65,7 +74,7 @@ func NewHandler(o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	h := &handler{o: o, mux: http.NewServeMux()}
+	h := &handler{o: o, mux: http.NewServeMux(), hosts: newHostRule(o.AllowedHosts), csrf: http.NewCrossOriginProtection()}
 	if o.Token != "" {
 		h.token = sha256.Sum256([]byte(o.Token))
 	}
@@ -102,9 +111,15 @@ func NewHandler(o Options) http.Handler {
 	return h
 }
 
-// ServeHTTP checks the token, then routes. Requests the mux would answer
-// with its own plain-text 404 or 405 get the JSON error form instead.
+// ServeHTTP refuses what a browser sends for another site (browser.go),
+// checks the token, routes, and refuses an unsafe request that is not
+// application/json. Requests the mux would answer with its own plain-text
+// 404 or 405 get the JSON error form instead.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if code, msg := h.browserRefusal(r); code != 0 {
+		writeError(w, code, msg)
+		return
+	}
 	if h.o.Token != "" && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !h.authorized(r) {
 		// RFC 6750 section 3: say which scheme is expected.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="relayq"`)
@@ -122,6 +137,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			code = http.StatusNotFound
 		}
 		writeError(w, code, strings.ToLower(http.StatusText(code))+": "+r.Method+" "+r.URL.Path)
+		return
+	}
+	if !jsonRequest(r) {
+		// RFC 9110 section 12.5.1: Accept in a response names what to send.
+		w.Header().Set("Accept", "application/json")
+		got := "none"
+		if ct := r.Header.Get("Content-Type"); ct != "" {
+			got = fmt.Sprintf("%q", ct)
+		}
+		writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("%s %s needs Content-Type: application/json (got %s)", r.Method, r.URL.Path, got))
 		return
 	}
 	h.mux.ServeHTTP(w, r)

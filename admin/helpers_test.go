@@ -117,14 +117,24 @@ func (e *env) do(method, path string) (int, []byte) {
 // doToken sends a request with the given token ("" for none).
 func (e *env) doToken(method, path, token string) (int, []byte) {
 	e.t.Helper()
-	req := httptest.NewRequest(method, path, nil)
-	req.RemoteAddr = "127.0.0.1:40000"
+	req := apiRequest(method, path, nil)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	rec := httptest.NewRecorder()
 	e.h.ServeHTTP(rec, req)
 	return rec.Code, rec.Body.Bytes()
+}
+
+// apiRequest is a request as the CLI client sends it: to the listener's
+// IP address, labelled application/json when the method is not safe.
+func apiRequest(method, path string, body io.Reader) *http.Request {
+	req := httptest.NewRequest(method, "http://127.0.0.1:8025"+path, body)
+	req.RemoteAddr = "127.0.0.1:40000"
+	if !safeMethod(method) {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req
 }
 
 // decode unmarshals a JSON answer into v or fails.

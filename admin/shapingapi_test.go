@@ -58,7 +58,7 @@ func TestBulkRetryForces(t *testing.T) {
 	b := e.enqueue("b@example.net")
 	e.attempt(a, e.deferred("a@example.net"))
 	e.attempt(b, e.deferred("b@example.net"))
-	req := httptest.NewRequest(http.MethodPost, "/api/v1/queue/bulk", strings.NewReader(`{"action":"retry","ids":["`+a+`","`+b+`"]}`))
+	req := apiRequest(http.MethodPost, "/api/v1/queue/bulk", strings.NewReader(`{"action":"retry","ids":["`+a+`","`+b+`"]}`))
 	rec := httptest.NewRecorder()
 	e.h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {

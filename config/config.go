@@ -101,6 +101,10 @@ type Admin struct {
 	// ReadToken, when set, is a second token that is valid only for GET
 	// requests and /metrics (for monitoring); Token must then be set too.
 	ReadToken string
+	// AllowedHosts are host names ("name" for any port, "name:port") the
+	// API answers in the Host header besides IP addresses and localhost;
+	// any other name is refused (DNS rebinding, see package admin).
+	AllowedHosts []string
 }
 
 // Retry is the backoff schedule for transient delivery failures: the n-th
@@ -214,7 +218,7 @@ func Default() *Config {
 			AddMissingHeaders:   true,
 		},
 		Queue: Queue{Path: "./relayq-data/queue.db"},
-		Admin: Admin{Listen: "127.0.0.1:8025"},
+		Admin: Admin{Listen: "127.0.0.1:8025", AllowedHosts: []string{}},
 		Retry: Retry{
 			InitialDelay: 2 * time.Second,
 			Multiplier:   2,

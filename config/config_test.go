@@ -94,7 +94,7 @@ func TestLoadFullFile(t *testing.T) {
 			AuthLockout:         15 * time.Minute,
 		},
 		Queue: Queue{Path: "/var/lib/relayq/queue.db"},
-		Admin: Admin{Listen: "127.0.0.1:9025", Token: "s3cret-token"},
+		Admin: Admin{Listen: "127.0.0.1:9025", Token: "s3cret-token", AllowedHosts: []string{"relay1.example.net", "relayq-a:9025"}},
 		Retry: Retry{
 			InitialDelay: 30 * time.Second,
 			Multiplier:   1.5,
@@ -327,6 +327,21 @@ func TestLoadRejectsBadConfig(t *testing.T) {
 			name: "read token equal to token",
 			env:  map[string]string{"RELAYQ_ADMIN_TOKEN": "t", "RELAYQ_ADMIN_READ_TOKEN": "t"},
 			want: `environment RELAYQ_ADMIN_READ_TOKEN: is the same as admin.token: give monitoring a token of its own`,
+		},
+		{
+			name: "allowed host that is an IP address",
+			file: "admin:\n  allowed_hosts: [relay.example.net, \"10.0.0.5:8025\"]\n",
+			want: `config $FILE: admin.allowed_hosts[1]: "10.0.0.5:8025" is not a host name or host:port (e.g. relay.example.net or relay.example.net:8025): IP addresses are always allowed; list host names only`,
+		},
+		{
+			name: "allowed host with a bad port",
+			env:  map[string]string{"RELAYQ_ADMIN_ALLOWED_HOSTS": "relay.example.net:http"},
+			want: `environment RELAYQ_ADMIN_ALLOWED_HOSTS: "relay.example.net:http" is not a host name or host:port (e.g. relay.example.net or relay.example.net:8025): port "http" is not a number from 1 to 65535`,
+		},
+		{
+			name: "allowed host wildcard",
+			file: "admin:\n  allowed_hosts: [\"*\"]\n",
+			want: `config $FILE: admin.allowed_hosts[0]: "*" is not a host name or host:port (e.g. relay.example.net or relay.example.net:8025): bad host name "*"`,
 		},
 		{
 			name: "unknown section",

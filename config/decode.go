@@ -40,9 +40,10 @@ func (l *loader) decode() *Config {
 		},
 		Queue: Queue{Path: l.str("queue.path")},
 		Admin: Admin{
-			Listen:    l.str("admin.listen"),
-			Token:     l.str("admin.token"),
-			ReadToken: l.str("admin.read_token"),
+			Listen:       l.str("admin.listen"),
+			Token:        l.str("admin.token"),
+			ReadToken:    l.str("admin.read_token"),
+			AllowedHosts: l.strList("admin.allowed_hosts"),
 		},
 		Retry: Retry{
 			InitialDelay: l.duration("retry.initial_delay"),

@@ -35,6 +35,9 @@ func (l *loader) validate(c *Config) {
 	case a.ReadToken != "" && a.ReadToken == a.Token:
 		l.failf("admin.read_token", "is the same as admin.token: give monitoring a token of its own")
 	}
+	for i, h := range c.Admin.AllowedHosts {
+		l.allowedHost("admin.allowed_hosts", fmt.Sprintf("[%d]", i), h)
+	}
 	l.validateRetry(&c.Retry)
 	l.validateDelivery(&c.Delivery)
 	l.validateShaping(c)
@@ -227,6 +230,27 @@ func (l *loader) hostPort(leaf, detail, addr string) {
 	}
 	if err != nil {
 		l.failAt(leaf, detail, "%q is not host:port (e.g. mx.example.net:25): %v", addr, err)
+	}
+}
+
+// allowedHost checks an admin.allowed_hosts entry: a host name, or a host
+// name and port. IP addresses and localhost are always allowed, so an IP
+// address is not an entry (nor is "*": it is not a name).
+func (l *loader) allowedHost(leaf, detail, entry string) {
+	host := entry
+	var err error
+	if h, port, splitErr := net.SplitHostPort(entry); splitErr == nil {
+		host, err = h, checkPort(port, 1)
+	}
+	switch {
+	case err != nil:
+	case strings.ContainsAny(host, "[]:") || net.ParseIP(host) != nil:
+		err = errors.New("IP addresses are always allowed; list host names only")
+	case !validHostname(host):
+		err = fmt.Errorf("bad host name %q", host)
+	}
+	if err != nil {
+		l.failAt(leaf, detail, "%q is not a host name or host:port (e.g. relay.example.net or relay.example.net:8025): %v", entry, err)
 	}
 }
 

@@ -46,6 +46,7 @@ func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.
 		Suppressions: sl,
 		Token:        c.Token,
 		ReadToken:    c.ReadToken,
+		AllowedHosts: c.AllowedHosts,
 		Ready:        admin.StoreReady(st),
 		Logger:       log,
 	}

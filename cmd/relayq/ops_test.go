@@ -35,7 +35,7 @@ func TestStartAdminServesAPIAndMetrics(t *testing.T) {
 	}
 	busy.Close()
 
-	srv, err := startAdmin(config.Admin{Listen: addr, Token: "tok"}, st, nil, nil, m, quietLog, nil)
+	srv, err := startAdmin(config.Admin{Listen: addr, Token: "tok", AllowedHosts: []string{"relay.test"}}, st, nil, nil, m, quietLog, nil)
 	if err != nil {
 		t.Fatalf("startAdmin: %v", err)
 	}
@@ -45,9 +45,10 @@ func TestStartAdminServesAPIAndMetrics(t *testing.T) {
 		srv.Shutdown(ctx)
 	}()
 	hc := &http.Client{Timeout: 5 * time.Second}
-	get := func(path, token string) (int, string) {
+	getHost := func(host, path, token string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		req.Host = host
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -58,6 +59,10 @@ func TestStartAdminServesAPIAndMetrics(t *testing.T) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
+	}
+	get := func(path, token string) (int, string) {
+		t.Helper()
+		return getHost(addr, path, token)
 	}
 	if code, _ := get("/healthz", ""); code != 200 {
 		t.Errorf("/healthz: %d", code)
@@ -73,5 +78,14 @@ func TestStartAdminServesAPIAndMetrics(t *testing.T) {
 		if code != 200 || !strings.Contains(body, s) {
 			t.Errorf("/metrics (%d) lacks %q", code, s)
 		}
+	}
+	// admin.allowed_hosts reaches the handler: a listed name is answered,
+	// another name is refused (DNS rebinding).
+	_, port, _ := net.SplitHostPort(addr)
+	if code, body := getHost("relay.test:"+port, "/api/v1/queue", "tok"); code != 200 {
+		t.Errorf("Host listed in allowed_hosts: %d %s", code, body)
+	}
+	if code, body := getHost("other.test:"+port, "/api/v1/queue", "tok"); code != 403 {
+		t.Errorf("Host not listed: %d %s", code, body)
 	}
 }
