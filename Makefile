@@ -9,7 +9,7 @@ FUZZTIME  ?= 5s
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILDDATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
-BI        := github.com/relayq/relayq/buildinfo
+BI        := github.com/relayq/relayq/internal/buildinfo
 LDFLAGS   := -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(BUILDDATE)
 
 .PHONY: image dist install all build run test fmt-check vet test-race fuzz fuzz-short bench bench-go bench-postfix demo clean
@@ -78,7 +78,7 @@ bench: build bench-go
 	./$(BIN)/relaybench --relay-bin $(BIN)/relayq --scenario a --events ok
 
 bench-go:
-	$(GO) test -run='^$$' -bench=. -benchmem ./queue/ ./smtpcodes/ ./dsn/ ./smtptest/ ./smtpclient/ ./crlf/ ./webhook/
+	$(GO) test -run='^$$' -bench=. -benchmem ./queue/ ./smtpcodes/ ./delivery/dsn/ ./smtptest/ ./delivery/smtpclient/ ./internal/crlf/ ./internal/webhook/
 
 # bench-postfix: relayq and Postfix side by side with Postfix's own
 # smtp-source and smtp-sink (installs Debian's postfix; needs root).
@@ -87,7 +87,7 @@ bench-postfix: build
 
 # demo: fakemx greylists one recipient and refuses another; watch relayq retry and bounce.
 demo: build
-	./scripts/demo.sh
+	./docs/demo.sh
 
 # dist: static release binaries and their SHA256SUMS in $(DIST). The same
 # commit and Go version build the same bytes anywhere: -trimpath drops local
@@ -103,15 +103,16 @@ dist:
 	done
 	@cd $(DIST) && sha256sum relayq-* > SHA256SUMS && cat SHA256SUMS
 
-# image: the container image from a local static binary, FROM scratch, so
-# no registry is needed (packaging/container/Containerfile). With Docker:
+# image: the container image (relayq and fakemx) from local static
+# binaries, FROM scratch, so no registry is needed
+# (packaging/container/Containerfile, the one container file). With Docker:
 # make image IMAGE_BUILD="docker build".
 IMAGE       ?= localhost/relayq:$(VERSION)
 IMAGE_BUILD ?= podman build --format docker
 IMAGE_CTX   ?= $(BIN)/image
 image:
 	@rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/state
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid= $(LDFLAGS)" -o $(IMAGE_CTX)/relayq ./cmd/relayq
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid= $(LDFLAGS)" -o $(IMAGE_CTX)/ ./cmd/relayq ./cmd/fakemx
 	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_CTX)/ 2>/dev/null || : > $(IMAGE_CTX)/ca-certificates.crt
 	$(IMAGE_BUILD) -f packaging/container/Containerfile -t $(IMAGE) $(IMAGE_CTX)
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/delivery/shaping"
 )
 
 // The password comes from the file; a wrong one is an outage, not a crash.

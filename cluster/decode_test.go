@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/delivery/shaping"
 )
 
 // Entries read back from Redis are whatever another node (or anyone with

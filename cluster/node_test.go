@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/smtpcodes"
 )
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/delivery/shaping"
 )
 
 // takes counts the tokens n gets asking every 5 ms for 1 s from t0.

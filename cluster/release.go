@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/delivery/shaping"
 )
 
 // Release implements shaping.State. The node's own count drops at once

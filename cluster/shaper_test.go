@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/clock"
-	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/internal/clock"
 )
 
 // changes records a Shaper's Observer calls.

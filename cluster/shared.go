@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/delivery/shaping"
 )
 
 // The calls that read and write the suspensions in Redis, and keep this

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/relayq/relayq/suppression"
+	"github.com/relayq/relayq/internal/suppression"
 )
 
 // Suppressions is the suppression list shared by the nodes through Redis:

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/suppression"
 )
 
 // sharedList is one node's suppression list: its own queue file, shared

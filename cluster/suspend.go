@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/delivery/shaping"
 )
 
 // entry is a suspension or throttle as stored in Redis: ID tells two

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/delivery/shaping"
 )
 
 // The token cache: a Take that must ask Redis reserves a small batch of a

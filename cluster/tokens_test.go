@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/delivery/shaping"
 )
 
 // How many tokens a Take reserves in Redis, by what happened to the

@@ -5,7 +5,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/delivery/shaping"
 )
 
 // Config is the whole relayq configuration after defaults, file and

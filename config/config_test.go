@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/delivery/shaping"
 )
 
 const (

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relayq/relayq/dkim"
+	"github.com/relayq/relayq/internal/dkim"
 )
 
 // DKIM configures the signing of outgoing mail.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relayq/relayq/dkim"
+	"github.com/relayq/relayq/internal/dkim"
 )
 
 func writeDKIMKey(t *testing.T, dir, name string) string {

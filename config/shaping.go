@@ -8,7 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/delivery/shaping"
 )
 
 // The keys of one entry of shaping.providers, shaping.domains and

@@ -6,8 +6,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
 )
 

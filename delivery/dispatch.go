@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/shaping"
-	"github.com/relayq/relayq/smtpclient"
 )
 
 // job is one attempt to come: the due recipients of one message that share

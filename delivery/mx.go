@@ -11,7 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/relayq/relayq/smtpclient"
+	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
 )
 

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/relayq/relayq/dsn"
+	"github.com/relayq/relayq/delivery/dsn"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpcodes"
 )

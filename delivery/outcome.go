@@ -4,9 +4,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relayq/relayq/logbuf"
+	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/internal/logbuf"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/smtpclient"
 )
 
 // Pause stops the engine from starting attempts (and from scanning the

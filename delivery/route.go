@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/net/idna"
 
-	"github.com/relayq/relayq/smtpclient"
+	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relayq/relayq/clock"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 )
 

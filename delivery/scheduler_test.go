@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/clock"
-	"github.com/relayq/relayq/smtpclient"
+	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/smtpcodes"
 )
 

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/shaping"
-	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
 )
 

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/clock"
+	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/shaping"
-	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/smtptest"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/dkim"
-	"github.com/relayq/relayq/dkim/dkimtest"
+	"github.com/relayq/relayq/internal/dkim"
+	"github.com/relayq/relayq/internal/dkim/dkimtest"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"
 )

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/smtpclient"
 )
 
 // TLSPolicy attaches a verified-TLS policy (DANE, MTA-STS) to the MX hops

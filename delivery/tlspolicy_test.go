@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/smtpclient"
 )
 
 // tlsCourier delivers through next and says the connection was secured

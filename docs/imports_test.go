@@ -164,7 +164,7 @@ func TestSMTPClientImportsNeitherQueueNorEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list over the module")
 	}
-	p, ok := listPackages(t)["smtpclient"]
+	p, ok := listPackages(t)["delivery/smtpclient"]
 	if !ok {
 		t.Fatal("no smtpclient package")
 	}

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/relayq/relayq/admin"
+	"github.com/relayq/relayq/internal/admin"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -64,7 +64,7 @@ func adminState(t *testing.T, c *admin.Client) (ids []string, state string) {
 	return ids, strings.Join(lines, "\n")
 }
 
-// TestAdminRefusesCrossSiteRequests is item 9's regression test, against
+// TestAdminRefusesCrossSiteRequests: the cross-site and foreign-Host requests, against
 // the built binary in its default admin configuration: what a web page can
 // make the operator's browser send (a text/plain or body-less POST, a
 // DELETE with another site's Origin), and a read for a rebound DNS name,

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/dkim/dkimtest"
+	"github.com/relayq/relayq/internal/dkim/dkimtest"
 	"github.com/relayq/relayq/smtptest"
 )
 

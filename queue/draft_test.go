@@ -9,7 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/relayq/relayq/clock"
+	"github.com/relayq/relayq/internal/clock"
 )
 
 // bodyChunks counts the chunks stored for id (0 when it has no body bucket).

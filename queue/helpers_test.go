@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/clock"
+	"github.com/relayq/relayq/internal/clock"
 )
 
 // newClock is the fake clock the queue tests start from; its Now is

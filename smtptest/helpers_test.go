@@ -8,7 +8,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"github.com/relayq/relayq/clock"
+	"github.com/relayq/relayq/internal/clock"
 )
 
 // newFakeClock is a clock tests move by hand; WithClock takes its Now.

@@ -15,7 +15,7 @@ import (
 	"github.com/emersion/go-smtp"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/relayq/relayq/logbuf"
+	"github.com/relayq/relayq/internal/logbuf"
 	"github.com/relayq/relayq/queue"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/relayq/relayq/crlf"
+	"github.com/relayq/relayq/internal/crlf"
 )
 
 var (

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/suppression"
 )
 
 // TestSuppressedRecipientRefusedAtRcpt: a suppressed address gets 550 5.1.1

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/relayq/relayq/dkim"
-	"github.com/relayq/relayq/dkim/dkimtest"
+	"github.com/relayq/relayq/internal/dkim"
+	"github.com/relayq/relayq/internal/dkim/dkimtest"
 )
 
 // withSigner configures a DKIM Ed25519 key for example.org and returns the

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/relayq/relayq/config"
-	"github.com/relayq/relayq/dkim"
+	"github.com/relayq/relayq/internal/dkim"
 )
 
 // The configuration relaybench writes loads in relayq, with the DKIM key

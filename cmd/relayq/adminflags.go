@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/relayq/relayq/admin"
+	"github.com/relayq/relayq/internal/admin"
 )
 
 // adminFlags are --admin and --token, which every command that talks to a

@@ -18,9 +18,9 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/relayq/relayq/config"
-	"github.com/relayq/relayq/httpsubmit"
-	"github.com/relayq/relayq/sendmail"
+	"github.com/relayq/relayq/internal/sendmail"
 	"github.com/relayq/relayq/submission"
+	"github.com/relayq/relayq/submission/httpsubmit"
 )
 
 // appCommand runs the commands this file adds; ok is false for any other.

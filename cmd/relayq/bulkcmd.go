@@ -16,7 +16,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/relayq/relayq/admin"
+	"github.com/relayq/relayq/internal/admin"
 )
 
 // incidentFlags are every flag `relayq queue` knows.

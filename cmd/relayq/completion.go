@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relayq/relayq/admin"
+	"github.com/relayq/relayq/internal/admin"
 )
 
 // completionWords lists the words the scripts complete.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
-	"github.com/relayq/relayq/dkim"
+	"github.com/relayq/relayq/internal/dkim"
 	"github.com/relayq/relayq/submission"
 )
 

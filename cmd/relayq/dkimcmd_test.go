@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relayq/relayq/dkim/dkimtest"
+	"github.com/relayq/relayq/internal/dkim/dkimtest"
 )
 
 // keygen runs `relayq dkim keygen` and returns the record it printed.

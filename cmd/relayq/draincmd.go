@@ -17,10 +17,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/relayq/relayq/admin"
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
-	"github.com/relayq/relayq/drain"
+	"github.com/relayq/relayq/internal/admin"
+	"github.com/relayq/relayq/internal/drain"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
 )

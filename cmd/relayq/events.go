@@ -11,11 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/relayq/relayq/clock"
 	"github.com/relayq/relayq/config"
+	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/suppression"
+	"github.com/relayq/relayq/internal/webhook"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/suppression"
-	"github.com/relayq/relayq/webhook"
 )
 
 func suppressionConfig(c config.Suppression) suppression.Config {

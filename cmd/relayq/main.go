@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/relayq/relayq/buildinfo"
+	"github.com/relayq/relayq/internal/buildinfo"
 )
 
 func usage() {

@@ -10,14 +10,14 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/relayq/relayq/admin"
-	"github.com/relayq/relayq/buildinfo"
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
-	relaymetrics "github.com/relayq/relayq/metrics"
+	"github.com/relayq/relayq/internal/admin"
+	"github.com/relayq/relayq/internal/buildinfo"
+	relaymetrics "github.com/relayq/relayq/internal/metrics"
+	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
-	"github.com/relayq/relayq/suppression"
 )
 
 // metrics is the process's metrics registry and observers.

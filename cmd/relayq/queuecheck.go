@@ -13,8 +13,8 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/relayq/relayq/admin"
 	"github.com/relayq/relayq/config"
+	"github.com/relayq/relayq/internal/admin"
 	"github.com/relayq/relayq/queue"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/admin"
+	"github.com/relayq/relayq/internal/admin"
 	"github.com/relayq/relayq/queue"
 )
 

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relayq/relayq/admin"
+	"github.com/relayq/relayq/internal/admin"
 )
 
 const queueUsage = `usage: relayq queue <command> [flags]

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/admin"
-	"github.com/relayq/relayq/clock"
+	"github.com/relayq/relayq/internal/admin"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 )
 

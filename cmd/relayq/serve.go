@@ -14,16 +14,16 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
-	"github.com/relayq/relayq/buildinfo"
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
-	"github.com/relayq/relayq/dkim"
-	"github.com/relayq/relayq/logbuf"
+	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/internal/buildinfo"
+	"github.com/relayq/relayq/internal/dkim"
+	"github.com/relayq/relayq/internal/logbuf"
+	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/shaping"
-	"github.com/relayq/relayq/smtpclient"
 	"github.com/relayq/relayq/submission"
-	"github.com/relayq/relayq/suppression"
 )
 
 // logOut batches log lines to standard error (see logbuf); serve flushes

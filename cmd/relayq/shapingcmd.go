@@ -12,13 +12,13 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/relayq/relayq/admin"
 	"github.com/relayq/relayq/cluster"
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/internal/admin"
+	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/shaping"
-	"github.com/relayq/relayq/suppression"
 )
 
 // shapingState builds the limiter state for cfg: a shaping.Memory when

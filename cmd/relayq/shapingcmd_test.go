@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayq/relayq/admin"
 	"github.com/relayq/relayq/config"
-	"github.com/relayq/relayq/shaping"
+	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/internal/admin"
 	"github.com/relayq/relayq/smtpcodes"
 )
 

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relayq/relayq/admin"
-	"github.com/relayq/relayq/suppression"
+	"github.com/relayq/relayq/internal/admin"
+	"github.com/relayq/relayq/internal/suppression"
 )
 
 func suppressionsCmd(args []string, out io.Writer) error {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relayq/relayq/admin"
+	"github.com/relayq/relayq/internal/admin"
+	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/suppression"
 )
 
 func TestSuppressionsCommands(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/delivery/tlspolicy"
 	"github.com/relayq/relayq/queue"
-	"github.com/relayq/relayq/tlspolicy"
 )
 
 // verifiedTLS is the TLS policy of MX delivery (DANE, MTA-STS), made once

@@ -1,0 +1,221 @@
+package admin
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"time"
+
+	"github.com/relayq/relayq/internal/suppression"
+	"github.com/relayq/relayq/queue"
+)
+
+// Kicker wakes the delivery scheduler; *delivery.Engine implements it.
+type Kicker interface{ Kick() }
+
+// Options configure the admin handler.
+type Options struct {
+	// Store is the queue the API inspects and steers. Required for the
+	// /api/v1 endpoints; without it they answer 503.
+	Store *queue.Store
+	// Kicker is woken after retry, release and flush; nil for none. When
+	// it is also a Forcer, retry and flush go through Force.
+	Kicker Kicker
+	// Shaping serves GET /api/v1/shaping and resume; nil answers 503.
+	Shaping Shaping
+	// Token, when not empty, is required as a bearer token on every request
+	// except /healthz and /readyz.
+	Token string
+	// ReadToken, when not empty, is also accepted, but only for GET and HEAD
+	// requests outside /debug/ (so for listing, showing and /metrics).
+	ReadToken string
+	// Metrics serves GET /metrics; nil leaves the endpoint out (404).
+	Metrics http.Handler
+	// Drainer serves /api/v1/queue/drain (drainapi.go); nil answers 503.
+	Drainer Drainer
+	// Ready backs /readyz: nil error means ready. nil means always ready.
+	Ready func() error
+	// Now is the clock for "due now"; default time.Now.
+	Now func() time.Time
+	// Logger records every change an operator makes; default slog.Default().
+	Logger *slog.Logger
+	// ReportOrg names relayq's operator in TLS-RPT reports (the hostname).
+	ReportOrg string
+	// Suppressions backs /api/v1/suppressions; nil answers 503.
+	Suppressions *suppression.List
+	// AllowedHosts are the host names, beyond IP addresses and localhost,
+	// that the API answers in the Host header (admin.allowed_hosts): "name"
+	// for any port, "name:port" for that port only. See doc.go, Browsers.
+	AllowedHosts []string
+}
+
+// handler is the admin API.
+type handler struct {
+	o         Options
+	mux       *http.ServeMux
+	token     [sha256.Size]byte
+	readToken [sha256.Size]byte
+	hosts     hostRule
+	// csrf refuses unsafe requests that Fetch metadata marks cross-site or
+	// same-site (browser.go adds the Origin and content-type rules).
+	csrf *http.CrossOriginProtection
+}
+
+// NewHandler builds the admin API described in doc.go.
+func NewHandler(o Options) http.Handler {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	h := &handler{o: o, mux: http.NewServeMux(), hosts: newHostRule(o.AllowedHosts), csrf: http.NewCrossOriginProtection()}
+	if o.Token != "" {
+		h.token = sha256.Sum256([]byte(o.Token))
+	}
+	if o.ReadToken != "" {
+		h.readToken = sha256.Sum256([]byte(o.ReadToken))
+	}
+	h.mux.HandleFunc("GET /healthz", h.healthz)
+	h.mux.HandleFunc("GET /readyz", h.readyz)
+	if o.Metrics != nil {
+		h.mux.Handle("GET /metrics", o.Metrics)
+	}
+	h.mux.HandleFunc("GET /api/v1/queue", h.list)
+	h.mux.HandleFunc("POST /api/v1/queue/flush", h.flush)
+	h.mux.HandleFunc("GET /api/v1/queue/{id}", h.show)
+	h.mux.HandleFunc("DELETE /api/v1/queue/{id}", h.remove)
+	h.mux.HandleFunc("POST /api/v1/queue/{id}/retry", h.retry)
+	h.mux.HandleFunc("POST /api/v1/queue/{id}/hold", h.hold)
+	h.mux.HandleFunc("POST /api/v1/queue/{id}/release", h.release)
+	h.mux.HandleFunc("GET /api/v1/quarantine", h.quarantine)
+	h.mux.HandleFunc("GET /api/v1/tls-report", h.tlsReport)
+	h.incidentRoutes()
+	h.mux.HandleFunc("DELETE /api/v1/quarantine/{id}", h.unquarantine)
+	h.shapingRoutes()
+	h.drainRoutes()
+	h.mux.HandleFunc("GET /api/v1/events", h.events)
+	h.historyRoutes()
+	// Go's profiler, for "why is it slow" questions in production; behind
+	// the same token as everything else.
+	h.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	h.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	h.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	h.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	h.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	return h
+}
+
+// ServeHTTP refuses what a browser sends for another site (browser.go),
+// checks the token, routes, and refuses an unsafe request that is not
+// application/json. Requests the mux would answer with its own plain-text
+// 404 or 405 get the JSON error form instead.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if code, msg := h.browserRefusal(r); code != 0 {
+		writeError(w, code, msg)
+		return
+	}
+	if h.o.Token != "" && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !h.authorized(r) {
+		// RFC 6750 section 3: say which scheme is expected.
+		w.Header().Set("WWW-Authenticate", `Bearer realm="relayq"`)
+		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		return
+	}
+	if next, pattern := h.mux.Handler(r); pattern == "" {
+		rec := &statusRecorder{header: make(http.Header)}
+		next.ServeHTTP(rec, r)
+		if allow := rec.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		code := rec.code
+		if code == 0 || code < 400 {
+			code = http.StatusNotFound
+		}
+		writeError(w, code, strings.ToLower(http.StatusText(code))+": "+r.Method+" "+r.URL.Path)
+		return
+	}
+	if !jsonRequest(r) {
+		// RFC 9110 section 12.5.1: Accept in a response names what to send.
+		w.Header().Set("Accept", "application/json")
+		got := "none"
+		if ct := r.Header.Get("Content-Type"); ct != "" {
+			got = fmt.Sprintf("%q", ct)
+		}
+		writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("%s %s needs Content-Type: application/json (got %s)", r.Method, r.URL.Path, got))
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// authorized compares the bearer token in constant time. Both sides are
+// hashed first so that not even the token's length leaks through timing
+// (subtle.ConstantTimeCompare returns early on a length mismatch).
+func (h *handler) authorized(r *http.Request) bool {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	// RFC 6750 section 2.1 / RFC 7235 section 2.1: the scheme is case-insensitive.
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	if subtle.ConstantTimeCompare(got[:], h.token[:]) == 1 {
+		return true
+	}
+	readOnly := (r.Method == http.MethodGet || r.Method == http.MethodHead) && !strings.HasPrefix(r.URL.Path, "/debug/")
+	return h.o.ReadToken != "" && readOnly && subtle.ConstantTimeCompare(got[:], h.readToken[:]) == 1
+}
+
+// healthz says the process is up; it needs no token and touches nothing.
+func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz says whether the relay can take work (the queue is open).
+func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
+	if h.o.Ready != nil {
+		if err := h.o.Ready(); err != nil {
+			writeError(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// writeJSON sends v with status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // the client went away; nothing to do
+}
+
+// writeError sends {"error": msg} with status code.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, errorBody{Error: msg})
+}
+
+// statusRecorder captures the status and headers of the mux's own 404/405
+// answer and discards its plain-text body.
+type statusRecorder struct {
+	header http.Header
+	code   int
+}
+
+func (s *statusRecorder) Header() http.Header { return s.header }
+func (s *statusRecorder) Write(p []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return len(p), nil
+}
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+}

@@ -1,0 +1,67 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/queue"
+)
+
+// tlsMetrics count how MX deliveries were secured (issue 14).
+type tlsMetrics struct {
+	byPolicy *prometheus.CounterVec // policy, result
+	failures *prometheus.CounterVec // policy, reason, enforced
+}
+
+// tlsPolicies and tlsFailures bound the label values; anything else is "other".
+var (
+	tlsPolicies = []smtpclient.TLSPolicy{smtpclient.PolicyDANE, smtpclient.PolicyMTASTS, smtpclient.PolicyOpportunistic, smtpclient.PolicyNone}
+	tlsFailures = []smtpclient.Failure{smtpclient.FailStartTLSNotSupported, smtpclient.FailCertHostMismatch, smtpclient.FailCertExpired,
+		smtpclient.FailCertNotTrusted, smtpclient.FailValidation, smtpclient.FailTLSAInvalid, smtpclient.FailDNSSECInvalid, smtpclient.FailMXMismatch}
+)
+
+func newTLSMetrics(reg *prometheus.Registry) tlsMetrics {
+	t := tlsMetrics{
+		byPolicy: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "delivery_tls_total",
+			Help: "Delivery attempts per recipient by the TLS policy that applied (dane, mta-sts, opportunistic, none) and result.",
+		}, []string{"policy", "result"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "delivery_tls_failures_total",
+			Help: "Verified-TLS failures per recipient by policy and RFC 8460 reason; enforced=false counts MTA-STS testing mode, where the message went anyway.",
+		}, []string{"policy", "reason", "enforced"}),
+	}
+	reg.MustRegister(t.byPolicy, t.failures)
+	return t
+}
+
+// SecuredBy implements delivery.TLSObserver.
+func (o deliveryObserver) SecuredBy(info smtpclient.TLSInfo, s queue.Status) {
+	policy := other
+	for _, p := range tlsPolicies {
+		if info.Policy == p {
+			policy = string(p)
+		}
+	}
+	result := string(s)
+	switch s {
+	case queue.StatusDelivered, queue.StatusDeferred, queue.StatusBounced:
+	default:
+		result = other
+	}
+	o.m.tls.byPolicy.WithLabelValues(policy, result).Inc()
+	if info.Failure == "" {
+		return
+	}
+	reason := other
+	for _, f := range tlsFailures {
+		if info.Failure == f {
+			reason = string(f)
+		}
+	}
+	enforced := "true"
+	if info.Testing {
+		enforced = "false"
+	}
+	o.m.tls.failures.WithLabelValues(policy, reason, enforced).Inc()
+}

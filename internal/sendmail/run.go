@@ -1,0 +1,320 @@
+package sendmail
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-message/mail"
+	"github.com/emersion/go-smtp"
+
+	"github.com/relayq/relayq/internal/rawmsg"
+)
+
+// Exit statuses from sysexits.h.
+const (
+	ExOK       = 0
+	ExUsage    = 64 // EX_USAGE: bad command line
+	ExDataErr  = 65 // EX_DATAERR: the message was refused or malformed
+	ExNoUser   = 67 // EX_NOUSER: a recipient was refused
+	ExSoftware = 70 // EX_SOFTWARE: an internal error
+	ExTempFail = 75 // EX_TEMPFAIL: try again later (relay down, 4xx)
+	ExConfig   = 78 // EX_CONFIG: the configuration cannot be read
+)
+
+// DefaultConfig is where the relay's configuration is looked for.
+const DefaultConfig = "/etc/relayq/relayq.yaml"
+
+// RelayConfig is what the command needs from the relay's configuration.
+type RelayConfig struct {
+	// Server is host:port of a submission listener.
+	Server string
+	// Hostname is the relay's name, for added From and Message-ID.
+	Hostname string
+}
+
+// Env is the command's world, replaced in tests.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// LoadConfig reads the relay configuration; "" means the embedded defaults.
+	LoadConfig func(path string) (RelayConfig, error)
+	// QueueList prints the queue for -bp; nil makes -bp unsupported.
+	QueueList func(out io.Writer) error
+	Getenv    func(string) string
+	Now       func() time.Time
+	// Login is the calling user's login name.
+	Login func() string
+}
+
+// maxHeader bounds the header block read into memory.
+const maxHeader = 1 << 20
+
+// Run is the whole command; it returns the exit status.
+func Run(args []string, env Env) int {
+	env.fill()
+	o, err := Parse(args)
+	if err != nil {
+		return fail(env, ExUsage, err)
+	}
+	switch o.Mode {
+	case ModeNoop:
+		return ExOK
+	case ModeQueueList:
+		if env.QueueList == nil {
+			return fail(env, ExUsage, errors.New("-bp is not available"))
+		}
+		if err := env.QueueList(env.Stdout); err != nil {
+			return fail(env, ExTempFail, err)
+		}
+		return ExOK
+	}
+	rc, err := relayConfig(o, env)
+	if err != nil {
+		return fail(env, ExConfig, err)
+	}
+	m, code, err := prepare(o, env, rc)
+	if err != nil {
+		return fail(env, code, err)
+	}
+	cr := credentials{Username: env.Getenv("RELAYQ_SENDMAIL_USERNAME"), Password: env.Getenv("RELAYQ_SENDMAIL_PASSWORD")}
+	id, code, err := submit(rc.Server, rc.Hostname, cr, m)
+	if err != nil {
+		return fail(env, code, err)
+	}
+	if o.Verbose {
+		fmt.Fprintf(env.Stderr, "sendmail: queued as %s by %s\n", id, rc.Server)
+	}
+	return ExOK
+}
+
+func (e *Env) fill() {
+	if e.Stdin == nil {
+		e.Stdin = os.Stdin
+	}
+	if e.Stdout == nil {
+		e.Stdout = os.Stdout
+	}
+	if e.Stderr == nil {
+		e.Stderr = os.Stderr
+	}
+	if e.Getenv == nil {
+		e.Getenv = os.Getenv
+	}
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.Login == nil {
+		e.Login = loginName
+	}
+}
+
+func fail(env Env, code int, err error) int {
+	fmt.Fprintf(env.Stderr, "sendmail: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	return code
+}
+
+func loginName() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	for _, v := range []string{"LOGNAME", "USER"} {
+		if s := os.Getenv(v); s != "" {
+			return s
+		}
+	}
+	return "nobody"
+}
+
+// relayConfig finds the server: --server, then RELAYQ_SENDMAIL_SERVER,
+// then the first submission.listen of the configuration file (-C, else
+// /etc/relayq/relayq.yaml when it exists, else the built-in defaults).
+func relayConfig(o Options, env Env) (RelayConfig, error) {
+	path := o.Config
+	if path == "" {
+		if _, err := os.Stat(DefaultConfig); err == nil {
+			path = DefaultConfig
+		}
+	}
+	var rc RelayConfig
+	if env.LoadConfig != nil {
+		var err error
+		if rc, err = env.LoadConfig(path); err != nil {
+			return rc, err
+		}
+	}
+	if s := env.Getenv("RELAYQ_SENDMAIL_SERVER"); s != "" {
+		rc.Server = s
+	}
+	if o.Server != "" {
+		rc.Server = o.Server
+	}
+	if rc.Server == "" {
+		return rc, errors.New("no relay to submit to: give --server or set submission.listen")
+	}
+	rc.Server = dialable(rc.Server)
+	if rc.Hostname == "" {
+		rc.Hostname, _ = os.Hostname()
+	}
+	if rc.Hostname == "" {
+		rc.Hostname = "localhost"
+	}
+	return rc, nil
+}
+
+// dialable turns a listen address into one to dial: an unspecified host
+// (":2525", "0.0.0.0:25", "[::]:25") means this machine.
+func dialable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// message is what goes to the relay.
+type message struct {
+	from  string
+	rcpts []string
+	body  io.Reader
+}
+
+// prepare reads the header, works out the envelope, removes Bcc and adds
+// a missing From, Date and Message-ID.
+func prepare(o Options, env Env, rc RelayConfig) (message, int, error) {
+	br := bufio.NewReaderSize(env.Stdin, 32<<10)
+	var in io.Reader = br
+	if !o.IgnoreDots {
+		in = &dotStop{r: br, atLineStart: true}
+	}
+	hr := bufio.NewReaderSize(in, 32<<10)
+	h, err := rawmsg.ReadHeader(hr, maxHeader)
+	if err != nil {
+		return message{}, ExDataErr, fmt.Errorf("reading the message: %w", err)
+	}
+	m := message{from: o.From, rcpts: o.Recipients}
+	if o.ExtractRecipients {
+		list, err := h.Addresses("To", "Cc", "Bcc")
+		if err != nil {
+			return message{}, ExDataErr, fmt.Errorf("recipients in the header: %w", err)
+		}
+		m.rcpts = append(m.rcpts, list...)
+	}
+	if len(m.rcpts) == 0 {
+		return message{}, ExUsage, errors.New("no recipients: give them as arguments or use -t")
+	}
+	h.Remove("Bcc")
+	login := env.Login()
+	if m.from == "" {
+		m.from = login + "@" + rc.Hostname
+	}
+	if m.from == "<>" {
+		m.from = ""
+	}
+	headerFrom := m.from
+	if headerFrom == "" {
+		headerFrom = login + "@" + rc.Hostname
+	}
+	fromField := (&mail.Address{Name: o.FullName, Address: headerFrom}).String()
+	if _, err := h.Complete(env.Now(), rc.Hostname, fromField); err != nil {
+		return message{}, ExSoftware, err
+	}
+	m.body = h.Reader(hr)
+	return m, ExOK, nil
+}
+
+// dotStop ends the input at a line holding a single "." (traditional
+// sendmail; -i turns it off).
+type dotStop struct {
+	r           *bufio.Reader
+	pending     []byte
+	atLineStart bool
+	done        bool
+}
+
+func (d *dotStop) Read(p []byte) (int, error) {
+	if len(d.pending) > 0 {
+		n := copy(p, d.pending)
+		d.pending = d.pending[n:]
+		return n, nil
+	}
+	if d.done {
+		return 0, io.EOF
+	}
+	line, err := d.r.ReadSlice('\n')
+	if d.atLineStart && (string(line) == ".\n" || string(line) == ".\r\n" || (err == io.EOF && string(line) == ".")) {
+		d.done = true
+		return 0, io.EOF
+	}
+	d.atLineStart = len(line) > 0 && line[len(line)-1] == '\n'
+	n := copy(p, line)
+	if n < len(line) {
+		d.pending = append(d.pending[:0], line[n:]...)
+	}
+	if errors.Is(err, bufio.ErrBufferFull) || (err == io.EOF && len(d.pending) > 0) {
+		err = nil
+	}
+	if err == io.EOF {
+		d.done = true
+		if n > 0 {
+			err = nil
+		}
+	}
+	return n, err
+}
+
+// submit runs one SMTP transaction; all recipients or none.
+func submit(server, hostname string, cr credentials, m message) (string, int, error) {
+	c, code, err := dialRelay(server, hostname, cr)
+	if err != nil {
+		return "", code, err
+	}
+	defer c.Close()
+	if err := c.Mail(m.from, nil); err != nil {
+		return "", codeFor(err, ExDataErr), fmt.Errorf("relay %s refused sender <%s>: %w", server, m.from, err)
+	}
+	for _, r := range m.rcpts {
+		if err := c.Rcpt(r, nil); err != nil {
+			return "", codeFor(err, ExNoUser), fmt.Errorf("relay %s refused recipient <%s>: %w", server, r, err)
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return "", codeFor(err, ExDataErr), fmt.Errorf("relay %s: DATA: %w", server, err)
+	}
+	if _, err := io.Copy(w, m.body); err != nil {
+		return "", codeFor(err, ExTempFail), fmt.Errorf("sending to relay %s: %w", server, err)
+	}
+	resp, err := w.CloseWithResponse()
+	if err != nil {
+		return "", codeFor(err, ExDataErr), fmt.Errorf("relay %s refused the message: %w", server, err)
+	}
+	_ = c.Quit()
+	id := resp.StatusText
+	if i := strings.LastIndex(id, "queued as "); i >= 0 {
+		id = id[i+len("queued as "):]
+	}
+	return id, ExOK, nil
+}
+
+// codeFor is the exit status for an SMTP error: 4xx and anything that is
+// not a reply (a broken connection) are temporary; a 5xx gives permanent.
+func codeFor(err error, permanent int) int {
+	var se *smtp.SMTPError
+	if errors.As(err, &se) && se.Code >= 500 {
+		return permanent
+	}
+	return ExTempFail
+}

@@ -1,0 +1,91 @@
+package suppression
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/smtpcodes"
+)
+
+func open(t *testing.T, clk *clock.Fake) *queue.Store {
+	t.Helper()
+	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func TestExpiryWithFakeClock(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	l := &List{Store: open(t, clk), Config: Config{Auto: true, Expire: 24 * time.Hour}, Now: clk.Now}
+	if err := l.Store.Suppress(Entry{Address: "bob@x.test", Reply: "550 5.1.1 no such user"}); err != nil {
+		t.Fatal(err)
+	}
+	e, ok, err := l.Check("Bob@X.test", false, false)
+	if !ok || err != nil {
+		t.Fatalf("not refused: %v", err)
+	}
+	if got, want := Refusal("bob@x.test", e), "<bob@x.test>: suppressed since 2026-11-30T12:00:00Z after: 550 5.1.1 no such user"; got != want {
+		t.Errorf("refusal %q, want %q", got, want)
+	}
+	clk.Advance(23 * time.Hour)
+	if _, ok, _ := l.Check("bob@x.test", false, false); !ok {
+		t.Error("expired an hour early")
+	}
+	clk.Advance(time.Hour)
+	if _, ok, _ := l.Check("bob@x.test", false, false); ok {
+		t.Error("still refused after expire")
+	}
+	if es, _ := l.Entries(); len(es) != 0 {
+		t.Errorf("expired entry listed: %v", es)
+	}
+	l.SetConfig(Config{Auto: true})
+	if _, ok, _ := l.Check("bob@x.test", false, false); !ok {
+		t.Error("expire: 0 must keep entries")
+	}
+}
+
+func TestExemptions(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	l := &List{Store: open(t, clk), Config: Config{ExemptAuthenticated: true}, Now: clk.Now}
+	l.Store.Suppress(Entry{Address: "a@x.test"})
+	if _, ok, _ := l.Check("a@x.test", true, false); ok {
+		t.Error("authenticated client not exempt")
+	}
+	if _, ok, _ := l.Check("a@x.test", false, true); !ok {
+		t.Error("trusted network exempt though only authenticated clients are")
+	}
+}
+
+func TestAuto(t *testing.T) {
+	l := &List{Config: Config{Auto: true, Codes: []string{"5.7.1"}}}
+	for _, c := range []struct {
+		reply string
+		want  bool
+	}{
+		{"550 5.1.1 no such user", true},
+		{"550 5.1.2 bad domain", true},
+		{"550 5.7.1 unknown user (policy)", true},
+		{"554 5.7.26 DMARC", false},
+		{"552 5.2.2 mailbox full", false},
+		{"450 4.1.1 try later", false},
+	} {
+		r, err := smtpcodes.ParseReply(c.reply)
+		if err != nil {
+			t.Fatalf("parse %q: %v", c.reply, err)
+		}
+		if got := l.Auto(r); got != c.want {
+			t.Errorf("Auto(%q) = %v, want %v", c.reply, got, c.want)
+		}
+	}
+	l.SetConfig(Config{})
+	r, _ := smtpcodes.ParseReply("550 5.1.1 no such user")
+	if l.Auto(r) {
+		t.Error("suppression.auto false still adds")
+	}
+}
