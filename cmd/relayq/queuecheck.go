@@ -176,7 +176,7 @@ func runCompact(path string, asJSON bool, out io.Writer) error {
 }
 
 // quarantineList prints the quarantine: every page, or one of --limit.
-func quarantineList(ctx context.Context, c *admin.Client, f queueFlags, out io.Writer) error {
+func quarantineList(ctx context.Context, c *admin.Client, f *queueFlags, out io.Writer) error {
 	if f.status != "" || f.domain != "" {
 		return errors.New("queue list: --quarantined takes no --status or --domain")
 	}
