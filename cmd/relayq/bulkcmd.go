@@ -17,15 +17,15 @@ import (
 
 // The help of the `relayq queue` commands that have their own.
 var (
-	listHelp = command{"list", "queue list [--status S] [--domain D] [--from SENDER] [--to RCPT] [--limit N] [--after ID] [--all]",
+	listHelp = helpOnly("list", "queue list [--status S] [--domain D] [--from SENDER] [--to RCPT] [--limit N] [--after ID] [--all]",
 		"Show the queue, or the messages matching every filter given. --all adds the finished messages the relay still remembers (matching --from and --to).",
-		"  relayq queue list --status deferred --domain gmail.com\n  relayq queue list --from app@example.org\n  relayq queue list --to user@example.net --json\n"}
-	showHelp = command{"show", "queue show ID", "Show one message: envelope and every recipient's state.", "  relayq queue show 0123456789ABCDEF0123\n"}
-	catHelp  = command{"cat", "queue cat ID [--headers|--body]", "Print the stored message (as postcat does), or only its header or body.",
-		"  relayq queue cat 0123456789ABCDEF0123 --headers\n"}
-	shapeHelp = command{"shape", "queue shape [--status queued|deferred] [--top N]", "Waiting messages per recipient domain by age (5m 10m 20m 40m 80m 160m and older), busiest first, as qshape does.",
-		"  relayq queue shape\n  relayq queue shape --status deferred --top 20\n"}
-	flushHelp = command{"flush", "queue flush", "Make every waiting recipient of every message not on hold due now.", "  relayq queue flush\n"}
+		"  relayq queue list --status deferred --domain gmail.com\n  relayq queue list --from app@example.org\n  relayq queue list --to user@example.net --json\n")
+	showHelp = helpOnly("show", "queue show ID", "Show one message: envelope and every recipient's state.", "  relayq queue show 0123456789ABCDEF0123\n")
+	catHelp  = helpOnly("cat", "queue cat ID [--headers|--body]", "Print the stored message (as postcat does), or only its header or body.",
+		"  relayq queue cat 0123456789ABCDEF0123 --headers\n")
+	shapeHelp = helpOnly("shape", "queue shape [--status queued|deferred] [--top N]", "Waiting messages per recipient domain by age (5m 10m 20m 40m 80m 160m and older), busiest first, as qshape does.",
+		"  relayq queue shape\n  relayq queue shape --status deferred --top 20\n")
+	flushHelp = helpOnly("flush", "queue flush", "Make every waiting recipient of every message not on hold due now.", "  relayq queue flush\n")
 )
 
 // bulkAbout is the help of retry, hold, release and delete.
@@ -39,9 +39,10 @@ func bulkHelp(name string) *command {
 		"release": {"Release", "Released messages are due now."},
 		"delete":  {"Delete", "Deleted messages are gone for good; no bounce is sent."},
 	}[name]
-	return &command{name, "queue " + name + " ID... | --from S --to R --domain D --status S --older D [--all] [--dry-run] [--yes]",
+	h := helpOnly(name, "queue "+name+" ID... | --from S --to R --domain D --status S --older D [--all] [--dry-run] [--yes]",
 		fmt.Sprintf(bulkAbout, e[0], e[1]),
-		"  relayq queue " + name + " 0123456789ABCDEF0123 0123456789ABCDEF0456\n  relayq queue " + name + " --from flood@app.example --older 1h          # count only\n  relayq queue " + name + " --from flood@app.example --older 1h --yes    # act\n"}
+		"  relayq queue "+name+" 0123456789ABCDEF0123 0123456789ABCDEF0456\n  relayq queue "+name+" --from flood@app.example --older 1h          # count only\n  relayq queue "+name+" --from flood@app.example --older 1h --yes    # act\n")
+	return &h
 }
 
 // queueBulk runs retry/hold/release/delete on several IDs or a filter.

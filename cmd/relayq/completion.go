@@ -17,8 +17,10 @@ import (
 
 // completionWords lists the words the scripts complete.
 func completionWords() (top, queue, queueFlags []string) {
-	for _, c := range commands {
-		top = append(top, c.name)
+	for _, c := range commands() {
+		if c.synopsis != "" {
+			top = append(top, c.name)
+		}
 	}
 	for name, c := range queueTable() {
 		if c.help != nil { // the documented ones; not the offline tools

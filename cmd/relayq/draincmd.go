@@ -26,11 +26,11 @@ import (
 )
 
 // drainHelp is the help of `relayq queue drain`.
-var drainHelp = command{"drain", "queue drain --to HOST:PORT [--auth USER:PASS | --auth-file FILE] [--detach] | --status | --stop",
-	"Hand every queued message to another relayq over SMTP, deleting each here only after the peer's 250, to retire or replace this host. " +
-		"While the drain runs and after it, this relay takes no mail (421 4.3.2) and delivers nothing itself; --stop (or a restart) puts it back in service. " +
+var drainHelp = helpOnly("drain", "queue drain --to HOST:PORT [--auth USER:PASS | --auth-file FILE] [--detach] | --status | --stop",
+	"Hand every queued message to another relayq over SMTP, deleting each here only after the peer's 250, to retire or replace this host. "+
+		"While the drain runs and after it, this relay takes no mail (421 4.3.2) and delivers nothing itself; --stop (or a restart) puts it back in service. "+
 		"Prints progress until the drain ends (--detach: return at once; --status: show it). Credentials (also RELAYQ_DRAIN_AUTH) go only over verified STARTTLS.",
-	"  relayq queue drain --to 10.0.0.12:25\n  RELAYQ_DRAIN_AUTH=relay:secret relayq queue drain --to mx2.example.org:587\n  relayq queue drain --status\n  relayq queue drain --stop\n"}
+	"  relayq queue drain --to 10.0.0.12:25\n  RELAYQ_DRAIN_AUTH=relay:secret relayq queue drain --to mx2.example.org:587\n  relayq queue drain --status\n  relayq queue drain --stop\n")
 
 // drainFlags are the flags of `relayq queue drain`.
 type drainFlags struct {
