@@ -1,6 +1,3 @@
-// Command relayq is the relay: `relayq serve` runs it, `relayq check-config`
-// validates a config file, `relayq queue ...` steers a running relay through
-// its admin API, `relayq version` says which build this is.
 package main
 
 import (

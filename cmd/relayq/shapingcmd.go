@@ -1,8 +1,8 @@
 package main
 
-// Traffic shaping in the daemon (issue 13): the Shaper is built here from
+// Traffic shaping in the daemon: the Shaper is built here from
 // the shaping: section with the limiter state (shapingState: in process,
-// or shared by several nodes through Redis, issue 19), and served to
+// or shared by several nodes through Redis), and served to
 // operators through the admin API and `relayq queue suspensions|resume`.
 
 import (
