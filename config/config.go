@@ -98,8 +98,9 @@ type Admin struct {
 	Listen string
 	// Token is the required bearer token, or "" for none.
 	Token string
-	// ReadToken, when set, is a second token that is valid only for GET
-	// requests and /metrics (for monitoring); Token must then be set too.
+	// ReadToken, when set, is a second token (for monitoring) valid only
+	// for /metrics and listing the queue's envelopes, never for bodies,
+	// events or history; Token must then be set too.
 	ReadToken string
 	// AllowedHosts are host names ("name" for any port, "name:port") the
 	// API answers in the Host header besides IP addresses and localhost;

@@ -11,7 +11,8 @@ import (
 // command-line tools read them. A name here is never reported as misspelt.
 // Add a client variable here when a subcommand starts reading one.
 var clientEnv = map[string]bool{
-	"RELAYQ_ADMIN_URL": true, // relayq queue/healthcheck: where the admin API is
+	"RELAYQ_ADMIN_URL":  true, // relayq queue/healthcheck: where the admin API is
+	"RELAYQ_DRAIN_AUTH": true, // relayq queue drain: USER:PASS for the peer
 	// relayq sendmail (package sendmail): where to submit, and AUTH.
 	"RELAYQ_SENDMAIL_SERVER":   true,
 	"RELAYQ_SENDMAIL_USERNAME": true,

@@ -15,3 +15,14 @@ func TestClientVariablesAreNotMisspellings(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// `relayq queue drain` reads the peer's credentials from RELAYQ_DRAIN_AUTH;
+// an operator who exports it for the drain must still be able to run serve,
+// check-config and sendmail in the same shell.
+func TestDrainAuthIsAClientVariable(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("RELAYQ_DRAIN_AUTH", "relay:secret")
+	if _, err := Load(""); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -366,9 +366,15 @@ func (a Acceptor) checkSecret(ip netip.Addr, who, hash string, known bool, secre
 		s.auth.finish(ip, true)
 		return nil
 	}
-	h := dummyHash
+	var h []byte
 	if known {
 		h = []byte(hash)
+	} else if dh, err := dummyHash(); err != nil {
+		// Only a broken random source gets here; the unknown user is
+		// refused all the same, below.
+		s.log.Error("auth: cannot build the hash compared for unknown users", "err", err)
+	} else {
+		h = dh
 	}
 	if err := bcrypt.CompareHashAndPassword(h, []byte(secret)); err != nil || !known {
 		n, delay := s.auth.finish(ip, false)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-sasl"
@@ -12,8 +13,18 @@ import (
 
 // dummyHash is compared against when the username is unknown, so that a
 // wrong username costs the same time as a wrong password and does not reveal
-// which accounts exist.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("relayq-no-such-user"), bcrypt.DefaultCost)
+// which accounts exist. It is built at the first unknown username, not at
+// init: every relayq command links this package, and bcrypt at its cost
+// takes about 100 ms.
+var dummyHash = sync.OnceValues(makeDummyHash)
+
+// dummyHashes counts the bcrypt computations of dummyHash.
+var dummyHashes atomic.Int32
+
+func makeDummyHash() ([]byte, error) {
+	dummyHashes.Add(1)
+	return bcrypt.GenerateFromPassword([]byte("relayq-no-such-user"), bcrypt.DefaultCost)
+}
 
 func (s *session) checkPassword(username, password string) error {
 	if err := s.srv.Acceptor().Login(s.ip, username, password); err != nil {

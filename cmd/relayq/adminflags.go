@@ -19,8 +19,20 @@ type adminFlags struct {
 // else admin.DefaultURL. --token has no default: client reads
 // RELAYQ_ADMIN_TOKEN when it is empty, so --help never prints the token.
 func (a *adminFlags) define(fs *flag.FlagSet) {
-	fs.StringVar(&a.admin, "admin", envOr("RELAYQ_ADMIN_URL", admin.DefaultURL), "admin API URL (env RELAYQ_ADMIN_URL)")
+	a.defineAdmin(fs)
+	a.defineToken(fs)
+}
+
+func (a *adminFlags) defineAdmin(fs *flag.FlagSet) { defineAdminURL(fs, &a.admin) }
+
+func (a *adminFlags) defineToken(fs *flag.FlagSet) {
 	fs.StringVar(&a.token, "token", "", "admin API bearer token (env RELAYQ_ADMIN_TOKEN)")
+}
+
+// defineAdminURL is --admin, for every command that talks to the admin
+// API (healthcheck too, which needs no token).
+func defineAdminURL(fs *flag.FlagSet, v *string) {
+	fs.StringVar(v, "admin", envOr("RELAYQ_ADMIN_URL", admin.DefaultURL), "admin API URL (env RELAYQ_ADMIN_URL)")
 }
 
 // client is an admin API client for the flags, each request bounded by

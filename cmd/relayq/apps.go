@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 
 	"golang.org/x/crypto/bcrypt"
@@ -23,23 +22,14 @@ import (
 	"github.com/relayq/relayq/submission/httpsubmit"
 )
 
-// appCommand runs the commands this file adds; ok is false for any other.
-// When the binary is called as sendmail (a symlink), every argument is
-// sendmail's.
-func appCommand(args []string) (code int, ok bool) {
-	switch {
-	case isSendmailName(args[0]):
-		return sendmail.Run(args[1:], sendmailEnv()), true
-	case len(args) > 1 && args[1] == "sendmail":
-		return sendmail.Run(args[2:], sendmailEnv()), true
-	case len(args) > 1 && args[1] == "apikey":
-		if err := apikeyCmd(args[2:], os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "relayq:", err)
-			return 1, true
-		}
-		return 0, true
+// sendmailCmd is `relayq sendmail`; sendmail.Run prints its own errors.
+// When the binary is called as sendmail (a symlink), main runs it with
+// every argument.
+func sendmailCmd(args []string, _ io.Writer) error {
+	if code := sendmail.Run(args, sendmailEnv()); code != 0 {
+		return exitStatus(code)
 	}
-	return 0, false
+	return nil
 }
 
 func isSendmailName(argv0 string) bool {

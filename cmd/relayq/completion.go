@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,17 +17,20 @@ import (
 
 // completionWords lists the words the scripts complete.
 func completionWords() (top, queue, queueFlags []string) {
-	for _, c := range commands {
-		top = append(top, c.name)
+	for _, c := range commands() {
+		if c.synopsis != "" {
+			top = append(top, c.name)
+		}
 	}
-	for name := range queueCommands {
-		queue = append(queue, name)
+	for name, c := range queueTable() {
+		if c.help != nil { // the documented ones; not the offline tools
+			queue = append(queue, name)
+		}
 	}
 	sort.Strings(queue)
-	var f incidentFlags
-	fs := flag.NewFlagSet("", flag.ContinueOnError)
-	f.register(fs)
-	fs.VisitAll(func(fl *flag.Flag) { queueFlags = append(queueFlags, "--"+fl.Name) })
+	for _, n := range allQueueFlags() {
+		queueFlags = append(queueFlags, "--"+string(n))
+	}
 	return top, queue, queueFlags
 }
 
@@ -108,7 +110,8 @@ func completionCmd(args []string, out io.Writer) error {
 // healthcheck asks /readyz of a running relay: nil means ready.
 func healthcheck(args []string, out io.Writer) error {
 	fs := newFlagSet("healthcheck", out)
-	url := fs.String("admin", envOr("RELAYQ_ADMIN_URL", admin.DefaultURL), "admin API URL (env RELAYQ_ADMIN_URL)")
+	var url string
+	defineAdminURL(fs, &url)
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -116,7 +119,7 @@ func healthcheck(args []string, out io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("healthcheck: unexpected argument %q", fs.Arg(0))
 	}
-	c := &admin.Client{BaseURL: *url, HTTP: &http.Client{Timeout: *timeout}}
+	c := &admin.Client{BaseURL: url, HTTP: &http.Client{Timeout: *timeout}}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	if err := c.Ready(ctx); err != nil {

@@ -18,7 +18,8 @@ import (
 // ignored silently, so that `relayq serve relayq.yaml` ran the defaults.
 func configFlag(name string, args []string, out io.Writer, more func(*flag.FlagSet)) (string, error) {
 	fs := newFlagSet(name, out)
-	path := fs.String("config", "", "YAML config file (default: embedded defaults)")
+	var path string
+	defineConfigFile(fs, &path)
 	if more != nil {
 		more(fs)
 	}
@@ -28,7 +29,12 @@ func configFlag(name string, args []string, out io.Writer, more func(*flag.FlagS
 	if fs.NArg() > 0 {
 		return "", fmt.Errorf("%s: unexpected argument %q: give the config file with --config %s", name, fs.Arg(0), fs.Arg(0))
 	}
-	return *path, nil
+	return path, nil
+}
+
+// defineConfigFile is --config, for every command that reads relayq.yaml.
+func defineConfigFile(fs *flag.FlagSet, v *string) {
+	fs.StringVar(v, "config", "", "YAML config file (default: embedded defaults)")
 }
 
 func checkConfig(args []string, out io.Writer) error {

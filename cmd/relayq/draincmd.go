@@ -25,13 +25,12 @@ import (
 	"github.com/relayq/relayq/submission"
 )
 
-func init() {
-	queueCommands["drain"] = command{"drain", "queue drain --to HOST:PORT [--auth USER:PASS | --auth-file FILE] [--detach] | --status | --stop",
-		"Hand every queued message to another relayq over SMTP, deleting each here only after the peer's 250, to retire or replace this host. " +
-			"While the drain runs and after it, this relay takes no mail (421 4.3.2) and delivers nothing itself; --stop (or a restart) puts it back in service. " +
-			"Prints progress until the drain ends (--detach: return at once; --status: show it). Credentials (also RELAYQ_DRAIN_AUTH) go only over verified STARTTLS.",
-		"  relayq queue drain --to 10.0.0.12:25\n  RELAYQ_DRAIN_AUTH=relay:secret relayq queue drain --to mx2.example.org:587\n  relayq queue drain --status\n  relayq queue drain --stop\n"}
-}
+// drainHelp is the help of `relayq queue drain`.
+var drainHelp = helpOnly("drain", "queue drain --to HOST:PORT [--auth USER:PASS | --auth-file FILE] [--detach] | --status | --stop",
+	"Hand every queued message to another relayq over SMTP, deleting each here only after the peer's 250, to retire or replace this host. "+
+		"While the drain runs and after it, this relay takes no mail (421 4.3.2) and delivers nothing itself; --stop (or a restart) puts it back in service. "+
+		"Prints progress until the drain ends (--detach: return at once; --status: show it). Credentials (also RELAYQ_DRAIN_AUTH) go only over verified STARTTLS.",
+	"  relayq queue drain --to 10.0.0.12:25\n  RELAYQ_DRAIN_AUTH=relay:secret relayq queue drain --to mx2.example.org:587\n  relayq queue drain --status\n  relayq queue drain --stop\n")
 
 // drainFlags are the flags of `relayq queue drain`.
 type drainFlags struct {
@@ -49,7 +48,7 @@ func drainCmd(args []string, out io.Writer) (handled bool, err error) {
 	var f drainFlags
 	fs := flag.NewFlagSet("relayq queue drain", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.Usage = func() { writeHelp(out, queueCommands["drain"], fs) }
+	fs.Usage = func() { writeHelp(out, drainHelp, fs) }
 	f.define(fs)
 	fs.StringVar(&f.to, "to", "", "the peer relayq's SMTP address, HOST:PORT")
 	fs.StringVar(&f.auth, "auth", "", "USER:PASS to authenticate to the peer (env RELAYQ_DRAIN_AUTH)")
@@ -58,7 +57,7 @@ func drainCmd(args []string, out io.Writer) (handled bool, err error) {
 	fs.BoolVar(&f.detach, "detach", false, "start the drain and return; do not print progress")
 	fs.BoolVar(&f.status, "status", false, "show the drain's progress")
 	fs.BoolVar(&f.stop, "stop", false, "stop a drain and put this relay back in service")
-	fs.BoolVar(&f.json, "json", false, "print the API's JSON")
+	defineJSON(fs, &f.json)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return true, nil

@@ -11,41 +11,54 @@ import (
 	"strings"
 )
 
-// command is one subcommand's help.
+// command is one subcommand: its help and what runs it.
 type command struct {
 	name     string
-	synopsis string // one line, after "relayq "
+	synopsis string // one line, after "relayq "; "" keeps it out of help and completion
 	about    string
 	examples string
+	run      func(args []string, out io.Writer) error // nil for a `relayq queue` command's help
 }
 
-// commands lists the top-level subcommands in the order usage shows them.
-var commands = []command{
-	{"serve", "serve [--config FILE]", "Run the relay: SMTP submission, delivery and the admin API. Without --config the embedded defaults run. SIGHUP re-reads the file; SIGTERM shuts down gracefully.",
-		"  relayq serve --config /etc/relayq/relayq.yaml\n  RELAYQ_SUBMISSION_LISTEN=127.0.0.1:2526 relayq serve\n"},
-	{"check-config", "check-config [--config FILE] [--strict]", "Load and validate the configuration, print warnings about dangerous setups (open relay, admin API without token, AUTH without TLS, unwritable queue directory, empty file) and exit. --strict fails on warnings.",
-		"  relayq check-config --config /etc/relayq/relayq.yaml\n  relayq check-config --config relayq.yaml --strict\n"},
-	{"config", "config show [--config FILE] [--changed]", "Print the effective configuration, one key per line, each marked default, file or env; secrets are redacted. --changed leaves out keys at their default (like postconf -n).",
-		"  relayq config show --config /etc/relayq/relayq.yaml\n  relayq config show --changed\n"},
-	{"queue", "queue <command> [flags]", "Inspect and steer a running relay's queue through its admin API (see `relayq queue --help`).",
-		"  relayq queue list --status deferred\n  relayq queue delete --from spammer@app.example --dry-run\n"},
-	{"suppressions", "suppressions list|add ADDR...|remove ADDR...|import FILE|export [flags]", "Show and change a running relay's suppression list (addresses refused at RCPT with 550 5.1.1) through its admin API. export prints CSV address,since,source,reply; import reads the same, or one address per line.",
-		"  relayq suppressions list\n  relayq suppressions add bob@example.net --reason 'asked to unsubscribe'\n  relayq suppressions export > list.csv && relayq suppressions import list.csv\n"},
-	{"healthcheck", "healthcheck [--admin URL]", "Ask a running relay's /readyz; exit 0 when it is ready, 1 otherwise. For container HEALTHCHECKs and scripts.",
-		"  relayq healthcheck --admin http://127.0.0.1:8025\n"},
-	{"sendmail", "sendmail [options] [rcpt...]", "A sendmail-compatible command: reads a message on standard input and submits it to the local relay over SMTP (also runs when the binary is called as sendmail).",
-		"  printf 'To: ops@example.org\\nSubject: hi\\n\\nhello\\n' | relayq sendmail -t\n  relayq sendmail -f app@example.org ops@example.org < message.eml\n"},
-	{"apikey", "apikey new NAME", "Make an HTTP API key and the bcrypt hash to put in submission.api_keys.",
-		"  relayq apikey new billing\n"},
-	{"completion", "completion bash|zsh", "Print a shell completion script.",
-		"  source <(relayq completion bash)\n  relayq completion zsh > \"${fpath[1]}/_relayq\"\n"},
-	{"version", "version", "Print version, commit, build date and Go version.", "  relayq version\n"},
+// commands lists the top-level subcommands in the order usage shows them,
+// then the ones with no help entry of their own.
+func commands() []command {
+	return []command{
+		{"serve", "serve [--config FILE]", "Run the relay: SMTP submission, delivery and the admin API. Without --config the embedded defaults run. SIGHUP re-reads the file; SIGTERM shuts down gracefully.",
+			"  relayq serve --config /etc/relayq/relayq.yaml\n  RELAYQ_SUBMISSION_LISTEN=127.0.0.1:2526 relayq serve\n", func(a []string, _ io.Writer) error { return serve(a) }},
+		{"check-config", "check-config [--config FILE] [--strict]", "Load and validate the configuration, print warnings about dangerous setups (open relay, admin API without token, AUTH without TLS, unwritable queue directory, empty file) and exit. --strict fails on warnings.",
+			"  relayq check-config --config /etc/relayq/relayq.yaml\n  relayq check-config --config relayq.yaml --strict\n", checkConfig},
+		{"config", "config show [--config FILE] [--changed]", "Print the effective configuration, one key per line, each marked default, file or env; secrets are redacted. --changed leaves out keys at their default (like postconf -n).",
+			"  relayq config show --config /etc/relayq/relayq.yaml\n  relayq config show --changed\n", configCmd},
+		{"queue", "queue <command> [flags]", "Inspect and steer a running relay's queue through its admin API (see `relayq queue --help`).",
+			"  relayq queue list --status deferred\n  relayq queue delete --from spammer@app.example --dry-run\n", queueCmd},
+		{"suppressions", "suppressions list|add ADDR...|remove ADDR...|import FILE|export [flags]", "Show and change a running relay's suppression list (addresses refused at RCPT with 550 5.1.1) through its admin API. export prints CSV address,since,source,reply; import reads the same, or one address per line.",
+			"  relayq suppressions list\n  relayq suppressions add bob@example.net --reason 'asked to unsubscribe'\n  relayq suppressions export > list.csv && relayq suppressions import list.csv\n", suppressionsCmd},
+		{"healthcheck", "healthcheck [--admin URL]", "Ask a running relay's /readyz; exit 0 when it is ready, 1 otherwise. For container HEALTHCHECKs and scripts.",
+			"  relayq healthcheck --admin http://127.0.0.1:8025\n", healthcheck},
+		{"sendmail", "sendmail [options] [rcpt...]", "A sendmail-compatible command: reads a message on standard input and submits it to the local relay over SMTP (also runs when the binary is called as sendmail).",
+			"  printf 'To: ops@example.org\\nSubject: hi\\n\\nhello\\n' | relayq sendmail -t\n  relayq sendmail -f app@example.org ops@example.org < message.eml\n", sendmailCmd},
+		{"apikey", "apikey new NAME", "Make an HTTP API key and the bcrypt hash to put in submission.api_keys.",
+			"  relayq apikey new billing\n", apikeyCmd},
+		{"completion", "completion bash|zsh", "Print a shell completion script.",
+			"  source <(relayq completion bash)\n  relayq completion zsh > \"${fpath[1]}/_relayq\"\n", completionCmd},
+		{"version", "version", "Print version, commit, build date and Go version.", "  relayq version\n", versionCmd},
+		{name: "dkim", run: dkimCmd}, // dkim prints its own usage
+		{name: "--version", run: versionCmd}, {name: "-v", run: versionCmd},
+		{name: "help", run: helpCmd}, {name: "-h", run: helpCmd}, {name: "--help", run: helpCmd},
+	}
+}
+
+// helpOnly is the help of a command that the table does not run itself
+// (a `relayq queue` command).
+func helpOnly(name, synopsis, about, examples string) command {
+	return command{name: name, synopsis: synopsis, about: about, examples: examples}
 }
 
 // lookup returns the help of a top-level command.
 func lookup(name string) (command, bool) {
-	for _, c := range commands {
-		if c.name == name {
+	for _, c := range commands() {
+		if c.name == name && c.synopsis != "" {
 			return c, true
 		}
 	}

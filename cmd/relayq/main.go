@@ -1,14 +1,14 @@
-// Command relayq is the relay: `relayq serve` runs it, `relayq check-config`
-// validates a config file, `relayq queue ...` steers a running relay through
-// its admin API, `relayq version` says which build this is.
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
 	"github.com/relayq/relayq/internal/buildinfo"
+	"github.com/relayq/relayq/internal/sendmail"
 )
 
 func usage() {
@@ -38,46 +38,54 @@ relayq COMMAND --help explains a command, with examples.
 }
 
 func main() {
-	if code, ok := appCommand(os.Args); ok {
-		os.Exit(code)
+	if isSendmailName(os.Args[0]) {
+		os.Exit(sendmail.Run(os.Args[1:], sendmailEnv()))
 	}
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
 	}
-	var err error
-	switch os.Args[1] {
-	case "serve":
-		err = serve(os.Args[2:])
-	case "check-config":
-		err = checkConfig(os.Args[2:], os.Stdout)
-	case "config":
-		err = configCmd(os.Args[2:], os.Stdout)
-	case "queue":
-		err = queueCmd(os.Args[2:], os.Stdout)
-	case "dkim":
-		err = dkimCmd(os.Args[2:], os.Stdout)
-	case "suppressions":
-		err = suppressionsCmd(os.Args[2:], os.Stdout)
-	case "healthcheck":
-		err = healthcheck(os.Args[2:], os.Stdout)
-	case "completion":
-		err = completionCmd(os.Args[2:], os.Stdout)
-	case "version", "--version", "-v":
-		fmt.Println(buildinfo.Get())
-	case "help", "-h", "--help":
-		if c, ok := lookup(strings.Join(os.Args[2:], "")); ok {
-			writeHelp(os.Stdout, c, nil)
+	c, ok := command{}, false
+	for _, e := range commands() {
+		if e.name == os.Args[1] {
+			c, ok = e, true
 			break
 		}
-		usage()
-	default:
+	}
+	if !ok {
 		fmt.Fprintf(os.Stderr, "relayq: unknown command %q\n", os.Args[1])
 		usage()
 		os.Exit(2)
 	}
-	if err != nil && !helpAsked(err) {
+	err := c.run(os.Args[2:], os.Stdout)
+	var st exitStatus
+	switch {
+	case errors.As(err, &st):
+		os.Exit(int(st))
+	case err != nil && !helpAsked(err):
 		fmt.Fprintln(os.Stderr, "relayq:", err)
 		os.Exit(exitCode(err))
 	}
+}
+
+// exitStatus is an error that only sets the exit code: the command said
+// what went wrong itself (sendmail).
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// versionCmd is `relayq version`.
+func versionCmd(_ []string, out io.Writer) error {
+	_, err := fmt.Fprintln(out, buildinfo.Get())
+	return err
+}
+
+// helpCmd is `relayq help [COMMAND]`.
+func helpCmd(args []string, out io.Writer) error {
+	if c, ok := lookup(strings.Join(args, "")); ok {
+		writeHelp(out, c, nil)
+		return nil
+	}
+	usage()
+	return nil
 }

@@ -59,10 +59,12 @@ func offlineQueueCmd(args []string, out io.Writer) (handled bool, err error) {
 	fs := flag.NewFlagSet("relayq queue "+cmd, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() { fmt.Fprint(out, offlineUsage); fs.PrintDefaults() }
-	cfgPath := fs.String("config", "", "config file naming queue.path (default: embedded defaults)")
+	var cfgPath string
+	defineConfigFile(fs, &cfgPath)
 	file := fs.String("file", "", "the queue file (instead of --config)")
 	to := fs.String("to", "", "salvage: the new file to write (must not exist)")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
+	var asJSON bool
+	defineJSON(fs, &asJSON)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return true, nil
@@ -74,7 +76,7 @@ func offlineQueueCmd(args []string, out io.Writer) (handled bool, err error) {
 	}
 	path := *file
 	if path == "" {
-		cfg, err := config.Load(*cfgPath)
+		cfg, err := config.Load(cfgPath)
 		if err != nil {
 			return true, err
 		}
@@ -82,14 +84,14 @@ func offlineQueueCmd(args []string, out io.Writer) (handled bool, err error) {
 	}
 	switch cmd {
 	case "check":
-		return true, runCheck(path, *asJSON, out)
+		return true, runCheck(path, asJSON, out)
 	case "salvage":
 		if *to == "" {
 			return true, errors.New("queue salvage: --to NEW.db is required")
 		}
-		return true, runSalvage(path, *to, *asJSON, out)
+		return true, runSalvage(path, *to, asJSON, out)
 	default:
-		return true, runCompact(path, *asJSON, out)
+		return true, runCompact(path, asJSON, out)
 	}
 }
 
@@ -176,7 +178,7 @@ func runCompact(path string, asJSON bool, out io.Writer) error {
 }
 
 // quarantineList prints the quarantine: every page, or one of --limit.
-func quarantineList(ctx context.Context, c *admin.Client, f queueFlags, out io.Writer) error {
+func quarantineList(ctx context.Context, c *admin.Client, f *queueFlags, out io.Writer) error {
 	if f.status != "" || f.domain != "" {
 		return errors.New("queue list: --quarantined takes no --status or --domain")
 	}

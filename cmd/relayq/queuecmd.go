@@ -37,92 +37,155 @@ commands:
 flags:
 `
 
-// queueFlags are the flags of every `relayq queue` command.
-type queueFlags struct {
-	adminFlags
-	status, domain, after string
-	limit                 int
-	json, quarantined     bool
-	all                   bool
-}
-
-// listOnly are the flags that only mean something to `list`.
-var listOnly = []string{"status", "domain", "limit", "after", "quarantined", "all"}
-
 // requestTimeout bounds one command, whatever the relay is doing.
 const requestTimeout = 30 * time.Second
 
+// queueRun performs one command against the admin API and prints its
+// result; args are the positional arguments after the command word.
+type queueRun func(ctx context.Context, c *admin.Client, f *queueFlags, args []string, out io.Writer) error
+
+// queueCommand is one `relayq queue` command.
+type queueCommand struct {
+	help  *command        // its --help; nil: the overview answers
+	flags []queueFlagName // what it takes besides commonFlags
+	run   queueRun
+	// own runs a command whose flags are its own (drain and the offline
+	// commands) instead of run; it gets every argument but the command word.
+	own func(args []string, out io.Writer) error
+}
+
+// queueTable is every `relayq queue` command.
+func queueTable() map[string]queueCommand {
+	filters := []queueFlagName{"status", "domain", "from", "to"}
+	bulk := append(filters, "older", "all", "yes", "dry-run")
+	t := map[string]queueCommand{
+		"list":        {help: &listHelp, flags: append(filters, "limit", "after", "quarantined", "all"), run: noArgs("list", queueList)},
+		"show":        {help: &showHelp, run: queueShow},
+		"retry":       {flags: bulk, run: bulkOrOne("retry")},
+		"hold":        {flags: bulk, run: bulkOrOne("hold")},
+		"release":     {flags: bulk, run: bulkOrOne("release")},
+		"delete":      {flags: append(bulk, "quarantined"), run: bulkOrOne("delete")},
+		"flush":       {help: &flushHelp, run: noArgs("flush", queueFlush)},
+		"suspensions": {run: noArgs("suspensions", queueSuspensions)},
+		"resume":      {run: queueResume},
+		"cat":         {help: &catHelp, flags: []queueFlagName{"headers", "body"}, run: queueCat},
+		"shape":       {help: &shapeHelp, flags: []queueFlagName{"status", "top"}, run: noArgs("shape", queueShape)},
+		"drain": {help: &drainHelp, own: func(args []string, out io.Writer) error {
+			_, err := drainCmd(append([]string{"drain"}, args...), out)
+			return err
+		}},
+	}
+	for _, name := range []string{"retry", "hold", "release", "delete"} {
+		c := t[name]
+		c.help = bulkHelp(name)
+		t[name] = c
+	}
+	for _, name := range []string{"check", "salvage", "compact"} {
+		t[name] = queueCommand{own: func(args []string, out io.Writer) error {
+			_, err := offlineQueueCmd(append([]string{name}, args...), out)
+			return err
+		}}
+	}
+	return t
+}
+
 func queueCmd(args []string, out io.Writer) error {
-	if handled, err := drainCmd(args, out); handled {
-		return err
-	}
-	if handled, err := offlineQueueCmd(args, out); handled {
-		return err
-	}
-	if handled, err := incidentCmd(args, out); handled {
-		return err
-	}
+	table := queueTable()
 	var f queueFlags
 	fs := flag.NewFlagSet("relayq queue", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.Usage = func() { fmt.Fprint(out, queueUsage); fs.PrintDefaults() }
-	f.define(fs)
-	fs.BoolVar(&f.json, "json", false, "print the API's JSON instead of a table")
-	fs.StringVar(&f.status, "status", "", "list: only messages with a recipient queued, deferred, delivered or bounced; or held messages")
-	fs.StringVar(&f.domain, "domain", "", "list: only messages with a recipient at this domain")
-	fs.IntVar(&f.limit, "limit", 0, "list: show at most this many messages (1-1000; default all)")
-	fs.StringVar(&f.after, "after", "", "list: start after this message ID (the cursor a limited list prints)")
-	fs.BoolVar(&f.quarantined, "quarantined", false, "list, delete: the quarantine (damaged messages, never delivered) instead of the queue")
-	fs.BoolVar(&f.all, "all", false, "list: also finished messages kept for events.retention (delivered or bounced; no body)")
-
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
+	fs.Usage = func() { queueOverview(out, fs) }
+	f.define(fs, allQueueFlags())
+	i := commandWord(fs, args)
+	name, rest := "", args
+	if i >= 0 {
+		name, rest = args[i], append(append([]string{}, args[:i]...), args[i+1:]...)
+	}
+	c, known := table[name]
+	if known && c.own != nil {
+		return c.own(rest, out)
+	}
+	if helpRequested(args) {
+		if known && c.help != nil {
+			writeHelp(out, *c.help, nil)
+			return nil
+		}
+		fs.Usage()
 		return nil
 	}
+	pos, err := parseInterleaved(fs, rest)
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 {
+	switch {
+	case i < 0:
 		fs.Usage()
 		return errors.New("queue: missing command")
+	case !known:
+		return fmt.Errorf("queue: unknown command %q (want list, show, retry, hold, release, delete, flush, suspensions or resume)", name)
 	}
-	cmd, rest := pos[0], pos[1:]
-	wantArgs := 0
-	switch cmd {
-	case "show", "retry", "hold", "release", "delete", "resume":
-		wantArgs = 1
-	case "list", "flush", "suspensions":
-	default:
-		return fmt.Errorf("queue: unknown command %q (want list, show, retry, hold, release, delete, flush, suspensions or resume)", cmd)
+	if err := strayFlags(fs, name, c.flags); err != nil {
+		return err
 	}
-	if cmd != "list" {
-		var stray []string
-		fs.Visit(func(fl *flag.Flag) {
-			for _, n := range listOnly {
-				if fl.Name == n && !(n == "quarantined" && cmd == "delete") {
-					stray = append(stray, "--"+n)
-				}
-			}
-		})
-		if len(stray) > 0 {
-			return fmt.Errorf("queue %s: %s only applies to list", cmd, strings.Join(stray, ", "))
-		}
-	}
-	if len(rest) != wantArgs {
-		if cmd == "resume" {
-			return errors.New("queue resume: want exactly one scope, e.g. provider:google or domain:example.net")
-		}
-		if wantArgs == 1 {
-			return fmt.Errorf("queue %s: want exactly one message ID", cmd)
-		}
-		return fmt.Errorf("queue %s: takes no arguments, got %q", cmd, strings.Join(rest, " "))
-	}
-
-	c := f.client(requestTimeout)
+	cl := f.client(requestTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	err = runQueueCmd(ctx, c, cmd, rest, f, out)
-	return explain(err, f.admin)
+	return explain(c.run(ctx, cl, &f, pos, out), f.admin)
+}
+
+// commandWord is the index of the command in args: the first argument that
+// is neither a flag nor the value of one (`--admin URL list`); -1 for none.
+func commandWord(fs *flag.FlagSet, args []string) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if i+1 < len(args) {
+				return i + 1
+			}
+			return -1
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return i
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if fl := fs.Lookup(name); fl != nil && !hasValue && !isBoolFlag(fl) {
+			i++ // its value
+		}
+	}
+	return -1
+}
+
+func isBoolFlag(fl *flag.Flag) bool {
+	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// helpRequested reports whether -h, -help or --help is among args.
+func helpRequested(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "-help" {
+			return true
+		}
+	}
+	return false
+}
+
+// queueOverview is `relayq queue --help`: the commands, then every flag.
+func queueOverview(out io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(out, queueUsage)
+	fs.SetOutput(out)
+	fs.PrintDefaults()
+	fmt.Fprint(out, "\nalso: cat ID, shape, and retry|hold|release|delete with several IDs or by filter.\n`relayq queue COMMAND --help` explains a command, with examples.\n")
+}
+
+// noArgs is run for a command that takes no arguments.
+func noArgs(name string, run func(context.Context, *admin.Client, *queueFlags, io.Writer) error) queueRun {
+	return func(ctx context.Context, c *admin.Client, f *queueFlags, args []string, out io.Writer) error {
+		if len(args) > 0 {
+			return fmt.Errorf("queue %s: takes no arguments, got %q", name, strings.Join(args, " "))
+		}
+		return run(ctx, c, f, out)
+	}
 }
 
 // parseInterleaved parses flags anywhere among the arguments (`show ID
@@ -143,90 +206,91 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// runQueueCmd performs one command and prints its result.
-func runQueueCmd(ctx context.Context, c *admin.Client, cmd string, rest []string, f queueFlags, out io.Writer) error {
-	var (
-		m   *admin.Message
-		err error
-	)
-	switch cmd {
-	case "list":
-		return queueList(ctx, c, f, out, "", "")
-	case "suspensions":
-		return queueSuspensions(ctx, c, f, out)
-	case "resume":
-		return queueResume(ctx, c, rest[0], f, out)
-	case "show":
-		if m, err = c.Show(ctx, rest[0]); err != nil {
-			return err
-		}
-		if f.json {
-			return printJSON(out, m)
-		}
-		return admin.WriteMessage(out, m)
-	case "retry":
-		m, err = c.Retry(ctx, rest[0])
-	case "hold":
-		m, err = c.Hold(ctx, rest[0])
-	case "release":
-		m, err = c.Release(ctx, rest[0])
-	case "delete":
-		del := c.Delete
-		if f.quarantined {
-			del = c.DeleteQuarantined
-		}
-		if err := del(ctx, rest[0]); err != nil {
-			return err
-		}
-		if f.json {
-			return printJSON(out, admin.DeleteResult{Deleted: rest[0]})
-		}
-		_, err := fmt.Fprintf(out, "%s: deleted\n", rest[0])
-		return err
-	case "flush":
-		n, err := c.Flush(ctx)
-		if err != nil {
-			return err
-		}
-		if f.json {
-			return printJSON(out, admin.FlushResult{Flushed: n})
-		}
-		_, err = fmt.Fprintf(out, "flushed %d %s: waiting recipients are due now\n", n, pluralize(n, "message", "messages"))
-		return err
+// queueShow is `queue show ID`.
+func queueShow(ctx context.Context, c *admin.Client, f *queueFlags, args []string, out io.Writer) error {
+	if len(args) != 1 {
+		return errors.New("queue show: want exactly one message ID")
 	}
+	m, err := c.Show(ctx, args[0])
 	if err != nil {
 		return err
 	}
 	if f.json {
 		return printJSON(out, m)
 	}
-	_, err = fmt.Fprintf(out, "%s: %s\n", m.ID, actionDone(cmd, m))
+	return admin.WriteMessage(out, m)
+}
+
+// bulkOrOne is retry, hold, release or delete: of one message by ID, or
+// (several IDs, filters, --all, --yes or --dry-run) in bulk (bulkcmd.go).
+func bulkOrOne(action string) queueRun {
+	return func(ctx context.Context, c *admin.Client, f *queueFlags, ids []string, out io.Writer) error {
+		filtered := f.status != "" || f.domain != "" || f.from != "" || f.to != "" || f.older != ""
+		if filtered || f.all || f.yes || f.dryRun || len(ids) != 1 {
+			return queueBulk(ctx, c, action, ids, f, filtered, out)
+		}
+		if action == "delete" {
+			return queueDelete(ctx, c, f, ids[0], out)
+		}
+		return queueOne(ctx, c, action, ids[0], f, out)
+	}
+}
+
+// queueOne is retry, hold or release of one message.
+func queueOne(ctx context.Context, c *admin.Client, action, id string, f *queueFlags, out io.Writer) error {
+	do := map[string]func(context.Context, string) (*admin.Message, error){
+		"retry": c.Retry, "hold": c.Hold, "release": c.Release,
+	}[action]
+	m, err := do(ctx, id)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(out, m)
+	}
+	_, err = fmt.Fprintf(out, "%s: %s\n", m.ID, actionDone(action, m))
 	return err
 }
 
-// actionDone says what retry, hold or release did, in the message's new state.
-func actionDone(cmd string, m *admin.Message) string {
-	switch cmd {
-	case "hold":
-		return "held (no attempts until released)"
-	case "release":
-		return "released, waiting recipients due now"
+// queueDelete is `queue delete ID`, from the queue or (--quarantined) the
+// quarantine.
+func queueDelete(ctx context.Context, c *admin.Client, f *queueFlags, id string, out io.Writer) error {
+	del := c.Delete
+	if f.quarantined {
+		del = c.DeleteQuarantined
 	}
-	if m.Held {
-		return "waiting recipients due now, but the message is held: release it to send"
+	if err := del(ctx, id); err != nil {
+		return err
 	}
-	return "waiting recipients due now"
+	if f.json {
+		return printJSON(out, admin.DeleteResult{Deleted: id})
+	}
+	_, err := fmt.Fprintf(out, "%s: deleted\n", id)
+	return err
+}
+
+// queueFlush is `queue flush`.
+func queueFlush(ctx context.Context, c *admin.Client, f *queueFlags, out io.Writer) error {
+	n, err := c.Flush(ctx)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(out, admin.FlushResult{Flushed: n})
+	}
+	_, err = fmt.Fprintf(out, "flushed %d %s: waiting recipients are due now\n", n, pluralize(n, "message", "messages"))
+	return err
 }
 
 // listPage is the page size the CLI asks for when showing the whole queue.
 const listPage = 1000
 
 // queueList prints the queue: every page, or one page of --limit.
-func queueList(ctx context.Context, c *admin.Client, f queueFlags, out io.Writer, from, to string) error {
+func queueList(ctx context.Context, c *admin.Client, f *queueFlags, out io.Writer) error {
 	if f.quarantined {
 		return quarantineList(ctx, c, f, out)
 	}
-	q := admin.ListQuery{Status: f.status, Domain: f.domain, From: from, To: to, Limit: f.limit, After: f.after}
+	q := admin.ListQuery{Status: f.status, Domain: f.domain, From: f.from, To: f.to, Limit: f.limit, After: f.after}
 	all := admin.Page{Messages: []admin.Message{}}
 	for {
 		if f.limit <= 0 {
@@ -245,7 +309,7 @@ func queueList(ctx context.Context, c *admin.Client, f queueFlags, out io.Writer
 		q.After = p.Next
 	}
 	if f.all {
-		if err := addFinished(ctx, c, &all); err != nil {
+		if err := addFinished(ctx, c, f.from, f.to, &all); err != nil {
 			return err
 		}
 	}
@@ -254,7 +318,7 @@ func queueList(ctx context.Context, c *admin.Client, f queueFlags, out io.Writer
 	}
 	if len(all.Messages) == 0 {
 		msg := "Mail queue is empty"
-		if f.status != "" || f.domain != "" || f.after != "" || from != "" || to != "" {
+		if f.status != "" || f.domain != "" || f.after != "" || f.from != "" || f.to != "" {
 			msg = "No messages match"
 		}
 		_, err := fmt.Fprintln(out, msg)
@@ -294,4 +358,28 @@ func pluralize(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// actionDone says what retry, hold or release did, in the message's new state.
+func actionDone(cmd string, m *admin.Message) string {
+	switch cmd {
+	case "hold":
+		return "held (no attempts until released)"
+	case "release":
+		return "released, waiting recipients due now"
+	}
+	if m.Held {
+		return "waiting recipients due now, but the message is held: release it to send"
+	}
+	return "waiting recipients due now"
+}
+
+// takesFlag reports whether the queue command cmd takes the flag.
+func takesFlag(cmd string, name queueFlagName) bool {
+	for _, n := range queueTable()[cmd].flags {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }

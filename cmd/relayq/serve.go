@@ -1,36 +1,27 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/coreos/go-systemd/v22/daemon"
-
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
-	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
-	"github.com/relayq/relayq/internal/buildinfo"
-	"github.com/relayq/relayq/internal/dkim"
 	"github.com/relayq/relayq/internal/logbuf"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
 )
 
-// logOut batches log lines to standard error (see logbuf); serve flushes
-// it on the way out.
-var logOut = logbuf.New(os.Stderr, 50*time.Millisecond, 64<<10)
-
-func newLogger(c config.Log) *slog.Logger {
+// newLogger logs to out, a logbuf batching lines to standard error, which
+// serve flushes on the way out.
+func newLogger(c config.Log, logOut io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
 	o := &slog.HandlerOptions{Level: level}
@@ -40,6 +31,7 @@ func newLogger(c config.Log) *slog.Logger {
 	return slog.New(slog.NewTextHandler(logOut, o))
 }
 
+// serve is `relayq serve`: load, open, listen, run until a signal.
 func serve(args []string) error {
 	path, err := configFlag("serve", args, os.Stdout, nil)
 	if err != nil {
@@ -49,9 +41,10 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg.Log)
-	slog.SetDefault(log)
+	logOut := logbuf.New(os.Stderr, 50*time.Millisecond, 64<<10)
 	defer logOut.Flush()
+	log := newLogger(cfg.Log, logOut)
+	slog.SetDefault(log)
 	logWarnings(log, cfg)
 	// Take the signals before anything can announce readiness: a SIGTERM
 	// that systemd (or anyone) sends right after READY=1 must shut down
@@ -60,125 +53,15 @@ func serve(args []string) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	metrics := newMetrics()
-	store, err := queue.Open(cfg.Queue.Path, queue.Options{Logger: log})
-	if err != nil {
+	a := &app{conf: appConfig{path: path, cfg: cfg, running: running}, log: log, metrics: newMetrics()}
+	defer a.close() // on the way out of a failed start; run closes it itself
+	if err := a.open(); err != nil {
 		return err
 	}
-	defer store.Close()
-	metrics.watchQueue(store)
-
-	dc, err := dkimConfig(cfg)
-	if err != nil {
+	if err := a.listen(); err != nil {
 		return err
 	}
-	signer := dkim.NewSigner(dc)
-	if verifiedTLS, err = newTLSPolicy(cfg, store, log); err != nil {
-		return err
-	}
-	// The limiter state of traffic shaping: in this process, or shared
-	// with the other nodes through Redis (cluster.redis_url). Closed after
-	// the engine stopped, the last user of it.
-	state, closeState, err := shapingState(cfg, log, metrics)
-	if err != nil {
-		return err
-	}
-	defer closeState()
-	shaper, err := newShaper(cfg, state, log, metrics)
-	if err != nil {
-		return err
-	}
-	eo := engineOptions(cfg, store, log, metrics)
-	eo.Sign = signer.Sign
-	eo.Shaper = shaper
-	eng, err := delivery.New(eo)
-	if err != nil {
-		return err
-	}
-	tlsConf, err := loadTLS(cfg.Submission.TLS)
-	if err != nil {
-		return err
-	}
-	so := submissionOptions(cfg, store, tlsConf, log, eng, metrics)
-	so.Signer = messageSigner(signer)
-	supStore, closeSup := suppressionStore(state, store)
-	defer closeSup() // before the state (its Redis client) and the store
-	suppressions := &suppression.List{Store: supStore, Config: suppressionConfig(cfg.Suppression)}
-	so.Suppressions = suppressions
-	srv, err := submission.New(so)
-	if err != nil {
-		return err
-	}
-	var smtpAddrs, smtpsAddrs []net.Addr
-	for _, a := range cfg.Submission.Listen {
-		la, err := srv.Listen(a)
-		if err != nil {
-			srv.Close()
-			return err
-		}
-		smtpAddrs = append(smtpAddrs, la)
-	}
-	for _, a := range cfg.Submission.TLSListen {
-		la, err := srv.ListenTLS(a)
-		if err != nil {
-			srv.Close()
-			return err
-		}
-		smtpsAddrs = append(smtpsAddrs, la)
-	}
-	stopHTTP, err := startHTTPSubmission(cfg, srv, log)
-	if err != nil {
-		srv.Close()
-		return err
-	}
-	var admin *http.Server
-	if cfg.Admin.Listen != "" {
-		admin, err = startAdmin(cfg.Admin, store, eng, shapingAPI{shaper, eng}, metrics, log, suppressions, newDrainer(cfg, store, eng, srv, log))
-		if err != nil {
-			srv.Close()
-			return err
-		}
-	}
-
-	ctx, stop := context.WithCancel(context.Background())
-	engDone := make(chan struct{})
-	go func() { eng.Run(ctx, cfg.ShutdownTimeout); close(engDone) }()
-	eventsDone := startEvents(ctx, cfg, store, metrics, log)
-	go followShared(ctx, state, shaper, eng, time.Second)
-	bi := buildinfo.Get()
-	log.Info("relayq started", "version", bi.Version, "commit", bi.Commit, "go", bi.GoVersion, "hostname", cfg.Hostname, "queue", cfg.Queue.Path, "config", cfgName(path))
-	logSummary(log, cfg, smtpAddrs, smtpsAddrs)
-	notifySystemd(log, daemon.SdNotifyReady)
-
-	for sig := range sigs {
-		if sig == syscall.SIGHUP {
-			running = reload(path, running, srv, eng, shaper, signer, suppressions, metrics, log)
-			continue
-		}
-		log.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
-		notifySystemd(log, daemon.SdNotifyStopping)
-		break
-	}
-	signal.Stop(sigs)
-	// Stop taking mail first, then stop delivering, then close the queue.
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	stopHTTP(sctx)
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("submission sessions cut at shutdown", "err", err)
-	}
-	stop()
-	<-engDone
-	eventsDone()
-	if admin != nil {
-		_ = admin.Shutdown(sctx)
-	}
-	closeTLSPolicy()
-	if err := store.Close(); err != nil {
-		return fmt.Errorf("closing queue: %w", err)
-	}
-	log.Info("relayq stopped")
-	return nil
+	return a.run(sigs)
 }
 
 func cfgName(path string) string {
@@ -186,40 +69,6 @@ func cfgName(path string) string {
 		return "embedded defaults"
 	}
 	return path
-}
-
-// reload re-reads the config file on SIGHUP and returns the settings now
-// running. A bad file is refused with a log line and the running
-// configuration stays; a changed key that needs a restart is named in a
-// warning (reloadcheck.go).
-func reload(path string, running []config.Setting, srv *submission.Server, eng *delivery.Engine, shaper *shaping.Shaper, signer *dkim.Signer, sl *suppression.List, m *metrics, log *slog.Logger) []config.Setting {
-	cfg, loaded, err := config.LoadSettings(path)
-	if err != nil {
-		log.Error("reload refused, keeping the running configuration", "err", err)
-		return running
-	}
-	tlsConf, err := loadTLS(cfg.Submission.TLS)
-	if err != nil {
-		log.Error("reload refused, keeping the running configuration", "err", err)
-		return running
-	}
-	dc, err := dkimConfig(cfg)
-	if err != nil {
-		log.Error("reload refused, keeping the running configuration", "err", err)
-		return running
-	}
-	srv.SetPolicy(submissionPolicy(cfg))
-	srv.SetTLS(tlsConf)
-	signer.Update(dc)
-	if err := reloadShaping(shaper, cfg, m); err != nil {
-		log.Error("reload: shaping policy refused, keeping the running one", "err", err)
-	}
-	sl.SetConfig(suppressionConfig(cfg.Suppression))
-	eng.Update(engineSettings(cfg)) // after the new policy: targets are resolved again
-	applied, restart, now := reloadDiff(running, loaded)
-	logWarnings(log, cfg)
-	logReload(log, cfgName(path), applied, restart)
-	return now
 }
 
 func loadTLS(f config.TLSFiles) (*tls.Config, error) {
@@ -266,14 +115,16 @@ func submissionOptions(cfg *config.Config, store *queue.Store, tlsConf *tls.Conf
 	}
 }
 
-func engineSettings(cfg *config.Config) delivery.Settings {
+// engineSettings are the delivery settings of cfg; tp is the TLS policy
+// of MX delivery, made once at start.
+func engineSettings(cfg *config.Config, tp delivery.TLSPolicy) delivery.Settings {
 	d := cfg.Delivery
 	sh := smtpclient.Smarthost{
 		Address: d.Smarthost.Address, Fallback: d.Smarthost.Fallback,
 		Username: d.Smarthost.Username, Password: d.Smarthost.Password,
 		TLS: smtpclient.SmarthostTLS(d.Smarthost.TLS), AllowInsecureAuth: d.Smarthost.AllowInsecureAuth,
 	}
-	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer, TLSPolicy: verifiedTLS})
+	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer, TLSPolicy: tp})
 	dialer := &smtpclient.Dialer{
 		Hostname:        cfg.Hostname,
 		TLS:             smtpclient.TLSMode(d.TLS),
@@ -299,8 +150,8 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 	}
 }
 
-func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *metrics) delivery.Options {
-	s := engineSettings(cfg)
+func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *metrics, tp delivery.TLSPolicy) delivery.Options {
+	s := engineSettings(cfg, tp)
 	return delivery.Options{
 		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter, Suppress: s.Suppress,
 		Hostname: cfg.Hostname, Workers: cfg.Delivery.Workers, MaxConnsPerDest: cfg.Delivery.MaxConnsPerDomain,

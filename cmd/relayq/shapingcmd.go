@@ -1,12 +1,13 @@
 package main
 
-// Traffic shaping in the daemon (issue 13): the Shaper is built here from
+// Traffic shaping in the daemon: the Shaper is built here from
 // the shaping: section with the limiter state (shapingState: in process,
-// or shared by several nodes through Redis, issue 19), and served to
+// or shared by several nodes through Redis), and served to
 // operators through the admin API and `relayq queue suspensions|resume`.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -151,7 +152,7 @@ func (a shapingAPI) Resume(scope string) (bool, error) {
 }
 
 // queueSuspensions prints `relayq queue suspensions`.
-func queueSuspensions(ctx context.Context, c *admin.Client, f queueFlags, out io.Writer) error {
+func queueSuspensions(ctx context.Context, c *admin.Client, f *queueFlags, out io.Writer) error {
 	list, err := c.Suspensions(ctx)
 	if err != nil {
 		return err
@@ -166,7 +167,11 @@ func queueSuspensions(ctx context.Context, c *admin.Client, f queueFlags, out io
 }
 
 // queueResume runs `relayq queue resume SCOPE`.
-func queueResume(ctx context.Context, c *admin.Client, scope string, f queueFlags, out io.Writer) error {
+func queueResume(ctx context.Context, c *admin.Client, f *queueFlags, args []string, out io.Writer) error {
+	if len(args) != 1 {
+		return errors.New("queue resume: want exactly one scope, e.g. provider:google or domain:example.net")
+	}
+	scope := args[0]
 	if err := c.Resume(ctx, scope); err != nil {
 		return err
 	}

@@ -147,9 +147,10 @@ func readSuppressions(name string) ([]suppression.Entry, error) {
 }
 
 // addFinished appends the finished messages the relay still remembers
-// (`queue list --all`), oldest first like the queue.
-func addFinished(ctx context.Context, c *admin.Client, page *admin.Page) error {
-	h, err := c.History(ctx, admin.HistoryQuery{Limit: 10000})
+// (`queue list --all`), oldest first like the queue; from and to, when
+// given, select them as they select the queue.
+func addFinished(ctx context.Context, c *admin.Client, from, to string, page *admin.Page) error {
+	h, err := c.History(ctx, admin.HistoryQuery{Sender: from, Recipient: to, Limit: 10000})
 	if err != nil {
 		return err
 	}

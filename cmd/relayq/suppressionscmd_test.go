@@ -65,3 +65,30 @@ func TestQueueListAllIncludesFinished(t *testing.T) {
 		t.Errorf("list --all:\n%s", out)
 	}
 }
+
+// --all adds finished messages to a search by sender or recipient too, and
+// only those the search matches.
+func TestQueueListAllWithFromAndTo(t *testing.T) {
+	r := newRelay(t, "")
+	done := r.enqueue("app@example.org", "bob@example.net")
+	if _, err := r.store.Record(done, []queue.Outcome{{Address: "bob@example.net", Status: queue.StatusDelivered, Reply: "250 ok"}}); err != nil {
+		t.Fatal(err)
+	}
+	other := r.enqueue("other@example.org", "dave@example.net")
+	if _, err := r.store.Record(other, []queue.Outcome{{Address: "dave@example.net", Status: queue.StatusDelivered, Reply: "250 ok"}}); err != nil {
+		t.Fatal(err)
+	}
+	waiting := r.enqueue("app@example.org", "carol@example.net")
+	for _, args := range [][]string{
+		{"list", "--from", "app@example.org", "--all"},
+		{"list", "--all", "--to", "bob@example.net"},
+	} {
+		out := r.mustRun(args...)
+		if !strings.Contains(out, done) || strings.Contains(out, other) {
+			t.Errorf("%s:\n%s", strings.Join(args, " "), out)
+		}
+	}
+	if out := r.mustRun("list", "--from", "app@example.org", "--all"); !strings.Contains(out, waiting) {
+		t.Errorf("list --from --all left out the waiting message:\n%s", out)
+	}
+}

@@ -10,15 +10,9 @@ import (
 	"github.com/relayq/relayq/queue"
 )
 
-// verifiedTLS is the TLS policy of MX delivery (DANE, MTA-STS), made once
-// at start-up with the queue store as its policy cache; engineSettings
-// gives it to every Router, so a reload keeps it. delivery.mta_sts,
-// delivery.mta_sts_root_ca_file and delivery.dane need a restart.
-var verifiedTLS delivery.TLSPolicy
-
 // closeTLSPolicy stops background policy refreshes before the store closes.
-func closeTLSPolicy() {
-	if r, ok := verifiedTLS.(*tlspolicy.Resolver); ok {
+func closeTLSPolicy(p delivery.TLSPolicy) {
+	if r, ok := p.(*tlspolicy.Resolver); ok {
 		r.Close()
 	}
 }

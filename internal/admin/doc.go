@@ -12,8 +12,9 @@
 //     must carry it as "Authorization: Bearer <token>" (RFC 6750 section
 //     2.1); the comparison takes the same time whatever the guess. The probes
 //     stay open so a supervisor can ask without a secret. A read token, when
-//     configured, is accepted for GET and HEAD outside /debug/ only: it can
-//     never change the queue.
+//     configured, is accepted only for GET and HEAD of /metrics, the queue
+//     list and one message's envelope: it can never change the queue, and
+//     never reads a body, the event stream or the history.
 //   - Every error is JSON {"error": "..."} with a status code that says what
 //     went wrong: 400 bad request, 401 no or wrong token, 403 a request a
 //     browser sent for another site or for a host name not allowed (below),

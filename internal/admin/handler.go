@@ -32,7 +32,8 @@ type Options struct {
 	// except /healthz and /readyz.
 	Token string
 	// ReadToken, when not empty, is also accepted, but only for GET and HEAD
-	// requests outside /debug/ (so for listing, showing and /metrics).
+	// of /metrics, the queue list and one message's envelope (see
+	// readTokenRoutes): never for bodies, events or history.
 	ReadToken string
 	// Metrics serves GET /metrics; nil leaves the endpoint out (404).
 	Metrics http.Handler
@@ -154,7 +155,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // authorized compares the bearer token in constant time. Both sides are
 // hashed first so that not even the token's length leaks through timing
-// (subtle.ConstantTimeCompare returns early on a length mismatch).
+// (subtle.ConstantTimeCompare returns early on a length mismatch). The read
+// token reaches only readTokenRoutes.
 func (h *handler) authorized(r *http.Request) bool {
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	// RFC 6750 section 2.1 / RFC 7235 section 2.1: the scheme is case-insensitive.
@@ -165,8 +167,23 @@ func (h *handler) authorized(r *http.Request) bool {
 	if subtle.ConstantTimeCompare(got[:], h.token[:]) == 1 {
 		return true
 	}
-	readOnly := (r.Method == http.MethodGet || r.Method == http.MethodHead) && !strings.HasPrefix(r.URL.Path, "/debug/")
-	return h.o.ReadToken != "" && readOnly && subtle.ConstantTimeCompare(got[:], h.readToken[:]) == 1
+	if h.o.ReadToken == "" || subtle.ConstantTimeCompare(got[:], h.readToken[:]) != 1 {
+		return false
+	}
+	_, pattern := h.mux.Handler(r) // HEAD matches the GET patterns
+	return readTokenRoutes[pattern]
+}
+
+// readTokenRoutes are what the read token (admin.read_token, held by
+// monitoring) may reach: metrics and the queue's envelopes and recipient
+// states. Message bodies, the event stream, the history, the suppression
+// list, the quarantine and everything that changes state need the admin
+// token, so that a scraper's credential never reads mail. /healthz and
+// /readyz need no token at all.
+var readTokenRoutes = map[string]bool{
+	"GET /metrics":           true,
+	"GET /api/v1/queue":      true,
+	"GET /api/v1/queue/{id}": true,
 }
 
 // healthz says the process is up; it needs no token and touches nothing.

@@ -1,0 +1,23 @@
+// Command relayq is the relay: `relayq serve` runs it, `relayq check-config`
+// validates a config file, `relayq queue ...` steers a running relay through
+// its admin API, `relayq version` says which build this is.
+//
+// It is wiring only: the logic lives in the packages it connects.
+//
+// Invariants:
+//   - commands() is the one table of subcommands: each entry is a command's
+//     help and the function that runs it, so usage, `relayq help`,
+//     completion and dispatch cannot disagree.
+//   - Every `relayq queue` flag is defined once (queueFlagDefs) and each
+//     command names the flags it takes (queueTable); a flag a command does
+//     not take is refused by name rather than ignored, and no two commands
+//     read the same flag into different variables.
+//   - No package variable carries state between commands or between serve
+//     and reload: serve builds an app, and reload and shutdown are its
+//     methods.
+//   - shutdown_timeout is one deadline for the whole graceful stop
+//     (listeners and deliveries in flight, then the queue), and the
+//     packaged systemd unit's TimeoutStopSec stays above it.
+//   - The admin-API commands never open the queue file (the daemon holds
+//     its lock); only `queue check|salvage|compact` do, on a stopped relay.
+package main
