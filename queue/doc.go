@@ -1,7 +1,8 @@
 // Package queue is relayq's durable message store: envelopes, bodies and
 // the retry schedule in one bbolt file. It uses bbolt and the standard
 // library only and knows nothing of SMTP connections; it owns the on-disk
-// format, the schedule index, the backoff arithmetic and crash recovery.
+// format, the schedule index, the claims and crash recovery; the retry
+// arithmetic whose times it stores is internal/backoff.
 //
 // # Invariants
 //
