@@ -20,7 +20,7 @@ func newClock() *clock.Fake {
 // testOpts are small, quiet options with an injected clock.
 func testOpts(c *clock.Fake) Options {
 	return Options{
-		Now:         c.Now,
+		Clock:       c,
 		LockTimeout: 100 * time.Millisecond,
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}

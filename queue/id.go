@@ -5,7 +5,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
-	"time"
+
+	"github.com/relayq/relayq/internal/clock"
 )
 
 // idLen is the length of every message ID: 16 upper-case hex digits of the
@@ -21,13 +22,14 @@ const idLen = 20
 type idGen struct {
 	mu   sync.Mutex
 	last int64
-	now  func() time.Time
+	// clock dates the IDs; see Options.Clock.
+	clock clock.Clock
 }
 
 // next returns a fresh ID.
 func (g *idGen) next() string {
 	g.mu.Lock()
-	n := g.now().UnixNano()
+	n := g.clock.Now().UnixNano()
 	if n <= g.last {
 		n = g.last + 1
 	}
