@@ -182,13 +182,15 @@ func cloneEnvelope(env *Envelope) *Envelope {
 // reached): the mail waits on disk with the destination instead of in
 // memory, and the next scan does not see it again until then.
 // Unknown IDs are skipped (they may have been deleted meanwhile), and so
-// are those forced reports true for, asked inside the write: an operator
-// forced them since the caller decided to park them (SetForceHook), and
-// their retry must not be undone. forced may be nil.
+// are those forced reports true for, asked inside the write, and those an
+// earlier write of the same transaction forced (the hook hears of those
+// only after the commit): an operator forced them since the caller decided
+// to park them (SetForceHook), and their retry must not be undone. forced
+// may be nil.
 func (s *Store) Postpone(jobs map[string][]string, until time.Time, forced func(id string) bool) error {
 	return s.submit(func(w *writeTx) error {
 		for id, addrs := range jobs {
-			if forced != nil && forced(id) {
+			if forced != nil && forced(id) || w.forcedBefore(id) {
 				continue
 			}
 			old, err := w.load(id)
