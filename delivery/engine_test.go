@@ -88,6 +88,9 @@ func (r *rig) start() {
 	r.store = st
 	o := r.opts
 	o.Store = st
+	if o.TLSReport == tlsToStore {
+		o.TLSReport = st
+	}
 	eng, err := New(o)
 	if err != nil {
 		r.t.Fatal(err)

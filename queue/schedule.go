@@ -87,6 +87,11 @@ func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envel
 		env := cloneEnvelope(old)
 		var evs []Event
 		for _, o := range outcomes {
+			if o.TLSRPT != nil {
+				if err := w.countTLS(*o.TLSRPT); err != nil {
+					return err
+				}
+			}
 			if r := applyOutcome(env, o); r != nil {
 				evs = append(evs, outcomeEvents(env, r, o)...)
 				if o.Suppress && o.Status == StatusBounced {

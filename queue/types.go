@@ -144,6 +144,10 @@ type Outcome struct {
 	// TLS is the TLS version of the session that gave Reply ("TLSv1.3"),
 	// "none" for plain text, "" when no session was reached.
 	TLS string
+	// TLSRPT, when set, is counted for TLS-RPT in the same transaction
+	// (once per attempt: the caller sets it on one outcome), so an attempt
+	// costs one commit, not a second for its count (see RecordTLS).
+	TLSRPT *TLSTally
 	// Report, when set, marks the recipient as owed this report instead of
 	// the caller queueing it with the outcome: a later Store.Report queues
 	// one report for every mark of the message. ReportFailed goes with a
