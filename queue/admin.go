@@ -203,6 +203,7 @@ func (s *Store) Delete(id string) error {
 		if err != nil {
 			return fmt.Errorf("queue: delete: %w", err)
 		}
+		w.intervene()
 		return w.remove(env)
 	})
 }
@@ -229,6 +230,7 @@ func (s *Store) Flush(now time.Time) (int, error) {
 			}
 		}
 		w.force()
+		w.intervene()
 		for _, id := range ids {
 			old, err := w.load(id)
 			if err != nil {
@@ -272,6 +274,7 @@ func (s *Store) modify(op, id string, f func(w *writeTx, env *Envelope)) error {
 		}
 		env := cloneEnvelope(old)
 		f(w, env)
+		w.intervene()
 		return w.put(old, env)
 	})
 }

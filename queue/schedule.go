@@ -194,6 +194,7 @@ func cloneEnvelope(env *Envelope) *Envelope {
 // may be nil.
 func (s *Store) Postpone(jobs map[string][]string, until time.Time, forced func(id string) bool) error {
 	return s.submit(func(w *writeTx) error {
+		w.intervene()
 		for id, addrs := range jobs {
 			if forced != nil && forced(id) || w.forcedBefore(id) {
 				continue

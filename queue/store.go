@@ -111,6 +111,11 @@ type Store struct {
 	// (SetForceHook).
 	forced atomic.Pointer[func(ids ...string)]
 
+	// intervened is the newest ID time at the last operator's change, park
+	// or quarantine (see intervene): messages with newer IDs are untouched
+	// by any of those since their commit.
+	intervened atomic.Int64
+
 	// markedAtOpen are the messages recover found with pending reports
 	// (Marked); set before the committer starts, read-only after.
 	markedAtOpen []string
