@@ -26,8 +26,8 @@
 //   - Record stores outcomes and the DSNs they cause in one transaction: a
 //     crash can neither lose a bounce nor enqueue it twice. An outcome may
 //     instead mark its recipient as owing a report (Outcome.Report, for
-//     reports grouped across attempts, report.go): the mark is written with
-//     the outcome, cleared only by the Report call that queues the report
+//     reports grouped across attempts, groupdsn.go): the mark is written with
+//     the outcome, cleared only by the QueueGroupedDSN call that queues the report
 //     (which does nothing if a mark it names is gone), and Open lists the
 //     messages still marked (Marked). So a grouped report is neither lost
 //     nor queued twice either, and its message keeps its body until then.
@@ -35,7 +35,7 @@
 //     every selected message changes, or none does.
 //   - Every recipient outcome writes its event (events.go) in the same
 //     transaction as the outcome: queued in Commit; delivered, deferred,
-//     bounced, expired, delayed and dsn_sent in Record (dsn_sent in Report
+//     bounced, expired, delayed and dsn_sent in Record (dsn_sent in QueueGroupedDSN
 //     for a grouped report). Event IDs are a
 //     per-file sequence, so their lexical order is commit order, and a
 //     waiter taken with EventsChanged is woken by the commit that adds one.

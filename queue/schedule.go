@@ -60,8 +60,8 @@ func (s *Store) Claim(id string, addrs []string, now, retryAt time.Time) (Claime
 // ignored: a delivered or bounced recipient never changes again. Attempts
 // is left alone (Claim counted the attempt). When every recipient is final
 // the message is deleted (envelope, body, schedule entry), as Postfix does,
-// unless a recipient still owes a report (Outcome.Report; Store.Report
-// deletes it then); Record returns its last state.
+// unless a recipient still owes a report (Outcome.Report;
+// QueueGroupedDSN deletes it then); Record returns its last state.
 func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envelope, error) {
 	for _, o := range outcomes {
 		switch o.Status {
