@@ -64,9 +64,10 @@ func Compact(path string, o Options) (*CompactReport, error) {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("queue: compact: replace %s: %w", path, err)
 	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync() // make the rename durable
-		d.Close()
+	// The rename is durable only once the directory is synced: without
+	// it a crash may bring back the old file, or neither.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("queue: compact: sync the directory of %s: %w", path, err)
 	}
 	after, err := os.Stat(path)
 	if err != nil {
@@ -127,4 +128,18 @@ func countEnvelopes(db *bolt.DB) (int, error) {
 		})
 	})
 	return n, err
+}
+
+// syncDir fsyncs directory dir, which makes a rename in it durable. A
+// variable so that a test can make it fail.
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
