@@ -141,7 +141,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	// A damaged file is refused here, before bbolt opens it for writing
 	// and can fault or panic on it (see integrity.go).
-	if err := preflight(path, opts.LockTimeout); err != nil {
+	if err := Preflight(path, opts.LockTimeout); err != nil {
 		return nil, err
 	}
 	var db *bolt.DB

@@ -1,7 +1,8 @@
-package queue
+package repair
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
 )
 
@@ -10,7 +11,8 @@ import (
 // success.
 func TestCompactReportsDirectorySyncFailure(t *testing.T) {
 	c := newClock()
-	s, path := openTemp(t, testOpts(c))
+	path := filepath.Join(t.TempDir(), "queue.db")
+	s := openAt(t, path, testOpts(c))
 	enqueue(t, s, []byte("hi"), "a@example.net")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
