@@ -140,7 +140,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("queue: create directory for %s: %w", path, err)
 	}
 	// A damaged file is refused here, before bbolt opens it for writing
-	// and can fault or panic on it (see integrity.go).
+	// and can fault or panic on it (see Preflight, integrity.go).
 	if err := Preflight(path, opts.LockTimeout); err != nil {
 		return nil, err
 	}
