@@ -109,7 +109,7 @@ func (e *Engine) claim(j *job, set *Settings, start time.Time) (queue.Claimed, e
 // full disk) goes back to the scheduler to keep in memory and write later:
 // the delivery was made and must not be made again.
 func (e *Engine) record(j *job, outcomes []queue.Outcome, notices []queue.Notice, end time.Time, took time.Duration) result {
-	p := pendingRecord{job: j, outcomes: outcomes, notices: notices, end: end, took: took}
+	p := pendingRecord{job: j, outcomes: e.tallyTLS(j, outcomes, end), notices: notices, end: end, took: took}
 	res, ok := e.recordNow(p)
 	if !ok {
 		return result{job: j, unwritten: &p}

@@ -193,7 +193,7 @@ func newDiskRig(t *testing.T, size string, courier func(d *disk) Courier, addr s
 	dir := tmpfs(t, size)
 	r := &diskRig{t: t, clk: clock.NewFake(t0), disk: &disk{t: t, filler: filepath.Join(dir, "filler")}, logs: newLogCounter()}
 	r.obs = &storageObserver{chanObserver: chanObserver{make(chan string, 100000)}}
-	st, err := queue.Open(filepath.Join(dir, "queue.db"), queue.Options{Now: r.clk.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	st, err := queue.Open(filepath.Join(dir, "queue.db"), queue.Options{Clock: r.clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

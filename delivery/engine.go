@@ -288,5 +288,5 @@ func (e *Engine) drawJitter() jitter {
 
 // next is p.Next with the job's jitter: the same draw for each recipient.
 func (j jitter) next(p queue.Policy, r queue.Recipient, created, now time.Time) (time.Time, bool) {
-	return p.Next(r, created, now, rand.New(rand.NewPCG(j.a, j.b)))
+	return p.Next(r.Attempts, created, now, rand.New(rand.NewPCG(j.a, j.b)))
 }

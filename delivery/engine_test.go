@@ -81,13 +81,16 @@ func newRigWith(t *testing.T, clk *clock.Fake, addr string, c Courier, mod func(
 
 func (r *rig) start() {
 	r.t.Helper()
-	st, err := queue.Open(r.path, queue.Options{Now: r.clk.Now})
+	st, err := queue.Open(r.path, queue.Options{Clock: r.clk})
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	r.store = st
 	o := r.opts
 	o.Store = st
+	if o.TLSReport == tlsToStore {
+		o.TLSReport = st
+	}
 	eng, err := New(o)
 	if err != nil {
 		r.t.Fatal(err)

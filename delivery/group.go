@@ -20,7 +20,7 @@ import (
 //   - The job whose outcome is on disk last (flights.end) reads the
 //     message and queues one "failed" report and one "delayed" warning for
 //     every mark, clearing the marks in that same transaction
-//     (queue.Store.Report), before the scheduler hears it is done.
+//     (queue.Store.QueueGroupedDSN), before the scheduler hears it is done.
 //   - A job alone in flight with no marks pending queues its reports with
 //     its outcome, as before: a message with one destination costs no
 //     extra write.
@@ -172,7 +172,7 @@ func (e *Engine) reportMarks(id string) (bool, error) {
 			}
 		}
 		notices := e.reports(set, env, v, e.clock.Now())
-		done, err := e.store.Report(id, marks, notices...)
+		done, err := e.store.QueueGroupedDSN(id, marks, notices...)
 		if errors.Is(err, queue.ErrNotFound) {
 			return false, nil
 		}

@@ -212,7 +212,7 @@ func TestOneDelayWarningForRecipientsAtTwoDestinations(t *testing.T) {
 func TestPendingReportQueuedOnceAfterRestart(t *testing.T) {
 	r, sink := groupRig(t, nil, nil)
 	r.stop()
-	st, err := queue.Open(r.path, queue.Options{Now: r.clk.Now})
+	st, err := queue.Open(r.path, queue.Options{Clock: r.clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -414,7 +414,7 @@ func TestFlushForcesASuspendedScope(t *testing.T) {
 // played by hand here (the engine is not running) to fix the order.
 func TestFlushWhileParkingIsNotUndone(t *testing.T) {
 	clk := clock.NewFake(t0)
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Now: clk.Now})
+	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,8 +67,9 @@ func tlsArgs(j *job, args []any) []any {
 	return args
 }
 
-// observeTLS counts one recipient's outcome by policy, once per attempt
-// records the domain's TLS result for TLS-RPT.
+// observeTLS counts one recipient's outcome by policy and, once per
+// attempt, records the domain's TLS result for TLS-RPT, unless the
+// outcome carried it into the store's own commit (tallyTLS).
 func (e *Engine) observeTLS(j *job, o queue.Outcome, first bool, end time.Time) {
 	t := j.tls
 	if t.Policy == "" {
@@ -77,11 +78,37 @@ func (e *Engine) observeTLS(j *job, o queue.Outcome, first bool, end time.Time) 
 	if obs, ok := e.obs.(TLSObserver); ok {
 		obs.SecuredBy(t, o.Status)
 	}
-	kind := map[smtpclient.TLSPolicy]string{smtpclient.PolicyDANE: "tlsa", smtpclient.PolicyMTASTS: "sts"}[t.Policy]
-	if first && e.tlsrpt != nil && kind != "" {
-		r := queue.TLSResult{Policy: kind, MX: o.RemoteMTA, Failure: string(t.Failure)}
+	if r, ok := tlsResult(t, o); ok && first && e.tlsrpt != nil && !e.tlsInRecord() {
 		if err := e.tlsrpt.RecordTLS(domainOf(o.Address), end, r); err != nil {
 			e.log.Warn("tls-rpt: recording a result failed", "id", j.id, "err", err)
 		}
 	}
+}
+
+// tlsResult is what TLS-RPT counts of an attempt secured as t: DANE and
+// MTA-STS sessions only.
+func tlsResult(t smtpclient.TLSInfo, o queue.Outcome) (queue.TLSResult, bool) {
+	kind := map[smtpclient.TLSPolicy]string{smtpclient.PolicyDANE: "tlsa", smtpclient.PolicyMTASTS: "sts"}[t.Policy]
+	return queue.TLSResult{Policy: kind, MX: o.RemoteMTA, Failure: string(t.Failure)}, kind != ""
+}
+
+// tlsInRecord: the TLS-RPT recorder is the store that takes the outcomes,
+// so an attempt's count goes into Record's transaction (one commit per
+// attempt, not two).
+func (e *Engine) tlsInRecord() bool {
+	s, ok := e.tlsrpt.(*queue.Store)
+	return ok && s == e.store
+}
+
+// tallyTLS puts the attempt's TLS-RPT count on its first outcome when the
+// store counts it in Record (tlsInRecord).
+func (e *Engine) tallyTLS(j *job, outcomes []queue.Outcome, end time.Time) []queue.Outcome {
+	if len(outcomes) == 0 || !e.tlsInRecord() {
+		return outcomes
+	}
+	if r, ok := tlsResult(j.tls, outcomes[0]); ok {
+		o := &outcomes[0]
+		o.TLSRPT = &queue.TLSTally{Domain: domainOf(o.Address), At: end, Result: r}
+	}
+	return outcomes
 }

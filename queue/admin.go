@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -121,18 +122,61 @@ func (s *Store) Retry(id string, now time.Time) error {
 	})
 }
 
-// SetForceHook has f told, from inside the write, of every operator's
-// retry that makes mail due at once (Retry and Bulk's retry: with their
-// IDs; Flush: with none, meaning all), so possibly twice, or for a write
-// that then fails. f must be quick and must not call the Store. The
-// scheduler uses it so that it never parks mail an operator forced while
-// it was deciding to (see Postpone).
+// SetForceHook has f told of every operator's retry that makes mail due
+// at once (Retry and Bulk's retry: with their IDs; Flush: with none,
+// meaning all). f is called once per such write, after its transaction
+// has committed and before the caller is answered: never for a write that
+// failed, and never twice for a write the committer ran twice (see
+// runBatch). f runs on the committer goroutine: it must be quick and must
+// not write to the Store. The scheduler uses it so that it never parks
+// mail an operator forced while it was deciding to (see Postpone).
 func (s *Store) SetForceHook(f func(ids ...string)) { s.forced.Store(&f) }
 
-// force tells the force hook, if any, that ids (none: all) were forced.
+// forceNote is what one write forced: ids, or every message (all).
+type forceNote struct {
+	ids      []string
+	all, set bool
+}
+
+// force notes that ids (none: all) were forced by this write; the hook
+// hears of it after the commit (tellForced).
 func (w *writeTx) force(ids ...string) {
-	if f := w.s.forced.Load(); f != nil {
-		(*f)(ids...)
+	w.forced.set = true
+	if len(ids) == 0 {
+		w.forced.all = true
+	}
+	w.forced.ids = append(w.forced.ids, ids...)
+}
+
+// forcedBefore reports whether a write earlier in this transaction forced
+// id: the hook has not heard of it yet, so Postpone asks here too.
+func (w *writeTx) forcedBefore(id string) bool {
+	if w.batch == nil {
+		return false
+	}
+	for _, o := range *w.batch {
+		if o.forced.all || slices.Contains(o.forced.ids, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// tellForced tells the force hook, if any, of what the committed writes ws
+// forced, once per write.
+func (s *Store) tellForced(ws []*writeTx) {
+	f := s.forced.Load()
+	if f == nil {
+		return
+	}
+	for _, w := range ws {
+		switch {
+		case !w.forced.set:
+		case w.forced.all:
+			(*f)()
+		default:
+			(*f)(w.forced.ids...)
+		}
 	}
 }
 
@@ -159,6 +203,7 @@ func (s *Store) Delete(id string) error {
 		if err != nil {
 			return fmt.Errorf("queue: delete: %w", err)
 		}
+		w.intervene()
 		return w.remove(env)
 	})
 }
@@ -185,6 +230,7 @@ func (s *Store) Flush(now time.Time) (int, error) {
 			}
 		}
 		w.force()
+		w.intervene()
 		for _, id := range ids {
 			old, err := w.load(id)
 			if err != nil {
@@ -228,6 +274,7 @@ func (s *Store) modify(op, id string, f func(w *writeTx, env *Envelope)) error {
 		}
 		env := cloneEnvelope(old)
 		f(w, env)
+		w.intervene()
 		return w.put(old, env)
 	})
 }

@@ -100,6 +100,7 @@ func (s *Store) Bulk(a BulkAction, f Filter, ids []string, now time.Time) ([]str
 		if err != nil {
 			return err
 		}
+		w.intervene()
 		for _, id := range done {
 			if err := bulkOne(w, a, id, now); err != nil {
 				return err

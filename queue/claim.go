@@ -54,6 +54,10 @@ func (e *Envelope) FirstClaimed(r Recipient) bool {
 // the claim still protects them at now (their retry time is ahead) and the
 // store still has env as it is (not held, deleted or rescheduled since).
 // Otherwise it returns a Claimed with no addresses, and the caller Claims.
+//
+// The last condition costs no read while no operator's change or park
+// (see intervene) can have touched env since it was committed: the usual
+// first attempt, right after the 250, then reads nothing at all.
 func (s *Store) UseFirstClaim(env *Envelope, addrs []string, now time.Time) Claimed {
 	var out []string
 	for _, r := range env.Recipients {
@@ -68,8 +72,39 @@ func (s *Store) UseFirstClaim(env *Envelope, addrs []string, now time.Time) Clai
 	if len(out) == 0 {
 		return Claimed{}
 	}
-	if ok, err := s.Scheduled(env); err != nil || !ok {
-		return Claimed{} // Claim will say what happened (held, deleted, ...)
+	if s.mayHaveIntervened(env.ID) {
+		if ok, err := s.Scheduled(env); err != nil || !ok {
+			return Claimed{} // Claim will say what happened (held, deleted, ...)
+		}
 	}
 	return Claimed{Envelope: env, Addrs: out}
+}
+
+// Between its commit and its first attempt, a message changes only by an
+// operator (hold, release, retry, delete, flush, bulk), a park (Postpone),
+// or quarantine; Claim, Record and Report of its other jobs leave the
+// claims of its other recipients alone. Each of those writes raises
+// Store.intervened to the newest ID issued so far, inside the write,
+// before its commit. IDs are issued in strictly increasing order before
+// their message can be stored, so a message whose ID is newer than that
+// floor has not been touched by any of them: its committed envelope is
+// still the stored one as far as its first claim goes.
+
+// intervene raises the floor above which a message is certainly untouched
+// since its commit (see UseFirstClaim). It may run twice: it only raises.
+func (w *writeTx) intervene() {
+	n := w.s.ids.newest()
+	for {
+		cur := w.s.intervened.Load()
+		if n <= cur || w.s.intervened.CompareAndSwap(cur, n) {
+			return
+		}
+	}
+}
+
+// mayHaveIntervened reports whether a write that raises the floor may have
+// touched message id since it was committed (see intervene).
+func (s *Store) mayHaveIntervened(id string) bool {
+	n, ok := idTime(id)
+	return !ok || n <= s.intervened.Load()
 }

@@ -136,14 +136,16 @@ func (s *Store) runBatch(batch []*writeReq) {
 			s.arena = nil
 		}
 		s.arena = s.arena[:0]
+		var ws []*writeTx
 		err := s.update(func(tx *bolt.Tx) error {
-			delta, events = counts{}, 0
+			delta, events, ws = counts{}, 0, ws[:0]
 			for i, r := range live {
-				w := &writeTx{tx: tx, s: s, arena: &s.arena}
+				w := &writeTx{tx: tx, s: s, arena: &s.arena, batch: &ws}
 				if err := runOne(r.fn, w); err != nil {
 					failed, failErr = i, err
 					return err
 				}
+				ws = append(ws, w)
 				delta.merge(w.delta)
 				events += w.events
 			}
@@ -155,6 +157,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 			if events > 0 {
 				s.eventsCommitted()
 			}
+			s.tellForced(ws)
 			for _, r := range live {
 				r.done <- nil
 			}

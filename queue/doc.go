@@ -1,7 +1,9 @@
 // Package queue is relayq's durable message store: envelopes, bodies and
-// the retry schedule in one bbolt file. It uses bbolt and the standard
-// library only and knows nothing of SMTP connections; it owns the on-disk
-// format, the schedule index, the backoff arithmetic and crash recovery.
+// the retry schedule in one bbolt file. It uses bbolt, the standard
+// library, the leaves internal/clock and internal/backoff and its own
+// queue/internal/boltcheck, and knows nothing of SMTP connections. It owns
+// the on-disk format, the schedule index, the claims and crash recovery;
+// the retry arithmetic whose times it stores is internal/backoff.
 //
 // # Invariants
 //
@@ -22,21 +24,29 @@
 //     in the write that queues the message (Envelope.ClaimFirst); whether a
 //     recipient still carries it has one definition, FirstClaimed
 //     (claim.go). Claim and UseFirstClaim return the addresses claimed.
+//     UseFirstClaim reads nothing unless an operator's change, a park or
+//     a quarantine may have touched the message since its commit (the
+//     intervention floor, claim.go).
 //   - Record stores outcomes and the DSNs they cause in one transaction: a
 //     crash can neither lose a bounce nor enqueue it twice. An outcome may
 //     instead mark its recipient as owing a report (Outcome.Report, for
-//     reports grouped across attempts, report.go): the mark is written with
-//     the outcome, cleared only by the Report call that queues the report
-//     (which does nothing if a mark it names is gone), and Open lists the
-//     messages still marked (Marked). So a grouped report is neither lost
-//     nor queued twice either, and its message keeps its body until then.
+//     reports grouped across attempts, groupdsn.go): the mark is written
+//     with the outcome, cleared only by the QueueGroupedDSN call that
+//     queues the report (which does nothing if a mark it names is gone),
+//     and Open lists the messages still marked (Marked). So a grouped
+//     report is neither lost nor queued twice either, and its message
+//     keeps its body until then. An outcome's TLS-RPT count
+//     (Outcome.TLSRPT) is written in the same transaction too.
+//   - The force hook (SetForceHook) hears of an operator's retry once per
+//     committed write, after the commit: never for a write that failed,
+//     never twice for a write the committer redid.
 //   - Bulk applies one action to its whole selection in one transaction:
 //     every selected message changes, or none does.
 //   - Every recipient outcome writes its event (events.go) in the same
 //     transaction as the outcome: queued in Commit; delivered, deferred,
-//     bounced, expired, delayed and dsn_sent in Record (dsn_sent in Report
-//     for a grouped report). Event IDs are a
-//     per-file sequence, so their lexical order is commit order, and a
+//     bounced, expired, delayed and dsn_sent in Record (dsn_sent in
+//     QueueGroupedDSN for a grouped report). Event IDs are a per-file
+//     sequence, so their lexical order is commit order, and a
 //     waiter taken with EventsChanged is woken by the commit that adds one.
 //     A finished message leaves its envelope (no body) in history, and a
 //     bounce marked Suppress puts the address on the suppression list, in
@@ -79,9 +89,28 @@
 //     moved whole to the quarantine buckets, with the reason, and never
 //     delivered: a body reader fails before handing out a byte of a bad
 //     chunk, so a delivery in progress is cut off, never completed.
-//   - Open first checks the file's structure read-only (integrity.go), with
-//     faults and panics inside bbolt turned into an error wrapping
-//     ErrDamaged: a damaged file is refused, never crashed on.
+//   - Open first checks the file's structure read-only, without mapping
+//     it (Preflight, with queue/internal/boltcheck), with faults and
+//     panics inside bbolt turned into an error wrapping ErrDamaged: a
+//     damaged file is refused, never crashed on.
+//   - The operator's tools for a damaged or bloated file (check, salvage,
+//     compact) are queue/repair; the store gives them Preflight,
+//     StructureProblems, Inspect and salvage.go's methods, nothing more.
+//
+// # One delivery job's trips
+//
+// A delivery attempt touches the store at most four times:
+//
+//  1. the claim: UseFirstClaim for the first attempt handed over at
+//     acceptance (no transaction), otherwise Claim (one fsync'd write);
+//  2. the body: BodyOf, one short read transaction per chunk;
+//  3. the outcome: Record, one fsync'd write with the DSNs, events,
+//     history, suppressions and TLS-RPT count it causes;
+//  4. when a DSN is due, the original's body for the report (Body).
+//
+// The retry times it hands Claim and Record are computed outside the
+// store (internal/backoff). A grouped report costs the last job of the
+// message one more read and write (Get, QueueGroupedDSN).
 //
 // IDs are 20 upper-case hex digits: 16 of the creation time in Unix
 // nanoseconds, strictly increasing within the process and above every
@@ -122,7 +151,7 @@
 // also after an unclean stop, and Open need not walk the file to rebuild
 // it. Fsync is never disabled. The file never shrinks by itself: it keeps
 // the size of the queue's busiest moment, and Stats reports its free
-// bytes; Compact (offline) writes a copy without them.
+// bytes; repair.Compact (offline) writes a copy without them.
 //
 // # Locking rule
 //

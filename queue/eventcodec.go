@@ -33,10 +33,6 @@ const (
 	kindDerived  = 1 << 5
 )
 
-func encodeEvent(ev *Event) ([]byte, error) {
-	return appendEvent(nil, ev)
-}
-
 // appendEvent appends the record of ev to b; the record starts at len(b).
 func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	t := -1

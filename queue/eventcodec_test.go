@@ -17,7 +17,7 @@ func TestEventRecordRoundTrip(t *testing.T) {
 		{Type: EventSuppressed, Time: at, Recipient: "x@y"},
 		{Type: EventDSNSent, Time: at, QueueID: "18ECAF2DCCF80C22C6A8", BounceQueueID: "18ECAF2DCCF80C22C6A9"},
 	} {
-		rec, err := encodeEvent(&ev)
+		rec, err := appendEvent(nil, &ev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,7 +30,7 @@ func TestEventRecordRoundTrip(t *testing.T) {
 			t.Error("a flipped bit went unnoticed")
 		}
 	}
-	if _, err := encodeEvent(&Event{Type: "sent"}); err == nil {
+	if _, err := appendEvent(nil, &Event{Type: "sent"}); err == nil {
 		t.Error("unknown type encoded")
 	}
 }
@@ -39,7 +39,7 @@ func TestEventRecordRoundTrip(t *testing.T) {
 // cleanly or gives an event that encodes back to the same bytes.
 func FuzzDecodeEvent(f *testing.F) {
 	ev := Event{Type: EventDelivered, Time: time.UnixMilli(1764500000000).UTC(), QueueID: "18ECAF2DCCF80C22C6A8", Reply: "250 2.0.0 ok", EnhancedCode: "2.0.0"}
-	rec, _ := encodeEvent(&ev)
+	rec, _ := appendEvent(nil, &ev)
 	f.Add(rec)
 	f.Add([]byte{1, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -47,7 +47,7 @@ func FuzzDecodeEvent(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := encodeEvent(&ev)
+		again, err := appendEvent(nil, &ev)
 		if err != nil {
 			t.Fatalf("decoded event does not encode: %v", err)
 		}

@@ -11,8 +11,7 @@ import (
 	"github.com/relayq/relayq/internal/clock"
 )
 
-// newClock is the fake clock the queue tests start from; its Now is
-// Options.Now.
+// newClock is the fake clock the queue tests start from (Options.Clock).
 func newClock() *clock.Fake {
 	return clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
 }
@@ -20,7 +19,7 @@ func newClock() *clock.Fake {
 // testOpts are small, quiet options with an injected clock.
 func testOpts(c *clock.Fake) Options {
 	return Options{
-		Now:         c.Now,
+		Clock:       c,
 		LockTimeout: 100 * time.Millisecond,
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}

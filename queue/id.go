@@ -5,7 +5,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
-	"time"
+
+	"github.com/relayq/relayq/internal/clock"
 )
 
 // idLen is the length of every message ID: 16 upper-case hex digits of the
@@ -21,13 +22,14 @@ const idLen = 20
 type idGen struct {
 	mu   sync.Mutex
 	last int64
-	now  func() time.Time
+	// clock dates the IDs; see Options.Clock.
+	clock clock.Clock
 }
 
 // next returns a fresh ID.
 func (g *idGen) next() string {
 	g.mu.Lock()
-	n := g.now().UnixNano()
+	n := g.clock.Now().UnixNano()
 	if n <= g.last {
 		n = g.last + 1
 	}
@@ -38,18 +40,34 @@ func (g *idGen) next() string {
 
 // observe raises the generator's floor to the time part of an existing ID.
 func (g *idGen) observe(id string) {
-	if len(id) != idLen {
-		return
-	}
-	n, err := strconv.ParseUint(id[:16], 16, 64)
-	if err != nil || n > 1<<63-1 {
+	n, ok := idTime(id)
+	if !ok {
 		return
 	}
 	g.mu.Lock()
-	if int64(n) > g.last {
-		g.last = int64(n)
+	if n > g.last {
+		g.last = n
 	}
 	g.mu.Unlock()
+}
+
+// newest is the time part of the newest ID handed out or observed.
+func (g *idGen) newest() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.last
+}
+
+// idTime is the time part of an ID; ok is false for a malformed one.
+func idTime(id string) (int64, bool) {
+	if len(id) != idLen {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(id[:16], 16, 64)
+	if err != nil || n > 1<<63-1 {
+		return 0, false
+	}
+	return int64(n), true
 }
 
 // NewID returns a fresh message ID, for a caller that must name a message

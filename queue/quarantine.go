@@ -86,6 +86,7 @@ func (s *Store) quarantine(id, reason string) {
 // quarantine buckets, drops its schedule entries and records why. It
 // reports false when there is no such message.
 func (w *writeTx) quarantine(id, reason string, now time.Time) (bool, error) {
+	w.intervene()
 	envs := w.tx.Bucket(bucketEnvelopes)
 	if envs == nil {
 		return false, nil

@@ -25,137 +25,191 @@ import (
 // It decodes every envelope once: about a second per few hundred thousand
 // messages, paid only at start-up.
 func (s *Store) recover() error {
-	log := s.opts.Logger
-	var c counts
-	var oldest time.Time
-	var quarantined, quarantinedNow int
+	var r recovery
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		buckets := map[string]*bolt.Bucket{}
-		for _, name := range [][]byte{bucketEnvelopes, bucketBodies, bucketSmallBodies, bucketSmallBodiesSum, bucketDrafts, bucketSchedule, bucketQuarantine, bucketQuarantineBodies, bucketQuarantineInfo} {
-			b, err := tx.CreateBucketIfNotExists(name)
-			if err != nil {
-				return fmt.Errorf("create bucket %s: %w", name, err)
-			}
-			buckets[string(name)] = b
+		r = recovery{s: s, tx: tx, want: map[string]bool{}}
+		if err := r.openBuckets(); err != nil {
+			return err
 		}
-		envs, sched := buckets[string(bucketEnvelopes)], buckets[string(bucketSchedule)]
-
-		c, oldest = counts{}, time.Time{}
-		s.markedAtOpen = nil
-		want := map[string]bool{}
-		type bad struct {
-			key, val []byte
-			reason   string
+		r.scanEnvelopes()
+		if err := r.quarantineBad(); err != nil {
+			return err
 		}
-		var bads []bad
-		first := true
-		seen := 0
-		cur := envs.Cursor()
-		for k, v := cur.First(); k != nil; k, v = cur.Next() {
-			if seen++; seen%1024 == 0 {
-				// Keep the scan's footprint small on a big queue (see
-				// releaseMapping); what it read is copied out already.
-				_ = releaseMapping(s.db, s.path)
-			}
-			if v == nil {
-				bads = append(bads, bad{bytes.Clone(k), nil, "nested bucket in envelope bucket"})
-				continue
-			}
-			env, err := decodeEnvelope(v)
-			if err == nil && env.ID != string(k) {
-				err = fmt.Errorf("record ID %q under key %q", env.ID, k)
-			}
-			if err != nil {
-				bads = append(bads, bad{bytes.Clone(k), bytes.Clone(v), err.Error()})
-				continue
-			}
-			if first {
-				oldest, first = env.Created, false
-			}
-			c.add(env, +1)
-			s.ids.observe(env.ID)
-			if sk := scheduleKey(env); sk != nil {
-				want[string(sk)] = true
-			}
-			if env.Marked() {
-				s.markedAtOpen = append(s.markedAtOpen, env.ID)
-			}
+		if err := r.sweepDrafts(); err != nil {
+			return err
 		}
-
-		now := s.now()
-		for _, b := range bads {
-			if err := quarantineTx(tx, b.key, b.val == nil, b.reason, now); err != nil {
-				return err
-			}
-			log.Error("queue: undecodable message moved to quarantine",
-				"file", s.path, "id", string(b.key), "reason", b.reason)
-		}
-		quarantined, quarantinedNow = countQuarantined(tx), len(bads)
-
-		// Only drafts that spilled chunks can leave a body without a
-		// message: small bodies are written with their envelope. So the
-		// bodies themselves are never walked here, and Open does not read
-		// the whole queue file into memory.
-		drafts := buckets[string(bucketDrafts)]
-		var orphans, done [][]byte
-		cur = drafts.Cursor()
-		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
-			if envs.Get(k) == nil {
-				orphans = append(orphans, bytes.Clone(k))
-			} else {
-				done = append(done, bytes.Clone(k))
-			}
-		}
-		for _, k := range orphans {
-			if err := deleteBody(tx, string(k)); err != nil {
-				return fmt.Errorf("delete orphaned body %q: %w", k, err)
-			}
-		}
-		for _, k := range done {
-			if err := drafts.Delete(k); err != nil {
-				return fmt.Errorf("forget committed draft %q: %w", k, err)
-			}
-		}
-		if len(orphans) > 0 {
-			log.Warn("queue: removed bodies without a message (interrupted submissions)",
-				"file", s.path, "count", len(orphans))
-		}
-
-		var stale [][]byte
-		cur = sched.Cursor()
-		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
-			if seen++; seen%1024 == 0 {
-				_ = releaseMapping(s.db, s.path)
-			}
-			if want[string(k)] {
-				delete(want, string(k))
-			} else {
-				stale = append(stale, bytes.Clone(k))
-			}
-		}
-		for _, k := range stale {
-			if err := sched.Delete(k); err != nil {
-				return fmt.Errorf("drop schedule entry: %w", err)
-			}
-		}
-		for k := range want {
-			if err := sched.Put([]byte(k), nil); err != nil {
-				return fmt.Errorf("add schedule entry: %w", err)
-			}
-		}
-		if len(stale)+len(want) > 0 {
-			log.Warn("queue: repaired schedule index", "file", s.path,
-				"dropped", len(stale), "added", len(want))
-		}
-		return nil
+		return r.rebuildSchedule()
 	})
 	if err != nil {
 		return err
 	}
+	s.markedAtOpen = r.marked
 	s.stats.mu.Lock()
-	c.quarantined = quarantined
-	s.stats.c, s.stats.oldest = c, oldest
-	s.stats.quarantinedNew = uint64(quarantinedNow)
+	r.c.quarantined = r.quarantined
+	s.stats.c, s.stats.oldest = r.c, r.oldest
+	s.stats.quarantinedNew = uint64(len(r.bads))
 	s.stats.mu.Unlock()
+	return nil
+}
+
+// recovery is the state of one recover transaction, built afresh on each
+// run of it.
+type recovery struct {
+	s       *Store
+	tx      *bolt.Tx
+	buckets map[string]*bolt.Bucket
+	// c and oldest rebuild Stats; want are the schedule keys the
+	// envelopes call for; marked the messages owing reports.
+	c      counts
+	oldest time.Time
+	want   map[string]bool
+	marked []string
+	// bads are the envelope records that do not decode; quarantined
+	// counts the quarantine once they are in it.
+	bads        []badRecord
+	quarantined int
+	// seen counts the keys read, to release the mapping now and then.
+	seen int
+}
+
+// badRecord is an envelope record recover moves to quarantine; val is
+// nil for a nested bucket where a record should be.
+type badRecord struct {
+	key, val []byte
+	reason   string
+}
+
+// openBuckets creates the buckets recover works on.
+func (r *recovery) openBuckets() error {
+	r.buckets = map[string]*bolt.Bucket{}
+	for _, name := range [][]byte{bucketEnvelopes, bucketBodies, bucketSmallBodies, bucketSmallBodiesSum, bucketDrafts, bucketSchedule, bucketQuarantine, bucketQuarantineBodies, bucketQuarantineInfo} {
+		b, err := r.tx.CreateBucketIfNotExists(name)
+		if err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+		r.buckets[string(name)] = b
+	}
+	return nil
+}
+
+// tick counts one key read; every 1024 it releases the pages read so far,
+// keeping the scan's footprint small on a big queue (see releaseMapping):
+// what it needs is copied out already.
+func (r *recovery) tick() {
+	if r.seen++; r.seen%1024 == 0 {
+		_ = releaseMapping(r.s.db, r.s.path)
+	}
+}
+
+// scanEnvelopes decodes every envelope once: counts, oldest, the schedule
+// keys wanted, the ID floor and the marked messages; records that fail go
+// to bads.
+func (r *recovery) scanEnvelopes() {
+	first := true
+	cur := r.buckets[string(bucketEnvelopes)].Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		r.tick()
+		if v == nil {
+			r.bads = append(r.bads, badRecord{bytes.Clone(k), nil, "nested bucket in envelope bucket"})
+			continue
+		}
+		env, err := decodeEnvelope(v)
+		if err == nil && env.ID != string(k) {
+			err = fmt.Errorf("record ID %q under key %q", env.ID, k)
+		}
+		if err != nil {
+			r.bads = append(r.bads, badRecord{bytes.Clone(k), bytes.Clone(v), err.Error()})
+			continue
+		}
+		if first {
+			r.oldest, first = env.Created, false
+		}
+		r.c.add(env, +1)
+		r.s.ids.observe(env.ID)
+		if sk := scheduleKey(env); sk != nil {
+			r.want[string(sk)] = true
+		}
+		if env.Marked() {
+			r.marked = append(r.marked, env.ID)
+		}
+	}
+}
+
+// quarantineBad moves the records that did not decode to quarantine.
+func (r *recovery) quarantineBad() error {
+	now := r.s.now()
+	for _, b := range r.bads {
+		if err := quarantineTx(r.tx, b.key, b.val == nil, b.reason, now); err != nil {
+			return err
+		}
+		r.s.opts.Logger.Error("queue: undecodable message moved to quarantine",
+			"file", r.s.path, "id", string(b.key), "reason", b.reason)
+	}
+	r.quarantined = countQuarantined(r.tx)
+	return nil
+}
+
+// sweepDrafts deletes the spilled chunks of drafts never committed and
+// forgets the drafts that were. Only drafts that spilled chunks can leave
+// a body without a message: small bodies are written with their envelope.
+// So the bodies themselves are never walked here, and Open does not read
+// the whole queue file into memory.
+func (r *recovery) sweepDrafts() error {
+	envs, drafts := r.buckets[string(bucketEnvelopes)], r.buckets[string(bucketDrafts)]
+	var orphans, done [][]byte
+	cur := drafts.Cursor()
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		if envs.Get(k) == nil {
+			orphans = append(orphans, bytes.Clone(k))
+		} else {
+			done = append(done, bytes.Clone(k))
+		}
+	}
+	for _, k := range orphans {
+		if err := deleteBody(r.tx, string(k)); err != nil {
+			return fmt.Errorf("delete orphaned body %q: %w", k, err)
+		}
+	}
+	for _, k := range done {
+		if err := drafts.Delete(k); err != nil {
+			return fmt.Errorf("forget committed draft %q: %w", k, err)
+		}
+	}
+	if len(orphans) > 0 {
+		r.s.opts.Logger.Warn("queue: removed bodies without a message (interrupted submissions)",
+			"file", r.s.path, "count", len(orphans))
+	}
+	return nil
+}
+
+// rebuildSchedule makes the schedule index exactly the keys the
+// envelopes want: entries pointing nowhere or at the wrong time are
+// dropped, missing ones added.
+func (r *recovery) rebuildSchedule() error {
+	sched := r.buckets[string(bucketSchedule)]
+	var stale [][]byte
+	cur := sched.Cursor()
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		r.tick()
+		if r.want[string(k)] {
+			delete(r.want, string(k))
+		} else {
+			stale = append(stale, bytes.Clone(k))
+		}
+	}
+	for _, k := range stale {
+		if err := sched.Delete(k); err != nil {
+			return fmt.Errorf("drop schedule entry: %w", err)
+		}
+	}
+	for k := range r.want {
+		if err := sched.Put([]byte(k), nil); err != nil {
+			return fmt.Errorf("add schedule entry: %w", err)
+		}
+	}
+	if len(stale)+len(r.want) > 0 {
+		r.s.opts.Logger.Warn("queue: repaired schedule index", "file", r.s.path,
+			"dropped", len(stale), "added", len(r.want))
+	}
 	return nil
 }

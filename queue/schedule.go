@@ -60,8 +60,8 @@ func (s *Store) Claim(id string, addrs []string, now, retryAt time.Time) (Claime
 // ignored: a delivered or bounced recipient never changes again. Attempts
 // is left alone (Claim counted the attempt). When every recipient is final
 // the message is deleted (envelope, body, schedule entry), as Postfix does,
-// unless a recipient still owes a report (Outcome.Report; Store.Report
-// deletes it then); Record returns its last state.
+// unless a recipient still owes a report (Outcome.Report;
+// QueueGroupedDSN deletes it then); Record returns its last state.
 func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envelope, error) {
 	for _, o := range outcomes {
 		switch o.Status {
@@ -87,6 +87,11 @@ func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envel
 		env := cloneEnvelope(old)
 		var evs []Event
 		for _, o := range outcomes {
+			if o.TLSRPT != nil {
+				if err := w.countTLS(*o.TLSRPT); err != nil {
+					return err
+				}
+			}
 			if r := applyOutcome(env, o); r != nil {
 				evs = append(evs, outcomeEvents(env, r, o)...)
 				if o.Suppress && o.Status == StatusBounced {
@@ -182,13 +187,16 @@ func cloneEnvelope(env *Envelope) *Envelope {
 // reached): the mail waits on disk with the destination instead of in
 // memory, and the next scan does not see it again until then.
 // Unknown IDs are skipped (they may have been deleted meanwhile), and so
-// are those forced reports true for, asked inside the write: an operator
-// forced them since the caller decided to park them (SetForceHook), and
-// their retry must not be undone. forced may be nil.
+// are those forced reports true for, asked inside the write, and those an
+// earlier write of the same transaction forced (the hook hears of those
+// only after the commit): an operator forced them since the caller decided
+// to park them (SetForceHook), and their retry must not be undone. forced
+// may be nil.
 func (s *Store) Postpone(jobs map[string][]string, until time.Time, forced func(id string) bool) error {
 	return s.submit(func(w *writeTx) error {
+		w.intervene()
 		for id, addrs := range jobs {
-			if forced != nil && forced(id) {
+			if forced != nil && forced(id) || w.forcedBefore(id) {
 				continue
 			}
 			old, err := w.load(id)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/relayq/relayq/internal/clock"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
@@ -44,8 +45,9 @@ type Options struct {
 	// LockTimeout bounds the wait for the file lock (bbolt Options.Timeout);
 	// default 1s. Never zero: bbolt would wait forever.
 	LockTimeout time.Duration
-	// Now is the clock; default time.Now. Tests inject a fake one.
-	Now func() time.Time
+	// Clock is the store's time source (message IDs, Created, event
+	// times); default clock.Real. Tests inject a clock.Fake.
+	Clock clock.Clock
 	// InlineLimit: bodies up to this many bytes are written in the same
 	// commit as their envelope; default 256 KiB.
 	InlineLimit int
@@ -67,8 +69,8 @@ func (o Options) withDefaults() Options {
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = defaultLockTimeout
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.Real
 	}
 	if o.InlineLimit <= 0 {
 		o.InlineLimit = defaultInlineLimit
@@ -109,6 +111,11 @@ type Store struct {
 	// (SetForceHook).
 	forced atomic.Pointer[func(ids ...string)]
 
+	// intervened is the newest ID time at the last operator's change, park
+	// or quarantine (see intervene): messages with newer IDs are untouched
+	// by any of those since their commit.
+	intervened atomic.Int64
+
 	// markedAtOpen are the messages recover found with pending reports
 	// (Marked); set before the committer starts, read-only after.
 	markedAtOpen []string
@@ -133,8 +140,8 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("queue: create directory for %s: %w", path, err)
 	}
 	// A damaged file is refused here, before bbolt opens it for writing
-	// and can fault or panic on it (see integrity.go).
-	if err := preflight(path, opts.LockTimeout); err != nil {
+	// and can fault or panic on it (see Preflight, integrity.go).
+	if err := Preflight(path, opts.LockTimeout); err != nil {
 		return nil, err
 	}
 	var db *bolt.DB
@@ -165,7 +172,7 @@ func Open(path string, opts Options) (*Store, error) {
 		db:   db,
 		path: path,
 		opts: opts,
-		ids:  idGen{now: opts.Now},
+		ids:  idGen{clock: opts.Clock},
 		reqs: make(chan *writeReq, 1024),
 		done: make(chan struct{}),
 	}
@@ -209,7 +216,7 @@ func (s *Store) Close() error {
 }
 
 // now reads the store's clock.
-func (s *Store) now() time.Time { return s.opts.Now() }
+func (s *Store) now() time.Time { return s.opts.Clock.Now() }
 
 // view runs a read transaction; after Close it reports ErrClosed like every
 // write does, rather than bbolt's own error.

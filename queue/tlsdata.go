@@ -94,34 +94,48 @@ func tlsDayKey(domain string, at time.Time) []byte {
 	return []byte(strings.ToLower(domain) + "\x00" + at.UTC().Format(time.DateOnly))
 }
 
-// RecordTLS counts one TLS result of domain on the UTC day of at.
+// TLSTally is one TLS result to count for TLS-RPT (RFC 8460): domain's
+// result on the UTC day of At.
+type TLSTally struct {
+	Domain string
+	At     time.Time
+	Result TLSResult
+}
+
+// RecordTLS counts one TLS result of domain on the UTC day of at, in a
+// commit of its own. An attempt's count goes with its outcome instead
+// (Outcome.TLSRPT); this is for a caller that has no Record to join.
 func (s *Store) RecordTLS(domain string, at time.Time, r TLSResult) error {
-	key := tlsDayKey(domain, at)
-	return s.submit(func(w *writeTx) error {
-		b, err := w.bucket(bucketTLSResults)
-		if err != nil {
-			return err
+	t := TLSTally{Domain: domain, At: at, Result: r}
+	return s.submit(func(w *writeTx) error { return w.countTLS(t) })
+}
+
+// countTLS adds t to its day's counts.
+func (w *writeTx) countTLS(t TLSTally) error {
+	key := tlsDayKey(t.Domain, t.At)
+	b, err := w.bucket(bucketTLSResults)
+	if err != nil {
+		return err
+	}
+	counts, err := decodeTLSCounts(b.Get(key))
+	if err != nil {
+		counts = nil // a damaged day starts over rather than block mail
+	}
+	found := false
+	for i := range counts {
+		if counts[i].TLSResult == t.Result {
+			counts[i].N++
+			found = true
 		}
-		counts, err := decodeTLSCounts(b.Get(key))
-		if err != nil {
-			counts = nil // a damaged day starts over rather than block mail
-		}
-		found := false
-		for i := range counts {
-			if counts[i].TLSResult == r {
-				counts[i].N++
-				found = true
-			}
-		}
-		if !found {
-			counts = append(counts, TLSCount{TLSResult: r, N: 1})
-		}
-		js, err := json.Marshal(counts)
-		if err != nil {
-			return err
-		}
-		return b.Put(key, sealed(js))
-	})
+	}
+	if !found {
+		counts = append(counts, TLSCount{TLSResult: t.Result, N: 1})
+	}
+	js, err := json.Marshal(counts)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, sealed(js))
 }
 
 // TLSDay returns domain's counts on the UTC day of day, sorted.

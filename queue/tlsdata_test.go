@@ -79,3 +79,23 @@ func FuzzDecodeTLSCounts(f *testing.F) {
 		}
 	})
 }
+
+// An outcome's TLS-RPT count is written in Record's own commit: an
+// attempt costs one commit, count included.
+func TestRecordCountsTLSInItsCommit(t *testing.T) {
+	c := newClock()
+	s, _ := openTemp(t, testOpts(c))
+	id := enqueue(t, s, []byte("hi"), "a@example.org")
+	before := s.Stats().Commits
+	tally := &TLSTally{Domain: "example.org", At: c.Now(), Result: TLSResult{"tlsa", "mx.example.org", ""}}
+	if _, err := s.Record(id, []Outcome{{Address: "a@example.org", Status: StatusDelivered, Reply: "250 ok", TLSRPT: tally}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Stats().Commits - before; n != 1 {
+		t.Errorf("recording the outcome took %d commits, want 1", n)
+	}
+	counts, err := s.TLSDay("example.org", c.Now())
+	if err != nil || len(counts) != 1 || counts[0].N != 1 || counts[0].Policy != "tlsa" {
+		t.Errorf("TLSDay = %+v, %v", counts, err)
+	}
+}

@@ -42,7 +42,7 @@ type Recipient struct {
 	Warned bool `json:"warned,omitempty"`
 	// Report marks a report (DSN) this recipient's outcome called for that
 	// is not queued yet: another attempt of the message was in flight, and
-	// the one that finishes last reports for all (Store.Report). Files
+	// the one that finishes last reports for all (Store.QueueGroupedDSN). Files
 	// written before it have none.
 	Report Report `json:"report,omitempty"`
 }
@@ -113,7 +113,7 @@ func (e *Envelope) Done() bool {
 
 // Marked reports whether a recipient still waits for a report (Report
 // set). Such a message stays stored, even with every recipient final,
-// until Store.Report queues it.
+// until Store.QueueGroupedDSN queues it.
 func (e *Envelope) Marked() bool {
 	for _, r := range e.Recipients {
 		if r.Report != ReportNone {
@@ -144,8 +144,12 @@ type Outcome struct {
 	// TLS is the TLS version of the session that gave Reply ("TLSv1.3"),
 	// "none" for plain text, "" when no session was reached.
 	TLS string
+	// TLSRPT, when set, is counted for TLS-RPT in the same transaction
+	// (once per attempt: the caller sets it on one outcome), so an attempt
+	// costs one commit, not a second for its count (see RecordTLS).
+	TLSRPT *TLSTally
 	// Report, when set, marks the recipient as owed this report instead of
-	// the caller queueing it with the outcome: a later Store.Report queues
+	// the caller queueing it with the outcome: a later Store.QueueGroupedDSN queues
 	// one report for every mark of the message. ReportFailed goes with a
 	// bounce, ReportDelayed with a deferral.
 	Report Report

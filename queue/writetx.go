@@ -24,6 +24,11 @@ type writeTx struct {
 	// arena, when set, is the committer's buffer for the keys and records
 	// this transaction puts (see record).
 	arena *[]byte
+	// forced is what this write forced (see force); the hook hears of it
+	// once the transaction has committed.
+	forced forceNote
+	// batch holds the writes before this one in the same transaction.
+	batch *[]*writeTx
 }
 
 // record returns what add appends to an empty or arena buffer. bbolt keeps

@@ -16,6 +16,7 @@ import (
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/internal/admin"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/repair"
 )
 
 const offlineUsage = `usage: relayq queue <check|salvage|compact> [--config FILE | --file PATH] [flags]
@@ -97,7 +98,7 @@ func offlineQueueCmd(args []string, out io.Writer) (handled bool, err error) {
 
 // runCheck prints the check's findings; damage is an error (exit 1).
 func runCheck(path string, asJSON bool, out io.Writer) error {
-	rep, err := queue.Check(path, queue.CheckOptions{Bodies: true})
+	rep, err := repair.Check(path, repair.CheckOptions{Bodies: true})
 	if err != nil {
 		return err
 	}
@@ -133,7 +134,7 @@ func runCheck(path string, asJSON bool, out io.Writer) error {
 
 // runSalvage copies what can be read into to and prints what was lost.
 func runSalvage(path, to string, asJSON bool, out io.Writer) error {
-	rep, err := queue.Salvage(path, to, queue.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	rep, err := repair.Salvage(path, to, queue.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func runSalvage(path, to string, asJSON bool, out io.Writer) error {
 
 // runCompact rewrites the file without its free pages.
 func runCompact(path string, asJSON bool, out io.Writer) error {
-	rep, err := queue.Compact(path, queue.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	rep, err := repair.Compact(path, queue.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 func newRelay(t *testing.T, token string) *relay {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
-	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{Now: clk.Now, LockTimeout: 100 * time.Millisecond, Logger: quietLog})
+	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{Clock: clk, LockTimeout: 100 * time.Millisecond, Logger: quietLog})
 	if err != nil {
 		t.Fatal(err)
 	}

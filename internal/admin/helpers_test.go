@@ -40,7 +40,7 @@ func newEnv(t *testing.T, token string) *env {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
 	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{
-		Now: clk.Now, LockTimeout: 100 * time.Millisecond, Logger: quiet,
+		Clock: clk, LockTimeout: 100 * time.Millisecond, Logger: quiet,
 	})
 	if err != nil {
 		t.Fatalf("queue.Open: %v", err)

@@ -12,7 +12,7 @@ import (
 
 func open(t *testing.T, clk *clock.Fake) *queue.Store {
 	t.Helper()
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Now: clk.Now})
+	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

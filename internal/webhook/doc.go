@@ -5,7 +5,7 @@
 //   - At least once, in event order, per webhook: a batch is POSTed as
 //     {"events":[...]} and the webhook's cursor in the queue file moves past
 //     it only after a 2xx answer. A failed batch is retried, the same
-//     batch again, with the queue's jittered backoff (queue.Backoff) until
+//     batch again, with the jittered backoff of internal/backoff until
 //     it succeeds; a kill -9 may resend the last batch, never skip one.
 //   - Each request carries X-Relayq-Timestamp (Unix seconds) and
 //     X-Relayq-Signature: sha256=<hex HMAC-SHA256 of the raw body with the

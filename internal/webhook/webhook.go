@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relayq/relayq/internal/backoff"
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 )
@@ -53,7 +54,7 @@ type Options struct {
 	Source Source
 	Hooks  []Hook
 	// Backoff spaces retries of a failed batch; relayq passes retry.*.
-	Backoff queue.Backoff
+	Backoff backoff.Backoff
 	// Timeout bounds one POST; default 30s.
 	Timeout time.Duration
 	// Linger, after a batch that was not full, waits this long for more

@@ -97,7 +97,7 @@ func TestFailThreeTimesThenEveryEventInOrder(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(t0)
 	path := filepath.Join(t.TempDir(), "q.db")
-	st, err := queue.Open(path, queue.Options{Now: clk.Now, Logger: quiet})
+	st, err := queue.Open(path, queue.Options{Clock: clk, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestTypesFilterAndSignature(t *testing.T) {
 		t.Error("signature does not verify exactly the body with the secret")
 	}
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Now: clk.Now, Logger: quiet})
+	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestTypesFilterAndSignature(t *testing.T) {
 // waits Linger, and what arrived meanwhile goes out in one request.
 func TestLingerGathersABatch(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Now: clk.Now, Logger: quiet})
+	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package queue
+package repair
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/internal/boltcheck"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
@@ -30,9 +32,11 @@ const compactTxBytes = 32 << 20
 // original: at every moment path is either the old file or the complete
 // new one. It holds the file's exclusive lock throughout, so it fails with
 // ErrLocked while a relay runs, and refuses a damaged file (salvage it).
-func Compact(path string, o Options) (*CompactReport, error) {
-	o = o.withDefaults()
-	if err := preflight(path, o.LockTimeout); err != nil {
+func Compact(path string, o queue.Options) (*CompactReport, error) {
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = queue.DefaultLockTimeout
+	}
+	if err := queue.Preflight(path, o.LockTimeout); err != nil {
 		return nil, err
 	}
 	before, err := os.Stat(path)
@@ -40,13 +44,13 @@ func Compact(path string, o Options) (*CompactReport, error) {
 		return nil, fmt.Errorf("queue: compact: %w", err)
 	}
 	var src *bolt.DB
-	err = guarded(func() error {
+	err = boltcheck.Guarded(func() error {
 		var err error
 		src, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: o.LockTimeout, FreelistType: bolt.FreelistMapType})
 		return err
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("queue: queue file %s is in use by another relayq: %w", path, ErrLocked)
+		return nil, fmt.Errorf("queue: queue file %s is in use by another relayq: %w", path, queue.ErrLocked)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("queue: compact: open %s: %w", path, err)
@@ -64,9 +68,10 @@ func Compact(path string, o Options) (*CompactReport, error) {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("queue: compact: replace %s: %w", path, err)
 	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync() // make the rename durable
-		d.Close()
+	// The rename is durable only once the directory is synced: without
+	// it a crash may bring back the old file, or neither.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("queue: compact: sync the directory of %s: %w", path, err)
 	}
 	after, err := os.Stat(path)
 	if err != nil {
@@ -77,19 +82,19 @@ func Compact(path string, o Options) (*CompactReport, error) {
 
 // compactInto copies src into a new file tmp, syncs it and checks it: its
 // structure is sound and it holds the same envelopes.
-func compactInto(src *bolt.DB, tmp string, o Options) error {
+func compactInto(src *bolt.DB, tmp string, o queue.Options) error {
 	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: o.LockTimeout, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return fmt.Errorf("queue: compact: create %s: %w", tmp, err)
 	}
-	err = guarded(func() error { return bolt.Compact(dst, src, compactTxBytes) })
+	err = boltcheck.Guarded(func() error { return bolt.Compact(dst, src, compactTxBytes) })
 	if cerr := dst.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("queue: compact into %s: %w", tmp, err)
 	}
-	problems, err := checkStructure(tmp, o.LockTimeout)
+	problems, err := queue.StructureProblems(tmp, o.LockTimeout)
 	if err == nil && len(problems) > 0 {
 		err = fmt.Errorf("the copy is damaged: %s", problems[0])
 	}
@@ -115,16 +120,25 @@ func compactInto(src *bolt.DB, tmp string, o Options) error {
 // countEnvelopes counts the keys of the envelope bucket.
 func countEnvelopes(db *bolt.DB) (int, error) {
 	n := 0
-	err := guarded(func() error {
+	err := boltcheck.Guarded(func() error {
 		return db.View(func(tx *bolt.Tx) error {
-			if b := tx.Bucket(bucketEnvelopes); b != nil {
-				c := b.Cursor()
-				for k, _ := c.First(); k != nil; k, _ = c.Next() {
-					n++
-				}
-			}
+			n = queue.EnvelopeCount(tx)
 			return nil
 		})
 	})
 	return n, err
+}
+
+// syncDir fsyncs directory dir, which makes a rename in it durable. A
+// variable so that a test can make it fail.
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

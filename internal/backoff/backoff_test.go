@@ -1,4 +1,4 @@
-package queue
+package backoff
 
 import (
 	"math"
@@ -88,7 +88,7 @@ func TestPolicyNext(t *testing.T) {
 		{"next past max age", Policy{Backoff: noJitter, MaxAge: 5 * 24 * time.Hour}, 10, created.Add(5*24*time.Hour - time.Minute), created.Add(5*24*time.Hour + 59*time.Minute), true},
 	}
 	for _, tc := range cases {
-		next, giveUp := tc.p.Next(Recipient{Attempts: tc.attempts}, created, tc.now, nil)
+		next, giveUp := tc.p.Next(tc.attempts, created, tc.now, nil)
 		if !next.Equal(tc.wantNext) || giveUp != tc.giveUp {
 			t.Errorf("%s: Next = %v, %v; want %v, %v", tc.name, next, giveUp, tc.wantNext, tc.giveUp)
 		}

@@ -7,12 +7,12 @@ import (
 // Reports owed by recipients of one message that became final (or crossed
 // warn_after) in attempts in flight together are grouped: each attempt but
 // the last records its outcome with a mark (Outcome.Report) instead of a
-// report, and the last queues one report for every mark (Report). The
+// report, and the last queues one report for every mark (QueueGroupedDSN). The
 // marks are on disk with the outcomes, so a crash in between loses no
 // report: Open lists the messages that still carry marks (Marked) for the
 // caller to report. A message is not deleted while a mark is pending.
 
-// Mark names one recipient's pending report, as Report clears it.
+// Mark names one recipient's pending report, as QueueGroupedDSN clears it.
 type Mark struct {
 	Address string
 	Report  Report
@@ -29,14 +29,14 @@ func (e *Envelope) Marks() []Mark {
 	return out
 }
 
-// Report queues the notices (the reports) built for marks of message id
-// and clears those marks, in one fsync'd transaction, so a report is
-// neither lost nor queued twice; each notice writes its dsn_sent event.
-// If any of marks is no longer pending (another caller reported it first)
-// nothing changes and Report returns false: the caller reads the message
-// again. Once every recipient is final and no mark is left the message is
+// QueueGroupedDSN queues the notices (the DSNs, RFC 3464) built for marks
+// of message id and clears those marks, in one fsync'd transaction, so a
+// report is neither lost nor queued twice; each notice writes its dsn_sent
+// event. If any of marks is no longer pending (another caller reported it
+// first) nothing changes and it returns false: the caller reads the
+// message again. Once every recipient is final and no mark is left the message is
 // deleted, as in Record.
-func (s *Store) Report(id string, marks []Mark, notices ...Notice) (bool, error) {
+func (s *Store) QueueGroupedDSN(id string, marks []Mark, notices ...Notice) (bool, error) {
 	prepared := s.prepareNotices(notices)
 	var done bool
 	err := s.submit(func(w *writeTx) error {
@@ -81,7 +81,7 @@ func pendingFor(env *Envelope, m Mark) *Recipient {
 
 // Marked returns the IDs of the messages that carried pending reports
 // when the store was opened: what a crash (or a stop) left between an
-// outcome and its report. The caller reports them (Report).
+// outcome and its report. The caller reports them (QueueGroupedDSN).
 func (s *Store) Marked() []string {
 	return append([]string(nil), s.markedAtOpen...)
 }

@@ -49,13 +49,13 @@ func TestPendingReportSurvivesReopenAndIsQueuedOnce(t *testing.T) {
 		}
 	}
 	report := Notice{Envelope: Envelope{From: "", Recipients: []Recipient{{Address: "sender@example.org"}}}, Body: []byte("Subject: failed\r\n\r\nall three\r\n")}
-	done, err := s.Report(id, marks, report)
+	done, err := s.QueueGroupedDSN(id, marks, report)
 	if err != nil || !done {
 		t.Fatalf("Report = %v, %v; want done", done, err)
 	}
 	// Retried with the same marks (a second reporter, or a redo after a
 	// crash that the first one survived): nothing is queued again.
-	if done, err := s.Report(id, marks, report); done || !errors.Is(err, ErrNotFound) {
+	if done, err := s.QueueGroupedDSN(id, marks, report); done || !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second Report = %v, %v; want nothing done: the message is finished", done, err)
 	}
 	msgs, _, err := s.List(ListOptions{})
@@ -100,10 +100,10 @@ func TestReportStaleMarksChangeNothing(t *testing.T) {
 	env, _ := s.Get(id)
 	marks := env.Marks()
 	n := Notice{Envelope: Envelope{Recipients: []Recipient{{Address: "sender@example.org"}}}, Body: []byte("report\r\n")}
-	if done, err := s.Report(id, marks[:1], n); err != nil || !done {
+	if done, err := s.QueueGroupedDSN(id, marks[:1], n); err != nil || !done {
 		t.Fatalf("Report(a) = %v, %v", done, err)
 	}
-	if done, err := s.Report(id, marks, n); err != nil || done {
+	if done, err := s.QueueGroupedDSN(id, marks, n); err != nil || done {
 		t.Fatalf("Report(a, b) after a was reported = %v, %v; want false", done, err)
 	}
 	env, _ = s.Get(id)

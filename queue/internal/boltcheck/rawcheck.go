@@ -1,4 +1,4 @@
-package queue
+package boltcheck
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 // checksums' business.
 type rawChecker struct {
 	f    io.ReaderAt
-	m    meta
+	m    Meta
 	ps   int64
 	free map[uint64]bool
 	seen map[uint64]bool
@@ -53,7 +53,7 @@ var errTooManyProblems = errors.New("too many problems")
 // known, which ends the walk.
 func (c *rawChecker) failf(format string, args ...any) error {
 	if c.salvage {
-		if len(c.errs) < maxSalvageErrors {
+		if len(c.errs) < MaxSalvageErrors {
 			c.errs = append(c.errs, fmt.Sprintf(format, args...))
 		} else {
 			c.lost++
@@ -61,14 +61,14 @@ func (c *rawChecker) failf(format string, args ...any) error {
 		return nil
 	}
 	c.errs = append(c.errs, fmt.Sprintf(format, args...))
-	if len(c.errs) >= maxStructureErrors {
+	if len(c.errs) >= MaxStructureErrors {
 		return errTooManyProblems
 	}
 	return nil
 }
 
-// maxSalvageErrors caps the problems a salvage lists one by one.
-const maxSalvageErrors = 1000
+// MaxSalvageErrors caps the problems a salvage lists one by one.
+const MaxSalvageErrors = 1000
 
 // pageRun is one page (and its overflow pages) as far as it was read.
 type pageRun struct {
@@ -292,32 +292,35 @@ func (c *rawChecker) ordered(id uint64, keys [][]byte, lo, hi []byte) error {
 	return nil
 }
 
-// checkStructure checks the structure of the bbolt file at path with
-// plain reads and returns the problems found (empty: sound). It never
-// maps the file, so no damage can fault or panic it.
+// ErrLocked: another process holds the file's lock (a running relay).
+var ErrLocked = errors.New("file is locked by another process")
+
+// Structure checks the structure of the bbolt file at path with plain
+// reads and returns the problems found (empty: sound). It never maps the
+// file, so no damage can fault or panic it.
 //
 // It holds a shared lock on the file meanwhile, as a read-only bbolt does,
-// so a running relay's file is reported as in use (ErrLocked), not as
-// damaged by the writes it sees half done.
-func checkStructure(path string, lockTimeout time.Duration) ([]string, error) {
+// so a running relay's file is reported as in use (an error wrapping
+// ErrLocked), not as damaged by the writes it sees half done.
+func Structure(path string, lockTimeout time.Duration) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if err := lockShared(f, lockTimeout); err != nil {
-		return nil, fmt.Errorf("queue: queue file %s is in use by another relayq: %w", path, ErrLocked)
+	if err := LockShared(f, lockTimeout); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, ErrLocked)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	return structureProblems(f, fi.Size()), nil
+	return Problems(f, fi.Size()), nil
 }
 
-// structureProblems is checkStructure on any reader of size bytes.
-func structureProblems(f io.ReaderAt, size int64) []string {
-	m, free, err := readMeta(f, size, true)
+// Problems is Structure on any reader of size bytes.
+func Problems(f io.ReaderAt, size int64) []string {
+	m, free, err := ReadMeta(f, size, true)
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -331,3 +334,19 @@ func structureProblems(f io.ReaderAt, size int64) []string {
 	_ = c.tree(m.root, nil, nil, 0)
 	return c.errs
 }
+
+// Salvage walks the trees of the file m describes, going on past
+// problems and skipping only what cannot be read, and passes every
+// readable value to emit with the names of the buckets it is in. It
+// returns the first MaxSalvageErrors problems and how many more there
+// were; err is emit's.
+func Salvage(f io.ReaderAt, m Meta, emit func(path [][]byte, k, v []byte) error) (problems []string, more int, err error) {
+	c := &rawChecker{f: f, m: m, ps: int64(m.pageSize), free: map[uint64]bool{}, seen: map[uint64]bool{},
+		salvage: true, emit: emit}
+	err = c.tree(m.root, nil, nil, 0)
+	return c.errs, c.lost, err
+}
+
+// MaxStructureErrors caps how many structure problems a check keeps; it
+// stops looking after that many.
+const MaxStructureErrors = 20

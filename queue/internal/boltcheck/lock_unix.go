@@ -1,6 +1,6 @@
 //go:build unix
 
-package queue
+package boltcheck
 
 import (
 	"errors"
@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// lockShared takes a shared flock on f (released when f is closed), as
+// LockShared takes a shared flock on f (released when f is closed), as
 // bbolt does for a read-only open, waiting up to timeout for a writer.
-func lockShared(f *os.File, timeout time.Duration) error {
+func LockShared(f *os.File, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
