@@ -28,7 +28,7 @@
 //   - A worker and destination slot is held only while talking SMTP; the
 //     message stays in flight (never scheduled twice) until its outcome is
 //     on disk.
-//   - A TLS policy (DANE, MTA-STS; RouteConfig.TLSPolicy) is attached to MX
+//   - A TLS policy (DANE, MTA-STS; route.Options.TLSPolicy) is attached to MX
 //     hops only, never to static routes or the smarthost; every attempt's
 //     log line says which applied (tls=) and its TLS version.
 //   - Recipients of one message that share a destination go in one SMTP

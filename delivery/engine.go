@@ -39,10 +39,22 @@ type Courier interface {
 	Close()
 }
 
+// Router is what the engine asks of routing (*route.Router): the
+// destination a domain's mail belongs to, the hops of an attempt, and for
+// traffic shaping the key and MX host names of a destination.
+type Router interface {
+	Destination(domain string) string
+	Lookup(ctx context.Context, domain string) ([]smtpclient.Hop, error)
+	ShapeKey(domain string) (key string, mx bool)
+	MXHosts(ctx context.Context, domain string) ([]string, time.Time, error)
+	CachedMX(domain string, now time.Time) ([]string, time.Time, bool)
+}
+
 // Options configure an Engine.
 type Options struct {
-	Store  *queue.Store
-	Router *Router
+	Store *queue.Store
+	// Router routes each attempt; relayq gives it a *route.Router.
+	Router Router
 	// Courier makes the attempts; relayq gives it a *smtpclient.Dialer.
 	Courier  Courier
 	Policy   queue.Policy
@@ -80,7 +92,7 @@ type Options struct {
 
 // Settings are the parts of Options a SIGHUP may replace while running.
 type Settings struct {
-	Router    *Router
+	Router    Router
 	Courier   Courier
 	Policy    queue.Policy
 	WarnAfter time.Duration

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
@@ -63,7 +64,7 @@ func newRigWith(t *testing.T, clk *clock.Fake, addr string, c Courier, mod func(
 	t.Helper()
 	r := &rig{t: t, clk: clk, path: filepath.Join(t.TempDir(), "queue.db"), events: make(chan string, 100000)}
 	r.opts = Options{
-		Router:   NewRouter(RouteConfig{Routes: map[string]string{"*": addr}}),
+		Router:   route.NewRouter(route.Options{Routes: map[string]string{"*": addr}}),
 		Courier:  c,
 		Policy:   defaultPolicy(),
 		Hostname: "relay.test",
@@ -413,7 +414,7 @@ func TestRealDelaysEndToEnd(t *testing.T) {
 	defer st.Close()
 	eng, err := New(Options{
 		Store:   st,
-		Router:  NewRouter(RouteConfig{Routes: map[string]string{"*": srv.Addr()}}),
+		Router:  route.NewRouter(route.Options{Routes: map[string]string{"*": srv.Addr()}}),
 		Courier: &smtpclient.Dialer{Hostname: "relay.test", TLS: "none"},
 		Policy:  queue.Policy{Backoff: queue.Backoff{Initial: 100 * time.Millisecond, Multiplier: 2, Jitter: 50 * time.Millisecond, Max: time.Second}},
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -163,12 +163,12 @@ func (e *Engine) targetOf(ctx context.Context, d *dest, domain string, now time.
 		return false
 	}
 	router := e.settings.Load().Router
-	key, mx := router.shapeKey(domain)
+	key, mx := router.ShapeKey(domain)
 	if !mx {
 		d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(key, nil), true, time.Time{}
 		return true
 	}
-	if hosts, until, ok := router.cachedMX(key, now); ok {
+	if hosts, until, ok := router.CachedMX(key, now); ok {
 		d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(key, hosts), true, until
 		return true
 	}

@@ -1,7 +1,6 @@
 package delivery
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/delivery/route"
+	"github.com/relayq/relayq/delivery/route/dnstest"
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/clock"
@@ -96,7 +97,7 @@ func rateLimitedRig(t *testing.T, c shaping.Config) (*rig, *smtptest.Server) {
 		smtptest.RateLimit("mail=5/s=421 4.7.28 Our system has detected an unusual rate of mail"))
 	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
 	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
-		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"example.net": srv.Addr()}})
+		o.Router = route.NewRouter(route.Options{Routes: map[string]string{"example.net": srv.Addr()}})
 		o.Shaper = shaperFor(t, clk, c)
 	})
 	return r, srv
@@ -192,12 +193,12 @@ func TestTarpitsDoNotStarveAHealthyDestination(t *testing.T) {
 	routes := map[string]string{"healthy.test": srv.Addr()}
 	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none"} // default timeouts
 	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
-		o.Router = NewRouter(RouteConfig{Routes: routes})
+		o.Router = route.NewRouter(route.Options{Routes: routes})
 	})
 	for i := 0; i < 10; i++ {
 		routes[fmt.Sprintf("tarpit%d.test", i)] = tarpit(t) // closed (Cleanup) before the engine stops
 	}
-	r.eng.Update(Settings{Router: NewRouter(RouteConfig{Routes: routes}), Courier: dialer, Policy: defaultPolicy()})
+	r.eng.Update(Settings{Router: route.NewRouter(route.Options{Routes: routes}), Courier: dialer, Policy: defaultPolicy()})
 	r.queueMessages(150, func(i int) string { return fmt.Sprintf("u%d@tarpit%d.test", i, i%10) })
 	start := time.Now()
 	r.submit("app@example.org", "bob@healthy.test")
@@ -210,7 +211,7 @@ func TestTarpitsDoNotStarveAHealthyDestination(t *testing.T) {
 // "shared" for the suffix .shared.test with limits.
 func providerRig(t *testing.T, clk *clock.Fake, addr string, records []string, limits shaping.Limits) *rig {
 	_, port, _ := net.SplitHostPort(addr)
-	router := NewRouter(RouteConfig{DNSServer: startDNS(t, dnsZone{records: records}), Port: port, Now: clk.Now})
+	router := route.NewRouter(route.Options{DNSServer: dnstest.Start(t, dnstest.Zone{Records: records}), Port: port, Clock: clk})
 	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second, Resolver: router.Resolver()}
 	return newRigWith(t, clk, addr, dialer, func(o *Options) {
 		o.Router = router
@@ -336,7 +337,7 @@ func TestSuspendedScopeGetsNoConnectionsAndRetryForces(t *testing.T) {
 	other := smtptest.NewServer(t, smtptest.WithClock(clk.Now))
 	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
 	r := newRigWith(t, clk, limited.Addr(), dialer, func(o *Options) {
-		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"limited.test": limited.Addr(), "other.test": other.Addr()}})
+		o.Router = route.NewRouter(route.Options{Routes: map[string]string{"limited.test": limited.Addr(), "other.test": other.Addr()}})
 		o.Shaper = shaperFor(t, clk, shaping.Config{Defaults: shaping.Limits{MaxConnections: 10}, Rules: []shaping.Rule{rule428}})
 	})
 	first := r.submit("app@example.org", "a@limited.test")
@@ -421,7 +422,7 @@ func TestFlushWhileParkingIsNotUndone(t *testing.T) {
 	defer st.Close()
 	e, err := New(Options{
 		Store: st, Clock: clk,
-		Router:  NewRouter(RouteConfig{Routes: map[string]string{"*": smtptest.DownAddr(t)}}),
+		Router:  route.NewRouter(route.Options{Routes: map[string]string{"*": smtptest.DownAddr(t)}}),
 		Courier: &smtpclient.Dialer{Hostname: "relay.test", TLS: "none"},
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -505,39 +506,6 @@ func TestBounceRuleMakesTransientPermanent(t *testing.T) {
 	_ = id
 }
 
-// MX answers are kept for their TTL: a second lookup within it asks DNS
-// nothing, one after it asks again.
-func TestMXAnswersCachedForTheirTTL(t *testing.T) {
-	var queries atomic.Int32
-	dnsAddr := startDNS(t, dnsZone{queries: &queries, records: []string{
-		"example.test. 60 IN MX 10 mx1.example.test.",
-		"example.test. 300 IN MX 20 mx2.example.test.",
-	}})
-	now := t0
-	r := NewRouter(RouteConfig{DNSServer: dnsAddr, Now: func() time.Time { return now }})
-	ctx := context.Background()
-	for i := 0; i < 3; i++ {
-		hops, err := r.Lookup(ctx, "example.test")
-		if err != nil || len(hops) != 2 {
-			t.Fatalf("lookup %d: %v %v", i, hostsOf(hops), err)
-		}
-	}
-	if q := queries.Load(); q != 1 {
-		t.Fatalf("%d queries for three lookups within the TTL, want 1", q)
-	}
-	hosts, until, err := r.MXHosts(ctx, "Example.TEST")
-	if err != nil || len(hosts) != 2 || !until.Equal(t0.Add(60*time.Second)) || queries.Load() != 1 {
-		t.Fatalf("MXHosts %v until %v (%v), %d queries", hosts, until, err, queries.Load())
-	}
-	now = t0.Add(61 * time.Second) // the smallest TTL has run out
-	if _, err := r.Lookup(ctx, "example.test"); err != nil {
-		t.Fatal(err)
-	}
-	if q := queries.Load(); q != 2 {
-		t.Fatalf("%d queries after the TTL, want 2", q)
-	}
-}
-
 // An operator's resume ends the suspension for the engine too: the mail it
 // parked on disk goes at once, without waiting for the old end.
 func TestResumeSendsParkedMailNow(t *testing.T) {
@@ -546,7 +514,7 @@ func TestResumeSendsParkedMailNow(t *testing.T) {
 	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
 	sh := shaperFor(t, clk, shaping.Config{Defaults: shaping.Limits{MaxConnections: 10}, Rules: []shaping.Rule{rule428}})
 	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
-		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"limited.test": srv.Addr()}})
+		o.Router = route.NewRouter(route.Options{Routes: map[string]string{"limited.test": srv.Addr()}})
 		o.Shaper = sh
 	})
 	r.submit("app@example.org", "a@limited.test")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/buildinfo"
@@ -273,7 +274,7 @@ func engineSettings(cfg *config.Config) delivery.Settings {
 		Username: d.Smarthost.Username, Password: d.Smarthost.Password,
 		TLS: smtpclient.SmarthostTLS(d.Smarthost.TLS), AllowInsecureAuth: d.Smarthost.AllowInsecureAuth,
 	}
-	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer, TLSPolicy: verifiedTLS})
+	router := route.NewRouter(route.Options{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer, TLSPolicy: verifiedTLS})
 	dialer := &smtpclient.Dialer{
 		Hostname:        cfg.Hostname,
 		TLS:             smtpclient.TLSMode(d.TLS),

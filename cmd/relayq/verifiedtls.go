@@ -5,7 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/relayq/relayq/config"
-	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/tlspolicy"
 	"github.com/relayq/relayq/queue"
 )
@@ -14,7 +14,7 @@ import (
 // at start-up with the queue store as its policy cache; engineSettings
 // gives it to every Router, so a reload keeps it. delivery.mta_sts,
 // delivery.mta_sts_root_ca_file and delivery.dane need a restart.
-var verifiedTLS delivery.TLSPolicy
+var verifiedTLS route.TLSPolicy
 
 // closeTLSPolicy stops background policy refreshes before the store closes.
 func closeTLSPolicy() {
@@ -24,7 +24,7 @@ func closeTLSPolicy() {
 }
 
 // newTLSPolicy builds the policy of cfg.Delivery, cached in store.
-func newTLSPolicy(cfg *config.Config, store *queue.Store, log *slog.Logger) (delivery.TLSPolicy, error) {
+func newTLSPolicy(cfg *config.Config, store *queue.Store, log *slog.Logger) (route.TLSPolicy, error) {
 	d := cfg.Delivery
 	var roots *x509.CertPool
 	if d.MTASTSRootCAFile != "" {
