@@ -206,44 +206,19 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 	// Every job of this call is counted in flight before any runs, so the
 	// jobs of one message started together report together (group.go).
 	for _, j := range launch {
-		e.dispatch(ctx, j)
+		e.jobs.dispatch(ctx, j)
 	}
 	if e.obs != nil {
 		e.obs.Active(e.active)
 	}
 }
 
-// dispatch runs j on an idle job goroutine, or on a new one. Job
-// goroutines live for the engine's run (at most Workers of them): a fresh
-// goroutine per attempt grew its stack anew through the SMTP client and
-// bbolt each time, and runtime.copystack was about 4% of the relay's CPU
-// with 1 KiB messages.
-func (e *Engine) dispatch(ctx context.Context, j *job) {
-	if n := len(e.idleJobbers); n > 0 {
-		w := e.idleJobbers[n-1]
-		e.idleJobbers = e.idleJobbers[:n-1]
-		w <- j
-		return
-	}
-	w := make(chan *job, 1)
-	w <- j
-	go e.jobber(ctx, w)
-}
-
 // jobber attempts each job it is handed until w is closed. Its done event
-// carries w, so the scheduler knows it is idle again.
+// carries w, so the scheduler knows it is free again (jobPool.done).
 func (e *Engine) jobber(ctx context.Context, w chan *job) {
 	for j := range w {
 		e.events <- event{kind: eventDone, res: e.run(ctx, j), jobber: w}
 	}
-}
-
-// stopJobbers ends the idle job goroutines; after drain every one is idle.
-func (e *Engine) stopJobbers() {
-	for _, w := range e.idleJobbers {
-		close(w)
-	}
-	e.idleJobbers = nil
 }
 
 // run makes j's attempt, gives its slot back if the attempt did not, and

@@ -11,8 +11,10 @@
 //     rather than found by scanning the queue; scans start where everything
 //     earlier is known to be in memory, and a pass reads the index only
 //     when the earliest entry outside memory may be due (cursor.go states
-//     and keeps both rules). Attempts run on job goroutines kept for the
-//     engine's run, at most Workers of them.
+//     and keeps both rules). Attempts run on at most Workers job
+//     goroutines (jobPool, pool.go), reused from job to job under load and
+//     ended once nothing is in flight; a job started while all of them are
+//     still writing outcomes waits for the first to finish.
 //   - An attempt is recorded in the queue (Claim: attempts+1, next attempt
 //     pushed to the retry time) before any connection is made, so a crash
 //     causes at most one duplicate delivery per attempt in flight, never a

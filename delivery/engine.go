@@ -168,8 +168,8 @@ type Engine struct {
 	// idleWaiters are Pause calls waiting for the attempts in flight.
 	paused      atomic.Bool
 	idleWaiters []chan struct{}
-	// idleJobbers are the job goroutines waiting for work (dispatch).
-	idleJobbers []chan *job
+	// jobs runs the attempts, on at most workers goroutines.
+	jobs jobPool
 }
 
 // New builds an Engine; Run starts it.
@@ -210,6 +210,7 @@ func New(o Options) (*Engine, error) {
 
 		refusals: map[shaping.Scope]shaping.Wait{},
 	}
+	e.jobs.size, e.jobs.work = o.Workers, e.jobber
 	if ids := o.Store.Marked(); len(ids) > 0 {
 		o.Logger.Info("queuing reports left pending by the last stop", "messages", len(ids))
 		e.reportsDue = ids

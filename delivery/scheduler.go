@@ -66,7 +66,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 				timer.Stop()
 			}
 			e.drain(grace, cancel)
-			e.stopJobbers()
+			e.jobs.stopIdle()
 			e.abandonUnwritten()
 			e.settings.Load().Courier.Close()
 			return
@@ -78,6 +78,9 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 			timer.Stop()
 		}
 		e.absorb()
+		if e.running == 0 {
+			e.jobs.stopIdle() // before notifyIdle: a paused engine keeps no goroutine
+		}
 		e.notifyIdle()
 	}
 }
@@ -91,7 +94,7 @@ func (e *Engine) handle(ev event) {
 		e.released(ev.rel)
 	case eventDone:
 		if ev.jobber != nil {
-			e.idleJobbers = append(e.idleJobbers, ev.jobber)
+			e.jobs.done(ev.jobber)
 		}
 		e.finish(ev.res)
 	case eventTarget:
