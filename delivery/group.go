@@ -8,7 +8,7 @@ import (
 	"github.com/relayq/relayq/queue"
 )
 
-// One report per message per pass (issue 12, defect 12). A message whose
+// One report per message per pass. A message whose
 // due recipients have several destinations is attempted by one job per
 // destination, all started in one start call: a pass. Reports are grouped
 // over the jobs of a message in flight together:
@@ -198,7 +198,7 @@ func (e *Engine) writeReports(now time.Time) bool {
 	keep := e.reportsDue[:0]
 	ok := true
 	for _, id := range e.reportsDue {
-		if !ok || e.busy[id] > 0 {
+		if !ok || e.sched.busy[id] > 0 {
 			keep = append(keep, id)
 			continue
 		}
@@ -207,7 +207,7 @@ func (e *Engine) writeReports(now time.Time) bool {
 		if err != nil {
 			if retryable(err) {
 				e.log.Error("queuing a pending report failed", "id", id, "err", err)
-				e.storageFailed(StorageRecord, now)
+				e.storage.failed(StorageRecord, now)
 				keep = append(keep, id)
 				ok = false
 				continue
@@ -216,10 +216,10 @@ func (e *Engine) writeReports(now time.Time) bool {
 			continue
 		}
 		if queued {
-			e.cursor.rewind(before) // the scan that follows must see the report
-			e.cursor.expect(before)
+			e.sched.cursor.rewind(before) // the scan that follows must see the report
+			e.sched.cursor.expect(before)
 		}
-		e.storageOK()
+		e.storage.ok()
 	}
 	clear(e.reportsDue[len(keep):])
 	e.reportsDue = keep

@@ -49,7 +49,7 @@ func (e *Engine) Outcomes(env *queue.Envelope, rcpts []queue.Recipient, results 
 // notifyIdle tells Pause's waiters that nothing is in flight any more.
 // Called by the scheduler goroutine after it booked events.
 func (e *Engine) notifyIdle() {
-	if e.running > 0 || len(e.idleWaiters) == 0 {
+	if e.sched.running > 0 || len(e.idleWaiters) == 0 {
 		return
 	}
 	for _, c := range e.idleWaiters {

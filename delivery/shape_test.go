@@ -184,7 +184,7 @@ func tarpit(t *testing.T) string {
 }
 
 // Ten destinations that accept TCP and never answer, 15 messages each,
-// cannot take every worker (issue 12, defect 6): a healthy destination's
+// cannot take every worker: a healthy destination's
 // mail submitted after them is delivered at once (within 5 s), though the
 // command timeout is the default 5 minutes.
 func TestTarpitsDoNotStarveAHealthyDestination(t *testing.T) {
@@ -438,7 +438,7 @@ func TestFlushWhileParkingIsNotUndone(t *testing.T) {
 		return d.ID()
 	}
 	until := clk.Now().Add(time.Hour)
-	e.dests["down.example"] = &dest{name: "down.example", until: until}
+	e.sched.dests["down.example"] = &dest{name: "down.example", until: until}
 	parked := func(id string) bool {
 		env, err := st.Get(id)
 		if err != nil {
