@@ -73,9 +73,9 @@ type result struct {
 	// not take: the scheduler keeps it and writes it later.
 	unwritten *pendingRecord
 	// marked: the outcome written marks reports its recipients are owed
-	// (group.go); reportLater: this job was to queue its message's marked
-	// reports and could not, so the scheduler retries (writeReports).
-	marked, reportLater bool
+	// (group.go); dsnLater: this job was to queue its message's marked
+	// reports and could not, so the scheduler retries (writeOwedDSNs).
+	marked, dsnLater bool
 }
 
 // dest is the scheduler's view of one destination: the unit of concurrency
@@ -145,7 +145,7 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 			e.sched.pending--
 			started = true
 			e.sched.running++
-			e.flights.begin(j.id)
+			e.dsns.flights.begin(j.id)
 			launch = append(launch, j)
 		}
 		if !started {
@@ -302,15 +302,15 @@ func (e *Engine) finish(r result) {
 	case r.recorded:
 		e.storage.ok()
 	}
-	e.reportLater(r, now)
+	e.dsnLater(r, now)
 	e.booked(r)
 }
 
-// reportLater keeps the message of a job that could not queue its
-// grouped report for writeReports, and backs off.
-func (e *Engine) reportLater(r result, now time.Time) {
-	if r.reportLater {
-		e.reportsDue = append(e.reportsDue, r.job.id)
+// dsnLater keeps the message of a job that could not queue its
+// grouped report for writeOwedDSNs, and backs off.
+func (e *Engine) dsnLater(r result, now time.Time) {
+	if r.dsnLater {
+		e.dsns.due = append(e.dsns.due, r.job.id)
 		e.storage.failed(StorageRecord, now)
 	}
 }

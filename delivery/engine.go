@@ -132,12 +132,8 @@ type Engine struct {
 	sched   schedState     // owned by the scheduler goroutine
 	storage storageBackoff // back-off after queue errors, outcomes not written yet
 
-	// flights counts the jobs of each message in flight, so the last one
-	// queues one report for all (group.go); workers ask it too.
-	flights flights
-	// reportsDue are messages whose pending reports the scheduler queues
-	// next (writeReports): left by a stop, or by a write that failed.
-	reportsDue []string
+	// dsns are the DSNs owed for messages' jobs (group.go).
+	dsns dsnLedger
 
 	// paused: Pause was called and Resume not yet (see pause.go);
 	// idleWaiters are Pause calls waiting for the attempts in flight.
@@ -186,7 +182,7 @@ func New(o Options) (*Engine, error) {
 	e.jobs.size, e.jobs.work = o.Workers, e.jobber
 	if ids := o.Store.Marked(); len(ids) > 0 {
 		o.Logger.Info("queuing reports left pending by the last stop", "messages", len(ids))
-		e.reportsDue = ids
+		e.dsns.due = ids
 	}
 	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress})
 	// An operator's retry or flush is known to the engine from inside the

@@ -65,7 +65,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 			if timer != nil {
 				timer.Stop()
 			}
-			e.drain(grace, cancel)
+			e.windDown(grace, cancel)
 			e.jobs.stopIdle()
 			e.abandonUnwritten()
 			e.settings.Load().Courier.Close()
@@ -117,9 +117,10 @@ func (e *Engine) absorb() {
 	}
 }
 
-// drain waits for attempts in flight, cancelling them after grace (on the
-// engine's clock).
-func (e *Engine) drain(grace time.Duration, cancel context.CancelFunc) {
+// windDown waits at shutdown for attempts in flight, cancelling them
+// after grace (on the engine's clock). Not to be confused with a handover
+// to a peer (relayq queue drain), which pauses the engine instead.
+func (e *Engine) windDown(grace time.Duration, cancel context.CancelFunc) {
 	t := e.clock.NewTimer(grace)
 	defer t.Stop()
 	for e.sched.running > 0 {
@@ -158,7 +159,7 @@ func (e *Engine) fill(ctx context.Context) {
 	// back-off ends (arrivals wait in memory); then outcomes kept in memory
 	// are written before anything else, and reports left pending (by a
 	// stop, or a failed write: group.go) are queued.
-	if e.storage.waiting(now) || !e.writeUnwritten(now) || !e.writeReports(now) {
+	if e.storage.waiting(now) || !e.writeUnwritten(now) || !e.writeOwedDSNs(now) {
 		return
 	}
 	if e.reshape.Swap(false) {

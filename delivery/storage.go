@@ -113,7 +113,7 @@ func (e *Engine) writeUnwritten(now time.Time) bool {
 		e.storage.unwritten[0] = pendingRecord{}
 		e.storage.unwritten = e.storage.unwritten[1:]
 		res = e.settle(res) // its job is done only now (group.go)
-		e.reportLater(res, now)
+		e.dsnLater(res, now)
 		e.booked(res)
 	}
 	return true
