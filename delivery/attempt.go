@@ -76,10 +76,10 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 // last queues one report for the whole pass (group.go).
 func (e *Engine) conclude(j *job, set *Settings, env *queue.Envelope, v verdict, end time.Time, took time.Duration) result {
 	var notices []queue.Notice
-	if env.From != "" && e.flights.hold(j.id) {
+	if env.From != "" && e.dsns.flights.hold(j.id) {
 		v.hold()
 	} else {
-		notices = e.reports(set, env, v, end)
+		notices = e.dsnsFor(set, env, v, end)
 	}
 	return e.record(j, v.outcomes, notices, end, took)
 }
@@ -138,7 +138,7 @@ func (e *Engine) recordNow(p pendingRecord) (result, bool) {
 		return result{job: j}, true
 	}
 	res := result{job: j, recorded: true, next: earliest(after), marked: owes(p.outcomes)}
-	e.report(j, p.outcomes, p.end, p.took)
+	e.logOutcomes(j, p.outcomes, p.end, p.took)
 	if len(p.notices) > 0 {
 		res.notices = before
 		e.wake()

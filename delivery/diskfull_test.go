@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
@@ -200,7 +201,7 @@ func newDiskRig(t *testing.T, size string, courier func(d *disk) Courier, addr s
 	r.store = st
 	o := Options{
 		Store:    st,
-		Router:   NewRouter(RouteConfig{Routes: map[string]string{"*": addr}}),
+		Router:   route.NewRouter(route.Options{Routes: map[string]string{"*": addr}}),
 		Courier:  courier(r.disk),
 		Policy:   defaultPolicy(),
 		Hostname: "relay.test",

@@ -73,9 +73,9 @@ type result struct {
 	// not take: the scheduler keeps it and writes it later.
 	unwritten *pendingRecord
 	// marked: the outcome written marks reports its recipients are owed
-	// (group.go); reportLater: this job was to queue its message's marked
-	// reports and could not, so the scheduler retries (writeReports).
-	marked, reportLater bool
+	// (group.go); dsnLater: this job was to queue its message's marked
+	// reports and could not, so the scheduler retries (writeOwedDSNs).
+	marked, dsnLater bool
 }
 
 // dest is the scheduler's view of one destination: the unit of concurrency
@@ -107,69 +107,18 @@ type dest struct {
 	resolving   bool
 }
 
-// limitOf is how many attempts d may have in flight, by the engine's own
-// rules (shaping's connection limits come on top, in Admit). After a
-// suspension a single probe goes first: a struggling server sees one
-// connection per back-off period, not one per queued message. Otherwise
-// the slow-start window applies, and no destination holds more than its
-// share of the workers (share: see start), so a destination that stops
-// answering can never take them all (issue 12, defect 6).
-func (e *Engine) limitOf(d *dest, share int) int {
-	if d.strikes > 0 {
-		return 1
-	}
-	w := d.window
-	if w <= 0 {
-		w = initialWindow
-	}
-	return min(w, share)
-}
-
-// share is how many workers one destination may hold when n destinations
-// have work: an even split, never below the slow-start window.
-func (e *Engine) share(n int) int {
-	if n <= 1 {
-		return e.workers
-	}
-	return max(initialWindow, (e.workers+n-1)/n)
-}
-
-// enqueue puts j in its destination's queue; the message is in memory
-// (busy) until every job of it is done.
-func (e *Engine) enqueue(j *job) {
-	d := e.dests[j.dest]
-	if d == nil {
-		d = &dest{name: j.dest, window: e.warmWindow(j.dest)}
-		e.dests[j.dest] = d
-	}
-	d.queue = append(d.queue, j)
-	if j.force {
-		forcedFirst(d.queue)
-		d.notBefore = time.Time{}
-	}
-	e.busy[j.id]++
-	e.cursor.loaded(j.id)
-	e.pending++
-}
-
 // start launches attempts while workers and destination limits allow,
 // taking one job per destination in turn so one big destination cannot
 // starve the others. Before each, shaping must admit it (see admit).
 func (e *Engine) start(ctx context.Context, now time.Time) {
-	withWork := 0
-	for _, d := range e.dests {
-		if d.active > 0 || len(d.queue) > 0 {
-			withWork++
-		}
-	}
-	share := e.share(withWork)
+	share := e.sched.share(e.sched.withWork())
 	var launch []*job
-	e.starts++
-	clear(e.refusals)
-	for e.active < e.workers {
+	e.sched.starts++
+	clear(e.sched.refusals)
+	for e.sched.active < e.workers {
 		started := false
-		for _, d := range e.dests {
-			if e.active >= e.workers {
+		for _, d := range e.sched.dests {
+			if e.sched.active >= e.workers {
 				break
 			}
 			if len(d.queue) == 0 {
@@ -182,21 +131,21 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 				d.recheck = time.Time{}
 			}
 			j := d.queue[0]
-			if !j.expired && (d.active >= e.limitOf(d, share) || (!j.force && (now.Before(d.until) || now.Before(d.notBefore)))) {
+			if !j.expired && (d.active >= e.sched.limitOf(d, share) || (!j.force && (now.Before(d.until) || now.Before(d.notBefore)))) {
 				continue
 			}
-			if !j.expired && (d.refusedIn == e.starts || !e.admit(ctx, d, j, now)) {
-				d.refusedIn = e.starts
+			if !j.expired && (d.refusedIn == e.sched.starts || !e.admit(ctx, d, j, now)) {
+				d.refusedIn = e.sched.starts
 				continue
 			}
 			d.queue[0] = nil
 			d.queue = d.queue[1:]
 			d.active++
-			e.active++
-			e.pending--
+			e.sched.active++
+			e.sched.pending--
 			started = true
-			e.running++
-			e.flights.begin(j.id)
+			e.sched.running++
+			e.dsns.flights.begin(j.id)
 			launch = append(launch, j)
 		}
 		if !started {
@@ -206,44 +155,19 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 	// Every job of this call is counted in flight before any runs, so the
 	// jobs of one message started together report together (group.go).
 	for _, j := range launch {
-		e.dispatch(ctx, j)
+		e.jobs.dispatch(ctx, j)
 	}
 	if e.obs != nil {
-		e.obs.Active(e.active)
+		e.obs.Active(e.sched.active)
 	}
-}
-
-// dispatch runs j on an idle job goroutine, or on a new one. Job
-// goroutines live for the engine's run (at most Workers of them): a fresh
-// goroutine per attempt grew its stack anew through the SMTP client and
-// bbolt each time, and runtime.copystack was about 4% of the relay's CPU
-// with 1 KiB messages.
-func (e *Engine) dispatch(ctx context.Context, j *job) {
-	if n := len(e.idleJobbers); n > 0 {
-		w := e.idleJobbers[n-1]
-		e.idleJobbers = e.idleJobbers[:n-1]
-		w <- j
-		return
-	}
-	w := make(chan *job, 1)
-	w <- j
-	go e.jobber(ctx, w)
 }
 
 // jobber attempts each job it is handed until w is closed. Its done event
-// carries w, so the scheduler knows it is idle again.
+// carries w, so the scheduler knows it is free again (jobPool.done).
 func (e *Engine) jobber(ctx context.Context, w chan *job) {
 	for j := range w {
 		e.events <- event{kind: eventDone, res: e.run(ctx, j), jobber: w}
 	}
-}
-
-// stopJobbers ends the idle job goroutines; after drain every one is idle.
-func (e *Engine) stopJobbers() {
-	for _, w := range e.idleJobbers {
-		close(w)
-	}
-	e.idleJobbers = nil
 }
 
 // run makes j's attempt, gives its slot back if the attempt did not, and
@@ -268,7 +192,7 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 	if !e.targetOf(ctx, d, domainOf(j.addrs[0]), now) {
 		return false
 	}
-	w, known := e.refusedScope(d.target, j.force)
+	w, known := e.sched.refusedScope(d.target, j.force)
 	if !known {
 		var lease *shaping.Lease
 		lease, w = e.shaper.Admit(d.target, j.force)
@@ -276,7 +200,7 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 			j.target, j.lease = d.target, lease
 			return true
 		}
-		e.refusals[w.Scope] = w
+		e.sched.refusals[w.Scope] = w
 	}
 	if w.Reason == shaping.WaitConnections {
 		// Admit is asked first, as every node asks it, so that nodes
@@ -288,7 +212,7 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 				return true
 			}
 			w = rw // a connection is there; a token is not yet
-			e.refusals[w.Scope] = w
+			e.sched.refusals[w.Scope] = w
 		} else {
 			e.closeIdleIn(w.Scope, d.target)
 		}
@@ -328,11 +252,11 @@ func (e *Engine) free(r release) {
 
 // released books a slot given back and adjusts the destination's back-off.
 func (e *Engine) released(r release) {
-	e.active--
+	e.sched.active--
 	if e.obs != nil {
-		e.obs.Active(e.active)
+		e.obs.Active(e.sched.active)
 	}
-	d := e.dests[r.job.dest]
+	d := e.sched.dests[r.job.dest]
 	if d == nil {
 		return
 	}
@@ -361,33 +285,33 @@ func (e *Engine) released(r release) {
 			d.window = max(d.window, initialWindow) + 1
 		}
 	}
-	e.forget(d, now)
+	e.sched.forget(d, now)
 }
 
 // finish books a job that is completely done: its outcome is on disk, or
 // kept in memory until it can be.
 func (e *Engine) finish(r result) {
-	e.running--
+	e.sched.running--
 	now := e.clock.Now()
 	switch {
 	case r.unwritten != nil:
-		e.keepUnwritten(*r.unwritten, now)
+		e.storage.keep(*r.unwritten, now)
 		return
 	case r.failed != "":
-		e.storageFailed(r.failed, now)
+		e.storage.failed(r.failed, now)
 	case r.recorded:
-		e.storageOK()
+		e.storage.ok()
 	}
-	e.reportLater(r, now)
+	e.dsnLater(r, now)
 	e.booked(r)
 }
 
-// reportLater keeps the message of a job that could not queue its
-// grouped report for writeReports, and backs off.
-func (e *Engine) reportLater(r result, now time.Time) {
-	if r.reportLater {
-		e.reportsDue = append(e.reportsDue, r.job.id)
-		e.storageFailed(StorageRecord, now)
+// dsnLater keeps the message of a job that could not queue its
+// grouped report for writeOwedDSNs, and backs off.
+func (e *Engine) dsnLater(r result, now time.Time) {
+	if r.dsnLater {
+		e.dsns.due = append(e.dsns.due, r.job.id)
+		e.storage.failed(StorageRecord, now)
 	}
 }
 
@@ -395,26 +319,17 @@ func (e *Engine) reportLater(r result, now time.Time) {
 // message leave memory.
 func (e *Engine) booked(r result) {
 	if !r.recorded {
-		e.cursor.reset()
-		e.cursor.forget()
+		e.sched.cursor.reset()
+		e.sched.cursor.forget()
 	}
-	e.cursor.expect(r.next)
-	e.cursor.expect(r.notices) // reports queued: on disk, not in memory
+	e.sched.cursor.expect(r.next)
+	e.sched.cursor.expect(r.notices) // reports queued: on disk, not in memory
 	// What the outcome wrote may be due before the scan position: the
 	// scheduler may have scanned up to a later time while the outcome was
 	// being committed.
-	e.cursor.rewind(r.next)
-	e.cursor.rewind(r.notices)
-	e.unbusy(r.job.id)
-}
-
-// unbusy notes that one job of message id left memory.
-func (e *Engine) unbusy(id string) {
-	if n := e.busy[id] - 1; n > 0 {
-		e.busy[id] = n
-	} else {
-		delete(e.busy, id)
-	}
+	e.sched.cursor.rewind(r.next)
+	e.sched.cursor.rewind(r.notices)
+	e.sched.unbusy(r.job.id)
 }
 
 // parkQueue postpones the jobs waiting in memory for a destination that was
@@ -431,20 +346,11 @@ func (e *Engine) parkQueue(d *dest) {
 			continue
 		}
 		jobs[j.id] = append(jobs[j.id], j.addrs...)
-		e.pending--
-		e.unbusy(j.id)
+		e.sched.pending--
+		e.sched.unbusy(j.id)
 	}
 	d.queue = keep
 	e.postpone(postponements{d.name: jobs}, e.clock.Now())
-}
-
-// forget drops a destination with nothing to remember, so the map does not
-// grow with every domain ever seen.
-func (e *Engine) forget(d *dest, now time.Time) {
-	if d.active == 0 && len(d.queue) == 0 && !now.Before(d.until) && d.strikes == 0 && !d.resolving {
-		e.keepWarm(d, now)
-		delete(e.dests, d.name)
-	}
 }
 
 // nextWake is the earliest of: the next due message on disk that is not
@@ -452,48 +358,26 @@ func (e *Engine) forget(d *dest, now time.Time) {
 // with jobs waiting on it.
 func (e *Engine) nextWake(now time.Time) (time.Time, bool) {
 	// Backing off after a queue error: nothing to do before it ends.
-	if e.storageWait(now) {
+	if e.storage.waiting(now) {
 		return e.storage.until, true
 	}
 	// With the in-memory queue full, a finishing attempt is what makes room;
 	// waking for due mail before that would only spin.
-	if e.pending >= maxPending {
-		return e.suspensionEnd(now, time.Time{}, false)
+	if e.sched.pending >= maxPending {
+		return e.sched.suspensionEnd(now, time.Time{}, false)
 	}
-	at, ok := e.cursor.wake(now, e.nextDue)
-	return e.suspensionEnd(now, at, ok)
+	at, ok := e.sched.cursor.wake(now, e.nextDue)
+	return e.sched.suspensionEnd(now, at, ok)
 }
 
 // nextDue reads the earliest schedule entry from from on whose message is
 // not in memory.
 func (e *Engine) nextDue(from time.Time) (time.Time, string, bool) {
-	at, id, ok, err := e.store.NextDueSince(from, func(id string) bool { return e.busy[id] > 0 })
+	at, id, ok, err := e.store.NextDueSince(from, func(id string) bool { return e.sched.busy[id] > 0 })
 	if err != nil {
 		e.log.Error("queue scan failed", "err", err)
-		e.storageFailed(StorageScan, e.clock.Now())
+		e.storage.failed(StorageScan, e.clock.Now())
 		return time.Time{}, "", false
 	}
 	return at, id, ok
-}
-
-// suspensionEnd folds in the end of suspensions and rate waits that jobs
-// wait on.
-func (e *Engine) suspensionEnd(now, at time.Time, ok bool) (time.Time, bool) {
-	for _, d := range e.dests {
-		if len(d.queue) == 0 || d.active >= e.limitOf(d, e.workers) {
-			continue
-		}
-		for i, t := range []time.Time{d.until, d.notBefore, d.recheck} {
-			if i > 0 && !t.IsZero() && !t.After(now) && e.active < e.workers {
-				// The token or re-check time passed while the pass that
-				// set it ran (slow Admit calls: Redis on a loaded host).
-				// Nothing else would wake the scheduler for it.
-				t = now.Add(lateWake)
-			}
-			if t.After(now) && (!ok || t.Before(at)) {
-				at, ok = t, true
-			}
-		}
-	}
-	return at, ok
 }

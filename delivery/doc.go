@@ -1,7 +1,21 @@
 // Package delivery hands queued mail to the next hop: it schedules due
-// recipients, routes them (static route, smarthost or MX), has a Courier
-// (smtpclient.Dialer) make the attempt and records per-recipient outcomes
-// in the queue. It speaks no SMTP itself.
+// recipients, has its Router (route.Router: static route, smarthost or
+// MX) name their destination and hops, has a Courier (smtpclient.Dialer)
+// make the attempt and records per-recipient outcomes in the queue. It
+// speaks no SMTP and no DNS itself.
+//
+// Who owns what: Engine wires the parts and holds what goroutines share
+// (settings, the event inbox, operators' forced and resumed sets).
+// schedState (sched.go) is the scheduler goroutine's own: destinations
+// and their queues, messages in memory, job counts, the cursor
+// (cursor.go), the forced IDs of the scan under way, the refusals of a
+// start call and the warm-up of idle destinations (warm.go).
+// jobPool (pool.go) runs attempts; dsnLedger (group.go) counts the jobs
+// of each message in flight and the messages whose DSNs are owed;
+// storageBackoff (storage.go) is the back-off after queue errors and the
+// outcomes not yet written. The scheduler loop is scheduler.go (Run,
+// fill, loading), starting and booking jobs dispatch.go, one attempt
+// attempt.go, judging replies outcome.go, DSNs notify.go.
 //
 // Invariants:
 //   - One scheduler goroutine owns all scheduling state. It sleeps on one
@@ -11,8 +25,10 @@
 //     rather than found by scanning the queue; scans start where everything
 //     earlier is known to be in memory, and a pass reads the index only
 //     when the earliest entry outside memory may be due (cursor.go states
-//     and keeps both rules). Attempts run on job goroutines kept for the
-//     engine's run, at most Workers of them.
+//     and keeps both rules). Attempts run on at most Workers job
+//     goroutines (jobPool, pool.go), reused from job to job under load and
+//     ended once nothing is in flight; a job started while all of them are
+//     still writing outcomes waits for the first to finish.
 //   - An attempt is recorded in the queue (Claim: attempts+1, next attempt
 //     pushed to the retry time) before any connection is made, so a crash
 //     causes at most one duplicate delivery per attempt in flight, never a
@@ -28,9 +44,10 @@
 //   - A worker and destination slot is held only while talking SMTP; the
 //     message stays in flight (never scheduled twice) until its outcome is
 //     on disk.
-//   - A TLS policy (DANE, MTA-STS; RouteConfig.TLSPolicy) is attached to MX
-//     hops only, never to static routes or the smarthost; every attempt's
-//     log line says which applied (tls=) and its TLS version.
+//   - A TLS policy (DANE, MTA-STS) is attached by the Router to MX hops
+//     only (route.Options.TLSPolicy); every attempt's log line says which
+//     applied (tls=) and its TLS version, and DANE and MTA-STS results
+//     are recorded for TLS-RPT once per attempt (tlsrpt.go).
 //   - Recipients of one message that share a destination go in one SMTP
 //     transaction, and those it defers together get one next attempt (the
 //     backoff's jitter is drawn once for the jobs of a message in flight
@@ -74,7 +91,10 @@
 //   - Every reply the Courier returns carries a class smtpcodes.Classify
 //     understands; that class alone decides delivered, deferred or bounced.
 //   - Pause (pause.go) starts no attempt and reads no queue until Resume,
-//     and returns only once no attempt is in flight: a queue drain may then
-//     claim any message without racing one. Outcomes judges a drain's
-//     replies by the same rules as the engine's own.
+//     and returns only once no attempt is in flight: a handover to a peer
+//     (relayq queue drain, internal/drain) may then claim any message
+//     without racing one. Outcomes judges a handover's replies by the same
+//     rules as the engine's own. At shutdown Run winds down instead
+//     (windDown): attempts in flight get the grace period, then are
+//     cancelled and stay due.
 package delivery

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
@@ -39,10 +38,22 @@ type Courier interface {
 	Close()
 }
 
+// Router is what the engine asks of routing (*route.Router): the
+// destination a domain's mail belongs to, the hops of an attempt, and for
+// traffic shaping the key and MX host names of a destination.
+type Router interface {
+	Destination(domain string) string
+	Lookup(ctx context.Context, domain string) ([]smtpclient.Hop, error)
+	ShapeKey(domain string) (key string, mx bool)
+	MXHosts(ctx context.Context, domain string) ([]string, time.Time, error)
+	CachedMX(domain string, now time.Time) ([]string, time.Time, bool)
+}
+
 // Options configure an Engine.
 type Options struct {
-	Store  *queue.Store
-	Router *Router
+	Store *queue.Store
+	// Router routes each attempt; relayq gives it a *route.Router.
+	Router Router
 	// Courier makes the attempts; relayq gives it a *smtpclient.Dialer.
 	Courier  Courier
 	Policy   queue.Policy
@@ -53,7 +64,7 @@ type Options struct {
 	// Workers bounds concurrent delivery attempts (default 32).
 	Workers int
 	// Shaper admits every attempt and hears every failure reply (traffic
-	// shaping, issue 13); relayq gives it a *shaping.Shaper. nil: one
+	// shaping); relayq gives it a *shaping.Shaper. nil: one
 	// without rules whose only limit is MaxConnsPerDest connections per
 	// destination.
 	Shaper Shaper
@@ -80,7 +91,7 @@ type Options struct {
 
 // Settings are the parts of Options a SIGHUP may replace while running.
 type Settings struct {
-	Router    *Router
+	Router    Router
 	Courier   Courier
 	Policy    queue.Policy
 	WarnAfter time.Duration
@@ -112,52 +123,24 @@ type Engine struct {
 	// events is the scheduler's one inbox: kicks, hand-overs, slots given
 	// back and finished jobs.
 	events chan event
-	// cursor is the scheduler's position in the schedule index; its reset
-	// is the one part other goroutines touch (Kick).
-	cursor cursor
 	// forced collects operators' retries and flushes (Force); reshape
 	// asks the scheduler to resolve every target again (Update).
 	forced  forceSet
 	resumes resumeSet
 	reshape atomic.Bool
 
-	// Owned by the scheduler goroutine.
-	busy    map[string]int // message ID → jobs in memory
-	dests   map[string]*dest
-	active  int               // jobs holding a worker slot (talking SMTP)
-	running int               // jobs not done yet (their outcome may still be being written)
-	pending int               // jobs waiting in destination queues
-	arrived []*queue.Envelope // new messages handed over by Enqueue
-	storage storageState      // back-off after queue errors, outcomes not written yet
-	// forceIDs and forceScan: the messages (or, forceScan, everything) the
-	// scan under way loads as forced jobs; cleared when it completes.
-	forceIDs  map[string]bool
-	forceScan bool
-	starts    uint64 // start calls, for dest.refusedIn
-	// scanBehind: the last scan stopped before it reached now (the
-	// in-memory queue was full, or a write failed), so the next fill
-	// scans whatever the cursor knows.
-	scanBehind bool
-	// refusals are the scopes shaping refused in the current start call
-	// (refusedScope).
-	refusals map[shaping.Scope]shaping.Wait
-	// warm remembers the slow-start window of destinations forgotten
-	// while idle, for warmFor (shape.go).
-	warm map[string]warmth
+	sched   schedState     // owned by the scheduler goroutine
+	storage storageBackoff // back-off after queue errors, outcomes not written yet
 
-	// flights counts the jobs of each message in flight, so the last one
-	// queues one report for all (group.go); workers ask it too.
-	flights flights
-	// reportsDue are messages whose pending reports the scheduler queues
-	// next (writeReports): left by a stop, or by a write that failed.
-	reportsDue []string
+	// dsns are the DSNs owed for messages' jobs (group.go).
+	dsns dsnLedger
 
 	// paused: Pause was called and Resume not yet (see pause.go);
 	// idleWaiters are Pause calls waiting for the attempts in flight.
 	paused      atomic.Bool
 	idleWaiters []chan struct{}
-	// idleJobbers are the job goroutines waiting for work (dispatch).
-	idleJobbers []chan *job
+	// jobs runs the attempts, on at most workers goroutines.
+	jobs jobPool
 }
 
 // New builds an Engine; Run starts it.
@@ -193,14 +176,13 @@ func New(o Options) (*Engine, error) {
 		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, hostname: o.Hostname, sign: o.Sign,
 		workers: o.Workers, shaper: o.Shaper, maxHint: o.MaxHintDelay, rnd: o.Rand,
 		events: make(chan event, eventBuffer),
-		busy:   map[string]int{},
-		dests:  map[string]*dest{},
-
-		refusals: map[shaping.Scope]shaping.Wait{},
+		sched:  newSchedState(o.Workers),
 	}
+	e.storage.obs, _ = o.Observer.(StorageObserver)
+	e.jobs.size, e.jobs.work = o.Workers, e.jobber
 	if ids := o.Store.Marked(); len(ids) > 0 {
 		o.Logger.Info("queuing reports left pending by the last stop", "messages", len(ids))
-		e.reportsDue = ids
+		e.dsns.due = ids
 	}
 	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress})
 	// An operator's retry or flush is known to the engine from inside the
@@ -227,7 +209,7 @@ func (e *Engine) Update(s Settings) {
 // operator made something due (retry, release, flush) or the store changed
 // behind its back. It never blocks.
 func (e *Engine) Kick() {
-	e.cursor.reset()
+	e.sched.cursor.reset()
 	e.wake()
 }
 
@@ -276,7 +258,7 @@ func (e *Engine) delay(b queue.Backoff, n int) time.Duration {
 // jitter is one job's draw of the backoff's random part. Every recipient
 // the job defers gets the same draw, so recipients of one message deferred
 // together to one destination stay due together and go in one
-// transaction again, instead of one each (issue 12, defect 12).
+// transaction again, instead of one each.
 type jitter struct{ a, b uint64 }
 
 // drawJitter draws a job's jitter from the shared source.

@@ -8,7 +8,7 @@ import (
 	"github.com/relayq/relayq/queue"
 )
 
-// One report per message per pass (issue 12, defect 12). A message whose
+// One report per message per pass. A message whose
 // due recipients have several destinations is attempted by one job per
 // destination, all started in one start call: a pass. Reports are grouped
 // over the jobs of a message in flight together:
@@ -36,8 +36,19 @@ import (
 // Crash safety: marks are written with the outcomes, so a stop between an
 // outcome and the report loses nothing: queue.Store.Marked lists the
 // messages still marked at Open, and the scheduler reports them first
-// (writeReports). Report clears only the marks it names and does nothing
+// (writeOwedDSNs). Report clears only the marks it names and does nothing
 // if one is gone, so no report is queued twice.
+
+// dsnLedger is what the engine knows of the DSNs owed for messages' jobs
+// (the queue's "reports"): the jobs of each message in flight, of which
+// the last queues one DSN for every mark, and the messages whose marked
+// DSNs the scheduler queues next (writeOwedDSNs), left by a stop or by a
+// write that failed. due is the scheduler goroutine's; flights has its
+// own lock.
+type dsnLedger struct {
+	flights flights
+	due     []string
+}
 
 // flights counts, per message, the jobs in flight and whether any left
 // marks. The scheduler begins a job; the worker (or the scheduler, for an
@@ -121,13 +132,13 @@ func (f *flights) end(id string, marked bool) bool {
 // settle ends a job whose outcome is on disk (or never will be) and, if
 // it was the last of its message in flight with marks pending, queues
 // their report. A report that could not be written is left to the
-// scheduler (result.reportLater).
+// scheduler (result.dsnLater).
 func (e *Engine) settle(r result) result {
-	if !e.flights.end(r.job.id, r.marked) {
+	if !e.dsns.flights.end(r.job.id, r.marked) {
 		return r
 	}
 	before := e.clock.Now() // no later than the report's due time
-	queued, err := e.reportMarks(r.job.id)
+	queued, err := e.queueMarkedDSNs(r.job.id)
 	switch {
 	case err == nil:
 		if queued && (r.notices.IsZero() || before.Before(r.notices)) {
@@ -135,20 +146,20 @@ func (e *Engine) settle(r result) result {
 		}
 	case retryable(err):
 		e.log.Error("queuing a grouped report failed; retried when the queue takes writes again", "id", r.job.id, "err", err)
-		r.reportLater = true
+		r.dsnLater = true
 	default:
 		e.log.Error("queuing a grouped report failed", "id", r.job.id, "err", err)
 	}
 	return r
 }
 
-// errMarksMoving: the marks of a message kept changing under reportMarks.
+// errMarksMoving: the marks of a message kept changing under queueMarkedDSNs.
 var errMarksMoving = errors.New("delivery: pending reports changed while being reported")
 
-// reportMarks queues one "failed" report and one "delayed" warning for
+// queueMarkedDSNs queues one "failed" report and one "delayed" warning for
 // every pending mark of message id, and reports whether it queued any. A
 // message gone (deleted by an operator) has nothing left to report.
-func (e *Engine) reportMarks(id string) (bool, error) {
+func (e *Engine) queueMarkedDSNs(id string) (bool, error) {
 	set := e.settings.Load()
 	for range 3 {
 		env, err := e.store.Get(id)
@@ -171,7 +182,7 @@ func (e *Engine) reportMarks(id string) (bool, error) {
 				v.delayed = append(v.delayed, r)
 			}
 		}
-		notices := e.reports(set, env, v, e.clock.Now())
+		notices := e.dsnsFor(set, env, v, e.clock.Now())
 		done, err := e.store.QueueGroupedDSN(id, marks, notices...)
 		if errors.Is(err, queue.ErrNotFound) {
 			return false, nil
@@ -190,24 +201,24 @@ func (e *Engine) reportMarks(id string) (bool, error) {
 	return false, errMarksMoving
 }
 
-// writeReports queues the reports of messages left marked: by a stop
+// writeOwedDSNs queues the reports of messages left marked: by a stop
 // (queue.Store.Marked, at start) or by a report write that failed. It
 // reports false when a write failed again (the scheduler backs off). A
 // message in flight is left for later: its pass may report it.
-func (e *Engine) writeReports(now time.Time) bool {
-	keep := e.reportsDue[:0]
+func (e *Engine) writeOwedDSNs(now time.Time) bool {
+	keep := e.dsns.due[:0]
 	ok := true
-	for _, id := range e.reportsDue {
-		if !ok || e.busy[id] > 0 {
+	for _, id := range e.dsns.due {
+		if !ok || e.sched.busy[id] > 0 {
 			keep = append(keep, id)
 			continue
 		}
 		before := e.clock.Now() // no later than the report's due time
-		queued, err := e.reportMarks(id)
+		queued, err := e.queueMarkedDSNs(id)
 		if err != nil {
 			if retryable(err) {
 				e.log.Error("queuing a pending report failed", "id", id, "err", err)
-				e.storageFailed(StorageRecord, now)
+				e.storage.failed(StorageRecord, now)
 				keep = append(keep, id)
 				ok = false
 				continue
@@ -216,12 +227,12 @@ func (e *Engine) writeReports(now time.Time) bool {
 			continue
 		}
 		if queued {
-			e.cursor.rewind(before) // the scan that follows must see the report
-			e.cursor.expect(before)
+			e.sched.cursor.rewind(before) // the scan that follows must see the report
+			e.sched.cursor.expect(before)
 		}
-		e.storageOK()
+		e.storage.ok()
 	}
-	clear(e.reportsDue[len(keep):])
-	e.reportsDue = keep
+	clear(e.dsns.due[len(keep):])
+	e.dsns.due = keep
 	return ok
 }

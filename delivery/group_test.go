@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"
 )
@@ -24,7 +25,7 @@ func groupRig(t *testing.T, per map[string][]smtptest.Option, mod func(*Options)
 		routes[d] = srv.Addr()
 	}
 	r := newRig(t, nil, func(o *Options) {
-		o.Router = NewRouter(RouteConfig{Routes: routes})
+		o.Router = route.NewRouter(route.Options{Routes: routes})
 		o.Policy.Jitter = 0
 		if mod != nil {
 			mod(o)
@@ -278,7 +279,7 @@ func TestDiskFullGroupedReportOnce(t *testing.T) {
 		routes[d] = smtptest.NewServer(t, smtptest.Reply("rcpt=550 5.1.1 No such user"), barrier).Addr()
 	}
 	r = newDiskRig(t, "16m", plainDialer, sink.Addr(), func(o *Options) {
-		o.Router = NewRouter(RouteConfig{Routes: routes})
+		o.Router = route.NewRouter(route.Options{Routes: routes})
 	})
 	addrs := []string{"a@one.example", "b@two.example", "c@three.example"}
 	r.queueWith(1, 100<<10, "FULL", func(int) []string { return addrs })

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"
 )
@@ -111,7 +112,7 @@ func TestReportsNameRemoteMTAOnlyForItsReplies(t *testing.T) {
 	sink := smtptest.NewServer(t, smtptest.Reply("rcpt:nobody@=550 5.1.1 Empfänger unbekannt"))
 	dead := smtptest.DownAddr(t)
 	r := newRig(t, nil, func(o *Options) {
-		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"small.example": small.Addr(), "dead.example": dead, "*": sink.Addr()}})
+		o.Router = route.NewRouter(route.Options{Routes: map[string]string{"small.example": small.Addr(), "dead.example": dead, "*": sink.Addr()}})
 		o.Policy.MaxAttempts = 1
 	})
 	r.submit("app@example.org", "big@small.example", "x@dead.example", "nobody@remote.example")
@@ -220,7 +221,7 @@ func TestRecipientsDeferredTogetherStayTogether(t *testing.T) {
 func TestExpiredRecipientsOneReport(t *testing.T) {
 	sink := smtptest.NewServer(t)
 	r := newRig(t, nil, func(o *Options) {
-		o.Router = NewRouter(RouteConfig{Routes: map[string]string{"a.example": smtptest.DownAddr(t), "b.example": smtptest.DownAddr(t), "*": sink.Addr()}})
+		o.Router = route.NewRouter(route.Options{Routes: map[string]string{"a.example": smtptest.DownAddr(t), "b.example": smtptest.DownAddr(t), "*": sink.Addr()}})
 		o.Policy.MaxAge = time.Hour
 	})
 	d := r.store.NewDraft()

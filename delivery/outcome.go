@@ -22,7 +22,7 @@ type verdict struct {
 // DSNs those outcomes call for (see judge).
 func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
 	v := e.judge(set, env, rcpts, results, end)
-	return v.outcomes, e.reports(set, env, v, end)
+	return v.outcomes, e.dsnsFor(set, env, v, end)
 }
 
 // judge turns per-recipient replies into queue outcomes: 2xx delivered,
@@ -31,7 +31,7 @@ func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Reci
 // the last reply.
 func (e *Engine) judge(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) verdict {
 	v := verdict{rcpts: rcpts}
-	jit := e.flights.jitter(env.ID, e.drawJitter)
+	jit := e.dsns.flights.jitter(env.ID, e.drawJitter)
 	for i, r := range rcpts {
 		var res smtpclient.RcptResult
 		if i < len(results) {
@@ -78,19 +78,19 @@ func (e *Engine) judge(set *Settings, env *queue.Envelope, rcpts []queue.Recipie
 	return v
 }
 
-// reports builds the one "failed" report and the one "delayed" warning v
+// dsnsFor builds the one "failed" report and the one "delayed" warning v
 // calls for.
-func (e *Engine) reports(set *Settings, env *queue.Envelope, v verdict, now time.Time) []queue.Notice {
+func (e *Engine) dsnsFor(set *Settings, env *queue.Envelope, v verdict, now time.Time) []queue.Notice {
 	var notices []queue.Notice
 	notices = append(notices, e.bounceNotices(env, v.failed, now)...)
 	notices = append(notices, e.delayNotices(env, v.delayed, now, set)...)
 	return notices
 }
 
-// hold marks each outcome of v whose recipient reports would name with
+// hold marks each outcome of v whose recipient dsnsFor would name with
 // the report it is owed (queue.Outcome.Report) instead: the last attempt
 // of the message's pass builds one report for every mark (group.go). The
-// marks are exactly what reports would list: failures the recipient's
+// marks are exactly what dsnsFor would list: failures the recipient's
 // NOTIFY asks for, and warnings (judge asked NOTIFY already).
 func (v *verdict) hold() {
 	for i := range v.outcomes {
@@ -129,9 +129,9 @@ func notifies(list []string, kind string) bool {
 	return false
 }
 
-// report logs and counts recorded outcomes. It runs only after the queue
+// logOutcomes logs and counts recorded outcomes. It runs only after the queue
 // has them, so what the log and metrics say is what a restart would find.
-func (e *Engine) report(j *job, outcomes []queue.Outcome, end time.Time, took time.Duration) {
+func (e *Engine) logOutcomes(j *job, outcomes []queue.Outcome, end time.Time, took time.Duration) {
 	for i, o := range outcomes {
 		e.logAttempt(j, o.Address, o.RemoteMTA, end, string(o.Status), o.Reply, o.NextAttempt)
 		e.observeTLS(j, o, i == 0, end)

@@ -11,8 +11,8 @@ import (
 // Pause stops the engine from starting attempts (and from scanning the
 // queue for them) and returns once no attempt is in flight, or when ctx
 // ends. Attempts already under way finish and record their outcome first,
-// so whoever pauses the engine (a drain) may then claim any message
-// without racing one. Hand-overs and kicks are still booked; Resume
+// so whoever pauses the engine (a handover to a peer: relayq queue drain,
+// internal/drain) may then claim any message without racing one. Hand-overs and kicks are still booked; Resume
 // starts attempts again. Run must be running.
 func (e *Engine) Pause(ctx context.Context) error {
 	e.paused.Store(true)
@@ -38,8 +38,8 @@ func (e *Engine) Resume() {
 }
 
 // Outcomes judges the replies of an attempt made outside the engine (a
-// drain handing mail to another relayq) exactly as the engine judges its
-// own: 2xx delivered, 5xx bounced with a DSN, 4xx deferred by the retry
+// handover giving mail to another relayq, internal/drain) exactly as the
+// engine judges its own: 2xx delivered, 5xx bounced with a DSN, 4xx deferred by the retry
 // policy (or bounced once it gives up). The caller records them with
 // queue.Store.Record.
 func (e *Engine) Outcomes(env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
@@ -49,7 +49,7 @@ func (e *Engine) Outcomes(env *queue.Envelope, rcpts []queue.Recipient, results 
 // notifyIdle tells Pause's waiters that nothing is in flight any more.
 // Called by the scheduler goroutine after it booked events.
 func (e *Engine) notifyIdle() {
-	if e.running > 0 || len(e.idleWaiters) == 0 {
+	if e.sched.running > 0 || len(e.idleWaiters) == 0 {
 		return
 	}
 	for _, c := range e.idleWaiters {

@@ -65,8 +65,8 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 			if timer != nil {
 				timer.Stop()
 			}
-			e.drain(grace, cancel)
-			e.stopJobbers()
+			e.windDown(grace, cancel)
+			e.jobs.stopIdle()
 			e.abandonUnwritten()
 			e.settings.Load().Courier.Close()
 			return
@@ -78,6 +78,9 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 			timer.Stop()
 		}
 		e.absorb()
+		if e.sched.running == 0 {
+			e.jobs.stopIdle() // before notifyIdle: a paused engine keeps no goroutine
+		}
 		e.notifyIdle()
 	}
 }
@@ -86,12 +89,12 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 func (e *Engine) handle(ev event) {
 	switch ev.kind {
 	case eventArrived:
-		e.arrived = append(e.arrived, ev.env)
+		e.sched.arrived = append(e.sched.arrived, ev.env)
 	case eventFreed:
 		e.released(ev.rel)
 	case eventDone:
 		if ev.jobber != nil {
-			e.idleJobbers = append(e.idleJobbers, ev.jobber)
+			e.jobs.done(ev.jobber)
 		}
 		e.finish(ev.res)
 	case eventTarget:
@@ -114,17 +117,18 @@ func (e *Engine) absorb() {
 	}
 }
 
-// drain waits for attempts in flight, cancelling them after grace (on the
-// engine's clock).
-func (e *Engine) drain(grace time.Duration, cancel context.CancelFunc) {
+// windDown waits at shutdown for attempts in flight, cancelling them
+// after grace (on the engine's clock). Not to be confused with a handover
+// to a peer (relayq queue drain), which pauses the engine instead.
+func (e *Engine) windDown(grace time.Duration, cancel context.CancelFunc) {
 	t := e.clock.NewTimer(grace)
 	defer t.Stop()
-	for e.running > 0 {
+	for e.sched.running > 0 {
 		select {
 		case ev := <-e.events:
 			e.handle(ev)
 		case <-t.C():
-			e.log.Warn("abandoning deliveries in flight at shutdown; they stay due", "count", e.active)
+			e.log.Warn("abandoning deliveries in flight at shutdown; they stay due", "count", e.sched.active)
 			cancel()
 		}
 	}
@@ -155,36 +159,36 @@ func (e *Engine) fill(ctx context.Context) {
 	// back-off ends (arrivals wait in memory); then outcomes kept in memory
 	// are written before anything else, and reports left pending (by a
 	// stop, or a failed write: group.go) are queued.
-	if e.storageWait(now) || !e.writeUnwritten(now) || !e.writeReports(now) {
+	if e.storage.waiting(now) || !e.writeUnwritten(now) || !e.writeOwedDSNs(now) {
 		return
 	}
 	if e.reshape.Swap(false) {
-		for _, d := range e.dests {
+		for _, d := range e.sched.dests {
 			d.hasTarget = false
 		}
 	}
 	e.applyForce()
 	e.applyResumes(now)
 	postpone := postponements{}
-	for _, env := range e.arrived {
-		if e.busy[env.ID] == 0 {
+	for _, env := range e.sched.arrived {
+		if e.sched.busy[env.ID] == 0 {
 			e.loadEnvelope(env, now, postpone, true)
 		}
 	}
-	e.arrived = e.arrived[:0]
-	from := e.cursor.start()
-	skip := func(id string) bool { return e.busy[id] > 0 }
+	e.sched.arrived = e.sched.arrived[:0]
+	from := e.sched.cursor.start()
+	skip := func(id string) bool { return e.sched.busy[id] > 0 }
 	complete := false
-	if e.cursor.quiet(now) && !e.scanBehind && !e.forceScan && len(e.forceIDs) == 0 {
+	if e.sched.cursor.quiet(now) && !e.sched.scanBehind && !e.sched.forceScan && len(e.sched.forceIDs) == 0 {
 		// Nothing on disk that is not in memory is due yet: under load a
 		// pass per event would read the index only to find that.
 		complete = true
 	}
-	for !complete && e.pending < maxPending {
+	for !complete && e.sched.pending < maxPending {
 		ids, err := e.store.DueSince(from, now, scanBatch, skip)
 		if err != nil {
 			e.log.Error("queue scan failed", "err", err)
-			e.storageFailed(StorageScan, now)
+			e.storage.failed(StorageScan, now)
 			break
 		}
 		for _, id := range ids {
@@ -206,12 +210,12 @@ func (e *Engine) fill(ctx context.Context) {
 	if !e.postpone(postpone, now) {
 		complete = false
 	}
-	e.scanBehind = !complete
+	e.sched.scanBehind = !complete
 	if complete {
-		e.cursor.scanned(now)
-		e.forceIDs, e.forceScan = nil, false
+		e.sched.cursor.scanned(now)
+		e.sched.forceIDs, e.sched.forceScan = nil, false
 	}
-	if e.storageWait(now) {
+	if e.storage.waiting(now) {
 		return
 	}
 	e.start(ctx, now)
@@ -226,24 +230,24 @@ func (e *Engine) fill(ctx context.Context) {
 func (e *Engine) postpone(batch postponements, now time.Time) bool {
 	ok := true
 	for name, jobs := range batch {
-		d := e.dests[name]
+		d := e.sched.dests[name]
 		if d == nil || len(jobs) == 0 {
 			continue
 		}
-		if e.storageWait(now) {
-			e.cursor.reset()
+		if e.storage.waiting(now) {
+			e.sched.cursor.reset()
 			ok = false
 			continue
 		}
 		if err := e.store.Postpone(jobs, d.until, e.forced.has); err != nil {
 			e.log.Error("postponing mail for a suspended destination failed", "destination", name, "err", err)
-			e.cursor.reset()
-			e.storageFailed(StoragePostpone, now)
+			e.sched.cursor.reset()
+			e.storage.failed(StoragePostpone, now)
 			ok = false
 			continue
 		}
-		e.storageOK()
-		e.cursor.expect(d.until)
+		e.storage.ok()
+		e.sched.cursor.expect(d.until)
 		e.log.Debug("postponed mail for a suspended destination", "destination", name, "messages", len(jobs), "until", d.until)
 	}
 	return ok
@@ -257,7 +261,7 @@ func (e *Engine) load(id string, now time.Time, postpone postponements) {
 			e.log.Error("queue load failed", "id", id, "err", err)
 		}
 		if !errors.Is(err, queue.ErrNotFound) && !errors.Is(err, queue.ErrDamaged) {
-			e.storageFailed(StorageScan, now)
+			e.storage.failed(StorageScan, now)
 		}
 		return
 	}
@@ -297,14 +301,14 @@ func (e *Engine) loadEnvelope(env *queue.Envelope, now time.Time, postpone postp
 		}
 		groups[d] = append(groups[d], r.Address)
 	}
-	force := e.forceScan || e.forceIDs[id]
+	force := e.sched.forceScan || e.sched.forceIDs[id]
 	for _, name := range order {
 		j := &job{id: id, env: env, dest: name, addrs: groups[name], expired: expired, preclaimed: preclaimed, force: force}
-		if d := e.dests[name]; d != nil && now.Before(d.until) && !expired && !force {
+		if d := e.sched.dests[name]; d != nil && now.Before(d.until) && !expired && !force {
 			postpone.add(name, id, j.addrs)
 			continue
 		}
-		e.enqueue(j)
+		e.sched.enqueue(j, now)
 	}
 }
 

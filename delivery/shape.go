@@ -14,7 +14,7 @@ import (
 )
 
 // Shaper is the traffic shaping the engine asks before every attempt and
-// tells of every failure reply (issue 13). *shaping.Shaper implements it;
+// tells of every failure reply. *shaping.Shaper implements it;
 // where its counts and suspensions live (one process, or shared by several
 // nodes) is the shaping.State it was built with, the engine does not know.
 type Shaper interface {
@@ -110,7 +110,7 @@ func defaultShaper(o Options) Shaper {
 	return shaping.New(shaping.Options{Policy: p, Clock: o.Clock, Logger: o.Logger})
 }
 
-// Slow start (issue 12, defect 6): a destination that has not succeeded
+// Slow start: a destination that has not succeeded
 // recently may have initialWindow attempts in flight; each attempt some
 // server answered widens that by one, a destination-wide failure narrows
 // it back. Like Postfix's initial_destination_concurrency with feedback,
@@ -130,23 +130,6 @@ const connRecheck = 100 * time.Millisecond
 // times when it next looks, so this happens once per refusal).
 const lateWake = 10 * time.Millisecond
 
-// refusedScope reports the refusal already given in this start call to a
-// scope of t, so that destinations sharing a full or rate-limited scope
-// (a provider's many domains) cost one Admit per call, not one each: with
-// a shared state every Admit is a round trip to Redis on the scheduler
-// goroutine. A forced job ignores suspensions and rates, not connections.
-func (e *Engine) refusedScope(t shaping.Target, force bool) (shaping.Wait, bool) {
-	if len(e.refusals) == 0 {
-		return shaping.Wait{}, false
-	}
-	for _, b := range t.Bounds {
-		if w, ok := e.refusals[b.Scope]; ok && (!force || w.Reason == shaping.WaitConnections) {
-			return w, true
-		}
-	}
-	return shaping.Wait{}, false
-}
-
 // resolveRetry is how long a destination whose MX lookup failed keeps the
 // target without provider (the attempt itself reports the DNS trouble)
 // before the engine looks again.
@@ -163,17 +146,17 @@ func (e *Engine) targetOf(ctx context.Context, d *dest, domain string, now time.
 		return false
 	}
 	router := e.settings.Load().Router
-	key, mx := router.shapeKey(domain)
+	key, mx := router.ShapeKey(domain)
 	if !mx {
 		d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(key, nil), true, time.Time{}
 		return true
 	}
-	if hosts, until, ok := router.cachedMX(key, now); ok {
+	if hosts, until, ok := router.CachedMX(key, now); ok {
 		d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(key, hosts), true, until
 		return true
 	}
 	d.resolving = true
-	e.running++ // the lookup counts as work in flight, so shutdown waits for it
+	e.sched.running++ // the lookup counts as work in flight, so shutdown waits for it
 	go func() {
 		hosts, until, err := router.MXHosts(ctx, key)
 		if err != nil || until.IsZero() {
@@ -193,8 +176,8 @@ type resolved struct {
 
 // resolvedTarget books an MX lookup's answer.
 func (e *Engine) resolvedTarget(r resolved) {
-	e.running--
-	d := e.dests[r.dest]
+	e.sched.running--
+	d := e.sched.dests[r.dest]
 	if d == nil {
 		return
 	}
@@ -284,45 +267,11 @@ func (e *Engine) Force(ids ...string) {
 }
 
 // applyForce marks the jobs of an operator's retry or flush: those in
-// memory now, and (through e.forceIDs and e.forceScan) those the scan that
+// memory now, and (through e.sched.forceIDs and e.sched.forceScan) those the scan that
 // follows loads.
 func (e *Engine) applyForce() {
-	ids, all := e.forced.take()
-	if len(ids) == 0 && !all {
-		return
-	}
-	if all {
-		e.forceScan = true
-	}
-	for id := range ids {
-		if e.forceIDs == nil {
-			e.forceIDs = map[string]bool{}
-		}
-		e.forceIDs[id] = true
-	}
-	for _, d := range e.dests {
-		moved := false
-		for _, j := range d.queue {
-			if all || ids[j.id] {
-				j.force, moved = true, true
-			}
-		}
-		if moved {
-			forcedFirst(d.queue)
-			d.notBefore = time.Time{}
-		}
-	}
-}
-
-// forcedFirst moves forced jobs to the front, keeping the order otherwise.
-func forcedFirst(q []*job) {
-	k := 0
-	for i, j := range q {
-		if j.force {
-			copy(q[k+1:i+1], q[k:i])
-			q[k] = j
-			k++
-		}
+	if ids, all := e.forced.take(); len(ids) > 0 || all {
+		e.sched.markForced(ids, all)
 	}
 }
 
@@ -352,7 +301,7 @@ func (e *Engine) applyResumes(now time.Time) {
 	e.resumes.scopes = nil
 	e.resumes.mu.Unlock()
 	for _, sc := range scopes {
-		for _, d := range e.dests {
+		for _, d := range e.sched.dests {
 			if !d.hasTarget || !inTarget(d.target, sc) || !now.Before(d.until) {
 				continue
 			}
@@ -414,63 +363,15 @@ func (e *Engine) parkOverflow(d *dest, w shaping.Wait) {
 		batch := map[string][]string{}
 		for _, j := range chunk {
 			batch[j.id] = append(batch[j.id], j.addrs...)
-			e.pending--
-			e.unbusy(j.id)
+			e.sched.pending--
+			e.sched.unbusy(j.id)
 		}
 		until := w.Until.Add(time.Duration(rateKeep+i) * interval)
 		if err := e.store.Postpone(batch, until, e.forced.has); err != nil {
 			e.log.Error("postponing mail for a rate-limited destination failed", "destination", d.name, "err", err)
-			e.cursor.reset()
+			e.sched.cursor.reset()
 			continue
 		}
-		e.cursor.expect(until)
+		e.sched.cursor.expect(until)
 	}
-}
-
-// warmFor is how long a destination that went idle keeps the concurrency
-// it earned: "succeeded recently". After that it starts slow again.
-const warmFor = 5 * time.Minute
-
-// maxWarm bounds the destinations remembered.
-const maxWarm = 10000
-
-// warmth is a forgotten destination's window and when it went idle.
-type warmth struct {
-	window int
-	at     time.Time
-}
-
-// keepWarm remembers the window d earned, as it is forgotten.
-func (e *Engine) keepWarm(d *dest, now time.Time) {
-	if d.window <= initialWindow {
-		return
-	}
-	if e.warm == nil {
-		e.warm = map[string]warmth{}
-	}
-	if len(e.warm) >= maxWarm {
-		for name, w := range e.warm {
-			if now.Sub(w.at) >= warmFor {
-				delete(e.warm, name)
-			}
-		}
-		if len(e.warm) >= maxWarm {
-			clear(e.warm)
-		}
-	}
-	e.warm[d.name] = warmth{window: d.window, at: now}
-}
-
-// warmWindow is the window a destination starts with: the one it earned
-// if it went idle less than warmFor ago, else the slow start.
-func (e *Engine) warmWindow(name string) int {
-	w, ok := e.warm[name]
-	if !ok {
-		return initialWindow
-	}
-	delete(e.warm, name)
-	if e.clock.Now().Sub(w.at) >= warmFor {
-		return initialWindow
-	}
-	return w.window
 }

@@ -33,21 +33,22 @@ type StorageObserver interface {
 // Back-off after a failed queue operation: the scheduler neither scans nor
 // starts attempts nor writes until it ends. It doubles per failure in a
 // row and ends at the first success. A full disk is then tried about once
-// every half minute instead of in a tight loop (issue 12, defect 1).
+// every half minute instead of in a tight loop.
 const (
 	storageBackoffMin = time.Second
 	storageBackoffMax = 30 * time.Second
 )
 
-// storageState is the scheduler's memory of queue trouble. Owned by the
+// storageBackoff is the scheduler's memory of queue trouble. Owned by the
 // scheduler goroutine.
-type storageState struct {
-	until   time.Time // no queue work before this
-	strikes int       // failures in a row
+type storageBackoff struct {
+	obs     StorageObserver // told of every failure; nil: nobody
+	until   time.Time       // no queue work before this
+	strikes int             // failures in a row
 	// unwritten are outcomes of attempts that were made but could not be
 	// written. Their messages stay in memory (busy) so they are never
 	// attempted again while relayq runs; the scheduler writes them first
-	// when the back-off ends (issue 12, defect 7).
+	// when the back-off ends.
 	unwritten []pendingRecord
 }
 
@@ -60,28 +61,28 @@ type pendingRecord struct {
 	took     time.Duration
 }
 
-// storageFailed notes a failed queue operation: count it, and back off.
-func (e *Engine) storageFailed(op StorageOp, now time.Time) {
-	e.storage.strikes++
-	d := storageBackoffMin << min(e.storage.strikes-1, 10)
+// failed notes a failed queue operation: count it, and back off.
+func (b *storageBackoff) failed(op StorageOp, now time.Time) {
+	b.strikes++
+	d := storageBackoffMin << min(b.strikes-1, 10)
 	d = min(d, storageBackoffMax)
-	if u := now.Add(d); u.After(e.storage.until) {
-		e.storage.until = u
+	if u := now.Add(d); u.After(b.until) {
+		b.until = u
 	}
-	if so, ok := e.obs.(StorageObserver); ok {
-		so.StorageError(op)
+	if b.obs != nil {
+		b.obs.StorageError(op)
 	}
 }
 
-// storageOK notes a queue write that worked: the back-off is over.
-func (e *Engine) storageOK() {
-	e.storage.strikes = 0
-	e.storage.until = time.Time{}
+// ok notes a queue write that worked: the back-off is over.
+func (b *storageBackoff) ok() {
+	b.strikes = 0
+	b.until = time.Time{}
 }
 
-// storageWait reports whether the scheduler is backing off at now.
-func (e *Engine) storageWait(now time.Time) bool {
-	return now.Before(e.storage.until)
+// waiting reports whether the scheduler is backing off at now.
+func (b *storageBackoff) waiting(now time.Time) bool {
+	return now.Before(b.until)
 }
 
 // retryable reports whether a failed outcome write may work later: not
@@ -91,11 +92,11 @@ func retryable(err error) bool {
 	return !errors.Is(err, queue.ErrNotFound) && !errors.Is(err, queue.ErrDamaged) && !errors.Is(err, queue.ErrClosed)
 }
 
-// keepUnwritten holds an outcome that could not be written; its message
-// stays in memory (the job's busy count is kept) until it is.
-func (e *Engine) keepUnwritten(p pendingRecord, now time.Time) {
-	e.storage.unwritten = append(e.storage.unwritten, p)
-	e.storageFailed(StorageRecord, now)
+// keep holds an outcome that could not be written; its message stays in
+// memory (the job's busy count is kept) until it is.
+func (b *storageBackoff) keep(p pendingRecord, now time.Time) {
+	b.unwritten = append(b.unwritten, p)
+	b.failed(StorageRecord, now)
 }
 
 // writeUnwritten tries to write the outcomes kept in memory, oldest first,
@@ -106,13 +107,13 @@ func (e *Engine) writeUnwritten(now time.Time) bool {
 		p := e.storage.unwritten[0]
 		res, ok := e.recordNow(p)
 		if !ok {
-			e.storageFailed(StorageRecord, now)
+			e.storage.failed(StorageRecord, now)
 			return false
 		}
 		e.storage.unwritten[0] = pendingRecord{}
 		e.storage.unwritten = e.storage.unwritten[1:]
 		res = e.settle(res) // its job is done only now (group.go)
-		e.reportLater(res, now)
+		e.dsnLater(res, now)
 		e.booked(res)
 	}
 	return true

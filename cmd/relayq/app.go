@@ -19,6 +19,7 @@ import (
 
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/internal/buildinfo"
 	"github.com/relayq/relayq/internal/dkim"
@@ -59,7 +60,7 @@ type outbound struct {
 	// the store as its cache; every Router a reload builds gets it, so
 	// delivery.mta_sts, delivery.mta_sts_root_ca_file and delivery.dane
 	// need a restart.
-	tls delivery.TLSPolicy
+	tls route.TLSPolicy
 }
 
 // inbound is what takes mail and commands.

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/config"
-	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/internal/dkim"
 	"github.com/relayq/relayq/submission"
 )
@@ -93,7 +93,7 @@ func dkimCheck(args []string, out io.Writer) error {
 		return nil
 	}
 	var resolver dkim.TXTResolver = net.DefaultResolver
-	if r := delivery.NewRouter(delivery.RouteConfig{DNSServer: cfg.Delivery.DNSServer}).Resolver(); r != nil {
+	if r := route.NewRouter(route.Options{DNSServer: cfg.Delivery.DNSServer}).Resolver(); r != nil {
 		resolver = r
 	}
 	failed := 0

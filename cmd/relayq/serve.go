@@ -12,6 +12,7 @@ import (
 
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/logbuf"
 	"github.com/relayq/relayq/internal/suppression"
@@ -117,14 +118,14 @@ func submissionOptions(cfg *config.Config, store *queue.Store, tlsConf *tls.Conf
 
 // engineSettings are the delivery settings of cfg; tp is the TLS policy
 // of MX delivery, made once at start.
-func engineSettings(cfg *config.Config, tp delivery.TLSPolicy) delivery.Settings {
+func engineSettings(cfg *config.Config, tp route.TLSPolicy) delivery.Settings {
 	d := cfg.Delivery
 	sh := smtpclient.Smarthost{
 		Address: d.Smarthost.Address, Fallback: d.Smarthost.Fallback,
 		Username: d.Smarthost.Username, Password: d.Smarthost.Password,
 		TLS: smtpclient.SmarthostTLS(d.Smarthost.TLS), AllowInsecureAuth: d.Smarthost.AllowInsecureAuth,
 	}
-	router := delivery.NewRouter(delivery.RouteConfig{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer, TLSPolicy: tp})
+	router := route.NewRouter(route.Options{Routes: d.Routes, Smarthost: sh, DNSServer: d.DNSServer, TLSPolicy: tp})
 	dialer := &smtpclient.Dialer{
 		Hostname:        cfg.Hostname,
 		TLS:             smtpclient.TLSMode(d.TLS),
@@ -150,7 +151,7 @@ func engineSettings(cfg *config.Config, tp delivery.TLSPolicy) delivery.Settings
 	}
 }
 
-func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *metrics, tp delivery.TLSPolicy) delivery.Options {
+func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *metrics, tp route.TLSPolicy) delivery.Options {
 	s := engineSettings(cfg, tp)
 	return delivery.Options{
 		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter, Suppress: s.Suppress,

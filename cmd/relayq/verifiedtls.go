@@ -5,20 +5,20 @@ import (
 	"log/slog"
 
 	"github.com/relayq/relayq/config"
-	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/tlspolicy"
 	"github.com/relayq/relayq/queue"
 )
 
 // closeTLSPolicy stops background policy refreshes before the store closes.
-func closeTLSPolicy(p delivery.TLSPolicy) {
+func closeTLSPolicy(p route.TLSPolicy) {
 	if r, ok := p.(*tlspolicy.Resolver); ok {
 		r.Close()
 	}
 }
 
 // newTLSPolicy builds the policy of cfg.Delivery, cached in store.
-func newTLSPolicy(cfg *config.Config, store *queue.Store, log *slog.Logger) (delivery.TLSPolicy, error) {
+func newTLSPolicy(cfg *config.Config, store *queue.Store, log *slog.Logger) (route.TLSPolicy, error) {
 	d := cfg.Delivery
 	var roots *x509.CertPool
 	if d.MTASTSRootCAFile != "" {

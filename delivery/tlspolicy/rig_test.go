@@ -16,8 +16,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/delivery/mtasts/ststest"
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/smtptest"
 )
@@ -117,7 +117,7 @@ type world struct {
 	zone   *zone
 	mx     *smtptest.Server
 	cert   *smtptest.Cert
-	router *delivery.Router
+	router *route.Router
 	dialer *smtpclient.Dialer
 }
 
@@ -134,7 +134,7 @@ func newWorld(t *testing.T, ad bool, mxOpts ...smtptest.Option) *world {
 		"mx.example.test. 300 IN A 127.0.0.1",
 	)
 	w := &world{t: t, zone: z, mx: mx, cert: cert}
-	w.router = delivery.NewRouter(delivery.RouteConfig{DNSServer: z.addr, Port: port})
+	w.router = route.NewRouter(route.Options{DNSServer: z.addr, Port: port})
 	w.dialer = &smtpclient.Dialer{Hostname: "relay.test", ConnectTimeout: 5 * time.Second, CommandTimeout: 5 * time.Second,
 		Resolver: w.router.Resolver(), RootCAs: cert.Pool}
 	t.Cleanup(w.dialer.Close)
@@ -143,7 +143,7 @@ func newWorld(t *testing.T, ad bool, mxOpts ...smtptest.Option) *world {
 
 // withPolicy routes through r.
 func (w *world) withPolicy(r *Resolver) {
-	w.router = delivery.NewRouter(delivery.RouteConfig{DNSServer: w.zone.addr, Port: w.port(), TLSPolicy: r})
+	w.router = route.NewRouter(route.Options{DNSServer: w.zone.addr, Port: w.port(), TLSPolicy: r})
 }
 
 func (w *world) port() string { _, p, _ := net.SplitHostPort(w.mx.Addr()); return p }

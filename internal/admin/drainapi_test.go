@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/drain"
 	"github.com/relayq/relayq/queue"
@@ -26,7 +27,7 @@ func TestDrainAPI(t *testing.T) {
 	}
 	peer := smtptest.NewServer(t)
 	eng, err := delivery.New(delivery.Options{
-		Store: e.store, Router: delivery.NewRouter(delivery.RouteConfig{Routes: map[string]string{"*": "127.0.0.1:1"}}),
+		Store: e.store, Router: route.NewRouter(route.Options{Routes: map[string]string{"*": "127.0.0.1:1"}}),
 		Courier: &smtpclient.Dialer{TLS: smtpclient.TLSNone}, Logger: quiet,
 		Policy: queue.Policy{Backoff: queue.Backoff{Initial: time.Hour, Multiplier: 2, Max: time.Hour}},
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"
@@ -40,7 +41,7 @@ func newNode(t *testing.T, mod func(*Options)) *node {
 	t.Cleanup(func() { st.Close() })
 	pol := queue.Policy{Backoff: queue.Backoff{Initial: time.Hour, Multiplier: 2, Max: 4 * time.Hour}, MaxAttempts: 20, MaxAge: 72 * time.Hour}
 	eng, err := delivery.New(delivery.Options{
-		Store: st, Router: delivery.NewRouter(delivery.RouteConfig{Routes: map[string]string{"*": smtptest.DownAddr(t)}}),
+		Store: st, Router: route.NewRouter(route.Options{Routes: map[string]string{"*": smtptest.DownAddr(t)}}),
 		Courier: &smtpclient.Dialer{TLS: smtpclient.TLSNone, ConnectTimeout: 2 * time.Second}, Policy: pol,
 		Hostname: "a.test", Logger: quiet,
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"
@@ -33,7 +34,7 @@ func TestScrapeAfterDeliveryDeferralAndBounce(t *testing.T) {
 	seen := tee{Observer: m.Delivery(), ch: make(chan string, 10)}
 	eng, err := delivery.New(delivery.Options{
 		Store:    st,
-		Router:   delivery.NewRouter(delivery.RouteConfig{Routes: map[string]string{"*": srv.Addr()}}),
+		Router:   route.NewRouter(route.Options{Routes: map[string]string{"*": srv.Addr()}}),
 		Courier:  &smtpclient.Dialer{Hostname: "relay.test", TLS: "none"},
 		Policy:   queue.Policy{Backoff: queue.Backoff{Initial: time.Hour, Multiplier: 2, Max: time.Hour}},
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"
@@ -71,7 +72,7 @@ func start(t *testing.T, o envOpts) *testEnv {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	eng, err := delivery.New(delivery.Options{
 		Store:   st,
-		Router:  delivery.NewRouter(delivery.RouteConfig{Routes: map[string]string{"*": mx.Addr()}}),
+		Router:  route.NewRouter(route.Options{Routes: map[string]string{"*": mx.Addr()}}),
 		Courier: &smtpclient.Dialer{Hostname: "relay.test", TLS: smtpclient.TLSNone},
 		Policy:  queue.Policy{Backoff: queue.Backoff{Initial: time.Hour, Multiplier: 2, Max: time.Hour}},
 		Logger:  log,

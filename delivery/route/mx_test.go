@@ -1,90 +1,22 @@
-package delivery
+package route
 
 import (
 	"context"
-	"errors"
 	"io"
 	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/relayq/relayq/delivery/route/dnstest"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/smtpcodes"
 	"github.com/relayq/relayq/smtptest"
 )
-
-// dnsZone is what the loopback DNS server answers: records in zone-file
-// syntax per owner name, and forced response codes per name.
-type dnsZone struct {
-	records []string       // "mx.example.test. 300 IN MX 10 a.example.test."
-	rcodes  map[string]int // fqdn → rcode (SERVFAIL, NXDOMAIN, ...)
-	queries *atomic.Int32  // counts the queries answered, when set
-}
-
-// startDNS runs a real miekg/dns server on a loopback UDP port and returns
-// its "127.0.0.1:port". Names not in the zone get NXDOMAIN; names with
-// records, but not of the asked type, get NOERROR with no answer (NODATA).
-func startDNS(t *testing.T, zone dnsZone) string {
-	t.Helper()
-	byName := map[string][]dns.RR{}
-	for _, s := range zone.records {
-		rr, err := dns.NewRR(s)
-		if err != nil {
-			t.Fatalf("bad test record %q: %v", s, err)
-		}
-		name := strings.ToLower(rr.Header().Name)
-		byName[name] = append(byName[name], rr)
-	}
-	handler := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		if zone.queries != nil {
-			zone.queries.Add(1)
-		}
-		m := new(dns.Msg)
-		m.SetReply(req)
-		m.RecursionAvailable = true
-		q := req.Question[0]
-		name := strings.ToLower(q.Name)
-		if rc, ok := zone.rcodes[name]; ok {
-			m.Rcode = rc
-		} else if rrs, ok := byName[name]; !ok {
-			m.Rcode = dns.RcodeNameError
-		} else {
-			for _, rr := range rrs {
-				if rr.Header().Rrtype == q.Qtype {
-					m.Answer = append(m.Answer, rr)
-				}
-			}
-		}
-		_ = w.WriteMsg(m)
-	})
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := make(chan struct{})
-	srv := &dns.Server{PacketConn: pc, Handler: handler, NotifyStartedFunc: func() { close(started) }}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.ActivateAndServe()
-	}()
-	select {
-	case <-started:
-	case <-time.After(5 * time.Second):
-		t.Fatal("DNS server did not start")
-	}
-	t.Cleanup(func() {
-		_ = srv.Shutdown()
-		<-done
-	})
-	return pc.LocalAddr().String()
-}
 
 func hostsOf(hops []smtpclient.Hop) []string {
 	var s []string
@@ -95,7 +27,7 @@ func hostsOf(hops []smtpclient.Hop) []string {
 }
 
 func TestLookupMXOrderAndShuffle(t *testing.T) {
-	addr := startDNS(t, dnsZone{records: []string{
+	addr := dnstest.Start(t, dnstest.Zone{Records: []string{
 		"pref.test. 300 IN MX 20 b.pref.test.",
 		"pref.test. 300 IN MX 10 a.pref.test.",
 		"pref.test. 300 IN MX 30 c.pref.test.",
@@ -105,7 +37,7 @@ func TestLookupMXOrderAndShuffle(t *testing.T) {
 		"eq.test. 300 IN MX 10 x3.eq.test.",
 	}})
 
-	r := NewRouter(RouteConfig{DNSServer: addr, Port: "2525", Rand: rand.New(rand.NewPCG(1, 2))})
+	r := NewRouter(Options{DNSServer: addr, Port: "2525", Rand: rand.New(rand.NewPCG(1, 2))})
 	hops, err := r.Lookup(context.Background(), "Pref.Test")
 	if err != nil {
 		t.Fatal(err)
@@ -135,8 +67,8 @@ func TestLookupMXOrderAndShuffle(t *testing.T) {
 	}
 
 	// The same seed gives the same order: the randomness is injected.
-	a := NewRouter(RouteConfig{DNSServer: addr, Rand: rand.New(rand.NewPCG(7, 7))})
-	b := NewRouter(RouteConfig{DNSServer: addr, Rand: rand.New(rand.NewPCG(7, 7))})
+	a := NewRouter(Options{DNSServer: addr, Rand: rand.New(rand.NewPCG(7, 7))})
+	b := NewRouter(Options{DNSServer: addr, Rand: rand.New(rand.NewPCG(7, 7))})
 	for i := 0; i < 5; i++ {
 		ha, _ := a.Lookup(context.Background(), "eq.test")
 		hb, _ := b.Lookup(context.Background(), "eq.test")
@@ -147,8 +79,8 @@ func TestLookupMXOrderAndShuffle(t *testing.T) {
 }
 
 func TestLookupOutcomes(t *testing.T) {
-	addr := startDNS(t, dnsZone{
-		records: []string{
+	addr := dnstest.Start(t, dnstest.Zone{
+		Records: []string{
 			"implicit.test. 300 IN A 127.0.0.1",
 			"v6only.test. 300 IN AAAA ::1",
 			"nomail.test. 300 IN TXT \"no mail here\"",
@@ -156,12 +88,12 @@ func TestLookupOutcomes(t *testing.T) {
 			"mixed.test. 300 IN MX 0 .",
 			"mixed.test. 300 IN MX 10 real.mixed.test.",
 		},
-		rcodes: map[string]int{
+		Rcodes: map[string]int{
 			"broken.test.":  dns.RcodeServerFailure,
 			"refused.test.": dns.RcodeRefused,
 		},
 	})
-	r := NewRouter(RouteConfig{DNSServer: addr})
+	r := NewRouter(Options{DNSServer: addr})
 
 	tests := []struct {
 		domain    string
@@ -213,7 +145,7 @@ func TestLookupDNSUnreachableIsTransient(t *testing.T) {
 	}
 	addr := pc.LocalAddr().String()
 	pc.Close()
-	r := NewRouter(RouteConfig{DNSServer: addr})
+	r := NewRouter(Options{DNSServer: addr})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_, err = r.Lookup(ctx, "example.test")
@@ -223,80 +155,13 @@ func TestLookupDNSUnreachableIsTransient(t *testing.T) {
 	}
 }
 
-func TestRoutesAndSmarthost(t *testing.T) {
-	routes := map[string]string{
-		"Internal.Test": "127.0.0.1:2526",
-		"*":             "relay.test:26",
-	}
-	r := NewRouter(RouteConfig{Routes: routes})
-	for _, tc := range []struct{ domain, dest, addr string }{
-		{"internal.test", "route:127.0.0.1:2526", "127.0.0.1:2526"},
-		{"INTERNAL.TEST.", "route:127.0.0.1:2526", "127.0.0.1:2526"},
-		{"other.test", "route:relay.test:26", "relay.test:26"},
-	} {
-		if got := r.Destination(tc.domain); got != tc.dest {
-			t.Errorf("Destination(%s) = %s, want %s", tc.domain, got, tc.dest)
-		}
-		hops, err := r.Lookup(context.Background(), tc.domain)
-		if err != nil || len(hops) != 1 || hops[0].Addr() != tc.addr || hops[0].Smarthost {
-			t.Errorf("Lookup(%s) = %+v, %v; want one route hop %s", tc.domain, hops, err, tc.addr)
-		}
-	}
-
-	sh := NewRouter(RouteConfig{
-		Routes: routes,
-		Smarthost: smtpclient.Smarthost{Address: "smart.test:587", Fallback: []string{"backup.test:2587", "last.test"},
-			TLS: "implicit"},
-	})
-	if got := sh.Destination("Example.COM"); got != "smarthost" {
-		t.Errorf("Destination = %s, want smarthost", got)
-	}
-	// A listed domain keeps its route: the smarthost only replaces "*".
-	if got := sh.Destination("internal.test"); got != "route:127.0.0.1:2526" {
-		t.Errorf("Destination(internal.test) = %s, want its route", got)
-	}
-	hops, err := sh.Lookup(context.Background(), "example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var addrs []string
-	for _, h := range hops {
-		if !h.Smarthost || !h.ImplicitTLS {
-			t.Errorf("hop %+v: want Smarthost and ImplicitTLS", h)
-		}
-		addrs = append(addrs, h.Addr())
-	}
-	if got := strings.Join(addrs, ","); got != "smart.test:587,backup.test:2587,last.test:465" {
-		t.Errorf("smarthost hops = %s", got)
-	}
-}
-
-func TestRouterResolverUsesDNSServer(t *testing.T) {
-	addr := startDNS(t, dnsZone{records: []string{"mx1.example.test. 300 IN A 127.0.0.1"}})
-	r := NewRouter(RouteConfig{DNSServer: addr})
-	if NewRouter(RouteConfig{}).Resolver() != nil {
-		t.Error("Resolver() without DNSServer should be nil (system resolver)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ips, err := r.Resolver().LookupHost(ctx, "mx1.example.test")
-	if err != nil || len(ips) != 1 || ips[0] != "127.0.0.1" {
-		t.Fatalf("LookupHost = %v, %v; want [127.0.0.1]", ips, err)
-	}
-	_, err = r.Resolver().LookupHost(ctx, "nowhere.example.test")
-	var dnsErr *net.DNSError
-	if !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {
-		t.Fatalf("LookupHost(nowhere) err = %v, want not found", err)
-	}
-}
-
 // Concurrent lookups share the Router's random source; -race checks the lock.
 func TestLookupConcurrent(t *testing.T) {
-	addr := startDNS(t, dnsZone{records: []string{
+	addr := dnstest.Start(t, dnstest.Zone{Records: []string{
 		"eq.test. 300 IN MX 10 a.eq.test.",
 		"eq.test. 300 IN MX 10 b.eq.test.",
 	}})
-	r := NewRouter(RouteConfig{DNSServer: addr})
+	r := NewRouter(Options{DNSServer: addr})
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
@@ -315,13 +180,13 @@ func TestLookupConcurrent(t *testing.T) {
 func TestDeliverThroughMXFromDNS(t *testing.T) {
 	srv := smtptest.NewServer(t)
 	_, port, _ := net.SplitHostPort(srv.Addr())
-	dnsAddr := startDNS(t, dnsZone{records: []string{
+	dnsAddr := dnstest.Start(t, dnstest.Zone{Records: []string{
 		"example.test. 300 IN MX 10 mx1.example.test.",
 		"example.test. 300 IN MX 20 mx2.example.test.",
 		"mx1.example.test. 300 IN A 127.0.0.1",
 		"mx2.example.test. 300 IN A 127.0.0.1",
 	}})
-	r := NewRouter(RouteConfig{DNSServer: dnsAddr, Port: port})
+	r := NewRouter(Options{DNSServer: dnsAddr, Port: port})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	hops, err := r.Lookup(ctx, "example.test")

@@ -1,4 +1,4 @@
-package delivery
+package route
 
 import (
 	"context"
@@ -6,17 +6,17 @@ import (
 	"net"
 	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/net/idna"
 
 	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/smtpcodes"
 )
 
-// RouteConfig says where mail for a domain goes. It is a plain struct so that
-// config can build it without delivery knowing about viper.
-type RouteConfig struct {
+// Options say where mail for a domain goes. They are a plain struct so
+// that config can build them without route knowing about viper.
+type Options struct {
 	// Routes maps a lower-case domain to "host:port" (port defaults to 25).
 	// The key "*" matches every domain not listed. A listed domain wins over
 	// the smarthost; the smarthost wins over "*".
@@ -31,9 +31,9 @@ type RouteConfig struct {
 	// Rand shuffles MX hosts of equal preference (RFC 5321 section 5.1).
 	// nil means a randomly seeded source; tests inject a seeded one.
 	Rand *rand.Rand
-	// Now is the clock of the MX cache (MX answers are kept for their
-	// TTL); nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock of the MX cache (MX answers are kept for their
+	// TTL); nil means clock.Real.
+	Clock clock.Clock
 	// TLSPolicy, if set, gives MX hops their DANE or MTA-STS policy.
 	TLSPolicy TLSPolicy
 }
@@ -41,7 +41,7 @@ type RouteConfig struct {
 // Router turns a recipient domain into the ordered list of hops to try. It is
 // safe for concurrent use by the delivery workers.
 type Router struct {
-	cfg    RouteConfig
+	cfg    Options
 	routes map[string]string
 
 	mu  sync.Mutex // guards rng, which is not safe for concurrent use
@@ -54,13 +54,16 @@ type Router struct {
 // NewRouter returns a Router for cfg. It does no I/O: DNS is queried by
 // Lookup, and MX answers are kept only for their TTL, so changed records
 // are seen without a restart.
-func NewRouter(cfg RouteConfig) *Router {
+func NewRouter(cfg Options) *Router {
 	r := &Router{cfg: cfg, routes: make(map[string]string, len(cfg.Routes)), rng: cfg.Rand}
 	for d, target := range cfg.Routes {
 		r.routes[normalDomain(d)] = target
 	}
 	if r.cfg.Port == "" {
 		r.cfg.Port = "25"
+	}
+	if r.cfg.Clock == nil {
+		r.cfg.Clock = clock.Real
 	}
 	if r.rng == nil {
 		r.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -99,6 +102,24 @@ func (r *Router) Destination(domain string) string {
 		return "route:" + target
 	}
 	return domain
+}
+
+// ShapeKey is what traffic shaping calls mail for domain: for a static
+// route or the smarthost, the route's key ("*" for the wildcard route and
+// the smarthost) with mx false; otherwise the domain itself, whose MX host
+// names decide its provider.
+func (r *Router) ShapeKey(domain string) (key string, mx bool) {
+	domain = normalDomain(domain)
+	if _, ok := r.routes[domain]; ok {
+		return domain, false
+	}
+	if r.cfg.Smarthost.Address != "" {
+		return "*", false
+	}
+	if _, ok := r.routes["*"]; ok {
+		return "*", false
+	}
+	return domain, !strings.HasPrefix(domain, "[")
 }
 
 // Lookup returns the hops to try, best first, for mail to domain. Its errors

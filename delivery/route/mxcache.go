@@ -1,4 +1,4 @@
-package delivery
+package route
 
 import (
 	"context"
@@ -64,18 +64,10 @@ func (c *mxCache) put(domain string, e mxEntry, now time.Time) {
 	c.entries[domain] = e
 }
 
-// now is the Router's clock.
-func (r *Router) now() time.Time {
-	if r.cfg.Now != nil {
-		return r.cfg.Now()
-	}
-	return time.Now()
-}
-
 // mxRecords returns the MX records of an A-label domain, from the cache
 // while its TTL lasts, and when the answer is good until.
 func (r *Router) mxRecords(ctx context.Context, domain string) ([]*dns.MX, time.Time, error) {
-	now := r.now()
+	now := r.cfg.Clock.Now()
 	if e, ok := r.mxs.get(domain, now); ok {
 		return e.mxs, e.until, nil
 	}
@@ -101,24 +93,6 @@ func (r *Router) mxRecords(ctx context.Context, domain string) ([]*dns.MX, time.
 	return mxs, until, nil
 }
 
-// shapeKey is what traffic shaping calls mail for domain: for a static
-// route or the smarthost, the route's key ("*" for the wildcard route and
-// the smarthost) with mx false; otherwise the domain itself, whose MX host
-// names decide its provider.
-func (r *Router) shapeKey(domain string) (key string, mx bool) {
-	domain = normalDomain(domain)
-	if _, ok := r.routes[domain]; ok {
-		return domain, false
-	}
-	if r.cfg.Smarthost.Address != "" {
-		return "*", false
-	}
-	if _, ok := r.routes["*"]; ok {
-		return "*", false
-	}
-	return domain, !strings.HasPrefix(domain, "[")
-}
-
 // MXHosts returns the MX host names of domain (the domain itself when it
 // has no MX record, none for a null MX) and until when they are good: the
 // zero time when the answer was not cached.
@@ -137,8 +111,8 @@ func (r *Router) MXHosts(ctx context.Context, domain string) ([]string, time.Tim
 	return mxHostNames(mxs), until, nil
 }
 
-// cachedMX is MXHosts from the cache only: it never waits for DNS.
-func (r *Router) cachedMX(domain string, now time.Time) ([]string, time.Time, bool) {
+// CachedMX is MXHosts from the cache only: it never waits for DNS.
+func (r *Router) CachedMX(domain string, now time.Time) ([]string, time.Time, bool) {
 	ascii, err := idna.Lookup.ToASCII(normalDomain(domain))
 	if err != nil {
 		return nil, time.Time{}, false

@@ -1,0 +1,20 @@
+// Package route turns a recipient domain into the hops to try and names
+// the destination it belongs to: a static route, the smarthost, or the
+// domain's MX hosts (RFC 5321 section 5.1) with the TLS policy of each MX
+// hop. It knows nothing of the queue or the scheduler.
+//
+// Invariants:
+//   - A listed domain's route wins over the smarthost, the smarthost over
+//     the "*" route, and that over MX: configuration says where mail goes
+//     before DNS does.
+//   - A TLS policy (DANE, MTA-STS; Options.TLSPolicy) is attached to MX
+//     hops only, never to static routes or the smarthost.
+//   - Every error Lookup returns comes from smtpcodes.Permanentf or
+//     Transientf, so smtpcodes.Classify(StageDNS, err) tells a bounce
+//     (NXDOMAIN, null MX, no address at all) from a retry (DNS trouble,
+//     a bad route in the configuration: mail waits for the operator).
+//   - MX answers are kept for their smallest TTL (at most a day, on
+//     Options.Clock); errors and empty answers are never kept. Equal
+//     preferences are shuffled per lookup; the cache's copy never is.
+//   - A Router is safe for concurrent use and does no I/O until asked.
+package route

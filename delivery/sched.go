@@ -1,0 +1,198 @@
+package delivery
+
+import (
+	"time"
+
+	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/queue"
+)
+
+// schedState is what the scheduler knows: the destinations and their
+// queues, the messages in memory, the counts of jobs, its position in the
+// schedule index, the operators' forced messages of the scan under way,
+// the refusals of the current start call and the warm-up of forgotten
+// destinations. Only the scheduler goroutine touches it (the cursor's
+// reset excepted: see cursor).
+type schedState struct {
+	workers int
+	busy    map[string]int // message ID → jobs in memory
+	dests   map[string]*dest
+	active  int               // jobs holding a worker slot (talking SMTP)
+	running int               // jobs and MX lookups not done yet (an outcome may still be being written)
+	pending int               // jobs waiting in destination queues
+	arrived []*queue.Envelope // new messages handed over by Enqueue
+	cursor  cursor
+	// forceIDs and forceScan: the messages (or, forceScan, everything) the
+	// scan under way loads as forced jobs; cleared when it completes.
+	forceIDs  map[string]bool
+	forceScan bool
+	starts    uint64 // start calls, for dest.refusedIn
+	// scanBehind: the last scan stopped before it reached now (the
+	// in-memory queue was full, or a write failed), so the next fill
+	// scans whatever the cursor knows.
+	scanBehind bool
+	// refusals are the scopes shaping refused in the current start call
+	// (refusedScope).
+	refusals map[shaping.Scope]shaping.Wait
+	// warm remembers the slow-start window of destinations forgotten
+	// while idle, for warmFor (warm.go).
+	warm map[string]warmth
+}
+
+func newSchedState(workers int) schedState {
+	return schedState{workers: workers, busy: map[string]int{}, dests: map[string]*dest{}, refusals: map[shaping.Scope]shaping.Wait{}}
+}
+
+// inMemory reports whether a job of message id is in memory.
+func (s *schedState) inMemory(id string) bool { return s.busy[id] > 0 }
+
+// unbusy notes that one job of message id left memory.
+func (s *schedState) unbusy(id string) {
+	if n := s.busy[id] - 1; n > 0 {
+		s.busy[id] = n
+	} else {
+		delete(s.busy, id)
+	}
+}
+
+// enqueue puts j in its destination's queue; the message is in memory
+// (busy) until every job of it is done.
+func (s *schedState) enqueue(j *job, now time.Time) {
+	d := s.dests[j.dest]
+	if d == nil {
+		d = &dest{name: j.dest, window: s.warmWindow(j.dest, now)}
+		s.dests[j.dest] = d
+	}
+	d.queue = append(d.queue, j)
+	if j.force {
+		forcedFirst(d.queue)
+		d.notBefore = time.Time{}
+	}
+	s.busy[j.id]++
+	s.cursor.loaded(j.id)
+	s.pending++
+}
+
+// limitOf is how many attempts d may have in flight, by the engine's own
+// rules (shaping's connection limits come on top, in Admit). After a
+// suspension a single probe goes first: a struggling server sees one
+// connection per back-off period, not one per queued message. Otherwise
+// the slow-start window applies, and no destination holds more than its
+// share of the workers (share: see start), so a destination that stops
+// answering can never take them all.
+func (s *schedState) limitOf(d *dest, share int) int {
+	if d.strikes > 0 {
+		return 1
+	}
+	w := d.window
+	if w <= 0 {
+		w = initialWindow
+	}
+	return min(w, share)
+}
+
+// share is how many workers one destination may hold when n destinations
+// have work: an even split, never below the slow-start window.
+func (s *schedState) share(n int) int {
+	if n <= 1 {
+		return s.workers
+	}
+	return max(initialWindow, (s.workers+n-1)/n)
+}
+
+// withWork counts the destinations with jobs in flight or waiting.
+func (s *schedState) withWork() int {
+	n := 0
+	for _, d := range s.dests {
+		if d.active > 0 || len(d.queue) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// forget drops a destination with nothing to remember, so the map does not
+// grow with every domain ever seen.
+func (s *schedState) forget(d *dest, now time.Time) {
+	if d.active == 0 && len(d.queue) == 0 && !now.Before(d.until) && d.strikes == 0 && !d.resolving {
+		s.keepWarm(d, now)
+		delete(s.dests, d.name)
+	}
+}
+
+// refusedScope reports the refusal already given in this start call to a
+// scope of t, so that destinations sharing a full or rate-limited scope
+// (a provider's many domains) cost one Admit per call, not one each: with
+// a shared state every Admit is a round trip to Redis on the scheduler
+// goroutine. A forced job ignores suspensions and rates, not connections.
+func (s *schedState) refusedScope(t shaping.Target, force bool) (shaping.Wait, bool) {
+	if len(s.refusals) == 0 {
+		return shaping.Wait{}, false
+	}
+	for _, b := range t.Bounds {
+		if w, ok := s.refusals[b.Scope]; ok && (!force || w.Reason == shaping.WaitConnections) {
+			return w, true
+		}
+	}
+	return shaping.Wait{}, false
+}
+
+// suspensionEnd folds in the end of suspensions and rate waits that jobs
+// wait on.
+func (s *schedState) suspensionEnd(now, at time.Time, ok bool) (time.Time, bool) {
+	for _, d := range s.dests {
+		if len(d.queue) == 0 || d.active >= s.limitOf(d, s.workers) {
+			continue
+		}
+		for i, t := range []time.Time{d.until, d.notBefore, d.recheck} {
+			if i > 0 && !t.IsZero() && !t.After(now) && s.active < s.workers {
+				// The token or re-check time passed while the pass that
+				// set it ran (slow Admit calls: Redis on a loaded host).
+				// Nothing else would wake the scheduler for it.
+				t = now.Add(lateWake)
+			}
+			if t.After(now) && (!ok || t.Before(at)) {
+				at, ok = t, true
+			}
+		}
+	}
+	return at, ok
+}
+
+// markForced marks the jobs in memory of an operator's retry (ids) or
+// flush (all) forced, and notes them for the scan that follows.
+func (s *schedState) markForced(ids map[string]bool, all bool) {
+	if all {
+		s.forceScan = true
+	}
+	for id := range ids {
+		if s.forceIDs == nil {
+			s.forceIDs = map[string]bool{}
+		}
+		s.forceIDs[id] = true
+	}
+	for _, d := range s.dests {
+		moved := false
+		for _, j := range d.queue {
+			if all || ids[j.id] {
+				j.force, moved = true, true
+			}
+		}
+		if moved {
+			forcedFirst(d.queue)
+			d.notBefore = time.Time{}
+		}
+	}
+}
+
+// forcedFirst moves forced jobs to the front, keeping the order otherwise.
+func forcedFirst(q []*job) {
+	k := 0
+	for i, j := range q {
+		if j.force {
+			copy(q[k+1:i+1], q[k:i])
+			q[k] = j
+			k++
+		}
+	}
+}
