@@ -72,8 +72,9 @@
 //     closed. Operators' retries and
 //     flushes (Force) skip suspensions and rates, never connection limits,
 //     and are never undone by parking: the store tells the engine of them
-//     from inside their own write (queue.Store.SetForceHook), and a park
-//     written after that leaves the forced mail due (forceSet.has).
+//     on its committer goroutine right after their write commits, before
+//     any later write runs (queue.Store.SetForceHook), and a park written
+//     after that leaves the forced mail due (forceSet.has).
 //     Every failure reply goes to Shaper.React.
 //   - A destination not proven recently has at most two attempts in
 //     flight, one more per attempt a server answered, and never more than

@@ -219,8 +219,9 @@ type forceSet struct {
 }
 
 // has reports whether id was forced and the scheduler has not taken it
-// yet. An operator's retry or flush adds to the set from inside the write
-// that makes the mail due (queue.Store.SetForceHook). A pass that loaded
+// yet. An operator's retry or flush adds to the set right after the write
+// that makes the mail due commits, on the committer goroutine and so
+// before any later write runs (queue.Store.SetForceHook). A pass that loaded
 // the mail before that, unforced, may be about to park it for a suspended
 // or rate-limited destination: Postpone asks has inside its own write, and
 // if that write comes after the operator's (the only order in which it
