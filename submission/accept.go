@@ -186,7 +186,7 @@ type Incoming struct {
 func (a Acceptor) Open(c Client, t Transaction) (*Incoming, error) {
 	srv := a.s
 	d := srv.opts.Queue.NewDraft()
-	m := &Incoming{a: a, c: c, t: t, d: d, out: d, now: srv.opts.Now()}
+	m := &Incoming{a: a, c: c, t: t, d: d, out: d, now: srv.opts.Clock.Now()}
 	if srv.opts.Signer != nil {
 		if m.sig = srv.opts.Signer(); m.sig != nil {
 			m.out = io.MultiWriter(d, m.sig)

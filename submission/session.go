@@ -149,7 +149,7 @@ func (s *session) Data(r io.Reader) error {
 	srv := s.srv
 	// go-smtp's ReadTimeout is set once per command and is not refreshed
 	// during DATA, so it would bound the whole upload; give DATA its own budget.
-	_ = s.conn.Conn().SetReadDeadline(srv.opts.Now().Add(srv.opts.DataTimeout))
+	_ = s.conn.Conn().SetReadDeadline(srv.opts.Clock.Now().Add(srv.opts.DataTimeout))
 
 	m, err := srv.Acceptor().Open(s.client(), s.transaction())
 	if err != nil {

@@ -56,7 +56,7 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) (*submitted, *
 		return nil, malformed("bad JSON: more than one object")
 	}
 	var buf bytes.Buffer
-	sub, err := buildMIME(&buf, &m, s.now(), s.acc.Hostname())
+	sub, err := buildMIME(&buf, &m, s.clock.Now(), s.acc.Hostname())
 	if err != nil {
 		return nil, malformed("%v", err)
 	}

@@ -49,7 +49,7 @@ func (s *Server) readRaw(w http.ResponseWriter, r *http.Request, br *bufio.Reade
 		return nil, errNoRecipients
 	}
 	h.Remove("Bcc")
-	if sub.messageID, err = h.Complete(s.now(), s.acc.Hostname(), ""); err != nil {
+	if sub.messageID, err = h.Complete(s.clock.Now(), s.acc.Hostname(), ""); err != nil {
 		return nil, malformed("%v", err)
 	}
 	sub.body = h.Reader(br)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/submission"
 )
 
@@ -26,8 +27,8 @@ type Options struct {
 	// Acceptor is the submission server's entry point (required).
 	Acceptor submission.Acceptor
 	Logger   *slog.Logger
-	// Now is the clock for Date headers; default time.Now.
-	Now func() time.Time
+	// Clock is the clock for Date headers; default clock.Real.
+	Clock clock.Clock
 	// UploadTimeout bounds reading one request (default 10m, like DATA).
 	UploadTimeout time.Duration
 }
@@ -36,7 +37,7 @@ type Options struct {
 type Server struct {
 	acc     submission.Acceptor
 	log     *slog.Logger
-	now     func() time.Time
+	clock   clock.Clock
 	timeout time.Duration
 	http    *http.Server
 	closing atomic.Bool
@@ -44,12 +45,12 @@ type Server struct {
 
 // New builds a Server.
 func New(o Options) *Server {
-	s := &Server{acc: o.Acceptor, log: o.Logger, now: o.Now, timeout: o.UploadTimeout}
+	s := &Server{acc: o.Acceptor, log: o.Logger, clock: o.Clock, timeout: o.UploadTimeout}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if s.clock == nil {
+		s.clock = clock.Real
 	}
 	if s.timeout <= 0 {
 		s.timeout = 10 * time.Minute
