@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/relayq/relayq/smtpcodes"
 )
 
 // Write writes r as an RFC 3464 delivery status notification to w, returning
@@ -47,8 +49,8 @@ func Write(w io.Writer, r Report, original io.Reader) error {
 	if from == "" {
 		from = "Mail Delivery System <MAILER-DAEMON@" + r.ReportingMTA + ">"
 	}
-	writeField(&b, "From", clean(from))
-	writeField(&b, "To", "<"+clean(r.To)+">")
+	writeField(&b, "From", smtpcodes.OneLine(from))
+	writeField(&b, "To", "<"+smtpcodes.OneLine(r.To)+">")
 	writeField(&b, "Subject", r.subject())
 	writeField(&b, "Date", r.Date.Format(dateFormat))
 	writeField(&b, "Message-ID", "<"+messageID(r.MessageID)+">")
@@ -56,7 +58,7 @@ func Write(w io.Writer, r Report, original io.Reader) error {
 	// answer it.
 	writeField(&b, "Auto-Submitted", "auto-replied")
 	if r.QueueID != "" {
-		writeField(&b, "X-Relayq-Queue-ID", clean(r.QueueID))
+		writeField(&b, "X-Relayq-Queue-ID", smtpcodes.OneLine(r.QueueID))
 	}
 	writeField(&b, "MIME-Version", "1.0")
 	writeField(&b, "Content-Type", `multipart/report; report-type=delivery-status; boundary="`+boundary+`"`)
