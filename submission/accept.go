@@ -130,7 +130,7 @@ func (a Acceptor) CheckSender(c Client, from string) error {
 		return a.reject(c, RejectDraining, errDraining, "from", from)
 	}
 	if !a.MayRelay(c) {
-		return a.reject(c, RejectRelay, errAuthRequired, "from", from)
+		return a.reject(c, RejectRelay, ErrAuthRequired, "from", from)
 	}
 	if from != "" && !validAddress(from) {
 		return a.reject(c, RejectSyntax, errBadSender, "from", from)
@@ -305,7 +305,7 @@ func (a Acceptor) Accept(ctx context.Context, c Client, t Transaction, body io.R
 		case errors.Is(err, errBareNewlineFound):
 			return queue.Envelope{}, a.reject(c, RejectBareNewline, errBareNewline)
 		case errors.Is(err, errTooBigFound):
-			return queue.Envelope{}, a.reject(c, RejectSize, errTooBig)
+			return queue.Envelope{}, a.reject(c, RejectSize, ErrTooBig)
 		case errors.Is(err, errWriteFailed):
 			a.s.log.Error("queue write failed", "err", err)
 			return queue.Envelope{}, a.reject(c, RejectStorage, errQueueUnavailable)

@@ -81,7 +81,7 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) error {
 		return err
 	}
 	if opts != nil && opts.Size > s.srv.opts.MaxMessageBytes {
-		return s.reject(RejectSize, errTooBig, "declared_size", opts.Size)
+		return s.reject(RejectSize, ErrTooBig, "declared_size", opts.Size)
 	}
 	f := from
 	s.from = &f
@@ -165,7 +165,7 @@ func (s *session) Data(r io.Reader) error {
 		case errors.Is(err, errBareNewlineFound):
 			return s.reject(RejectBareNewline, errBareNewline)
 		case errors.Is(err, errTooBigFound), errors.Is(err, smtp.ErrDataTooLarge):
-			return s.reject(RejectSize, errTooBig)
+			return s.reject(RejectSize, ErrTooBig)
 		case errors.Is(err, smtp.ErrTooLongLine):
 			return s.reject(RejectLineLength, errLineTooLong)
 		case errors.As(err, &se):

@@ -148,7 +148,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if !s.acc.MayRelay(c) {
 		// No credentials from an untrusted address: the same refusal SMTP
 		// gives at MAIL, counted the same way.
-		writeRefusal(w, s.acc.Refuse(c, submission.RejectRelay, &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "Authentication required"}))
+		writeRefusal(w, s.acc.Refuse(c, submission.RejectRelay, submission.ErrAuthRequired))
 		return
 	}
 	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -216,7 +216,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, c submission.Cli
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeRefusal(w, s.acc.Refuse(c, submission.RejectSize, tooBig))
+			writeRefusal(w, s.acc.Refuse(c, submission.RejectSize, submission.ErrTooBig))
 			return
 		}
 		if se := asSMTP(err); se != nil {
@@ -229,8 +229,6 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, c submission.Cli
 	}
 	writeJSON(w, http.StatusAccepted, accepted{QueueID: env.ID, MessageID: sub.messageID, Recipients: results})
 }
-
-var tooBig = &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: "Message size exceeds fixed maximum message size"}
 
 func asSMTP(err error) *smtp.SMTPError {
 	var se *smtp.SMTPError
