@@ -248,11 +248,11 @@ func TestSlowloris(t *testing.T) {
 			if took > 5*time.Second {
 				t.Fatalf("slow client held its connection for %v", took)
 			}
-			// The last word is 421 at the first deadline (issue 12, defect
-			// 5): before, each fragment cut off by read_timeout was run as
-			// a command and got a fresh deadline, and only go-smtp's "500
-			// 5.5.1 too many errors" ended the session, four deadlines
-			// later. At most the one fragment cut off is answered first.
+			// The last word is 421 at the first deadline: a fragment cut
+			// off by read_timeout must not be run as a command with a
+			// fresh deadline, or a trickling client keeps the session for
+			// deadline after deadline. At most the one fragment cut off is
+			// answered first.
 			lines := strings.Split(strings.TrimSpace(said), "\r\n")
 			if last := lines[len(lines)-1]; last != "" && !strings.HasPrefix(last, "421 4.4.2") {
 				t.Errorf("last reply before closing %q, want 421 4.4.2", last)

@@ -159,8 +159,8 @@ func TestBareNewlinesRefused(t *testing.T) {
 		"smuggled CRLF.LF": "Subject: x\r\n\r\nhi\r\n.\nMAIL FROM:<evil@example.org>\r\n",
 		"smuggled LF.CRLF": "Subject: x\r\n\r\nhi\n.\r\nMAIL FROM:<evil@example.org>\r\n",
 		"LF first":         "\nSubject: x\r\n\r\nhi\r\n",
-		// Issue 12 defect 4: go-smtp's reader dropped ".\r" at a line start,
-		// so this was accepted with the dot and the bare CR gone.
+		// go-smtp's own reader drops ".\r" at a line start and would
+		// accept this with the dot and the bare CR gone.
 		"smuggled CRLF.CR": "Subject: x\r\n\r\nhello\r\n.\rMAIL FROM:<evil@example.org>\r\n",
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -59,7 +59,7 @@ func TestObserversMoveCounters(t *testing.T) {
 	sub.Rejected(submission.RejectSize)
 	sub.Rejected(submission.RejectAuth)
 	sub.Rejected(submission.RejectConnections)
-	sub.Rejected(submission.RejectSequence)                            // was counted as "other" (issue 11)
+	sub.Rejected(submission.RejectSequence)                            // its own label, not "other"
 	sub.Rejected(submission.RejectRecipients)                          // one recipient too many: the message goes on
 	sub.Rejected(submission.RejectSigning)                             // an unsignable message is refused
 	sub.Rejected(submission.RejectReason("something-new@example.com")) // never becomes a label value
