@@ -79,93 +79,113 @@ func TestGoodClientServedDuringAttack(t *testing.T) {
 	} else {
 		c.c.Close()
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	attack := func(f func() bool) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if !f() {
-					return
-				}
-			}
-		}()
-	}
+	a := &attackers{stop: make(chan struct{})}
+	defer a.end()
 	// Floods of connections that open and drop at once.
 	for i := 0; i < 4; i++ {
-		attack(func() bool {
-			d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
-			c, err := d.Dial("tcp", env.addr)
-			if err == nil {
-				c.Close()
-			}
-			return true
-		})
+		a.run(func() { dropConnection(env.addr) })
 	}
 	// Slots held by idle connections, and junk plus recipient floods.
 	for i := 0; i < 6; i++ {
-		i := i
-		attack(func() bool {
-			d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
-			c, err := d.Dial("tcp", env.addr)
-			if err != nil {
-				return true
-			}
-			defer c.Close()
-			var junk strings.Builder
-			junk.WriteString("EHLO attacker\r\nMAIL FROM:<x@example.org>\r\n")
-			for j := 0; j < 2000; j++ {
-				if i%2 == 0 {
-					fmt.Fprintf(&junk, "RCPT TO:<r%d@example.net>\r\n", j)
-				} else {
-					junk.WriteString("NOOP junk junk junk\r\n")
-				}
-			}
-			_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-			go io.Copy(io.Discard, c)
-			_, _ = io.WriteString(c, junk.String())
-			// Hold the connection without sending anything more.
-			select {
-			case <-stop:
-			case <-time.After(2 * time.Second):
-			}
-			return true
-		})
+		rcpts := i%2 == 0
+		a.run(func() { floodAndHold(env.addr, rcpts, a.stop) })
 	}
-	defer func() { close(stop); wg.Wait() }()
-
 	const bound = 3 * time.Second
 	for i := 0; i < 5; i++ {
 		start := time.Now()
-		done := make(chan error, 1)
-		go func() {
-			c, err := smtp.Dial(env.addr)
-			if err != nil {
-				done <- err
-				return
-			}
-			defer c.Close()
-			if err := c.Hello("good.test"); err != nil {
-				done <- err
-				return
-			}
-			_, err = send(c, "a@example.org", []string{"b@example.net"}, msg)
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("good client during the attack: %v", err)
-			}
-		case <-time.After(bound):
-			t.Fatalf("good client not served within %v during the attack", bound)
+		if err := goodClientWithin(env.addr, bound); err != nil {
+			t.Fatalf("good client during the attack: %v", err)
 		}
 		t.Logf("good client %d served in %v", i, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// attackers run attacks in a loop from goroutines until end.
+type attackers struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// run repeats f until end is called.
+func (a *attackers) run(f func()) {
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		for {
+			select {
+			case <-a.stop:
+				return
+			default:
+			}
+			f()
+		}
+	}()
+}
+
+// end stops the attacks and waits for them.
+func (a *attackers) end() { close(a.stop); a.wg.Wait() }
+
+// attackerDialer dials from 127.0.0.2, the attacker's address.
+func attackerDialer() *net.Dialer {
+	return &net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+}
+
+// dropConnection opens a connection and drops it at once.
+func dropConnection(addr string) {
+	if c, err := attackerDialer().Dial("tcp", addr); err == nil {
+		c.Close()
+	}
+}
+
+// floodAndHold sends a session of 2,000 RCPTs (rcpts) or junk NOOPs in one
+// write, then holds the connection idle for up to 2 s (or until stop).
+func floodAndHold(addr string, rcpts bool, stop <-chan struct{}) {
+	c, err := attackerDialer().Dial("tcp", addr)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	var junk strings.Builder
+	junk.WriteString("EHLO attacker\r\nMAIL FROM:<x@example.org>\r\n")
+	for j := 0; j < 2000; j++ {
+		if rcpts {
+			fmt.Fprintf(&junk, "RCPT TO:<r%d@example.net>\r\n", j)
+		} else {
+			junk.WriteString("NOOP junk junk junk\r\n")
+		}
+	}
+	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	go io.Copy(io.Discard, c)
+	_, _ = io.WriteString(c, junk.String())
+	// Hold the connection without sending anything more.
+	select {
+	case <-stop:
+	case <-time.After(2 * time.Second):
+	}
+}
+
+// goodClientWithin sends one message from 127.0.0.1 and fails unless it
+// is accepted within bound.
+func goodClientWithin(addr string, bound time.Duration) error {
+	done := make(chan error, 1)
+	go func() {
+		c, err := smtp.Dial(addr)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer c.Close()
+		if err := c.Hello("good.test"); err != nil {
+			done <- err
+			return
+		}
+		_, err = send(c, "a@example.org", []string{"b@example.net"}, msg)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(bound):
+		return fmt.Errorf("not served within %v", bound)
 	}
 }
