@@ -1,5 +1,5 @@
 // Package cluster shares relayq's traffic shaping state between nodes
-// through Redis (issue 19), so that N nodes pace a provider at its
+// through Redis, so that N nodes pace a provider at its
 // configured rate, not N times it, and a 421 seen by one node suspends
 // the scope on all of them.
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/internal/suppression"
 )
 
@@ -35,7 +36,7 @@ import (
 type Suppressions struct {
 	n     *Node
 	local suppression.Store
-	now   func() time.Time
+	clock clock.Clock
 
 	mu      sync.Mutex
 	pending map[string]supChange // by address, not yet in Redis
@@ -56,13 +57,13 @@ type supChange struct {
 
 var _ suppression.Store = (*Suppressions)(nil)
 
-// NewSuppressions shares local through n's Redis until Close; now is the
-// clock of additions and removals (nil: time.Now).
-func NewSuppressions(n *Node, local suppression.Store, now func() time.Time) *Suppressions {
-	if now == nil {
-		now = time.Now
+// NewSuppressions shares local through n's Redis until Close; clk is the
+// clock of additions and removals (nil: clock.Real).
+func NewSuppressions(n *Node, local suppression.Store, clk clock.Clock) *Suppressions {
+	if clk == nil {
+		clk = clock.Real
 	}
-	s := &Suppressions{n: n, local: local, now: now, pending: map[string]supChange{}, ver: -1,
+	s := &Suppressions{n: n, local: local, clock: clk, pending: map[string]supChange{}, ver: -1,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go s.loop()
 	return s
@@ -87,7 +88,7 @@ func (s *Suppressions) Suppressions() ([]suppression.Entry, error) { return s.lo
 
 // Suppress implements suppression.Store: locally, then to Redis.
 func (s *Suppressions) Suppress(entries ...suppression.Entry) error {
-	now := s.now()
+	now := s.clock.Now()
 	for i := range entries {
 		if entries[i].Since.IsZero() {
 			entries[i].Since = now // the same time on every node
@@ -108,7 +109,7 @@ func (s *Suppressions) Unsuppress(addr string) (bool, error) {
 	if err != nil {
 		return found, err
 	}
-	s.queue(suppression.Key(addr), supChange{at: s.now()})
+	s.queue(suppression.Key(addr), supChange{at: s.clock.Now()})
 	return found, nil
 }
 

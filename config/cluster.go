@@ -8,7 +8,7 @@ import (
 )
 
 // Cluster says how this node shares its shaping state with other relayq
-// nodes through Redis (issue 19); cmd/relayq hands these values to
+// nodes through Redis; cmd/relayq hands these values to
 // cluster.NewState as a cluster.Config.
 type Cluster struct {
 	// RedisURL is redis://[[user]:password@]host[:port][/db] or rediss://

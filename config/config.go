@@ -22,10 +22,10 @@ type Config struct {
 	Admin           Admin
 	Retry           Retry
 	Delivery        Delivery
-	// Shaping is the traffic shaping policy (issue 13), for shaping.NewPolicy.
+	// Shaping is the traffic shaping policy, for shaping.NewPolicy.
 	Shaping shaping.Config
 	DKIM    DKIM
-	// Cluster shares the shaping state with other nodes (issue 19).
+	// Cluster shares the shaping state with other nodes.
 	Cluster Cluster
 	Log     Log
 	// Events and Suppression: see events.go.
@@ -154,8 +154,8 @@ type Delivery struct {
 	ConnectTimeout time.Duration
 	CommandTimeout time.Duration
 	// GreetingTimeout bounds the wait for a server's 220 greeting; never
-	// longer than CommandTimeout (issue 12: silent servers held workers
-	// for the whole command timeout).
+	// longer than CommandTimeout, so a server that accepts and stays
+	// silent does not hold a worker for a whole command timeout.
 	GreetingTimeout time.Duration
 	// MTASTS is MTASTSEnforce, MTASTSTesting or MTASTSOff (delivery.mta_sts).
 	MTASTS string

@@ -38,7 +38,9 @@ type Suppression struct {
 	ExemptTrusted       bool
 }
 
-// eventTypes are the names GET /api/v1/events and webhooks know.
+// eventTypes are the names GET /api/v1/events and webhooks know: those of
+// queue.EventTypes, in its order (events_test.go checks; config does not
+// import queue).
 var eventTypes = []string{"queued", "delivered", "deferred", "bounced", "expired", "delayed", "suppressed", "dsn_sent"}
 
 func (l *loader) events() Events {

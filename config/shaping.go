@@ -19,7 +19,7 @@ var (
 	ruleKeys     = []string{"match", "action", "duration", "scope"}
 )
 
-// shaping reads the shaping: section (issue 13) into the shaping
+// shaping reads the shaping: section into the shaping
 // package's plain values; validateShaping checks them.
 func (l *loader) shaping() shaping.Config {
 	return shaping.Config{

@@ -19,14 +19,14 @@ import (
 )
 
 // Several relayq processes sharing their shaping state through one
-// redis-server (issue 19). Each node has its own queue, hostname (its EHLO
+// redis-server. Each node has its own queue, hostname (its EHLO
 // name) and sender domain (node-a.test, ...), so the next hop can tell
 // whose mail and connections it sees.
 
 // clusterMessages is how many messages the rate test sends: 2,000 at 20/s
-// take 100 s, too long for every `make test`; the issue's full run is
+// take 100 s, too long for every `make test`; the full run is
 // `go test ./e2e/ -run TestClusterPacesOneDomain -cluster-messages 2000`.
-var clusterMessages = flag.Int("cluster-messages", 400, "messages the three-node rate test sends (the issue asks for 2000)")
+var clusterMessages = flag.Int("cluster-messages", 400, "messages the three-node rate test sends (the full run: 2000)")
 
 // redisProc is a redis-server on a loopback port, without persistence,
 // that a test may kill and start again on the same port.

@@ -17,7 +17,7 @@ import (
 	"github.com/relayq/relayq/smtptest"
 )
 
-// Queue-file damage (issue 12, defects 2 and 3): a damaged file must never
+// Queue-file damage: a damaged file must never
 // crash relayq, and damaged mail must never go out altered.
 
 // sizedMessage is a message carrying tok of about size bytes: small ones

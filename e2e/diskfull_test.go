@@ -14,14 +14,13 @@ import (
 	"github.com/relayq/relayq/smtptest"
 )
 
-// TestDiskFullSuspendedDestinationNoHotLoop is issue 12, defect 1 as the
-// review found it, with the built binary: the queue on a small tmpfs, every
+// TestDiskFullSuspendedDestinationNoHotLoop, with the built binary: the
+// queue on a small tmpfs, every
 // domain routed to a closed port (so the destination is suspended), the
 // tmpfs filled. When the suspension ends, the probe is refused again and
 // the mail waiting for the destination cannot be postponed on the full
-// disk. Before, relayq retried that postpone in a tight loop (75-134
-// failures a second, about 90% of a CPU) until space was freed; now it
-// backs off, 1 s doubling to 30 s. Needs root for mount; skipped otherwise.
+// disk. relayq must not retry that postpone in a tight loop (that burns
+// a CPU until space is freed): it backs off, 1 s doubling to 30 s. Needs root for mount; skipped otherwise.
 func TestDiskFullSuspendedDestinationNoHotLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped with -short")

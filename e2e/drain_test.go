@@ -15,13 +15,13 @@ import (
 	"github.com/relayq/relayq/smtptest"
 )
 
-// drainMessages is how many messages TestDrainToPeer drains. The issue asks
-// for 10,000: that run takes about 45 s on two shared cores, but about 90 s
+// drainMessages is how many messages TestDrainToPeer drains. The full
+// figure is 10,000: that run takes about 45 s on two shared cores, but about 90 s
 // under `make test`'s -race (the in-process next hop records every message),
 // so CI drains 3,000 and the full figure is run by hand:
 //
 //	go test -run TestDrainToPeer ./e2e/ -args -drain-messages=10000
-var drainMessages = flag.Int("drain-messages", 3000, "messages queued on node A for TestDrainToPeer (the issue's figure: 10000)")
+var drainMessages = flag.Int("drain-messages", 3000, "messages queued on node A for TestDrainToPeer (the full figure: 10000)")
 
 // withAdmin turns on the relay's admin API on a fresh port and returns a
 // client for it.
@@ -148,8 +148,8 @@ func queueEmpty(t *testing.T, adminURL string) bool {
 	return code == 0 && strings.Contains(out, "Mail queue is empty")
 }
 
-// TestDrainToPeer is issue 19's "done when": node A holds -drain-messages
-// queued messages (10,000 in the issue; its next hop down) and drains them into node B, a second
+// TestDrainToPeer: node A holds -drain-messages queued messages (10,000
+// for a full run; its next hop down) and drains them into node B, a second
 // relayq, with `relayq queue drain`; once the next hop is back, every
 // message arrives there exactly once, counted by Message-ID token.
 func TestDrainToPeer(t *testing.T) {

@@ -232,8 +232,8 @@ const postfix8BitBody = "From: <app@example.org>\r\nTo: <bob@example.net>\r\nSub
 	"From: <c@example.org>\r\nSubject: inner\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nñandú\r\n" +
 	"--outer--\r\n"
 
-// Issue 12, defects 10 and 11, end to end with a real MTA: the built relayq
-// delivers into a private Postfix that discards 8BITMIME and has SMTPUTF8
+// 8BITMIME downgrade and SMTPUTF8 refusal, end to end with a real MTA: the
+// built relayq delivers into a private Postfix that discards 8BITMIME and has SMTPUTF8
 // off, which relays to a recorder. The 8-bit message arrives 7-bit and,
 // decoded with go-message, with the same parts as submitted; the message
 // with UTF-8 headers submitted with SMTPUTF8 is not sent to Postfix but

@@ -13,7 +13,7 @@ import (
 	"github.com/relayq/relayq/smtptest"
 )
 
-// The built relay with a shaping rule for 4.7.28 (issue 13): the reply
+// The built relay with a shaping rule for 4.7.28: the reply
 // suspends the domain (one log line naming rule and reply), `relayq queue
 // suspensions` shows it, other destinations keep flowing, the suspended
 // one gets no connection, `relayq queue retry ID` reaches it within a

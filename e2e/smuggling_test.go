@@ -28,8 +28,8 @@ func TestDeliveredBytesHaveNoBareNewlines(t *testing.T) {
 		{"CRLF.LF", "Subject: tok-s2\r\n\r\nhi\r\n.\n" + forged},
 		{"LF.CRLF", "Subject: tok-s3\r\n\r\nhi\n.\r\n" + forged},
 		{"CR.CR", "Subject: tok-s4\r\n\r\nhi\r.\r" + forged},
-		// go-smtp's own DATA reader silently dropped the "." and the CR
-		// here (issue 12, defect 4); relayq reads DATA itself and refuses it.
+		// go-smtp's own DATA reader silently drops the "." and the CR
+		// here; relayq reads DATA itself and refuses it.
 		{"CRLF.CR", "Subject: tok-s5\r\n\r\nhi\r\n.\r" + forged},
 		{"bare LF", "Subject: tok-s6\r\n\r\nline one\nline two\r\n"},
 		{"bare CR", "Subject: tok-s7\r\n\r\nline one\rline two\r\n"},

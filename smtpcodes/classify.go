@@ -57,7 +57,7 @@ func Classify(stage Stage, err error) Reply {
 		if c != Permanent {
 			c = Transient // a hand-built StatusError without a class must not look like success
 		}
-		return Reply{Class: c, Enhanced: normalizeEnhanced(se.Enhanced, c), Text: oneLine(se.Text)}
+		return Reply{Class: c, Enhanced: normalizeEnhanced(se.Enhanced, c), Text: OneLine(se.Text)}
 	}
 	var smtpErr *smtp.SMTPError
 	if errors.As(err, &smtpErr) {
@@ -73,7 +73,7 @@ func classifyServer(stage Stage, e *smtp.SMTPError) Reply {
 	if !enh.valid() {
 		enh = derived
 	}
-	return Reply{Class: c, Code: e.Code, Enhanced: enh.withClass(c).String(), Text: oneLine(e.Message)}
+	return Reply{Class: c, Code: e.Code, Enhanced: enh.withClass(c).String(), Text: OneLine(e.Message)}
 }
 
 // serverClass maps a reply code at a stage to a class, and gives the
@@ -113,7 +113,7 @@ func serverClass(stage Stage, code int) (Class, enhanced) {
 
 func classifyLocal(stage Stage, err error) Reply {
 	local := func(enh enhanced) Reply {
-		return Reply{Class: Transient, Enhanced: enh.String(), Text: oneLine(err.Error())}
+		return Reply{Class: Transient, Enhanced: enh.String(), Text: OneLine(err.Error())}
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {

@@ -42,7 +42,7 @@ func newStatusError(c Class, enh, format string, args ...any) error {
 	return &StatusError{
 		Class:    c,
 		Enhanced: normalizeEnhanced(enh, c),
-		Text:     oneLine(err.Error()),
+		Text:     OneLine(err.Error()),
 		err:      err, // errors.As walks on through whatever %w wrapped
 	}
 }

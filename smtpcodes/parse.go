@@ -75,7 +75,7 @@ func ParseReply(s string) (Reply, error) {
 		Class:    c,
 		Code:     code,
 		Enhanced: enh.withClass(c).String(),
-		Text:     oneLine(strings.Join(texts, " ")),
+		Text:     OneLine(strings.Join(texts, " ")),
 	}, nil
 }
 

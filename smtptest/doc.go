@@ -29,5 +29,9 @@
 //     Close never waits for a scripted delay to run out.
 //   - Greylisting and recorded times use the injected clock only; the clock
 //     is never used for timers.
+//   - The injected clock is a plain func() time.Time (WithClock), not
+//     relayq's internal clock.Clock: smtptest is imported by other modules,
+//     which cannot name an internal package, and a method value such as
+//     fake.Now fits it from any clock library.
 //   - All exported methods are safe for concurrent use.
 package smtptest

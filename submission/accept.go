@@ -130,7 +130,7 @@ func (a Acceptor) CheckSender(c Client, from string) error {
 		return a.reject(c, RejectDraining, errDraining, "from", from)
 	}
 	if !a.MayRelay(c) {
-		return a.reject(c, RejectRelay, errAuthRequired, "from", from)
+		return a.reject(c, RejectRelay, ErrAuthRequired, "from", from)
 	}
 	if from != "" && !validAddress(from) {
 		return a.reject(c, RejectSyntax, errBadSender, "from", from)
@@ -186,7 +186,7 @@ type Incoming struct {
 func (a Acceptor) Open(c Client, t Transaction) (*Incoming, error) {
 	srv := a.s
 	d := srv.opts.Queue.NewDraft()
-	m := &Incoming{a: a, c: c, t: t, d: d, out: d, now: srv.opts.Now()}
+	m := &Incoming{a: a, c: c, t: t, d: d, out: d, now: srv.opts.Clock.Now()}
 	if srv.opts.Signer != nil {
 		if m.sig = srv.opts.Signer(); m.sig != nil {
 			m.out = io.MultiWriter(d, m.sig)
@@ -305,7 +305,7 @@ func (a Acceptor) Accept(ctx context.Context, c Client, t Transaction, body io.R
 		case errors.Is(err, errBareNewlineFound):
 			return queue.Envelope{}, a.reject(c, RejectBareNewline, errBareNewline)
 		case errors.Is(err, errTooBigFound):
-			return queue.Envelope{}, a.reject(c, RejectSize, errTooBig)
+			return queue.Envelope{}, a.reject(c, RejectSize, ErrTooBig)
 		case errors.Is(err, errWriteFailed):
 			a.s.log.Error("queue write failed", "err", err)
 			return queue.Envelope{}, a.reject(c, RejectStorage, errQueueUnavailable)

@@ -50,13 +50,13 @@ func (c *limitedConn) refusing() bool {
 // Read returns net.ErrClosed instead of the next command once the server is
 // shutting down; go-smtp then ends the session quietly.
 //
-// A read deadline that passes is final (issue 12, defect 5): every later
-// Read fails with the same timeout. go-smtp sets a fresh read_timeout
+// A read deadline that passes is final: every later Read fails with the
+// same timeout. go-smtp sets a fresh read_timeout
 // before each command line, but its line reader returns a line cut off by
 // the deadline as if it were complete, so without this a client trickling
-// bytes got each fragment run as a command and a new deadline, and the
-// session lived on. Now go-smtp answers at most that one fragment, then
-// its next read fails: 421 4.4.2 and the connection is closed. The
+// bytes would get each fragment run as a command and a new deadline, and
+// the session would live on. So go-smtp answers at most that one
+// fragment, then its next read fails: 421 4.4.2 and the connection is closed. The
 // deadline itself is absolute, so bytes arriving never extend it.
 func (c *limitedConn) Read(p []byte) (int, error) {
 	if c.refusing() {

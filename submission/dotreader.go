@@ -38,114 +38,23 @@ import (
 // lineTap). The end-marker line is not counted. A lineLimit below 3 is
 // not exact: "." and ".\r" at a line start wait for the next byte.
 func dotBody(src bodySource, w io.Writer, limit int64, lineLimit int) (n int64, err error) {
-	// n counts every body byte seen, written or not.
-	var (
-		lineStart = true  // at the start of a line
-		pendingCR = false // the last byte consumed was a CR
-		bad       = false // a bare CR or LF was seen
-		tooBig    = false
-		writeErr  error
-		want      = 1 // bytes needed in the window to make progress
-		lineLen   = 0 // bytes of the current line seen so far
-	)
-	write := func(p []byte) {
-		n += int64(len(p))
-		if n > limit {
-			tooBig = true
-		}
-		if bad || tooBig || writeErr != nil || len(p) == 0 {
-			return
-		}
-		if _, err := w.Write(p); err != nil {
-			writeErr = errors.Join(errWriteFailed, err)
-		}
-	}
+	d := dotScan{out: bodyOut{w: w, limit: limit}, lineLimit: lineLimit, lineStart: true}
+	want := 1 // bytes needed in the window to make progress
 	for {
 		win, err := src.next(want)
 		if err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return n, err
+			return d.out.n, err
 		}
-		i, from := 0, 0 // i: next byte to look at; from: start of the span to write
-		done := false
-	scan:
-		for i < len(win) {
-			if pendingCR {
-				pendingCR = false
-				if win[i] != '\n' {
-					bad = true
-					continue
-				}
-				if lineLen++; lineLimit > 0 && lineLen > lineLimit {
-					return n, smtp.ErrTooLongLine
-				}
-				lineLen = 0
-				i++
-				lineStart = true
-				continue
-			}
-			if lineStart {
-				lineStart = false
-				if win[i] == '.' {
-					if len(win)-i < 3 {
-						// Not enough to tell ".\r\n" from a stuffed dot.
-						lineStart = true
-						break scan
-					}
-					if win[i+1] == '\r' && win[i+2] == '\n' {
-						done = true
-						break scan
-					}
-					write(win[from:i])
-					i++
-					from = i
-					if lineLen++; lineLimit > 0 && lineLen+1 > lineLimit {
-						return n, smtp.ErrTooLongLine
-					}
-					continue
-				}
-			}
-			rest := win[i:]
-			lf := bytes.IndexByte(rest, '\n')
-			line := rest
-			if lf >= 0 {
-				line = rest[:lf+1]
-			}
-			// Every CR in the line must be the one just before its LF (or,
-			// in a partial line, the very last byte, checked on the next
-			// window).
-			body := line
-			switch {
-			case lf >= 1 && line[lf-1] == '\r':
-				body = line[:lf-1]
-				lineStart = true
-			case lf >= 0:
-				bad = true // LF without CR
-				body = line[:lf]
-			case line[len(line)-1] == '\r':
-				body = line[:len(line)-1]
-				pendingCR = true
-			}
-			if bytes.IndexByte(body, '\r') >= 0 {
-				bad = true
-			}
-			// A line may be as long as go-smtp's limiter allows: lineLimit
-			// bytes with its CRLF; a partial one still needs its LF.
-			lineLen += len(line)
-			if lineLimit > 0 && (lineLen > lineLimit || lf < 0 && lineLen+1 > lineLimit) {
-				return n, smtp.ErrTooLongLine
-			}
-			if lf >= 0 {
-				lineLen = 0
-			}
-			i += len(line)
+		i, done, err := d.window(win)
+		if err != nil {
+			return d.out.n, err
 		}
-		write(win[from:i])
 		src.consume(i)
 		if done {
-			break
+			return d.out.n, d.out.verdict()
 		}
 		want = 1
 		if i < len(win) {
@@ -153,15 +62,139 @@ func dotBody(src bodySource, w io.Writer, limit int64, lineLimit int) (n int64, 
 			want = 3
 		}
 	}
-	switch {
-	case writeErr != nil:
-		return n, writeErr
-	case tooBig:
-		return n, errTooBigFound
-	case bad:
-		return n, errBareNewlineFound
+}
+
+// dotScan is dotBody's reading state, kept from one window to the next.
+type dotScan struct {
+	out       bodyOut
+	lineLimit int  // see dotBody; 0 for none
+	lineStart bool // at the start of a line
+	pendingCR bool // the last byte consumed was a CR
+	lineLen   int  // bytes of the current line seen so far
+}
+
+// window scans win, writes its body bytes and returns how many it
+// consumed; done means the end marker starts at win[i] (left unconsumed).
+// Fewer than len(win) without done means "." or ".\r" at a line start
+// waits for more bytes.
+func (d *dotScan) window(win []byte) (i int, done bool, err error) {
+	from := 0 // start of the span still to write
+	for i < len(win) && !done {
+		switch {
+		case d.pendingCR:
+			d.pendingCR = false
+			if win[i] != '\n' {
+				d.out.bad = true
+				continue
+			}
+			if d.lineLen++; d.lineLimit > 0 && d.lineLen > d.lineLimit {
+				return i, false, smtp.ErrTooLongLine
+			}
+			d.lineLen = 0
+			i++
+			d.lineStart = true
+		case d.lineStart && win[i] == '.':
+			if len(win)-i < 3 {
+				// Not enough to tell ".\r\n" from a stuffed dot.
+				d.out.write(win[from:i])
+				return i, false, nil
+			}
+			if done = win[i+1] == '\r' && win[i+2] == '\n'; done {
+				break
+			}
+			d.lineStart = false
+			d.out.write(win[from:i])
+			i++
+			from = i // the stuffed dot is dropped
+			if d.lineLen++; d.lineLimit > 0 && d.lineLen+1 > d.lineLimit {
+				return i, false, smtp.ErrTooLongLine
+			}
+		default:
+			d.lineStart = false
+			k, err := d.line(win[i:])
+			if err != nil {
+				return i, false, err
+			}
+			i += k
+		}
 	}
-	return n, nil
+	d.out.write(win[from:i])
+	return i, done, nil
+}
+
+// line scans rest up to and including its first LF (or all of it, a
+// partial line) and returns how many bytes that is. Every CR in the line
+// must be the one just before its LF, or, in a partial line, the very last
+// byte, which the next window checks.
+func (d *dotScan) line(rest []byte) (int, error) {
+	lf := bytes.IndexByte(rest, '\n')
+	line := rest
+	if lf >= 0 {
+		line = rest[:lf+1]
+	}
+	body := line
+	switch {
+	case lf >= 1 && line[lf-1] == '\r':
+		body = line[:lf-1]
+		d.lineStart = true
+	case lf >= 0:
+		d.out.bad = true // LF without CR
+		body = line[:lf]
+	case line[len(line)-1] == '\r':
+		body = line[:len(line)-1]
+		d.pendingCR = true
+	}
+	if bytes.IndexByte(body, '\r') >= 0 {
+		d.out.bad = true
+	}
+	// A line may be as long as go-smtp's limiter allows: lineLimit bytes
+	// with its CRLF; a partial one still needs its LF.
+	d.lineLen += len(line)
+	if d.lineLimit > 0 && (d.lineLen > d.lineLimit || lf < 0 && d.lineLen+1 > d.lineLimit) {
+		return len(line), smtp.ErrTooLongLine
+	}
+	if lf >= 0 {
+		d.lineLen = 0
+	}
+	return len(line), nil
+}
+
+// bodyOut is where dotBody's unstuffed bytes go, and what went wrong with
+// them: after the first refusal nothing more is written, but every byte
+// is still counted.
+type bodyOut struct {
+	w        io.Writer
+	limit    int64
+	n        int64 // every body byte seen, written or not
+	bad      bool  // a bare CR or LF was seen
+	tooBig   bool
+	writeErr error
+}
+
+func (o *bodyOut) write(p []byte) {
+	o.n += int64(len(p))
+	if o.n > o.limit {
+		o.tooBig = true
+	}
+	if o.bad || o.tooBig || o.writeErr != nil || len(p) == 0 {
+		return
+	}
+	if _, err := o.w.Write(p); err != nil {
+		o.writeErr = errors.Join(errWriteFailed, err)
+	}
+}
+
+// verdict is the error of a body that reached its end marker.
+func (o *bodyOut) verdict() error {
+	switch {
+	case o.writeErr != nil:
+		return o.writeErr
+	case o.tooBig:
+		return errTooBigFound
+	case o.bad:
+		return errBareNewlineFound
+	}
+	return nil
 }
 
 // bodySource is what dotBody reads: next returns the unconsumed bytes, at

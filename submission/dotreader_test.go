@@ -165,7 +165,7 @@ func TestDotBody(t *testing.T) {
 		{"..\r\n.\r\n", ".\r\n", ".\r\n", "ok"},
 		{"a\r\n..b\r\n.\r\n", "a\r\n.b\r\n", ".\r\n", "ok"},
 		{"a.\r\n.\r\n", "a.\r\n", ".\r\n", "ok"},
-		{"hello\r\n.\rMAIL FROM:<e@x>\r\n.\r\n", "", "", "bare newline"}, // issue 12, defect 4
+		{"hello\r\n.\rMAIL FROM:<e@x>\r\n.\r\n", "", "", "bare newline"}, // go-smtp's reader would drop ".\r"
 		{"a\n.\r\nb\r\n.\r\n", "", "", "bare newline"},                   // LF.CRLF does not end DATA
 		{"a\r.\r\nb\r\n.\r\n", "", "", "bare newline"},
 		{"a\r\r\n.\r\nMAIL\r\n", "", "", "bare newline"}, // CRLF.CRLF after a bare CR ends DATA

@@ -28,7 +28,6 @@ type testEnv struct {
 	addr  string
 	store *queue.Store
 	path  string
-	pool  *x509.CertPool
 }
 
 // startServer runs a submission server on loopback with a real queue file.

@@ -11,11 +11,12 @@ import (
 )
 
 // Limits that must say what they do: SIZE, AUTH guesses, the session's
-// length (issue 12, defects 5 and 9).
+// length.
 
 // TestSizeAdvertisedIsAccepted: EHLO's SIZE is exactly the largest message
-// accepted (issue 12, defect 9: it used to say one byte more, and MAIL
-// with SIZE= that value got 552).
+// accepted (RFC 1870: a client that declares SIZE= that value must not
+// get 552, and go-smtp's MaxMessageBytes refuses a body of exactly its
+// advertised SIZE).
 func TestSizeAdvertisedIsAccepted(t *testing.T) {
 	const limit = 1000
 	env := startServer(t, func(o *Options) { o.MaxMessageBytes = limit })
@@ -46,8 +47,8 @@ func TestSizeAdvertisedIsAccepted(t *testing.T) {
 }
 
 // TestAuthGuessesInFlightCounted: guesses checked in parallel count against
-// the limit while they are being checked (issue 12, defect 9: nine parallel
-// guesses were all checked against a limit of five).
+// the limit while they are being checked, or parallel guesses would all
+// be checked against a limit meant for them together.
 func TestAuthGuessesInFlightCounted(t *testing.T) {
 	const limit, parallel = 3, 9
 	env := startServer(t, func(o *Options) {

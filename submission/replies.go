@@ -5,15 +5,20 @@ import "github.com/emersion/go-smtp"
 // go-smtp turns only an unwrapped *smtp.SMTPError into a reply with its own
 // code; any other error becomes a generic 451 (MAIL/RCPT) or 554 (DATA). So
 // every refusal we mean is spelled out here.
+//
+// The exported ones are also the HTTP API's refusals (httpsubmit), so both
+// protocols give the same reply and the same metrics reason; callers must
+// not modify them.
 var (
-	// RFC 4954 section 6: 530 5.7.0 Authentication required.
-	errAuthRequired = &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "Authentication required"}
+	// ErrAuthRequired is RFC 4954 section 6's 530 5.7.0: relaying needs AUTH.
+	ErrAuthRequired = &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "Authentication required"}
 	// RFC 5321 section 3.6.2 / RFC 3463 5.7.1: not allowed to relay.
 	errRelayDenied = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Relay access denied"}
 	// RFC 3463 4.3.0: the queue could not persist the message; the client should retry.
 	errQueueUnavailable = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Requested action aborted: local error in processing, try again later"}
-	// RFC 5321 section 4.5.3.1.10 / RFC 3463 5.3.4.
-	errTooBig = &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: "Message size exceeds fixed maximum message size"}
+	// ErrTooBig is the size refusal (RFC 5321 section 4.5.3.1.10, RFC 3463
+	// 5.3.4).
+	ErrTooBig = &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: "Message size exceeds fixed maximum message size"}
 	// RFC 5321 section 2.3.8: CR and LF only as CRLF. Refusing bare ones closes
 	// the SMTP smuggling hole (CVE-2023-51764 family).
 	errBareNewline = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "Message contains bare CR or LF, refused (RFC 5321 section 2.3.8)"}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -76,7 +77,9 @@ type Options struct {
 	OnQueued func(env *queue.Envelope)
 	// Observer, if set, is told about each session event (for metrics).
 	Observer Observer
-	Now      func() time.Time
+	// Clock times DATA deadlines, Received fields and AUTH lockouts;
+	// nil means clock.Real.
+	Clock clock.Clock
 	// Signer, if set, is called once per message and may return nil (no
 	// keys: nothing to sign); the MessageSigner sees
 	// every byte written to the queue draft, and what its Finish returns is
@@ -166,8 +169,8 @@ func New(o Options) (*Server, error) {
 	if o.AuthFailureDelay == 0 {
 		o.AuthFailureDelay = time.Second
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.Real
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -178,7 +181,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{opts: o, log: o.Logger}
 	p := o.Policy
 	s.policy.Store(&p)
-	s.auth = newAuthLimiter(o.AuthMaxFailures, o.AuthLockout, o.AuthFailureDelay, o.Now)
+	s.auth = newAuthLimiter(o.AuthMaxFailures, o.AuthLockout, o.AuthFailureDelay, o.Clock.Now)
 	s.conns = newConnLimiter(o.MaxConnections, o.MaxConnsPerIP)
 	if o.TLS != nil {
 		s.tlsConf.Store(o.TLS)

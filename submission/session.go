@@ -81,7 +81,7 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) error {
 		return err
 	}
 	if opts != nil && opts.Size > s.srv.opts.MaxMessageBytes {
-		return s.reject(RejectSize, errTooBig, "declared_size", opts.Size)
+		return s.reject(RejectSize, ErrTooBig, "declared_size", opts.Size)
 	}
 	f := from
 	s.from = &f
@@ -149,7 +149,7 @@ func (s *session) Data(r io.Reader) error {
 	srv := s.srv
 	// go-smtp's ReadTimeout is set once per command and is not refreshed
 	// during DATA, so it would bound the whole upload; give DATA its own budget.
-	_ = s.conn.Conn().SetReadDeadline(srv.opts.Now().Add(srv.opts.DataTimeout))
+	_ = s.conn.Conn().SetReadDeadline(srv.opts.Clock.Now().Add(srv.opts.DataTimeout))
 
 	m, err := srv.Acceptor().Open(s.client(), s.transaction())
 	if err != nil {
@@ -165,7 +165,7 @@ func (s *session) Data(r io.Reader) error {
 		case errors.Is(err, errBareNewlineFound):
 			return s.reject(RejectBareNewline, errBareNewline)
 		case errors.Is(err, errTooBigFound), errors.Is(err, smtp.ErrDataTooLarge):
-			return s.reject(RejectSize, errTooBig)
+			return s.reject(RejectSize, ErrTooBig)
 		case errors.Is(err, smtp.ErrTooLongLine):
 			return s.reject(RejectLineLength, errLineTooLong)
 		case errors.As(err, &se):

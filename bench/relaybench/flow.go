@@ -96,51 +96,73 @@ func runFlow(ctx context.Context, o *options, spec flowSpec) (*flowResult, error
 	case o.relayAddr != "":
 		target, pid = o.relayAddr, o.relayPid
 	default:
-		dir, err := os.MkdirTemp(o.workDir, "relaybench-"+spec.Name+"-")
-		if err != nil {
-			return nil, fmt.Errorf("%s: temp dir: %w", spec.Name, err)
-		}
-		listen, err := freeAddr()
-		if err != nil {
+		var stop func()
+		var err error
+		if target, pid, stop, err = startFlowRelay(o, spec, sk, res); err != nil {
 			return nil, err
 		}
-		hop := ""
-		if sk != nil {
-			hop = sk.Addr()
-		} else if hop, err = freeAddr(); err != nil { // closed port: next hop down
-			return nil, err
+		defer stop()
+	}
+	driveFlow(ctx, o, spec, loadSpec{Addr: target, Sessions: spec.Sessions, Count: spec.Count, Size: spec.Size,
+		Run: run, Base: base, From: "bench@" + benchFromDomain, To: "sink@dst.relaybench.localhost"}, pid, sk, res)
+	return res, nil
+}
+
+// startFlowRelay starts a relay of its own for spec, in a new directory,
+// delivering to sk (or to a closed port when there is no sink). It returns
+// the address to submit to, the relay's pid and what stops it: nothing
+// when spec.KeepRelay hands the relay on in res.
+func startFlowRelay(o *options, spec flowSpec, sk *sink, res *flowResult) (target string, pid int, stop func(), err error) {
+	dir, err := os.MkdirTemp(o.workDir, "relaybench-"+spec.Name+"-")
+	if err != nil {
+		return "", 0, nil, fmt.Errorf("%s: temp dir: %w", spec.Name, err)
+	}
+	listen, err := freeAddr()
+	if err != nil {
+		return "", 0, nil, err
+	}
+	hop := ""
+	if sk != nil {
+		hop = sk.Addr()
+	} else if hop, err = freeAddr(); err != nil { // closed port: next hop down
+		return "", 0, nil, err
+	}
+	cfg := relayConfig{Listen: listen, QueuePath: filepath.Join(dir, "queue.db"), NextHop: hop, InitialDelay: spec.InitialDelay, MaxDelay: spec.MaxDelay, DKIMKey: o.dkimKey, Webhook: o.webhook, AdminListen: o.relayAdmin,
+		RedisURL: o.redisURL, ShapingRate: o.rate}
+	if spec.HTTP {
+		if cfg.HTTPListen, err = freeAddr(); err != nil {
+			return "", 0, nil, err
 		}
-		cfg := relayConfig{Listen: listen, QueuePath: filepath.Join(dir, "queue.db"), NextHop: hop, InitialDelay: spec.InitialDelay, MaxDelay: spec.MaxDelay, DKIMKey: o.dkimKey, Webhook: o.webhook, AdminListen: o.relayAdmin,
-			RedisURL: o.redisURL, ShapingRate: o.rate}
-		if spec.HTTP {
-			if cfg.HTTPListen, err = freeAddr(); err != nil {
-				return nil, err
-			}
+	}
+	r, err := startRelay(o.relayBin, dir, cfg, 30*time.Second)
+	if err != nil {
+		if !o.keep {
+			os.RemoveAll(dir)
 		}
-		r, err := startRelay(o.relayBin, dir, cfg, 30*time.Second)
-		if err != nil {
+		return "", 0, nil, fmt.Errorf("%s: %w", spec.Name, err)
+	}
+	res.dir, res.cfg = dir, cfg
+	stop = func() {}
+	if spec.KeepRelay {
+		res.relay = r
+	} else {
+		stop = func() {
+			r.Stop(15 * time.Second)
 			if !o.keep {
 				os.RemoveAll(dir)
 			}
-			return nil, fmt.Errorf("%s: %w", spec.Name, err)
-		}
-		res.dir, res.cfg = dir, cfg
-		if spec.KeepRelay {
-			res.relay = r
-		} else {
-			defer func() {
-				r.Stop(15 * time.Second)
-				if !o.keep {
-					os.RemoveAll(dir)
-				}
-			}()
-		}
-		target, pid = listen, r.Pid()
-		if spec.HTTP {
-			target = cfg.HTTPListen
 		}
 	}
+	target = listen
+	if spec.HTTP {
+		target = cfg.HTTPListen
+	}
+	return target, r.Pid(), stop, nil
+}
 
+// driveFlow submits ls's load, waits (within o.timeout) for sk to receive
+// it all, and fills res with the times and the resource use of pid.
+func driveFlow(ctx context.Context, o *options, spec flowSpec, ls loadSpec, pid int, sk *sink, res *flowResult) {
 	u := startUsage(pid)
 	res.HaveUsage = u != nil
 	lr := newLoadResult(spec.Count)
@@ -153,8 +175,6 @@ func runFlow(ctx context.Context, o *options, spec flowSpec) (*flowResult, error
 	}
 	go progress(os.Stderr, spec.Name, spec.Count, o.progress, lr.sent.Load, recv, stopProgress)
 	t0 := time.Now()
-	ls := loadSpec{Addr: target, Sessions: spec.Sessions, Count: spec.Count, Size: spec.Size,
-		Run: run, Base: base, From: "bench@" + benchFromDomain, To: "sink@dst.relaybench.localhost"}
 	if spec.HTTP {
 		runHTTPLoad(lctx, ls, lr)
 	} else {
@@ -173,7 +193,6 @@ func runFlow(ctx context.Context, o *options, spec flowSpec) (*flowResult, error
 		res.Usage = u.finish()
 	}
 	summarizeFlow(res, lr, sk)
-	return res, nil
 }
 
 // summarizeFlow turns per-message times into rates and latencies.

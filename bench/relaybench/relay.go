@@ -28,7 +28,7 @@ type relayConfig struct {
 	// Webhook, if set, is a URL the relay posts its events to.
 	Webhook string
 	// RedisURL, if set, is the relay's cluster.redis_url: its shaping state
-	// is shared through that Redis (issue 19). ShapingRate is
+	// is shared through that Redis. ShapingRate is
 	// shaping.defaults.max_message_rate ("" for none): with a rate that
 	// never binds, every message also takes a token in Redis.
 	RedisURL    string

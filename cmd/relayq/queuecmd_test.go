@@ -47,7 +47,7 @@ func newRelay(t *testing.T, token string) *relay {
 	}
 	t.Cleanup(func() { st.Close() })
 	k := &kicks{}
-	ts := httptest.NewServer(admin.NewHandler(admin.Options{Store: st, Kicker: k, Token: token, Now: clk.Now, Logger: quietLog}))
+	ts := httptest.NewServer(admin.NewHandler(admin.Options{Store: st, Kicker: k, Token: token, Clock: clk, Logger: quietLog}))
 	t.Cleanup(ts.Close)
 	return &relay{t: t, clock: clk, store: st, url: ts.URL, kicks: k}
 }

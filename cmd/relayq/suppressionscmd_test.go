@@ -15,8 +15,8 @@ import (
 
 func TestSuppressionsCommands(t *testing.T) {
 	r := newRelay(t, "")
-	ts := httptest.NewServer(admin.NewHandler(admin.Options{Store: r.store, Now: r.clock.Now, Logger: quietLog,
-		Suppressions: &suppression.List{Store: r.store, Now: r.clock.Now}}))
+	ts := httptest.NewServer(admin.NewHandler(admin.Options{Store: r.store, Clock: r.clock, Logger: quietLog,
+		Suppressions: &suppression.List{Store: r.store, Clock: r.clock}}))
 	defer ts.Close()
 	run := func(args ...string) string {
 		t.Helper()

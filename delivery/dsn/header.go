@@ -3,8 +3,9 @@ package dsn
 import (
 	"bytes"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/relayq/relayq/smtpcodes"
 )
 
 const (
@@ -16,32 +17,10 @@ const (
 	chunk = 900
 )
 
-// clean makes caller text safe for one header value or one text line: valid
-// UTF-8, control characters (CR and LF among them) turned into spaces, runs
-// of spaces collapsed and the ends trimmed. Collapsing matters for folding:
-// a fold then never produces a line of only whitespace.
-func clean(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	var b strings.Builder
-	b.Grow(len(s))
-	space := false
-	for _, r := range s {
-		if unicode.IsControl(r) || unicode.IsSpace(r) {
-			space = true
-			continue
-		}
-		if space && b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		space = false
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// ascii is clean for the 7-bit delivery-status part: non-ASCII becomes '?'.
+// ascii is smtpcodes.OneLine for the 7-bit delivery-status part:
+// non-ASCII becomes '?'.
 func ascii(s string) string {
-	s = clean(s)
+	s = smtpcodes.OneLine(s)
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			return strings.Map(func(r rune) rune {
@@ -56,7 +35,8 @@ func ascii(s string) string {
 }
 
 // writeField writes "Name: value" CRLF, folded at spaces near 78 columns.
-// value must already be clean. A word too long for one line (over chunk
+// value must already be one line (smtpcodes.OneLine): its runs of space
+// are collapsed, so a fold never produces a line of only whitespace. A word too long for one line (over chunk
 // bytes) is split at a rune boundary onto continuation lines; that inserts a
 // space, but only into values no real address or diagnostic has.
 func writeField(b *bytes.Buffer, name, value string) {
@@ -98,7 +78,7 @@ func runeCut(s string, n int) int {
 
 // wrap writes text as lines of at most width columns, each prefixed with
 // indent, breaking at spaces; words over chunk bytes are split. text must be
-// clean (one line, single spaces).
+// one line with single spaces (smtpcodes.OneLine).
 func wrap(b *bytes.Buffer, indent, text string, width int) {
 	line := indent
 	for _, word := range strings.Fields(text) {

@@ -3,6 +3,8 @@ package dsn
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/relayq/relayq/smtpcodes"
 )
 
 // textWidth is where the human-readable text wraps.
@@ -27,7 +29,7 @@ var sections = []struct{ action, intro string }{
 // non-ASCII addresses and diagnostics as they are.
 func humanText(r *Report, orig *returned) []byte {
 	var b bytes.Buffer
-	wrap(&b, "", "This is the mail system at host "+clean(r.ReportingMTA)+".", textWidth)
+	wrap(&b, "", "This is the mail system at host "+smtpcodes.OneLine(r.ReportingMTA)+".", textWidth)
 	for _, s := range sections {
 		if !r.has(s.action) {
 			continue
@@ -39,7 +41,7 @@ func humanText(r *Report, orig *returned) []byte {
 				continue
 			}
 			b.WriteString("\r\n")
-			wrap(&b, "", "<"+clean(rc.Final)+">", textWidth)
+			wrap(&b, "", "<"+smtpcodes.OneLine(rc.Final)+">", textWidth)
 			wrap(&b, "    ", why(rc), textWidth)
 			if rc.Action == ActionDelayed && !rc.WillRetryUntil.IsZero() {
 				wrap(&b, "    ", "Will keep trying until "+formatDate(rc.WillRetryUntil)+".", textWidth)
@@ -48,7 +50,7 @@ func humanText(r *Report, orig *returned) []byte {
 	}
 	b.WriteString("\r\n")
 	if r.QueueID != "" {
-		wrap(&b, "", "The queue ID of your message was "+clean(r.QueueID)+".", textWidth)
+		wrap(&b, "", "The queue ID of your message was "+smtpcodes.OneLine(r.QueueID)+".", textWidth)
 	}
 	switch {
 	case orig == nil:
@@ -66,12 +68,12 @@ func humanText(r *Report, orig *returned) []byte {
 
 // why explains one recipient's status in a line: who said what.
 func why(rc Recipient) string {
-	d := clean(rc.Diagnostic)
+	d := smtpcodes.OneLine(rc.Diagnostic)
 	switch {
 	case d == "":
 		return "Status " + rc.Status + "."
 	case rc.RemoteMTA != "":
-		return "Host " + clean(rc.RemoteMTA) + " said: " + d
+		return "Host " + smtpcodes.OneLine(rc.RemoteMTA) + " said: " + d
 	}
 	return d
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/relayq/relayq/smtpcodes"
 )
 
 // dateFormat is the RFC 5322 §3.3 date-time that RFC 3464 date fields use.
@@ -76,7 +78,7 @@ func typedAddress(orcpt string) string {
 // the field is in a message/delivery-status body; under any other type we
 // cannot know the encoding, so non-ASCII becomes '?'.
 func address(typ, addr string) string {
-	addr = clean(addr)
+	addr = smtpcodes.OneLine(addr)
 	if isASCII(addr) {
 		return typ + "; " + addr
 	}
@@ -92,7 +94,7 @@ func address(typ, addr string) string {
 // Empf\x{E4}nger unbekannt") can be read back instead of becoming '?'.
 // ASCII text is left exactly as the server sent it.
 func diagnostic(s string) string {
-	s = clean(s)
+	s = smtpcodes.OneLine(s)
 	if isASCII(s) {
 		return s
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/relayq/relayq/smtpcodes"
 )
 
 // Write writes r as an RFC 3464 delivery status notification to w, returning
@@ -18,19 +20,10 @@ func Write(w io.Writer, r Report, original io.Reader) error {
 	if err := r.check(); err != nil {
 		return err
 	}
-	var orig *returned
-	max := r.MaxReturn
-	if max == 0 {
-		max = DefaultMaxReturn
+	orig, err := r.readReturned(original)
+	if err != nil {
+		return err
 	}
-	if original != nil && max > 0 {
-		o, err := readOriginal(original, max, !r.ReturnFull)
-		if err != nil {
-			return err
-		}
-		orig = &o
-	}
-
 	human := humanText(&r, orig)
 	status := deliveryStatus(&r)
 	parts := [][]byte{human, status}
@@ -38,64 +31,23 @@ func Write(w io.Writer, r Report, original io.Reader) error {
 		parts = append(parts, orig.body)
 	}
 	boundary := pickBoundary(boundaryBase(r.Boundary), parts...)
-	humanEightBit := !isASCII(human)
-	eightBit := humanEightBit || (orig != nil && orig.eightBit)
 
 	var b bytes.Buffer
 	b.Grow(len(human) + len(status) + len(parts[len(parts)-1]) + 2048)
-	from := r.From
-	if from == "" {
-		from = "Mail Delivery System <MAILER-DAEMON@" + r.ReportingMTA + ">"
-	}
-	writeField(&b, "From", clean(from))
-	writeField(&b, "To", "<"+clean(r.To)+">")
-	writeField(&b, "Subject", r.subject())
-	writeField(&b, "Date", r.Date.Format(dateFormat))
-	writeField(&b, "Message-ID", "<"+messageID(r.MessageID)+">")
-	// RFC 3834 §5: a DSN is an automatic response; autoresponders must not
-	// answer it.
-	writeField(&b, "Auto-Submitted", "auto-replied")
-	if r.QueueID != "" {
-		writeField(&b, "X-Relayq-Queue-ID", clean(r.QueueID))
-	}
-	writeField(&b, "MIME-Version", "1.0")
-	writeField(&b, "Content-Type", `multipart/report; report-type=delivery-status; boundary="`+boundary+`"`)
-	if eightBit {
-		// RFC 2045 §6.4: a multipart's encoding is the widest of its parts'.
-		writeField(&b, "Content-Transfer-Encoding", "8bit")
-	}
+	// RFC 2045 §6.4: a multipart's encoding is the widest of its parts'.
+	writeHeader(&b, &r, boundary, !isASCII(human) || (orig != nil && orig.eightBit))
 	b.WriteString("\r\nThis is a MIME-encapsulated message.\r\n")
-
 	delim := "\r\n--" + boundary + "\r\n"
 	b.WriteString(delim)
-	writeField(&b, "Content-Description", "Notification")
-	writeField(&b, "Content-Type", "text/plain; charset=utf-8")
-	if humanEightBit {
-		writeField(&b, "Content-Transfer-Encoding", "8bit")
-	}
-	b.WriteString("\r\n")
-	b.Write(human)
-
+	writeHumanPart(&b, human)
 	b.WriteString(delim)
 	writeField(&b, "Content-Description", "Delivery report")
 	writeField(&b, "Content-Type", "message/delivery-status")
 	b.WriteString("\r\n")
 	b.Write(status)
-
 	if orig != nil {
 		b.WriteString(delim)
-		if r.ReturnFull {
-			writeField(&b, "Content-Description", "Original message")
-			writeField(&b, "Content-Type", "message/rfc822")
-		} else {
-			writeField(&b, "Content-Description", "Original message headers")
-			writeField(&b, "Content-Type", "text/rfc822-headers")
-		}
-		if orig.eightBit {
-			writeField(&b, "Content-Transfer-Encoding", "8bit")
-		}
-		b.WriteString("\r\n")
-		b.Write(orig.body)
+		writeReturnedPart(&b, orig, r.ReturnFull)
 	}
 	b.WriteString("\r\n--" + boundary + "--\r\n")
 
@@ -103,6 +55,77 @@ func Write(w io.Writer, r Report, original io.Reader) error {
 		return fmt.Errorf("dsn: write report: %w", err)
 	}
 	return nil
+}
+
+// readReturned reads the part of original the report returns (all of it
+// or its header section, at most MaxReturn bytes); nil when there is none
+// to return.
+func (r *Report) readReturned(original io.Reader) (*returned, error) {
+	max := r.MaxReturn
+	if max == 0 {
+		max = DefaultMaxReturn
+	}
+	if original == nil || max <= 0 {
+		return nil, nil
+	}
+	o, err := readOriginal(original, max, !r.ReturnFull)
+	if err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// writeHeader writes the report's own header section, without the empty
+// line that ends it.
+func writeHeader(b *bytes.Buffer, r *Report, boundary string, eightBit bool) {
+	from := r.From
+	if from == "" {
+		from = "Mail Delivery System <MAILER-DAEMON@" + r.ReportingMTA + ">"
+	}
+	writeField(b, "From", smtpcodes.OneLine(from))
+	writeField(b, "To", "<"+smtpcodes.OneLine(r.To)+">")
+	writeField(b, "Subject", r.subject())
+	writeField(b, "Date", r.Date.Format(dateFormat))
+	writeField(b, "Message-ID", "<"+messageID(r.MessageID)+">")
+	// RFC 3834 §5: a DSN is an automatic response; autoresponders must not
+	// answer it.
+	writeField(b, "Auto-Submitted", "auto-replied")
+	if r.QueueID != "" {
+		writeField(b, "X-Relayq-Queue-ID", smtpcodes.OneLine(r.QueueID))
+	}
+	writeField(b, "MIME-Version", "1.0")
+	writeField(b, "Content-Type", `multipart/report; report-type=delivery-status; boundary="`+boundary+`"`)
+	if eightBit {
+		writeField(b, "Content-Transfer-Encoding", "8bit")
+	}
+}
+
+// writeHumanPart writes the first part, the explanation for people.
+func writeHumanPart(b *bytes.Buffer, human []byte) {
+	writeField(b, "Content-Description", "Notification")
+	writeField(b, "Content-Type", "text/plain; charset=utf-8")
+	if !isASCII(human) {
+		writeField(b, "Content-Transfer-Encoding", "8bit")
+	}
+	b.WriteString("\r\n")
+	b.Write(human)
+}
+
+// writeReturnedPart writes the third part: the original message
+// (message/rfc822) or only its header section (text/rfc822-headers).
+func writeReturnedPart(b *bytes.Buffer, orig *returned, full bool) {
+	if full {
+		writeField(b, "Content-Description", "Original message")
+		writeField(b, "Content-Type", "message/rfc822")
+	} else {
+		writeField(b, "Content-Description", "Original message headers")
+		writeField(b, "Content-Type", "text/rfc822-headers")
+	}
+	if orig.eightBit {
+		writeField(b, "Content-Transfer-Encoding", "8bit")
+	}
+	b.WriteString("\r\n")
+	b.Write(orig.body)
 }
 
 // pickBoundary returns base unless a part contains "--"+base (checking

@@ -286,7 +286,7 @@ func TestWriteNonASCIIAddresses(t *testing.T) {
 	for _, want := range []string{
 		`Final-Recipient: utf-8; \x{7528}\x{6237}@\x{4F8B}\x{5B50}.\x{5E7F}\x{544A}` + "\r\n",
 		`Original-Recipient: utf-8; \x{7528}\x{6237}@\x{4F8B}\x{5B50}.\x{5E7F}\x{544A}` + "\r\n",
-		// RFC 6533 EmbeddedUnicodeChar, not '?' (issue 12, defect 13).
+		// RFC 6533 EmbeddedUnicodeChar, not '?': the code stays readable.
 		`Diagnostic-Code: smtp; 550 5.1.1 \x{41F}\x{43E}\x{43B}\x{44C}\x{437}\x{43E}\x{432}\x{430}\x{442}\x{435}\x{43B}\x{44C} \x{43D}\x{435} \x{43D}\x{430}\x{439}\x{434}\x{435}\x{43D}` + "\r\n",
 		"To: <álvaro@exämple.org>\r\n",
 		"<用户@例子.广告>\r\n",                      // the human text keeps UTF-8

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/relayq/relayq/internal/clock"
 )
 
 // errNoPolicy means the domain publishes no (usable) MTA-STS record.
@@ -66,7 +68,7 @@ type Resolver struct {
 	DNS     TXTResolver
 	Fetcher *Fetcher
 	Cache   Cache
-	Now     func() time.Time // default time.Now
+	Clock   clock.Clock // default clock.Real
 	// Refresh, if set, runs the refetch of a domain whose TXT id changed
 	// while its cached policy is still live: Lookup then returns the
 	// cached policy at once and fetch stores the new one (in the
@@ -79,15 +81,15 @@ type Resolver struct {
 // cached policy stays in force is returned with that policy and ok true.
 func (r *Resolver) Lookup(ctx context.Context, domain string) (p Policy, ok bool, err error) {
 	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
+	clk := r.Clock
+	if clk == nil {
+		clk = clock.Real
 	}
 	cached, have, cerr := r.Cache.Get(ctx, domain)
 	if cerr != nil {
 		have = false
 	}
-	if have && cached.Expired(now()) {
+	if have && cached.Expired(clk.Now()) {
 		have = false
 	}
 	id, terr := r.lookupTXT(ctx, domain)
@@ -106,12 +108,12 @@ func (r *Resolver) Lookup(ctx context.Context, domain string) (p Policy, ok bool
 	}
 	if have && r.Refresh != nil {
 		r.Refresh(domain, func(ctx context.Context) error {
-			_, _, err := r.fetch(ctx, domain, id, now)
+			_, _, err := r.fetch(ctx, domain, id, clk)
 			return err
 		})
 		return cached.Policy, true, nil
 	}
-	fetched, ok, ferr := r.fetch(ctx, domain, id, now)
+	fetched, ok, ferr := r.fetch(ctx, domain, id, clk)
 	if ferr != nil && !ok && have {
 		return cached.Policy, true, ferr
 	}
@@ -120,12 +122,12 @@ func (r *Resolver) Lookup(ctx context.Context, domain string) (p Policy, ok bool
 
 // fetch downloads the policy of domain published under id and caches it;
 // ok says whether a policy was fetched.
-func (r *Resolver) fetch(ctx context.Context, domain, id string, now func() time.Time) (Policy, bool, error) {
+func (r *Resolver) fetch(ctx context.Context, domain, id string, clk clock.Clock) (Policy, bool, error) {
 	fetched, ferr := r.Fetcher.Fetch(ctx, domain)
 	if ferr != nil {
 		return Policy{}, false, ferr
 	}
-	c := Cached{Policy: fetched, ID: id, Fetched: now()}
+	c := Cached{Policy: fetched, ID: id, Fetched: clk.Now()}
 	if err := r.Cache.Put(ctx, domain, c); err != nil {
 		return fetched, true, fmt.Errorf("mtasts: cache %s: %w", domain, err)
 	}

@@ -22,7 +22,7 @@ func TestResolverCachesByID(t *testing.T) {
 	})
 	dns := dkimtest.ServeDNS(t, dkimtest.Records{"_mta-sts.example.org": "v=STSv1; id=one;"})
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	r := &Resolver{DNS: dns.Resolver(), Fetcher: f, Cache: &MemoryCache{}, Now: clk.Now}
+	r := &Resolver{DNS: dns.Resolver(), Fetcher: f, Cache: &MemoryCache{}, Clock: clk}
 	ctx := context.Background()
 	lookup := func(wantOK bool, wantMode Mode, wantHits int32) {
 		t.Helper()

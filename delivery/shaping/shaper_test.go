@@ -108,7 +108,7 @@ func deliverAll(t *testing.T, f *fixture, target Target, hop *nextHop, n int) {
 	}
 }
 
-// Issue 13's first "done when", on the shaping side: a next hop that takes
+// Pacing a receiver the way it asks, on the shaping side: a next hop that takes
 // 5 messages a second; with 4/s for the domain, 200 messages go with no
 // 421 in 49.75 s of fake time (the first at once, then one every 250 ms).
 // Without a rate, the 421 rule suspends the scope, so each 421 costs a

@@ -8,7 +8,7 @@ import (
 
 // State is the limiter state: token buckets, connection counts, and
 // suspensions and throttles. Memory keeps it in this process; a shared
-// store (Redis, issue 19) can implement the same methods so that several
+// store (Redis, package cluster) can implement the same methods so that several
 // relayq nodes pace a provider together. Scopes are named by their key,
 // Scope.String(). Every method is safe for concurrent use and is given the
 // time by its caller (the Shaper's clock), never reads a clock itself.

@@ -18,7 +18,7 @@ import (
 func shHops(t *testing.T, sh Smarthost) []Hop {
 	t.Helper()
 	h := hopTo(t, sh.Address)
-	h.Smarthost, h.ImplicitTLS = true, sh.TLS == "implicit"
+	h.Smarthost, h.ImplicitTLS = true, sh.TLS == SmarthostImplicit
 	return []Hop{h}
 }
 
@@ -35,7 +35,7 @@ func authEvents(srv *smtptest.Server) []smtptest.Event {
 func TestSmarthostAuth(t *testing.T) {
 	t.Run("STARTTLS and PLAIN", func(t *testing.T) {
 		srv := smtptest.NewServer(t, smtptest.StartTLS(), smtptest.Auth("relay", "s3cret"))
-		sh := Smarthost{Address: srv.Addr(), Username: "relay", Password: "s3cret", TLS: "starttls"}
+		sh := Smarthost{Address: srv.Addr(), Username: "relay", Password: "s3cret", TLS: SmarthostSTARTTLS}
 		d := testDialer()
 		d.Smarthost, d.RootCAs = &sh, srv.CertPool()
 		res := deliver(t, d, shHops(t, sh), envelope("a@example.com"), bodyOf(testBody))
@@ -50,7 +50,7 @@ func TestSmarthostAuth(t *testing.T) {
 	})
 	t.Run("implicit TLS", func(t *testing.T) {
 		srv := smtptest.NewServer(t, smtptest.ImplicitTLS(), smtptest.Auth("relay", "s3cret"))
-		sh := Smarthost{Address: srv.Addr(), Username: "relay", Password: "s3cret", TLS: "implicit"}
+		sh := Smarthost{Address: srv.Addr(), Username: "relay", Password: "s3cret", TLS: SmarthostImplicit}
 		d := testDialer()
 		d.Smarthost, d.RootCAs = &sh, srv.CertPool()
 		res := deliver(t, d, shHops(t, sh), envelope("a@example.com"), bodyOf(testBody))
@@ -69,7 +69,7 @@ func TestSmarthostAuth(t *testing.T) {
 	})
 	t.Run("no credentials without TLS", func(t *testing.T) {
 		srv := smtptest.NewServer(t, smtptest.Auth("relay", "s3cret"), smtptest.AllowInsecureAuth())
-		sh := Smarthost{Address: srv.Addr(), Username: "relay", Password: "s3cret", TLS: "none"}
+		sh := Smarthost{Address: srv.Addr(), Username: "relay", Password: "s3cret", TLS: SmarthostNoTLS}
 		d := testDialer()
 		d.Smarthost = &sh
 		res := deliver(t, d, shHops(t, sh), envelope("a@example.com"), bodyOf(testBody))
@@ -98,7 +98,7 @@ func TestSmarthostAuth(t *testing.T) {
 	})
 	t.Run("route hops never get the password", func(t *testing.T) {
 		srv := smtptest.NewServer(t, smtptest.Auth("relay", "s3cret"), smtptest.AllowInsecureAuth())
-		sh := Smarthost{Address: srv.Addr(), Username: "relay", Password: "s3cret", TLS: "none", AllowInsecureAuth: true}
+		sh := Smarthost{Address: srv.Addr(), Username: "relay", Password: "s3cret", TLS: SmarthostNoTLS, AllowInsecureAuth: true}
 		d := testDialer()
 		d.Smarthost = &sh
 		res := deliver(t, d, []Hop{hopTo(t, srv.Addr())}, envelope("a@example.com"), bodyOf(testBody))
@@ -218,7 +218,7 @@ func TestSmarthostAuthLogin(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 
-	sh := Smarthost{Address: ln.Addr().String(), Username: "relay", Password: "s3cret", TLS: "none", AllowInsecureAuth: true}
+	sh := Smarthost{Address: ln.Addr().String(), Username: "relay", Password: "s3cret", TLS: SmarthostNoTLS, AllowInsecureAuth: true}
 	d := testDialer()
 	d.Smarthost = &sh
 	res := deliver(t, d, shHops(t, sh), envelope("a@example.com"), bodyOf(testBody))

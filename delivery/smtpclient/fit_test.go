@@ -56,8 +56,8 @@ func has8Bit(b []byte) bool {
 	return false
 }
 
-// Issue 12, defect 10: to a server without 8BITMIME (smtp-sink -8) an
-// 8-bit body was sent as it was. Now it goes out in 7 bit, MAIL without
+// To a server without 8BITMIME (Postfix's smtp-sink -8) an 8-bit body must
+// not go as it is (RFC 6152 section 3): it goes out in 7 bit, MAIL without
 // BODY=, and decodes to the same parts.
 func TestEightBitBodyConvertedForServerWithout8BitMIME(t *testing.T) {
 	srv := smtptest.NewServer(t, smtptest.No8BitMIME())
@@ -128,9 +128,9 @@ func TestUnconvertibleBounced563(t *testing.T) {
 	}
 }
 
-// Issue 12, defect 11: a message submitted with SMTPUTF8, ASCII envelope,
-// raw UTF-8 header fields, was delivered as is to a server without
-// SMTPUTF8. RFC 6531 section 3.2: bounce with 5.6.7.
+// A message submitted with SMTPUTF8, ASCII envelope and raw UTF-8 header
+// fields cannot go as it is to a server without SMTPUTF8. RFC 6531 section
+// 3.2: bounce with 5.6.7.
 func TestUTF8HeadersBouncedForServerWithoutSMTPUTF8(t *testing.T) {
 	body := "From: Jörg <joerg@example.test>\r\nTo: b@example.test\r\nSubject: Grüße\r\n\r\nHallo.\r\n"
 	env := envelope("b@example.test")

@@ -38,7 +38,7 @@ func tarpit(t *testing.T) string {
 
 // A server that accepts the connection and never greets ends the attempt
 // after GreetingTimeout, well before the command timeout, as a transient
-// failure; the next hop is then tried (issue 12, defect 6).
+// failure; the next hop is then tried.
 func TestGreetingTimeoutEndsSilentServer(t *testing.T) {
 	good := smtptest.NewServer(t)
 	d := &Dialer{Hostname: "relay.test", TLS: TLSNone, ConnectTimeout: 5 * time.Second, CommandTimeout: time.Hour, GreetingTimeout: 100 * time.Millisecond}

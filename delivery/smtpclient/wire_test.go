@@ -389,7 +389,7 @@ func TestHeloFallbackForServersWithoutEHLO(t *testing.T) {
 	}
 }
 
-// BenchmarkDataWriter stuffs a 20 KiB message (issue 7's scenario b) with
+// BenchmarkDataWriter stuffs a 20 KiB message (relaybench's scenario b size) with
 // relayq's writer and, for comparison, with net/textproto's DotWriter,
 // which go-smtp's client uses.
 func BenchmarkDataWriter(b *testing.B) {

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/relayq/relayq/delivery/mtasts"
 )
 
 // Usable never panics on any TLSA record a resolver could hand back, and
@@ -32,7 +34,7 @@ func FuzzDecodeCached(f *testing.F) {
 	f.Add([]byte(`{"mode":"enforce\nmx: evil","mx":[],"max_age":1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, ok, err := decodeCached(b)
-		if err == nil && (!ok || c.Policy.MaxAge < 0 || (c.Policy.Mode != "none" && len(c.Policy.MX) == 0)) {
+		if err == nil && (!ok || c.Policy.MaxAge < 0 || (c.Policy.Mode != mtasts.ModeNone && len(c.Policy.MX) == 0)) {
 			t.Fatalf("accepted %+v", c)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/relayq/relayq/delivery/mtasts"
 	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/internal/clock"
 )
 
 // memoTTL is how long a domain's MTA-STS answer and a host's DANE answer
@@ -37,10 +38,10 @@ type memo struct {
 }
 
 func (r *Resolver) now() time.Time {
-	if r.cfg.Now != nil {
-		return r.cfg.Now()
+	if r.cfg.Clock != nil {
+		return r.cfg.Clock.Now()
 	}
-	return time.Now()
+	return clock.Real.Now()
 }
 
 // policyOf is sts.Lookup through the memo; failed lookups are not kept.

@@ -8,10 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/relayq/relayq/delivery/mtasts"
 	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/internal/clock"
 )
 
 // MTASTSMode is delivery.mta_sts.
@@ -45,8 +45,8 @@ type Config struct {
 	Cache mtasts.Cache
 	// Logger receives policy trouble; nil discards it.
 	Logger *slog.Logger
-	// Now is the clock for policy ages; nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock for policy ages; nil means clock.Real.
+	Clock clock.Clock
 }
 
 // Resolver attaches TLS policies to MX hops. Safe for concurrent use.
@@ -106,7 +106,7 @@ func New(cfg Config) (*Resolver, error) {
 		DNS:     txt,
 		Fetcher: &mtasts.Fetcher{RootCAs: cfg.PolicyRootCAs, DialContext: dial},
 		Cache:   cache,
-		Now:     cfg.Now,
+		Clock:   cfg.Clock,
 		Refresh: r.refresh,
 	}
 	return r, nil

@@ -222,7 +222,7 @@ func TestAnswersReusedForAMinute(t *testing.T) {
 	w.zone.add(t, `example.test. 300 IN MX 20 mx2.example.test.`)
 	pool, dial := policyServer(t, "version: STSv1\nmode: enforce\nmx: *.example.test\nmax_age: 86400\n")
 	clk := clock.NewFake(time.Now())
-	r, err := New(Config{DANE: true, DNSServer: w.zone.addr, PolicyRootCAs: pool, PolicyDial: dial, Now: clk.Now})
+	r, err := New(Config{DANE: true, DNSServer: w.zone.addr, PolicyRootCAs: pool, PolicyDial: dial, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

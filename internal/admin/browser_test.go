@@ -90,9 +90,9 @@ func TestBrowserRules(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tc.token)
-			l := &suppression.List{Store: e.store, Now: e.clock.Now}
+			l := &suppression.List{Store: e.store, Clock: e.clock}
 			e.h = NewHandler(Options{
-				Store: e.store, Kicker: e.kick, Token: tc.token, Now: e.clock.Now, Logger: quiet,
+				Store: e.store, Kicker: e.kick, Token: tc.token, Clock: e.clock, Logger: quiet,
 				Suppressions: l, AllowedHosts: tc.allowed, Ready: StoreReady(e.store),
 				Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "relayq_up 1\n") }),
 			})

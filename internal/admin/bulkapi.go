@@ -100,7 +100,7 @@ func (h *handler) filterOf(b BulkFilter) (queue.Filter, error) {
 		if err != nil || d <= 0 {
 			return f, fmt.Errorf("bad older %q: want a duration such as 1h or 30m", b.Older)
 		}
-		f.Before = h.o.Now().Add(-d)
+		f.Before = h.o.Clock.Now().Add(-d)
 	}
 	return f, nil
 }
@@ -139,7 +139,7 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 	if req.DryRun {
 		ids, err = st.Select(f, req.IDs)
 	} else {
-		ids, err = st.Bulk(a, f, req.IDs, h.o.Now())
+		ids, err = st.Bulk(a, f, req.IDs, h.o.Clock.Now())
 	}
 	if err != nil {
 		h.fail(w, "bulk "+req.Action, notFoundID(err, req.IDs), err)
@@ -222,7 +222,7 @@ func (h *handler) shape(w http.ResponseWriter, r *http.Request) {
 		}
 		top = n
 	}
-	rows, total, err := st.Shape(h.o.Now(), status, top)
+	rows, total, err := st.Shape(h.o.Clock.Now(), status, top)
 	if err != nil {
 		h.fail(w, "shape", "", err)
 		return

@@ -95,8 +95,8 @@ func TestEventsLongPoll(t *testing.T) {
 
 func TestSuppressionsAPI(t *testing.T) {
 	e := newEnv(t, "")
-	l := &suppression.List{Store: e.store, Now: e.clock.Now}
-	e.h = NewHandler(Options{Store: e.store, Now: e.clock.Now, Logger: quiet, Suppressions: l})
+	l := &suppression.List{Store: e.store, Clock: e.clock}
+	e.h = NewHandler(Options{Store: e.store, Clock: e.clock, Logger: quiet, Suppressions: l})
 	post := func(body string) (int, []byte) {
 		req := apiRequest("POST", "/api/v1/suppressions", strings.NewReader(body))
 		rec := httptest.NewRecorder()

@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
-	"time"
 
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
 )
@@ -41,8 +41,8 @@ type Options struct {
 	Drainer Drainer
 	// Ready backs /readyz: nil error means ready. nil means always ready.
 	Ready func() error
-	// Now is the clock for "due now"; default time.Now.
-	Now func() time.Time
+	// Clock is the clock for "due now"; default clock.Real.
+	Clock clock.Clock
 	// Logger records every change an operator makes; default slog.Default().
 	Logger *slog.Logger
 	// ReportOrg names relayq's operator in TLS-RPT reports (the hostname).
@@ -69,8 +69,8 @@ type handler struct {
 
 // NewHandler builds the admin API described in doc.go.
 func NewHandler(o Options) http.Handler {
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.Real
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

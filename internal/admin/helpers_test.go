@@ -48,7 +48,7 @@ func newEnv(t *testing.T, token string) *env {
 	t.Cleanup(func() { st.Close() })
 	e := &env{t: t, clock: clk, store: st, kick: &countingKicker{}, token: token}
 	e.h = NewHandler(Options{
-		Store: st, Kicker: e.kick, Token: token, Now: clk.Now, Logger: quiet,
+		Store: st, Kicker: e.kick, Token: token, Clock: clk, Logger: quiet,
 		Ready:   StoreReady(st),
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "relayq_up 1\n") }),
 	})

@@ -34,7 +34,7 @@ func (h *handler) messages(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	q := queue.HistoryQuery{Recipient: v.Get("recipient"), Sender: v.Get("sender"), MessageID: v.Get("message_id")}
 	if s := v.Get("since"); s != "" {
-		t, err := parseSince(s, h.o.Now())
+		t, err := parseSince(s, h.o.Clock.Now())
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "since: "+err.Error())
 			return

@@ -148,7 +148,7 @@ func (h *handler) retry(w http.ResponseWriter, r *http.Request) {
 	// An operator's retry goes at once, even to a destination traffic
 	// shaping has suspended (as postqueue -f does).
 	h.change(w, r, "retry", func(st *queue.Store, id string) error {
-		if err := st.Retry(id, h.o.Now()); err != nil {
+		if err := st.Retry(id, h.o.Clock.Now()); err != nil {
 			return err
 		}
 		h.force(id)
@@ -163,7 +163,7 @@ func (h *handler) hold(w http.ResponseWriter, r *http.Request) {
 
 // release answers POST /api/v1/queue/{id}/release.
 func (h *handler) release(w http.ResponseWriter, r *http.Request) {
-	h.change(w, r, "release", func(st *queue.Store, id string) error { return st.Release(id, h.o.Now()) }, true)
+	h.change(w, r, "release", func(st *queue.Store, id string) error { return st.Release(id, h.o.Clock.Now()) }, true)
 }
 
 // change applies one operator action to {id}, logs it, wakes the scheduler
@@ -205,7 +205,7 @@ func (h *handler) flush(w http.ResponseWriter, r *http.Request) {
 	if st == nil {
 		return
 	}
-	n, err := st.Flush(h.o.Now())
+	n, err := st.Flush(h.o.Clock.Now())
 	if err != nil {
 		h.fail(w, "flush", "", err)
 		return

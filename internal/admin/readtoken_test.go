@@ -10,7 +10,7 @@ func TestReadTokenOnlyReads(t *testing.T) {
 	e := newEnv(t, "admin-secret")
 	e.h = NewHandler(Options{
 		Store: e.store, Kicker: e.kick, Token: "admin-secret", ReadToken: "read-secret",
-		Now: e.clock.Now, Logger: quiet, Ready: StoreReady(e.store),
+		Clock: e.clock, Logger: quiet, Ready: StoreReady(e.store),
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
 	})
 	id := e.enqueue("a@example.net")
@@ -43,7 +43,7 @@ func TestReadTokenReadsNoMail(t *testing.T) {
 	e := newEnv(t, "admin-secret")
 	e.h = NewHandler(Options{
 		Store: e.store, Kicker: e.kick, Token: "admin-secret", ReadToken: "read-secret",
-		Now: e.clock.Now, Logger: quiet, Ready: StoreReady(e.store),
+		Clock: e.clock, Logger: quiet, Ready: StoreReady(e.store),
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
 	})
 	id := e.enqueue("a@example.net")

@@ -29,7 +29,7 @@ func (k *forcingKicker) Force(ids ...string) {
 func TestRetryAndFlushForce(t *testing.T) {
 	e := newEnv(t, "")
 	k := &forcingKicker{}
-	e.h = NewHandler(Options{Store: e.store, Kicker: k, Now: e.clock.Now, Logger: quiet})
+	e.h = NewHandler(Options{Store: e.store, Kicker: k, Clock: e.clock, Logger: quiet})
 	id := e.enqueue("a@example.net")
 	e.attempt(id, e.deferred("a@example.net"))
 	if code, body := e.do("POST", "/api/v1/queue/"+id+"/retry"); code != 200 {
@@ -53,7 +53,7 @@ func TestRetryAndFlushForce(t *testing.T) {
 func TestBulkRetryForces(t *testing.T) {
 	e := newEnv(t, "")
 	k := &forcingKicker{}
-	e.h = NewHandler(Options{Store: e.store, Kicker: k, Now: e.clock.Now, Logger: quiet})
+	e.h = NewHandler(Options{Store: e.store, Kicker: k, Clock: e.clock, Logger: quiet})
 	a := e.enqueue("a@example.net")
 	b := e.enqueue("b@example.net")
 	e.attempt(a, e.deferred("a@example.net"))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	msgauth "github.com/emersion/go-msgauth/dkim"
+
+	"github.com/relayq/relayq/internal/clock"
 )
 
 // librarySign signs msg with go-msgauth's own signer as Message signed it
@@ -46,7 +48,7 @@ func librarySign(t *testing.T, k Key, msg []byte) ([]byte, time.Time) {
 // ourSign signs msg with Message at time at, written n bytes at a time.
 func ourSign(k Key, msg []byte, at time.Time, n int) ([]byte, error) {
 	s := NewSigner(Config{Keys: []Key{k}})
-	s.now = func() time.Time { return at }
+	s.clock = clock.NewFake(at)
 	m := s.Begin()
 	defer m.Close()
 	for i := 0; i < len(msg); i += n {

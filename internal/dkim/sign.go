@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/relayq/relayq/internal/clock"
 )
 
 // MaxHeaderBytes bounds the header section a Message buffers to find the
@@ -38,8 +40,8 @@ type keySet struct {
 // Signer signs messages with the current Config. It is safe for concurrent
 // use; the zero value signs nothing until Update.
 type Signer struct {
-	set atomic.Pointer[keySet]
-	now func() time.Time // t= and x=; nil means time.Now (tests set it)
+	set   atomic.Pointer[keySet]
+	clock clock.Clock // t= and x=; nil means clock.Real (tests set it)
 }
 
 // NewSigner returns a Signer using c.
@@ -94,11 +96,11 @@ func (s *Signer) Begin() *Message {
 	if ks == nil || len(ks.byDomain) == 0 {
 		return &Message{state: stateIdle}
 	}
-	now := s.now
-	if now == nil {
-		now = time.Now
+	clk := s.clock
+	if clk == nil {
+		clk = clock.Real
 	}
-	return &Message{set: ks, now: now}
+	return &Message{set: ks, clock: clk}
 }
 
 // Sign returns msg with its DKIM-Signature fields in front, for messages
@@ -134,7 +136,7 @@ const (
 // DKIM-Signature field and the private-key operation are per key.
 type Message struct {
 	set   *keySet
-	now   func() time.Time
+	clock clock.Clock
 	state state
 	hdr   []byte
 	keys  []signingKey
@@ -223,7 +225,7 @@ func (m *Message) start(buf []byte, end int) {
 	}
 	m.hkeys = m.set.headers.keys(fields)
 	if m.set.expiration > 0 {
-		m.exp = m.now().Add(m.set.expiration)
+		m.exp = m.clock.Now().Add(m.set.expiration)
 	}
 	m.canon = appendPicked(make([]byte, 0, len(hs)), raw, m.hkeys)
 	m.body.h = sha256.New()
@@ -305,7 +307,7 @@ func (m *Message) Finish() ([]byte, error) {
 func (m *Message) sign() ([]byte, error) {
 	bh := base64.StdEncoding.EncodeToString(m.body.Sum())
 	h := m.body.h
-	t := strconv.FormatInt(m.now().Unix(), 10)
+	t := strconv.FormatInt(m.clock.Now().Unix(), 10)
 	hkeys := strings.Join(m.hkeys, ":")
 	var errs []error
 	prefix := make([]byte, 0, 512*len(m.keys))

@@ -207,10 +207,25 @@ func TestSignBytes(t *testing.T) {
 }
 
 // Abandoned messages release their signers (no goroutine stays blocked).
+// A Message whose upload broke off is closed, not finished: Close drops
+// what it holds, may be called again, and leaves nothing to sign.
 func TestCloseWithoutFinish(t *testing.T) {
 	s := NewSigner(Config{Keys: []Key{{Domain: "example.org", Selector: "s", Signer: edKey()}}})
 	m := s.Begin()
 	m.Write([]byte(testMessage[:len(testMessage)/2]))
+	if m.state != stateSigning && m.state != stateHeader {
+		t.Fatalf("state %d after half a message: the test would close an idle Message", m.state)
+	}
 	m.Close()
-	m.Close()
+	if m.keys != nil || m.hdr != nil || m.canon != nil {
+		t.Errorf("Close kept keys %v, header %d bytes, canon %d bytes", m.keys, len(m.hdr), len(m.canon))
+	}
+	m.Close() // again: no panic
+	// A whole message written after Close is not signed either.
+	if n, err := m.Write([]byte(testMessage)); n != len(testMessage) || err != nil {
+		t.Errorf("Write after Close = %d, %v; want all bytes taken, no error (Write never fails)", n, err)
+	}
+	if sig, err := m.Finish(); sig != nil || err != nil {
+		t.Errorf("Finish after Close = %q, %v; want no signature and no error", sig, err)
+	}
 }

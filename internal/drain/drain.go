@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -47,7 +48,7 @@ type Options struct {
 	ClaimFor time.Duration
 	// DialContext replaces the network dial (tests).
 	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
-	Now         func() time.Time
+	Clock       clock.Clock // nil means clock.Real
 	Logger      *slog.Logger
 }
 
@@ -122,8 +123,8 @@ func New(o Options) *Drainer {
 	if o.ClaimFor <= 0 {
 		o.ClaimFor = 10 * time.Minute
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.Real
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -157,7 +158,7 @@ func (d *Drainer) Start(req Request) (Progress, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel, d.done = cancel, make(chan struct{})
-	d.p = Progress{State: StateRunning, To: req.To, Started: d.o.Now()}
+	d.p = Progress{State: StateRunning, To: req.To, Started: d.o.Clock.Now()}
 	d.tried = 0
 	d.draining = true
 	d.mu.Unlock()
@@ -177,7 +178,7 @@ func (d *Drainer) Start(req Request) (Progress, error) {
 // end books the end of a run.
 func (d *Drainer) end(err error) {
 	d.mu.Lock()
-	d.p.Ended = d.o.Now()
+	d.p.Ended = d.o.Clock.Now()
 	d.p.State = StateFinished
 	if err != nil {
 		d.p.State, d.p.Error = StateFailed, err.Error()

@@ -35,7 +35,7 @@ func (r *run) run(ctx context.Context) error {
 	if err := o.Engine.Pause(ctx); err != nil {
 		return fmt.Errorf("drain: pausing delivery: %w", err)
 	}
-	if _, err := o.Store.Flush(o.Now()); err != nil {
+	if _, err := o.Store.Flush(o.Clock.Now()); err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
 	tried := map[string]bool{}
@@ -133,7 +133,7 @@ func (r *run) handOver(ctx context.Context, id string) {
 			addrs = append(addrs, rc.Address)
 		}
 	}
-	start := o.Now()
+	start := o.Clock.Now()
 	// Record before send: from here a crash leaves the message due again
 	// at start+ClaimFor, never lost.
 	claimed, err := o.Store.Claim(id, addrs, start, start.Add(o.ClaimFor))
@@ -182,7 +182,7 @@ func accepted(rcpts []queue.Recipient, results []smtpclient.RcptResult) ([]queue
 // cannot be reached or says 421 ends the run.
 func (r *run) record(env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult) {
 	o := r.d.o
-	end := o.Now()
+	end := o.Clock.Now()
 	outcomes, notices := o.Engine.Outcomes(env, rcpts, results, end)
 	after, err := o.Store.Record(env.ID, outcomes, notices...)
 	if err != nil {

@@ -3,13 +3,13 @@ package metrics
 import (
 	"net/http"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
 )
@@ -20,8 +20,8 @@ const namespace = "relayq"
 // Metrics holds relayq's collectors and the registry they are served from.
 // All methods are safe for concurrent use.
 type Metrics struct {
-	reg *prometheus.Registry
-	now func() time.Time
+	reg   *prometheus.Registry
+	clock clock.Clock
 
 	received      prometheus.Counter
 	accepted      prometheus.Counter
@@ -43,13 +43,13 @@ type Metrics struct {
 // New builds the metrics in a fresh registry, with the Go runtime and
 // process collectors alongside relayq's own.
 func New() *Metrics {
-	return newWithClock(time.Now)
+	return newWithClock(clock.Real)
 }
 
 // newWithClock is New with an injected clock (the oldest-message age is
 // computed at scrape time).
-func newWithClock(now func() time.Time) *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry(), now: now}
+func newWithClock(clk clock.Clock) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), clock: clk}
 	m.received = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace, Name: "messages_received_total",
 		Help: "Mail transactions that reached a verdict: messages accepted plus refused ones (reasons relay, syntax, size, storage, bare_newline, line_length, signing).",

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
 )
@@ -58,7 +59,7 @@ func TestObserversMoveCounters(t *testing.T) {
 	sub.Rejected(submission.RejectSize)
 	sub.Rejected(submission.RejectAuth)
 	sub.Rejected(submission.RejectConnections)
-	sub.Rejected(submission.RejectSequence)                            // was counted as "other" (issue 11)
+	sub.Rejected(submission.RejectSequence)                            // its own label, not "other"
 	sub.Rejected(submission.RejectRecipients)                          // one recipient too many: the message goes on
 	sub.Rejected(submission.RejectSigning)                             // an unsignable message is refused
 	sub.Rejected(submission.RejectReason("something-new@example.com")) // never becomes a label value
@@ -116,7 +117,7 @@ func TestObserversMoveCounters(t *testing.T) {
 
 func TestQueueGaugesFromStats(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	m := newWithClock(func() time.Time { return now })
+	m := newWithClock(clock.NewFake(now))
 	if strings.Contains(scrape(t, m), "relayq_queue_") {
 		t.Error("queue metrics exported before WatchQueue")
 	}

@@ -63,7 +63,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(st.Held))
 	age := 0.0
 	if !st.Oldest.IsZero() {
-		age = max(c.m.now().Sub(st.Oldest).Seconds(), 0)
+		age = max(c.m.clock.Now().Sub(st.Oldest).Seconds(), 0)
 	}
 	ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, age)
 	ch <- prometheus.MustNewConstMetric(descCommits, prometheus.CounterValue, float64(st.Commits))

@@ -16,7 +16,7 @@ var (
 	waitReasons = []shaping.WaitReason{shaping.WaitRate, shaping.WaitConnections, shaping.WaitSuspended}
 )
 
-// shapingMetrics are the traffic shaping collectors (issue 13).
+// shapingMetrics are the traffic shaping collectors.
 type shapingMetrics struct {
 	suspended *prometheus.GaugeVec   // relayq_shaping_suspended{scope_kind}
 	throttled *prometheus.GaugeVec   // relayq_shaping_throttled{scope_kind}

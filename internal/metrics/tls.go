@@ -7,7 +7,7 @@ import (
 	"github.com/relayq/relayq/queue"
 )
 
-// tlsMetrics count how MX deliveries were secured (issue 14).
+// tlsMetrics count how MX deliveries were secured.
 type tlsMetrics struct {
 	byPolicy *prometheus.CounterVec // policy, result
 	failures *prometheus.CounterVec // policy, reason, enforced

@@ -9,11 +9,11 @@ import (
 	"os"
 	"os/user"
 	"strings"
-	"time"
 
 	"github.com/emersion/go-message/mail"
 	"github.com/emersion/go-smtp"
 
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/internal/rawmsg"
 )
 
@@ -48,7 +48,7 @@ type Env struct {
 	// QueueList prints the queue for -bp; nil makes -bp unsupported.
 	QueueList func(out io.Writer) error
 	Getenv    func(string) string
-	Now       func() time.Time
+	Clock     clock.Clock
 	// Login is the calling user's login name.
 	Login func() string
 }
@@ -107,8 +107,8 @@ func (e *Env) fill() {
 	if e.Getenv == nil {
 		e.Getenv = os.Getenv
 	}
-	if e.Now == nil {
-		e.Now = time.Now
+	if e.Clock == nil {
+		e.Clock = clock.Real
 	}
 	if e.Login == nil {
 		e.Login = loginName
@@ -228,7 +228,7 @@ func prepare(o Options, env Env, rc RelayConfig) (message, int, error) {
 		headerFrom = login + "@" + rc.Hostname
 	}
 	fromField := (&mail.Address{Name: o.FullName, Address: headerFrom}).String()
-	if _, err := h.Complete(env.Now(), rc.Hostname, fromField); err != nil {
+	if _, err := h.Complete(env.Clock.Now(), rc.Hostname, fromField); err != nil {
 		return message{}, ExSoftware, err
 	}
 	m.body = h.Reader(hr)

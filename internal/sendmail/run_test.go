@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -26,7 +27,7 @@ func runEnv(t *testing.T, server, in string, vars map[string]string, args ...str
 		Stderr:     &stderr,
 		LoadConfig: func(string) (RelayConfig, error) { return RelayConfig{Hostname: "host.test"}, nil },
 		Getenv:     func(k string) string { return vars[k] },
-		Now:        func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) },
+		Clock:      clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)),
 		Login:      func() string { return "cron" },
 	})
 	return code, stderr.String()

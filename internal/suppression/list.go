@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpcodes"
 )
@@ -40,12 +41,12 @@ type Config struct {
 	ExemptTrusted       bool
 }
 
-// List is the suppression list as relayq uses it. The zero Now is time.Now.
+// List is the suppression list as relayq uses it. A nil Clock is clock.Real.
 // Config may be set before use; SetConfig changes it while in use (SIGHUP).
 type List struct {
 	Store  Store
 	Config Config
-	Now    func() time.Time
+	Clock  clock.Clock
 
 	mu sync.RWMutex
 }
@@ -64,10 +65,10 @@ func (l *List) config() Config {
 }
 
 func (l *List) now() time.Time {
-	if l.Now == nil {
-		return time.Now()
+	if l.Clock == nil {
+		return clock.Real.Now()
 	}
-	return l.Now()
+	return l.Clock.Now()
 }
 
 func (l *List) live(e Entry) bool {

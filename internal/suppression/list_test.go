@@ -22,7 +22,7 @@ func open(t *testing.T, clk *clock.Fake) *queue.Store {
 
 func TestExpiryWithFakeClock(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	l := &List{Store: open(t, clk), Config: Config{Auto: true, Expire: 24 * time.Hour}, Now: clk.Now}
+	l := &List{Store: open(t, clk), Config: Config{Auto: true, Expire: 24 * time.Hour}, Clock: clk}
 	if err := l.Store.Suppress(Entry{Address: "bob@x.test", Reply: "550 5.1.1 no such user"}); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestExpiryWithFakeClock(t *testing.T) {
 
 func TestExemptions(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	l := &List{Store: open(t, clk), Config: Config{ExemptAuthenticated: true}, Now: clk.Now}
+	l := &List{Store: open(t, clk), Config: Config{ExemptAuthenticated: true}, Clock: clk}
 	l.Store.Suppress(Entry{Address: "a@x.test"})
 	if _, ok, _ := l.Check("a@x.test", true, false); ok {
 		t.Error("authenticated client not exempt")

@@ -14,6 +14,8 @@ import (
 
 	"github.com/emersion/go-message/mail"
 	"github.com/emersion/go-smtp"
+
+	"github.com/relayq/relayq/submission"
 )
 
 // jsonMessage is the application/json request body.
@@ -48,7 +50,7 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) (*submitted, *
 	if err := dec.Decode(&m); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, tooBig
+			return nil, submission.ErrTooBig
 		}
 		return nil, malformed("bad JSON: %v", err)
 	}
@@ -56,7 +58,7 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) (*submitted, *
 		return nil, malformed("bad JSON: more than one object")
 	}
 	var buf bytes.Buffer
-	sub, err := buildMIME(&buf, &m, s.now(), s.acc.Hostname())
+	sub, err := buildMIME(&buf, &m, s.clock.Now(), s.acc.Hostname())
 	if err != nil {
 		return nil, malformed("%v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/relayq/relayq/internal/rawmsg"
+	"github.com/relayq/relayq/submission"
 )
 
 // maxHeaderBlock bounds the header block of a raw message read into memory.
@@ -27,7 +28,7 @@ func (s *Server) readRaw(w http.ResponseWriter, r *http.Request, br *bufio.Reade
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe), errors.Is(err, rawmsg.ErrHeaderTooBig):
-		return nil, tooBig
+		return nil, submission.ErrTooBig
 	case err != nil:
 		return nil, malformed("message could not be read: %v", err)
 	}
@@ -49,7 +50,7 @@ func (s *Server) readRaw(w http.ResponseWriter, r *http.Request, br *bufio.Reade
 		return nil, errNoRecipients
 	}
 	h.Remove("Bcc")
-	if sub.messageID, err = h.Complete(s.now(), s.acc.Hostname(), ""); err != nil {
+	if sub.messageID, err = h.Complete(s.clock.Now(), s.acc.Hostname(), ""); err != nil {
 		return nil, malformed("%v", err)
 	}
 	sub.body = h.Reader(br)

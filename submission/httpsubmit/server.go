@@ -15,6 +15,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/submission"
 )
 
@@ -26,8 +27,8 @@ type Options struct {
 	// Acceptor is the submission server's entry point (required).
 	Acceptor submission.Acceptor
 	Logger   *slog.Logger
-	// Now is the clock for Date headers; default time.Now.
-	Now func() time.Time
+	// Clock is the clock for Date headers; default clock.Real.
+	Clock clock.Clock
 	// UploadTimeout bounds reading one request (default 10m, like DATA).
 	UploadTimeout time.Duration
 }
@@ -36,7 +37,7 @@ type Options struct {
 type Server struct {
 	acc     submission.Acceptor
 	log     *slog.Logger
-	now     func() time.Time
+	clock   clock.Clock
 	timeout time.Duration
 	http    *http.Server
 	closing atomic.Bool
@@ -44,12 +45,12 @@ type Server struct {
 
 // New builds a Server.
 func New(o Options) *Server {
-	s := &Server{acc: o.Acceptor, log: o.Logger, now: o.Now, timeout: o.UploadTimeout}
+	s := &Server{acc: o.Acceptor, log: o.Logger, clock: o.Clock, timeout: o.UploadTimeout}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if s.clock == nil {
+		s.clock = clock.Real
 	}
 	if s.timeout <= 0 {
 		s.timeout = 10 * time.Minute
@@ -147,7 +148,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if !s.acc.MayRelay(c) {
 		// No credentials from an untrusted address: the same refusal SMTP
 		// gives at MAIL, counted the same way.
-		writeRefusal(w, s.acc.Refuse(c, submission.RejectRelay, &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "Authentication required"}))
+		writeRefusal(w, s.acc.Refuse(c, submission.RejectRelay, submission.ErrAuthRequired))
 		return
 	}
 	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -215,7 +216,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, c submission.Cli
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeRefusal(w, s.acc.Refuse(c, submission.RejectSize, tooBig))
+			writeRefusal(w, s.acc.Refuse(c, submission.RejectSize, submission.ErrTooBig))
 			return
 		}
 		if se := asSMTP(err); se != nil {
@@ -228,8 +229,6 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, c submission.Cli
 	}
 	writeJSON(w, http.StatusAccepted, accepted{QueueID: env.ID, MessageID: sub.messageID, Recipients: results})
 }
-
-var tooBig = &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: "Message size exceeds fixed maximum message size"}
 
 func asSMTP(err error) *smtp.SMTPError {
 	var se *smtp.SMTPError
