@@ -6,6 +6,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Draft is a message being submitted: its body streams in through Write and
@@ -199,7 +200,7 @@ func (d *Draft) discard() error {
 		return nil
 	}
 	err := d.s.update(func(tx *bolt.Tx) error { return deleteBody(tx, d.id) })
-	if err != nil && !errors.Is(err, bolt.ErrDatabaseNotOpen) {
+	if err != nil && !errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
 		return fmt.Errorf("queue: abort %s: %w", d.id, err)
 	}
 	return nil

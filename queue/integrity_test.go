@@ -37,20 +37,6 @@ func fillQueue(t *testing.T, n int) (string, map[string][]byte) {
 	return path, bodies
 }
 
-// copyFile copies src to a new file in dir.
-func copyFile(t *testing.T, src string) string {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(t.TempDir(), "queue.db")
-	if err := os.WriteFile(dst, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 // TestFlippedBytesNeverCrashOrAlter flips random bytes in copies of a
 // queue file: Open either refuses it (ErrDamaged) or opens it, and then
 // every message reads back byte-identical or fails with ErrDamaged (and is

@@ -84,7 +84,7 @@ func TestOpenQuarantinesCorruptRecord(t *testing.T) {
 	// A second Open finds nothing more to do and still works.
 	s.Close()
 	logs.Reset()
-	s = openAt(t, path, o)
+	openAt(t, path, o)
 	if strings.Contains(logs.String(), "quarantine") {
 		t.Errorf("second Open quarantined again: %s", logs.String())
 	}

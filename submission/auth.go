@@ -9,6 +9,8 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/relayq/relayq/internal/clock"
 )
 
 // dummyHash is compared against when the username is unknown, so that a
@@ -71,7 +73,7 @@ type authLimiter struct {
 	max     int
 	window  time.Duration
 	delay   time.Duration
-	now     func() time.Time
+	clock   clock.Clock
 	entries map[netip.Addr]*authEntry
 }
 
@@ -81,13 +83,13 @@ type authEntry struct {
 	first    time.Time
 }
 
-func newAuthLimiter(max int, window, delay time.Duration, now func() time.Time) *authLimiter {
-	return &authLimiter{max: max, window: window, delay: delay, now: now, entries: map[netip.Addr]*authEntry{}}
+func newAuthLimiter(max int, window, delay time.Duration, clk clock.Clock) *authLimiter {
+	return &authLimiter{max: max, window: window, delay: delay, clock: clk, entries: map[netip.Addr]*authEntry{}}
 }
 
 func (l *authLimiter) entry(ip netip.Addr) *authEntry {
 	e := l.entries[ip]
-	if e != nil && l.now().Sub(e.first) > l.window {
+	if e != nil && l.clock.Now().Sub(e.first) > l.window {
 		delete(l.entries, ip)
 		e = nil
 	}
@@ -144,12 +146,12 @@ func (l *authLimiter) failure(ip netip.Addr) (int, time.Duration) {
 func (l *authLimiter) entryOrNew(ip netip.Addr) *authEntry {
 	e := l.entry(ip)
 	if e == nil {
-		e = &authEntry{first: l.now()}
+		e = &authEntry{first: l.clock.Now()}
 		l.entries[ip] = e
 		// Forget stale entries now and then so the map cannot grow without bound.
 		if len(l.entries) > 10000 {
 			for k, v := range l.entries {
-				if l.now().Sub(v.first) > l.window {
+				if l.clock.Now().Sub(v.first) > l.window {
 					delete(l.entries, k)
 				}
 			}

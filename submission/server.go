@@ -181,7 +181,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{opts: o, log: o.Logger}
 	p := o.Policy
 	s.policy.Store(&p)
-	s.auth = newAuthLimiter(o.AuthMaxFailures, o.AuthLockout, o.AuthFailureDelay, o.Clock.Now)
+	s.auth = newAuthLimiter(o.AuthMaxFailures, o.AuthLockout, o.AuthFailureDelay, o.Clock)
 	s.conns = newConnLimiter(o.MaxConnections, o.MaxConnsPerIP)
 	if o.TLS != nil {
 		s.tlsConf.Store(o.TLS)
