@@ -60,6 +60,9 @@ const maxHeader = 1 << 20
 func Run(args []string, env Env) int {
 	env.fill()
 	o, err := Parse(args)
+	if err == nil {
+		err = checkAddressArgs(o)
+	}
 	if err != nil {
 		return fail(env, ExUsage, err)
 	}
@@ -92,6 +95,19 @@ func Run(args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "sendmail: queued as %s by %s\n", id, rc.Server)
 	}
 	return ExOK
+}
+
+// checkAddressArgs refuses a line break in -f or a recipient argument: an
+// SMTP command is one line (RFC 5321 section 2.3.8), so such an address can
+// never be sent, and it is the caller's mistake (EX_USAGE), not a relay to
+// retry later.
+func checkAddressArgs(o Options) error {
+	for _, a := range append([]string{o.From}, o.Recipients...) {
+		if strings.ContainsAny(a, "\r\n") {
+			return fmt.Errorf("address %q contains a line break", a)
+		}
+	}
+	return nil
 }
 
 func (e *Env) fill() {

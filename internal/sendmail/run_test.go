@@ -121,6 +121,10 @@ func TestExitCodes(t *testing.T) {
 		{"message 4xx", smtptest.NewServer(t, smtptest.Reply("data=451 4.3.0 Disk full")).Addr(), []string{"-t"}, ExTempFail},
 		{"connection dropped at data", smtptest.NewServer(t, smtptest.Reply("data=drop")).Addr(), []string{"-t"}, ExTempFail},
 		{"bad option", down, []string{"-z"}, ExUsage},
+		// A line break in an address from the command line is a caller's
+		// mistake, not a relay that is down: sysexits.h's EX_USAGE.
+		{"LF in -f", smtptest.NewServer(t).Addr(), []string{"-t", "-f", "a@x.test\nRCPT TO:<b@x.test>"}, ExUsage},
+		{"CR in a recipient", smtptest.NewServer(t).Addr(), []string{"a@x.test\r"}, ExUsage},
 		{"no recipients", down, nil, ExUsage},
 	}
 	for _, tc := range tests {
@@ -184,3 +188,4 @@ func TestAuth(t *testing.T) {
 		t.Fatalf("wrong password: exit %d, %d messages; want %d and none", code, mx.MessageCount(), ExNoPerm)
 	}
 }
+
