@@ -220,9 +220,15 @@ func prepare(o Options, env Env, rc RelayConfig) (message, int, error) {
 	if err != nil {
 		return message{}, ExDataErr, fmt.Errorf("reading the message: %w", err)
 	}
-	m := message{from: o.From, rcpts: o.Recipients}
+	m := message{from: o.From}
+	if m.from != "<>" {
+		m.from = qualify(m.from, rc.Hostname)
+	}
+	for _, r := range o.Recipients {
+		m.rcpts = append(m.rcpts, qualify(r, rc.Hostname))
+	}
 	if o.ExtractRecipients {
-		list, err := h.Addresses("To", "Cc", "Bcc")
+		list, err := headerRecipients(h, rc.Hostname)
 		if err != nil {
 			return message{}, ExDataErr, fmt.Errorf("recipients in the header: %w", err)
 		}

@@ -189,3 +189,33 @@ func TestAuth(t *testing.T) {
 	}
 }
 
+// cronie mails job output with `sendmail -t -f root` and "To: root":
+// bare local parts are qualified with the relay's hostname (Postfix's
+// append_at_myorigin with myorigin = myhostname), in the envelope and in
+// the From added, so the relay does not refuse them.
+func TestBareLocalPartsQualified(t *testing.T) {
+	mx := smtptest.NewServer(t)
+	in := "To: root, Ops Team <ops>\nSubject: cron\n\noutput\n"
+	code, errs := run(t, mx.Addr(), in, "-t", "-i", "-f", "root", "admin")
+	if code != ExOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	m := mx.WaitMessages(t, 1, 5*time.Second)[0]
+	if m.From != "root@host.test" || strings.Join(m.To, ",") != "admin@host.test,root@host.test,ops@host.test" {
+		t.Errorf("envelope %s -> %v", m.From, m.To)
+	}
+	if d := string(m.Data); !strings.Contains(d, "From: <root@host.test>\r\n") {
+		t.Errorf("added From not qualified:\n%s", d)
+	}
+}
+
+// -f '<>' is the null sender, never a local part to qualify.
+func TestNullSenderNotQualified(t *testing.T) {
+	mx := smtptest.NewServer(t)
+	if code, errs := run(t, mx.Addr(), "Subject: s\n\nbody\n", "-f", "<>", "a@x.test"); code != ExOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if m := mx.WaitMessages(t, 1, 5*time.Second)[0]; m.From != "" {
+		t.Errorf("envelope sender %q, want <>", m.From)
+	}
+}
