@@ -82,11 +82,14 @@ func Run(args []string, env Env) int {
 	if err != nil {
 		return fail(env, ExConfig, err)
 	}
+	cr := credentials{Username: env.Getenv("RELAYQ_SENDMAIL_USERNAME"), Password: env.Getenv("RELAYQ_SENDMAIL_PASSWORD")}
+	if o.Mode == ModeSMTP {
+		return serveSMTP(env, rc, cr)
+	}
 	m, code, err := prepare(o, env, rc)
 	if err != nil {
 		return fail(env, code, err)
 	}
-	cr := credentials{Username: env.Getenv("RELAYQ_SENDMAIL_USERNAME"), Password: env.Getenv("RELAYQ_SENDMAIL_PASSWORD")}
 	id, code, err := submit(rc.Server, rc.Hostname, cr, m)
 	if err != nil {
 		return fail(env, code, err)
