@@ -188,3 +188,25 @@ func TestSendmailThroughRelay(t *testing.T) {
 		t.Fatalf("relay down: exit %d, stderr %q; want 75 and one line", code, errs)
 	}
 }
+
+// cronie mails a job's output with `sendmail -t -f root` and "To: root"
+// (MAILTO unset): through a running relay the next hop gets both
+// addresses qualified with the relay's hostname, and cron sees exit 0.
+func TestSendmailCronLocalParts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped with -short")
+	}
+	mx := smtptest.NewServer(t)
+	r := newRelay(t, mx.Addr(), "", "")
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	in := "From: \"(Cron Daemon)\" <root>\nTo: root\nSubject: Cron <root@host> run-parts /etc/cron.hourly\n\noutput\n"
+	if code, errs := sendmail(t, r.addr, in, true, "-C", r.cfgPath, "-FCronDaemon", "-i", "-B8BITMIME", "-oem", "-t", "-f", "root"); code != 0 {
+		t.Fatalf("sendmail -t -f root: exit %d: %s", code, errs)
+	}
+	m := mx.WaitMessages(t, 1, 30*time.Second)[0]
+	if m.From != "root@relay.test" || strings.Join(m.To, ",") != "root@relay.test" {
+		t.Errorf("next hop got MAIL FROM:<%s> RCPT TO:%v, want root@relay.test for both", m.From, m.To)
+	}
+}

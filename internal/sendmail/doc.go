@@ -16,6 +16,9 @@
 //     transaction is abandoned and nothing is sent.
 //   - The options programs actually use are honoured; harmless legacy
 //     options are accepted and ignored rather than failing the caller.
+//   - With -bs every reply the program gets to MAIL, RCPT or the final
+//     dot that is not a 2xx is the relay's own (or 451 4.4.2 when the
+//     relay's connection is lost), and a 250 to the dot is the relay's.
 //   - A Bcc header never leaves the machine.
 //   - Credentials (RELAYQ_SENDMAIL_USERNAME/PASSWORD) go only over
 //     STARTTLS or to a loopback relay, never in clear across a network.

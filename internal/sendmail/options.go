@@ -15,6 +15,9 @@ const (
 	ModeQueueList
 	// ModeNoop does nothing successfully (-bi/-I: there are no aliases).
 	ModeNoop
+	// ModeSMTP speaks SMTP on standard input and output (-bs), relaying
+	// each message to the relay.
+	ModeSMTP
 )
 
 // Options are the parsed command line.
@@ -139,8 +142,10 @@ func (o *Options) value(c byte, v string) error {
 			o.Mode = ModeQueueList
 		case "i":
 			o.Mode = ModeNoop
+		case "s":
+			o.Mode = ModeSMTP
 		default:
-			return fmt.Errorf("-b%s is not supported (only -bm, -bp, -bi)", v)
+			return fmt.Errorf("-b%s is not supported (only -bm, -bs, -bp, -bi)", v)
 		}
 	case 'f', 'r':
 		o.From = v

@@ -38,7 +38,7 @@ func TestParseOptionTable(t *testing.T) {
 		{"unknown letter", "-z", Options{}, "unknown option -z"},
 		{"unknown long", "--frobnicate", Options{}, "unknown option --frobnicate"},
 		{"-f without value", "-f", Options{}, "option -f needs a value"},
-		{"-bs unsupported", "-bs", Options{}, "-bs is not supported"},
+		{"-bs -i", "-bs -i", Options{Mode: ModeSMTP, IgnoreDots: true}, ""},
 		{"-bd unsupported", "-bd", Options{}, "-bd is not supported"},
 	}
 	for _, tc := range tests {

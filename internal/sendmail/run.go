@@ -60,6 +60,9 @@ const maxHeader = 1 << 20
 func Run(args []string, env Env) int {
 	env.fill()
 	o, err := Parse(args)
+	if err == nil {
+		err = checkAddressArgs(o)
+	}
 	if err != nil {
 		return fail(env, ExUsage, err)
 	}
@@ -79,11 +82,14 @@ func Run(args []string, env Env) int {
 	if err != nil {
 		return fail(env, ExConfig, err)
 	}
+	cr := credentials{Username: env.Getenv("RELAYQ_SENDMAIL_USERNAME"), Password: env.Getenv("RELAYQ_SENDMAIL_PASSWORD")}
+	if o.Mode == ModeSMTP {
+		return serveSMTP(env, rc, cr)
+	}
 	m, code, err := prepare(o, env, rc)
 	if err != nil {
 		return fail(env, code, err)
 	}
-	cr := credentials{Username: env.Getenv("RELAYQ_SENDMAIL_USERNAME"), Password: env.Getenv("RELAYQ_SENDMAIL_PASSWORD")}
 	id, code, err := submit(rc.Server, rc.Hostname, cr, m)
 	if err != nil {
 		return fail(env, code, err)
@@ -92,6 +98,19 @@ func Run(args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "sendmail: queued as %s by %s\n", id, rc.Server)
 	}
 	return ExOK
+}
+
+// checkAddressArgs refuses a line break in -f or a recipient argument: an
+// SMTP command is one line (RFC 5321 section 2.3.8), so such an address can
+// never be sent, and it is the caller's mistake (EX_USAGE), not a relay to
+// retry later.
+func checkAddressArgs(o Options) error {
+	for _, a := range append([]string{o.From}, o.Recipients...) {
+		if strings.ContainsAny(a, "\r\n") {
+			return fmt.Errorf("address %q contains a line break", a)
+		}
+	}
+	return nil
 }
 
 func (e *Env) fill() {
@@ -204,9 +223,15 @@ func prepare(o Options, env Env, rc RelayConfig) (message, int, error) {
 	if err != nil {
 		return message{}, ExDataErr, fmt.Errorf("reading the message: %w", err)
 	}
-	m := message{from: o.From, rcpts: o.Recipients}
+	m := message{from: o.From}
+	if m.from != "<>" {
+		m.from = qualify(m.from, rc.Hostname)
+	}
+	for _, r := range o.Recipients {
+		m.rcpts = append(m.rcpts, qualify(r, rc.Hostname))
+	}
 	if o.ExtractRecipients {
-		list, err := h.Addresses("To", "Cc", "Bcc")
+		list, err := headerRecipients(h, rc.Hostname)
 		if err != nil {
 			return message{}, ExDataErr, fmt.Errorf("recipients in the header: %w", err)
 		}

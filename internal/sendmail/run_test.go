@@ -121,6 +121,10 @@ func TestExitCodes(t *testing.T) {
 		{"message 4xx", smtptest.NewServer(t, smtptest.Reply("data=451 4.3.0 Disk full")).Addr(), []string{"-t"}, ExTempFail},
 		{"connection dropped at data", smtptest.NewServer(t, smtptest.Reply("data=drop")).Addr(), []string{"-t"}, ExTempFail},
 		{"bad option", down, []string{"-z"}, ExUsage},
+		// A line break in an address from the command line is a caller's
+		// mistake, not a relay that is down: sysexits.h's EX_USAGE.
+		{"LF in -f", smtptest.NewServer(t).Addr(), []string{"-t", "-f", "a@x.test\nRCPT TO:<b@x.test>"}, ExUsage},
+		{"CR in a recipient", smtptest.NewServer(t).Addr(), []string{"a@x.test\r"}, ExUsage},
 		{"no recipients", down, nil, ExUsage},
 	}
 	for _, tc := range tests {
@@ -182,5 +186,36 @@ func TestAuth(t *testing.T) {
 	code, _ := runEnv(t, mx.Addr(), "Subject: s\n\nbody\n", creds, "a@x.test")
 	if code != ExNoPerm || mx.MessageCount() != 0 {
 		t.Fatalf("wrong password: exit %d, %d messages; want %d and none", code, mx.MessageCount(), ExNoPerm)
+	}
+}
+
+// cronie mails job output with `sendmail -t -f root` and "To: root":
+// bare local parts are qualified with the relay's hostname (Postfix's
+// append_at_myorigin with myorigin = myhostname), in the envelope and in
+// the From added, so the relay does not refuse them.
+func TestBareLocalPartsQualified(t *testing.T) {
+	mx := smtptest.NewServer(t)
+	in := "To: root, Ops Team <ops>\nSubject: cron\n\noutput\n"
+	code, errs := run(t, mx.Addr(), in, "-t", "-i", "-f", "root", "admin")
+	if code != ExOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	m := mx.WaitMessages(t, 1, 5*time.Second)[0]
+	if m.From != "root@host.test" || strings.Join(m.To, ",") != "admin@host.test,root@host.test,ops@host.test" {
+		t.Errorf("envelope %s -> %v", m.From, m.To)
+	}
+	if d := string(m.Data); !strings.Contains(d, "From: <root@host.test>\r\n") {
+		t.Errorf("added From not qualified:\n%s", d)
+	}
+}
+
+// -f '<>' is the null sender, never a local part to qualify.
+func TestNullSenderNotQualified(t *testing.T) {
+	mx := smtptest.NewServer(t)
+	if code, errs := run(t, mx.Addr(), "Subject: s\n\nbody\n", "-f", "<>", "a@x.test"); code != ExOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if m := mx.WaitMessages(t, 1, 5*time.Second)[0]; m.From != "" {
+		t.Errorf("envelope sender %q, want <>", m.From)
 	}
 }
