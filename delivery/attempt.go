@@ -100,7 +100,7 @@ func (e *Engine) claim(j *job, set *Settings, start time.Time) (queue.Claimed, e
 			n = r.Attempts + 1
 		}
 	}
-	return e.store.Claim(j.id, j.addrs, start, start.Add(e.delay(set.Policy.Backoff, n)))
+	return e.store.Claim(j.id, j.addrs, start, start.Add(e.draws.delay(set.Policy.Backoff, n)))
 }
 
 // record writes the outcomes and the reports they caused in one

@@ -267,7 +267,7 @@ func (e *Engine) released(r release) {
 		// Attempts that were already in flight when the destination was
 		// suspended report the same trouble; count it once.
 		d.strikes++
-		delay := e.delay(e.settings.Load().Policy.Backoff, d.strikes)
+		delay := e.draws.delay(e.settings.Load().Policy.Backoff, d.strikes)
 		if u := now.Add(delay); u.After(d.until) {
 			d.until = u
 		}

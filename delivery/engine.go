@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -117,8 +116,7 @@ type Engine struct {
 
 	settings atomic.Pointer[Settings]
 
-	rndMu sync.Mutex
-	rnd   *rand.Rand
+	draws draws // backoff delays and jitter
 
 	// events is the scheduler's one inbox: kicks, hand-overs, slots given
 	// back and finished jobs.
@@ -174,7 +172,7 @@ func New(o Options) (*Engine, error) {
 	}
 	e := &Engine{
 		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, hostname: o.Hostname, sign: o.Sign,
-		workers: o.Workers, shaper: o.Shaper, maxHint: o.MaxHintDelay, rnd: o.Rand,
+		workers: o.Workers, shaper: o.Shaper, maxHint: o.MaxHintDelay, draws: draws{rnd: o.Rand},
 		events: make(chan event, eventBuffer),
 		sched:  newSchedState(o.Workers),
 	}
@@ -223,7 +221,7 @@ func (e *Engine) ClaimFirst(env *queue.Envelope) {
 	if env.Created.IsZero() {
 		return
 	}
-	env.ClaimFirst(env.Created.Add(e.delay(e.settings.Load().Policy.Backoff, 1)))
+	env.ClaimFirst(env.Created.Add(e.draws.delay(e.settings.Load().Policy.Backoff, 1)))
 }
 
 // Enqueue hands a message just queued (its 250 sent) straight to the
@@ -245,30 +243,4 @@ func (e *Engine) wake() {
 	case e.events <- event{kind: eventKick}:
 	default: // the scheduler has events waiting: it will look anyway
 	}
-}
-
-// delay draws a backoff delay; the shared *rand.Rand is not safe for
-// concurrent use, so draws are serialised.
-func (e *Engine) delay(b queue.Backoff, n int) time.Duration {
-	e.rndMu.Lock()
-	defer e.rndMu.Unlock()
-	return b.Delay(n, e.rnd)
-}
-
-// jitter is one job's draw of the backoff's random part. Every recipient
-// the job defers gets the same draw, so recipients of one message deferred
-// together to one destination stay due together and go in one
-// transaction again, instead of one each.
-type jitter struct{ a, b uint64 }
-
-// drawJitter draws a job's jitter from the shared source.
-func (e *Engine) drawJitter() jitter {
-	e.rndMu.Lock()
-	defer e.rndMu.Unlock()
-	return jitter{e.rnd.Uint64(), e.rnd.Uint64()}
-}
-
-// next is p.Next with the job's jitter: the same draw for each recipient.
-func (j jitter) next(p queue.Policy, r queue.Recipient, created, now time.Time) (time.Time, bool) {
-	return p.Next(r.Attempts, created, now, rand.New(rand.NewPCG(j.a, j.b)))
 }

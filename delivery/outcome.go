@@ -31,7 +31,7 @@ func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Reci
 // the last reply.
 func (e *Engine) judge(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) verdict {
 	v := verdict{rcpts: rcpts}
-	jit := e.dsns.flights.jitter(env.ID, e.drawJitter)
+	jit := e.dsns.flights.jitter(env.ID, e.draws.jitter)
 	for i, r := range rcpts {
 		var res smtpclient.RcptResult
 		if i < len(results) {
