@@ -141,7 +141,7 @@ func (e *Engine) recordNow(p pendingRecord) (result, bool) {
 	e.logOutcomes(j, p.outcomes, p.end, p.took)
 	if len(p.notices) > 0 {
 		res.notices = before
-		e.wake()
+		e.inbox.wake()
 	}
 	return res, true
 }
@@ -181,7 +181,7 @@ func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue
 	body := func() (io.ReadCloser, error) { return e.store.BodyOf(env), nil }
 	if c, ok := set.Courier.(heldCourier); ok && j.lease != nil {
 		// The connection holds the lease, in the cache too, until it closes.
-		h, idle := connHold{lease: j.lease, e: e}, j.idle
+		h, idle := connHold{lease: j.lease, in: e.inbox}, j.idle
 		j.lease, j.idle = nil, nil
 		return c.DeliverHeld(ctx, hops, denv, body, h, idle)
 	}

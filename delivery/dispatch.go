@@ -166,7 +166,7 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 // carries w, so the scheduler knows it is free again (jobPool.done).
 func (e *Engine) jobber(ctx context.Context, w chan *job) {
 	for j := range w {
-		e.events <- event{kind: eventDone, res: e.run(ctx, j), jobber: w}
+		e.inbox.post(event{kind: eventDone, res: e.run(ctx, j), jobber: w})
 	}
 }
 
@@ -243,11 +243,11 @@ func (e *Engine) free(r release) {
 		r.job.idle, r.job.lease = nil, nil
 		go func() {
 			idle.Close()
-			connHold{lease: lease, e: e}.Release()
+			connHold{lease: lease, in: e.inbox}.Release()
 		}()
 	}
 	r.job.lease.Release()
-	e.events <- event{kind: eventFreed, rel: r}
+	e.inbox.post(event{kind: eventFreed, rel: r})
 }
 
 // released books a slot given back and adjusts the destination's back-off.

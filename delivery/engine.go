@@ -118,9 +118,7 @@ type Engine struct {
 
 	draws draws // backoff delays and jitter
 
-	// events is the scheduler's one inbox: kicks, hand-overs, slots given
-	// back and finished jobs.
-	events chan event
+	inbox inbox // the scheduler's one inbox (inbox.go)
 	// forced collects operators' retries and flushes (Force); reshape
 	// asks the scheduler to resolve every target again (Update).
 	forced  forceSet
@@ -173,8 +171,8 @@ func New(o Options) (*Engine, error) {
 	e := &Engine{
 		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, hostname: o.Hostname, sign: o.Sign,
 		workers: o.Workers, shaper: o.Shaper, maxHint: o.MaxHintDelay, draws: draws{rnd: o.Rand},
-		events: make(chan event, eventBuffer),
-		sched:  newSchedState(o.Workers),
+		inbox: make(inbox, eventBuffer),
+		sched: newSchedState(o.Workers),
 	}
 	e.storage.obs, _ = o.Observer.(StorageObserver)
 	e.jobs.size, e.jobs.work = o.Workers, e.jobber
@@ -208,7 +206,7 @@ func (e *Engine) Update(s Settings) {
 // behind its back. It never blocks.
 func (e *Engine) Kick() {
 	e.sched.cursor.reset()
-	e.wake()
+	e.inbox.wake()
 }
 
 // ClaimFirst records the first attempt of a message about to be committed
@@ -230,17 +228,7 @@ func (e *Engine) ClaimFirst(env *queue.Envelope) {
 // a scan find the message instead, once the first-attempt claim recorded
 // by ClaimFirst runs out (one backoff step later).
 func (e *Engine) Enqueue(env *queue.Envelope) {
-	select {
-	case e.events <- event{kind: eventArrived, env: env}:
-	default:
+	if !e.inbox.offer(event{kind: eventArrived, env: env}) {
 		e.Kick()
-	}
-}
-
-// wake wakes the scheduler without a full rescan.
-func (e *Engine) wake() {
-	select {
-	case e.events <- event{kind: eventKick}:
-	default: // the scheduler has events waiting: it will look anyway
 	}
 }

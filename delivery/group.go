@@ -192,7 +192,7 @@ func (e *Engine) queueMarkedDSNs(id string) (bool, error) {
 		}
 		if done {
 			if len(notices) > 0 {
-				e.wake()
+				e.inbox.wake()
 			}
 			return len(notices) > 0, nil
 		}

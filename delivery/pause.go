@@ -18,7 +18,7 @@ func (e *Engine) Pause(ctx context.Context) error {
 	e.paused.Store(true)
 	idle := make(chan struct{})
 	select {
-	case e.events <- event{kind: eventPause, idle: idle}:
+	case e.inbox <- event{kind: eventPause, idle: idle}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}

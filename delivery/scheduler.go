@@ -17,34 +17,6 @@ const maxPending = 10000
 // scanBatch is how many due messages one store scan returns.
 const scanBatch = 256
 
-// eventBuffer is how many events wait for the scheduler before Enqueue
-// falls back to a Kick and workers wait to report.
-const eventBuffer = 4096
-
-// eventKind says what an event reports.
-type eventKind uint8
-
-const (
-	eventKick    eventKind = iota // look again (Kick, wake)
-	eventArrived                  // env was just queued (Enqueue)
-	eventFreed                    // rel: a job's slot is free again
-	eventDone                     // res: a job is completely done
-	eventTarget                   // resolved: a destination's MX lookup for shaping answered
-	eventPause                    // idle: closed once nothing is in flight (Pause)
-)
-
-// event is one message to the scheduler goroutine.
-type event struct {
-	kind eventKind
-	env  *queue.Envelope
-	rel  release
-	res  result
-
-	resolved resolved
-	idle     chan struct{}
-	jobber   chan *job // eventDone: the job goroutine now idle
-}
-
 // Run schedules and delivers until ctx is cancelled. Then it stops starting
 // attempts, gives those in flight up to grace to finish, cancels the rest
 // (their recipients stay due: the attempt was recorded before dialing) and
@@ -70,7 +42,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 			e.abandonUnwritten()
 			e.settings.Load().Courier.Close()
 			return
-		case ev := <-e.events:
+		case ev := <-e.inbox:
 			e.handle(ev)
 		case <-tc:
 		}
@@ -109,7 +81,7 @@ func (e *Engine) handle(ev event) {
 func (e *Engine) absorb() {
 	for {
 		select {
-		case ev := <-e.events:
+		case ev := <-e.inbox:
 			e.handle(ev)
 		default:
 			return
@@ -125,7 +97,7 @@ func (e *Engine) windDown(grace time.Duration, cancel context.CancelFunc) {
 	defer t.Stop()
 	for e.sched.running > 0 {
 		select {
-		case ev := <-e.events:
+		case ev := <-e.inbox:
 			e.handle(ev)
 		case <-t.C():
 			e.log.Warn("abandoning deliveries in flight at shutdown; they stay due", "count", e.sched.active)

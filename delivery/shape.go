@@ -48,12 +48,12 @@ type heldCourier interface {
 // waiting for that slot.
 type connHold struct {
 	lease *shaping.Lease
-	e     *Engine
+	in    inbox // the engine's: which engine the connection's lease is of
 }
 
 func (h connHold) Release() {
 	h.lease.Release()
-	h.e.wake()
+	h.in.wake()
 }
 
 // reuseIdle gives j an idle connection of its own target (its own
@@ -70,7 +70,7 @@ func (e *Engine) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool
 	}
 	idle, h := c.TakeIdle(func(h smtpclient.Hold) bool {
 		ch, ok := h.(connHold)
-		return ok && ch.e == e && ch.lease.For(d.target)
+		return ok && ch.in == e.inbox && ch.lease.For(d.target)
 	})
 	if idle == nil {
 		return false, shaping.Wait{}, false
@@ -95,7 +95,7 @@ func (e *Engine) closeIdleIn(sc shaping.Scope, t shaping.Target) {
 	if c, ok := e.settings.Load().Courier.(heldCourier); ok {
 		c.CloseIdle(func(h smtpclient.Hold) bool {
 			ch, ok := h.(connHold)
-			return ok && ch.e == e && ch.lease.In(sc) && !ch.lease.For(t)
+			return ok && ch.in == e.inbox && ch.lease.In(sc) && !ch.lease.For(t)
 		})
 	}
 }
@@ -162,7 +162,7 @@ func (e *Engine) targetOf(ctx context.Context, d *dest, domain string, now time.
 		if err != nil || until.IsZero() {
 			until = e.clock.Now().Add(resolveRetry)
 		}
-		e.events <- event{kind: eventTarget, resolved: resolved{dest: d.name, key: key, hosts: hosts, until: until}}
+		e.inbox.post(event{kind: eventTarget, resolved: resolved{dest: d.name, key: key, hosts: hosts, until: until}})
 	}()
 	return false
 }
