@@ -131,10 +131,7 @@ type Engine struct {
 	// dsns are the DSNs owed for messages' jobs (group.go).
 	dsns dsnLedger
 
-	// paused: Pause was called and Resume not yet (see pause.go);
-	// idleWaiters are Pause calls waiting for the attempts in flight.
-	paused      atomic.Bool
-	idleWaiters []chan struct{}
+	pause pauseState // Pause and Resume (pause.go)
 	// jobs runs the attempts, on at most workers goroutines.
 	jobs jobPool
 }

@@ -28,7 +28,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 		e.fill(workCtx)
 		var timer clock.Timer
 		var tc <-chan time.Time
-		if wake, ok := e.nextWake(e.clock.Now()); ok && !e.paused.Load() {
+		if wake, ok := e.nextWake(e.clock.Now()); ok && !e.pause.paused() {
 			timer = e.clock.NewTimer(wake.Sub(e.clock.Now()))
 			tc = timer.C()
 		}
@@ -51,9 +51,9 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 		}
 		e.absorb()
 		if e.sched.running == 0 {
-			e.jobs.stopIdle() // before notifyIdle: a paused engine keeps no goroutine
+			e.jobs.stopIdle() // before notify: a paused engine keeps no goroutine
 		}
-		e.notifyIdle()
+		e.pause.notify(e.sched.running)
 	}
 }
 
@@ -72,7 +72,7 @@ func (e *Engine) handle(ev event) {
 	case eventTarget:
 		e.resolvedTarget(ev.resolved)
 	case eventPause:
-		e.idleWaiters = append(e.idleWaiters, ev.idle)
+		e.pause.await(ev.idle)
 	}
 }
 
@@ -123,7 +123,7 @@ func (p postponements) add(dest, id string, addrs []string) {
 // disk to the end of the suspension rather than held in memory, so scans
 // stay short however much mail waits.
 func (e *Engine) fill(ctx context.Context) {
-	if e.paused.Load() {
+	if e.pause.paused() {
 		return // Pause: nothing new starts, nothing is read
 	}
 	now := e.clock.Now()
