@@ -79,7 +79,7 @@ func (e *Engine) conclude(j *job, set *Settings, env *queue.Envelope, v verdict,
 	if env.From != "" && e.dsns.flights.hold(j.id) {
 		v.hold()
 	} else {
-		notices = e.dsnsFor(set, env, v, end)
+		notices = e.reports.forVerdict(set, env, v, end)
 	}
 	return e.record(j, v.outcomes, notices, end, took)
 }

@@ -103,16 +103,15 @@ type Settings struct {
 // Engine delivers queued mail: one scheduler goroutine finds due messages
 // and hands them to a bounded pool of attempts, per destination.
 type Engine struct {
-	store    *queue.Store
-	clock    clock.Clock
-	log      *slog.Logger
-	obs      Observer
-	tlsrpt   TLSRecorder
-	hostname string
-	sign     func([]byte) ([]byte, error)
-	workers  int
-	shaper   Shaper
-	maxHint  time.Duration
+	store   *queue.Store
+	clock   clock.Clock
+	log     *slog.Logger
+	obs     Observer
+	tlsrpt  TLSRecorder
+	reports dsnWriter // the DSNs relayq writes (notify.go)
+	workers int
+	shaper  Shaper
+	maxHint time.Duration
 
 	settings atomic.Pointer[Settings]
 
@@ -166,11 +165,12 @@ func New(o Options) (*Engine, error) {
 		o.Shaper = defaultShaper(o)
 	}
 	e := &Engine{
-		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, hostname: o.Hostname, sign: o.Sign,
+		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport,
 		workers: o.Workers, shaper: o.Shaper, maxHint: o.MaxHintDelay, draws: draws{rnd: o.Rand},
 		inbox: make(inbox, eventBuffer),
 		sched: newSchedState(o.Workers),
 	}
+	e.reports = dsnWriter{store: o.Store, clock: o.Clock, log: o.Logger, hostname: o.Hostname, sign: o.Sign}
 	e.storage.obs, _ = o.Observer.(StorageObserver)
 	e.jobs.size, e.jobs.work = o.Workers, e.jobber
 	if ids := o.Store.Marked(); len(ids) > 0 {

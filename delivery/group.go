@@ -1,11 +1,8 @@
 package delivery
 
 import (
-	"errors"
 	"sync"
 	"time"
-
-	"github.com/relayq/relayq/queue"
 )
 
 // One report per message per pass. A message whose
@@ -138,7 +135,10 @@ func (e *Engine) settle(r result) result {
 		return r
 	}
 	before := e.clock.Now() // no later than the report's due time
-	queued, err := e.queueMarkedDSNs(r.job.id)
+	queued, err := e.reports.queueMarked(e.settings.Load(), r.job.id)
+	if queued {
+		e.inbox.wake()
+	}
 	switch {
 	case err == nil:
 		if queued && (r.notices.IsZero() || before.Before(r.notices)) {
@@ -151,54 +151,6 @@ func (e *Engine) settle(r result) result {
 		e.log.Error("queuing a grouped report failed", "id", r.job.id, "err", err)
 	}
 	return r
-}
-
-// errMarksMoving: the marks of a message kept changing under queueMarkedDSNs.
-var errMarksMoving = errors.New("delivery: pending reports changed while being reported")
-
-// queueMarkedDSNs queues one "failed" report and one "delayed" warning for
-// every pending mark of message id, and reports whether it queued any. A
-// message gone (deleted by an operator) has nothing left to report.
-func (e *Engine) queueMarkedDSNs(id string) (bool, error) {
-	set := e.settings.Load()
-	for range 3 {
-		env, err := e.store.Get(id)
-		if errors.Is(err, queue.ErrNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		marks := env.Marks()
-		if len(marks) == 0 {
-			return false, nil
-		}
-		var v verdict
-		for _, r := range env.Recipients {
-			switch r.Report {
-			case queue.ReportFailed:
-				v.failed = append(v.failed, r)
-			case queue.ReportDelayed:
-				v.delayed = append(v.delayed, r)
-			}
-		}
-		notices := e.dsnsFor(set, env, v, e.clock.Now())
-		done, err := e.store.QueueGroupedDSN(id, marks, notices...)
-		if errors.Is(err, queue.ErrNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if done {
-			if len(notices) > 0 {
-				e.inbox.wake()
-			}
-			return len(notices) > 0, nil
-		}
-		// Another reporter cleared some of these marks first: read again.
-	}
-	return false, errMarksMoving
 }
 
 // writeOwedDSNs queues the reports of messages left marked: by a stop
@@ -214,7 +166,10 @@ func (e *Engine) writeOwedDSNs(now time.Time) bool {
 			continue
 		}
 		before := e.clock.Now() // no later than the report's due time
-		queued, err := e.queueMarkedDSNs(id)
+		queued, err := e.reports.queueMarked(e.settings.Load(), id)
+		if queued {
+			e.inbox.wake()
+		}
 		if err != nil {
 			if retryable(err) {
 				e.log.Error("queuing a pending report failed", "id", id, "err", err)

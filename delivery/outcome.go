@@ -22,7 +22,7 @@ type verdict struct {
 // DSNs those outcomes call for (see judge).
 func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
 	v := e.judge(set, env, rcpts, results, end)
-	return v.outcomes, e.dsnsFor(set, env, v, end)
+	return v.outcomes, e.reports.forVerdict(set, env, v, end)
 }
 
 // judge turns per-recipient replies into queue outcomes: 2xx delivered,
@@ -78,19 +78,10 @@ func (e *Engine) judge(set *Settings, env *queue.Envelope, rcpts []queue.Recipie
 	return v
 }
 
-// dsnsFor builds the one "failed" report and the one "delayed" warning v
-// calls for.
-func (e *Engine) dsnsFor(set *Settings, env *queue.Envelope, v verdict, now time.Time) []queue.Notice {
-	var notices []queue.Notice
-	notices = append(notices, e.bounceNotices(env, v.failed, now)...)
-	notices = append(notices, e.delayNotices(env, v.delayed, now, set)...)
-	return notices
-}
-
-// hold marks each outcome of v whose recipient dsnsFor would name with
+// hold marks each outcome of v whose recipient dsnWriter.forVerdict would name with
 // the report it is owed (queue.Outcome.Report) instead: the last attempt
 // of the message's pass builds one report for every mark (group.go). The
-// marks are exactly what dsnsFor would list: failures the recipient's
+// marks are exactly what forVerdict would list: failures the recipient's
 // NOTIFY asks for, and warnings (judge asked NOTIFY already).
 func (v *verdict) hold() {
 	for i := range v.outcomes {
