@@ -109,7 +109,7 @@ func (e *Engine) claim(j *job, set *Settings, start time.Time) (queue.Claimed, e
 // full disk) goes back to the scheduler to keep in memory and write later:
 // the delivery was made and must not be made again.
 func (e *Engine) record(j *job, outcomes []queue.Outcome, notices []queue.Notice, end time.Time, took time.Duration) result {
-	p := pendingRecord{job: j, outcomes: e.tallyTLS(j, outcomes, end), notices: notices, end: end, took: took}
+	p := pendingRecord{job: j, outcomes: e.outlog.tally(j, outcomes, end), notices: notices, end: end, took: took}
 	res, ok := e.recordNow(p)
 	if !ok {
 		return result{job: j, unwritten: &p}
@@ -138,7 +138,7 @@ func (e *Engine) recordNow(p pendingRecord) (result, bool) {
 		return result{job: j}, true
 	}
 	res := result{job: j, recorded: true, next: earliest(after), marked: owes(p.outcomes)}
-	e.logOutcomes(j, p.outcomes, p.end, p.took)
+	e.outlog.written(j, p.outcomes, p.end, p.took)
 	if len(p.notices) > 0 {
 		res.notices = before
 		e.inbox.wake()

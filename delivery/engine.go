@@ -107,8 +107,8 @@ type Engine struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	obs     Observer
-	tlsrpt  TLSRecorder
-	reports dsnWriter // the DSNs relayq writes (notify.go)
+	outlog  outcomeLog // what the log and the Observer say of outcomes (outlog.go)
+	reports dsnWriter  // the DSNs relayq writes (notify.go)
 	workers int
 	shaper  Shaper
 	maxHint time.Duration
@@ -165,12 +165,14 @@ func New(o Options) (*Engine, error) {
 		o.Shaper = defaultShaper(o)
 	}
 	e := &Engine{
-		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport,
+		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer,
 		workers: o.Workers, shaper: o.Shaper, maxHint: o.MaxHintDelay, draws: draws{rnd: o.Rand},
 		inbox: make(inbox, eventBuffer),
 		sched: newSchedState(o.Workers),
 	}
 	e.reports = dsnWriter{store: o.Store, clock: o.Clock, log: o.Logger, hostname: o.Hostname, sign: o.Sign}
+	inStore, _ := o.TLSReport.(*queue.Store)
+	e.outlog = outcomeLog{log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, tlsInStore: inStore != nil && inStore == o.Store}
 	e.storage.obs, _ = o.Observer.(StorageObserver)
 	e.jobs.size, e.jobs.work = o.Workers, e.jobber
 	if ids := o.Store.Marked(); len(ids) > 0 {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery/smtpclient"
-	"github.com/relayq/relayq/internal/logbuf"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpcodes"
 )
@@ -118,27 +117,4 @@ func notifies(list []string, kind string) bool {
 		}
 	}
 	return false
-}
-
-// logOutcomes logs and counts recorded outcomes. It runs only after the queue
-// has them, so what the log and metrics say is what a restart would find.
-func (e *Engine) logOutcomes(j *job, outcomes []queue.Outcome, end time.Time, took time.Duration) {
-	for i, o := range outcomes {
-		e.logAttempt(j, o.Address, o.RemoteMTA, end, string(o.Status), o.Reply, o.NextAttempt)
-		e.observeTLS(j, o, i == 0, end)
-		if e.obs != nil {
-			e.obs.Attempted(o.Status, took)
-		}
-	}
-}
-
-// logAttempt writes the one line per recipient per attempt that lets
-// `grep <queue ID>` tell a message's whole story.
-func (e *Engine) logAttempt(j *job, rcpt, hop string, now time.Time, status, reply string, next time.Time) {
-	args := []any{"id", j.id, "rcpt", rcpt, "hop", hop, "delay", now.Sub(j.env.Created).Round(time.Millisecond).String(), "status", status, "reply", reply}
-	if !next.IsZero() {
-		args = append(args, "next_attempt", next.Sub(now).Round(time.Millisecond).String())
-	}
-	args = tlsArgs(j, args)
-	logbuf.Info(e.log, "delivery", args...)
 }
