@@ -162,25 +162,6 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 	}
 }
 
-// jobber attempts each job it is handed until w is closed. Its done event
-// carries w, so the scheduler knows it is free again (jobPool.done).
-func (e *Engine) jobber(ctx context.Context, w chan *job) {
-	for j := range w {
-		e.inbox.post(event{kind: eventDone, res: e.run(ctx, j), jobber: w})
-	}
-}
-
-// run makes j's attempt, gives its slot back if the attempt did not, and
-// settles its message's reports (group.go).
-func (e *Engine) run(ctx context.Context, j *job) result {
-	r := e.attempt(ctx, j)
-	e.free(release{job: j})
-	if r.unwritten == nil {
-		r = e.settle(r)
-	}
-	return r
-}
-
 // admit asks shaping to let j go to d now. Refused for a suspension, d's
 // queue waits on disk until it ends; for the rate, in memory until the
 // next token (the scheduler's timer is set to it); for connections, until
@@ -230,24 +211,6 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 		e.parkOverflow(d, w)
 	}
 	return false
-}
-
-// free hands the job's slot back, once (called by the worker).
-func (e *Engine) free(r release) {
-	if r.job.freed {
-		return
-	}
-	r.job.freed = true
-	if idle, lease := r.job.idle, r.job.lease; idle != nil {
-		// Not attempted: the connection closes first, then its slot goes.
-		r.job.idle, r.job.lease = nil, nil
-		go func() {
-			idle.Close()
-			connHold{lease: lease, in: e.inbox}.Release()
-		}()
-	}
-	r.job.lease.Release()
-	e.inbox.post(event{kind: eventFreed, rel: r})
 }
 
 // released books a slot given back and adjusts the destination's back-off.

@@ -107,11 +107,8 @@ type Engine struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	obs     Observer
-	outlog  outcomeLog // what the log and the Observer say of outcomes (outlog.go)
-	reports dsnWriter  // the DSNs relayq writes (notify.go)
 	workers int
 	shaper  Shaper
-	maxHint time.Duration
 
 	settings atomic.Pointer[Settings]
 
@@ -131,8 +128,10 @@ type Engine struct {
 	dsns dsnLedger
 
 	pause pauseState // Pause and Resume (pause.go)
-	// jobs runs the attempts, on at most workers goroutines.
+	// jobs runs the attempts, on at most workers goroutines; att makes
+	// them (attempt.go).
 	jobs jobPool
+	att  attempter
 }
 
 // New builds an Engine; Run starts it.
@@ -166,15 +165,19 @@ func New(o Options) (*Engine, error) {
 	}
 	e := &Engine{
 		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer,
-		workers: o.Workers, shaper: o.Shaper, maxHint: o.MaxHintDelay, draws: draws{rnd: o.Rand},
+		workers: o.Workers, shaper: o.Shaper, draws: draws{rnd: o.Rand},
 		inbox: make(inbox, eventBuffer),
 		sched: newSchedState(o.Workers),
 	}
-	e.reports = dsnWriter{store: o.Store, clock: o.Clock, log: o.Logger, hostname: o.Hostname, sign: o.Sign}
 	inStore, _ := o.TLSReport.(*queue.Store)
-	e.outlog = outcomeLog{log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, tlsInStore: inStore != nil && inStore == o.Store}
+	e.att = attempter{
+		store: o.Store, clock: o.Clock, log: o.Logger, settings: &e.settings, shaper: o.Shaper, maxHint: o.MaxHintDelay,
+		draws: &e.draws, flights: &e.dsns.flights, inbox: e.inbox,
+		reports: dsnWriter{store: o.Store, clock: o.Clock, log: o.Logger, hostname: o.Hostname, sign: o.Sign},
+		outlog:  outcomeLog{log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, tlsInStore: inStore != nil && inStore == o.Store},
+	}
 	e.storage.obs, _ = o.Observer.(StorageObserver)
-	e.jobs.size, e.jobs.work = o.Workers, e.jobber
+	e.jobs.size, e.jobs.work = o.Workers, e.att.jobber
 	if ids := o.Store.Marked(); len(ids) > 0 {
 		o.Logger.Info("queuing reports left pending by the last stop", "messages", len(ids))
 		e.dsns.due = ids

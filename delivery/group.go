@@ -130,14 +130,14 @@ func (f *flights) end(id string, marked bool) bool {
 // it was the last of its message in flight with marks pending, queues
 // their report. A report that could not be written is left to the
 // scheduler (result.dsnLater).
-func (e *Engine) settle(r result) result {
-	if !e.dsns.flights.end(r.job.id, r.marked) {
+func (a *attempter) settle(r result) result {
+	if !a.flights.end(r.job.id, r.marked) {
 		return r
 	}
-	before := e.clock.Now() // no later than the report's due time
-	queued, err := e.reports.queueMarked(e.settings.Load(), r.job.id)
+	before := a.clock.Now() // no later than the report's due time
+	queued, err := a.reports.queueMarked(a.settings.Load(), r.job.id)
 	if queued {
-		e.inbox.wake()
+		a.inbox.wake()
 	}
 	switch {
 	case err == nil:
@@ -145,10 +145,10 @@ func (e *Engine) settle(r result) result {
 			r.notices = before
 		}
 	case retryable(err):
-		e.log.Error("queuing a grouped report failed; retried when the queue takes writes again", "id", r.job.id, "err", err)
+		a.log.Error("queuing a grouped report failed; retried when the queue takes writes again", "id", r.job.id, "err", err)
 		r.dsnLater = true
 	default:
-		e.log.Error("queuing a grouped report failed", "id", r.job.id, "err", err)
+		a.log.Error("queuing a grouped report failed", "id", r.job.id, "err", err)
 	}
 	return r
 }
@@ -166,7 +166,7 @@ func (e *Engine) writeOwedDSNs(now time.Time) bool {
 			continue
 		}
 		before := e.clock.Now() // no later than the report's due time
-		queued, err := e.reports.queueMarked(e.settings.Load(), id)
+		queued, err := e.att.reports.queueMarked(e.settings.Load(), id)
 		if queued {
 			e.inbox.wake()
 		}

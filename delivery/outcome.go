@@ -19,18 +19,18 @@ type verdict struct {
 
 // outcomes turns per-recipient replies into queue outcomes and builds the
 // DSNs those outcomes call for (see judge).
-func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
-	v := e.judge(set, env, rcpts, results, end)
-	return v.outcomes, e.reports.forVerdict(set, env, v, end)
+func (a *attempter) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
+	v := a.judge(set, env, rcpts, results, end)
+	return v.outcomes, a.reports.forVerdict(set, env, v, end)
 }
 
 // judge turns per-recipient replies into queue outcomes: 2xx delivered,
 // 5xx bounced, 4xx deferred by the backoff (or the reply's own "try again
 // in N", whichever is later) until max_attempts or max_age, then bounced with
 // the last reply.
-func (e *Engine) judge(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) verdict {
+func (a *attempter) judge(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) verdict {
 	v := verdict{rcpts: rcpts}
-	jit := e.dsns.flights.jitter(env.ID, e.draws.jitter)
+	jit := a.flights.jitter(env.ID, a.draws.jitter)
 	for i, r := range rcpts {
 		var res smtpclient.RcptResult
 		if i < len(results) {
@@ -53,8 +53,8 @@ func (e *Engine) judge(set *Settings, env *queue.Envelope, rcpts []queue.Recipie
 			if h, ok := smtpcodes.RetryHint(res.Reply.Text); ok {
 				// A greylisting server that names its window: retrying inside
 				// it would only waste an attempt.
-				if h > e.maxHint {
-					h = e.maxHint
+				if h > a.maxHint {
+					h = a.maxHint
 				}
 				if t := end.Add(h); t.After(next) {
 					next = t

@@ -44,7 +44,7 @@ func (e *Engine) Resume() {
 // policy (or bounced once it gives up). The caller records them with
 // queue.Store.Record.
 func (e *Engine) Outcomes(env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
-	return e.outcomes(e.settings.Load(), env, rcpts, results, end)
+	return e.att.outcomes(e.settings.Load(), env, rcpts, results, end)
 }
 
 // pauseState is whether the engine is paused (Pause called and Resume not

@@ -187,7 +187,7 @@ func (e *Engine) resolvedTarget(r resolved) {
 
 // react hands every distinct failure reply of an attempt to the shaper
 // and makes the recipients whose reply a bounce rule matched permanent.
-func (e *Engine) react(t shaping.Target, results []smtpclient.RcptResult) {
+func (a *attempter) react(t shaping.Target, results []smtpclient.RcptResult) {
 	seen := map[string]shaping.Verdict{}
 	for i := range results {
 		r := &results[i].Reply
@@ -197,7 +197,7 @@ func (e *Engine) react(t shaping.Target, results []smtpclient.RcptResult) {
 		key := r.String()
 		v, ok := seen[key]
 		if !ok {
-			v, _ = e.shaper.React(t, *r)
+			v, _ = a.shaper.React(t, *r)
 			seen[key] = v
 		}
 		if v.Permanent && r.Class == smtpcodes.Transient {

@@ -105,14 +105,14 @@ func (b *storageBackoff) keep(p pendingRecord, now time.Time) {
 func (e *Engine) writeUnwritten(now time.Time) bool {
 	for len(e.storage.unwritten) > 0 {
 		p := e.storage.unwritten[0]
-		res, ok := e.recordNow(p)
+		res, ok := e.att.recordNow(p)
 		if !ok {
 			e.storage.failed(StorageRecord, now)
 			return false
 		}
 		e.storage.unwritten[0] = pendingRecord{}
 		e.storage.unwritten = e.storage.unwritten[1:]
-		res = e.settle(res) // its job is done only now (group.go)
+		res = e.att.settle(res) // its job is done only now (group.go)
 		e.dsnLater(res, now)
 		e.booked(res)
 	}
