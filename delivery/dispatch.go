@@ -115,10 +115,10 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 	var launch []*job
 	e.sched.starts++
 	clear(e.sched.refusals)
-	for e.sched.active < e.workers {
+	for e.sched.active < e.sched.workers {
 		started := false
 		for _, d := range e.sched.dests {
-			if e.sched.active >= e.workers {
+			if e.sched.active >= e.sched.workers {
 				break
 			}
 			if len(d.queue) == 0 {
@@ -170,15 +170,16 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 // in a start call refuses the other destinations it bounds in that call
 // without asking again (refusedScope).
 func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool {
-	if !e.targetOf(ctx, d, domainOf(j.addrs[0]), now) {
+	known, looking := e.gate.targetOf(ctx, d, domainOf(j.addrs[0]), now)
+	if looking {
+		e.sched.running++ // the lookup counts as work in flight, so shutdown waits for it
+	}
+	if !known {
 		return false
 	}
 	w, known := e.sched.refusedScope(d.target, j.force)
 	if !known {
-		var lease *shaping.Lease
-		lease, w = e.shaper.Admit(d.target, j.force)
-		if w.Reason == 0 {
-			j.target, j.lease = d.target, lease
+		if w = e.gate.ask(d, j); w.Reason == 0 {
 			return true
 		}
 		e.sched.refusals[w.Scope] = w
@@ -188,14 +189,14 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 		// sharing a rate through Redis race for its tokens on equal terms
 		// (one that went straight for a token over its idle connection won
 		// every race and starved the others).
-		if ok, rw, found := e.reuseIdle(d, j); found {
+		if ok, rw, found := e.gate.reuseIdle(d, j); found {
 			if ok {
 				return true
 			}
 			w = rw // a connection is there; a token is not yet
 			e.sched.refusals[w.Scope] = w
 		} else {
-			e.closeIdleIn(w.Scope, d.target)
+			e.gate.closeIdleIn(w.Scope, d.target)
 		}
 	}
 	switch w.Reason {
@@ -244,7 +245,7 @@ func (e *Engine) released(r release) {
 		}
 		d.strikes = 0
 		d.until = time.Time{}
-		if d.window < e.workers {
+		if d.window < e.sched.workers {
 			d.window = max(d.window, initialWindow) + 1
 		}
 	}

@@ -103,12 +103,11 @@ type Settings struct {
 // Engine delivers queued mail: one scheduler goroutine finds due messages
 // and hands them to a bounded pool of attempts, per destination.
 type Engine struct {
-	store   *queue.Store
-	clock   clock.Clock
-	log     *slog.Logger
-	obs     Observer
-	workers int
-	shaper  Shaper
+	store *queue.Store
+	clock clock.Clock
+	log   *slog.Logger
+	obs   Observer
+	gate  gate // traffic shaping on the scheduler's side (shape.go)
 
 	settings atomic.Pointer[Settings]
 
@@ -165,10 +164,11 @@ func New(o Options) (*Engine, error) {
 	}
 	e := &Engine{
 		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer,
-		workers: o.Workers, shaper: o.Shaper, draws: draws{rnd: o.Rand},
+		draws: draws{rnd: o.Rand},
 		inbox: make(inbox, eventBuffer),
 		sched: newSchedState(o.Workers),
 	}
+	e.gate = gate{shaper: o.Shaper, settings: &e.settings, clock: o.Clock, inbox: e.inbox}
 	inStore, _ := o.TLSReport.(*queue.Store)
 	e.att = attempter{
 		store: o.Store, clock: o.Clock, log: o.Logger, settings: &e.settings, shaper: o.Shaper, maxHint: o.MaxHintDelay,

@@ -70,7 +70,10 @@ func (e *Engine) handle(ev event) {
 		}
 		e.finish(ev.res)
 	case eventTarget:
-		e.resolvedTarget(ev.resolved)
+		e.sched.running--
+		if d := e.sched.dests[ev.resolved.dest]; d != nil {
+			e.gate.resolved(d, ev.resolved)
+		}
 	case eventPause:
 		e.pause.await(ev.idle)
 	}

@@ -5,10 +5,12 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpcodes"
 )
@@ -43,6 +45,28 @@ type heldCourier interface {
 	CloseIdle(match func(smtpclient.Hold) bool) bool
 }
 
+// gate is the scheduler's side of traffic shaping: a destination's
+// target (resolved through the Router, off the scheduler goroutine), the
+// Shaper's admission of a job to it, and the idle connections a job may
+// reuse or have closed. It keeps no state of its own (a destination's
+// target is the dest's); only the scheduler goroutine uses it.
+type gate struct {
+	shaper   Shaper
+	settings *atomic.Pointer[Settings] // the engine's: Router and Courier
+	clock    clock.Clock
+	inbox    inbox // for MX answers; names the engine's held connections
+}
+
+// ask asks the Shaper to admit j to d's target now; admitted, j holds
+// the target and the lease.
+func (g *gate) ask(d *dest, j *job) shaping.Wait {
+	lease, w := g.shaper.Admit(d.target, j.force)
+	if w.Reason == 0 {
+		j.target, j.lease = d.target, lease
+	}
+	return w
+}
+
 // connHold is a lease as a connection holds it: released when the
 // connection closes, which wakes the scheduler, since a delivery may be
 // waiting for that slot.
@@ -63,19 +87,19 @@ func (h connHold) Release() {
 // connections instead of closing and dialing. found reports whether there
 // was one; ok whether j may go now, and when not, w is why (the connection
 // stays in the cache meanwhile).
-func (e *Engine) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool) {
-	c, isHeld := e.settings.Load().Courier.(heldCourier)
+func (g *gate) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool) {
+	c, isHeld := g.settings.Load().Courier.(heldCourier)
 	if !isHeld {
 		return false, shaping.Wait{}, false
 	}
 	idle, h := c.TakeIdle(func(h smtpclient.Hold) bool {
 		ch, ok := h.(connHold)
-		return ok && ch.in == e.inbox && ch.lease.For(d.target)
+		return ok && ch.in == g.inbox && ch.lease.For(d.target)
 	})
 	if idle == nil {
 		return false, shaping.Wait{}, false
 	}
-	if w := e.shaper.Reuse(d.target, j.force); w.Reason != 0 {
+	if w := g.shaper.Reuse(d.target, j.force); w.Reason != 0 {
 		idle.Return(h)
 		return false, w, true
 	}
@@ -91,11 +115,11 @@ func (e *Engine) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool
 // closing it would only make the job dial anew (with Redis, whose counts
 // lag a node's releases by a few milliseconds, that happened for one
 // message in seven).
-func (e *Engine) closeIdleIn(sc shaping.Scope, t shaping.Target) {
-	if c, ok := e.settings.Load().Courier.(heldCourier); ok {
+func (g *gate) closeIdleIn(sc shaping.Scope, t shaping.Target) {
+	if c, ok := g.settings.Load().Courier.(heldCourier); ok {
 		c.CloseIdle(func(h smtpclient.Hold) bool {
 			ch, ok := h.(connHold)
-			return ok && ch.in == e.inbox && ch.lease.In(sc) && !ch.lease.For(t)
+			return ok && ch.in == g.inbox && ch.lease.In(sc) && !ch.lease.For(t)
 		})
 	}
 }
@@ -135,36 +159,36 @@ const lateWake = 10 * time.Millisecond
 // before the engine looks again.
 const resolveRetry = time.Minute
 
-// targetOf returns d's shaping target when it is known and current, and
-// otherwise starts finding it (an MX lookup, off the scheduler goroutine)
-// and returns false; an eventResolved brings the answer.
-func (e *Engine) targetOf(ctx context.Context, d *dest, domain string, now time.Time) bool {
+// targetOf reports whether d's shaping target is known and current, and
+// otherwise starts finding it (an MX lookup, off the scheduler goroutine;
+// looking says one started, to be counted as work in flight) unless a
+// lookup is under way; an eventTarget brings the answer.
+func (g *gate) targetOf(ctx context.Context, d *dest, domain string, now time.Time) (known, looking bool) {
 	if d.hasTarget && (d.targetUntil.IsZero() || now.Before(d.targetUntil)) {
-		return true
+		return true, false
 	}
 	if d.resolving {
-		return false
+		return false, false
 	}
-	router := e.settings.Load().Router
+	router := g.settings.Load().Router
 	key, mx := router.ShapeKey(domain)
 	if !mx {
-		d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(key, nil), true, time.Time{}
-		return true
+		d.target, d.hasTarget, d.targetUntil = g.shaper.Resolve(key, nil), true, time.Time{}
+		return true, false
 	}
 	if hosts, until, ok := router.CachedMX(key, now); ok {
-		d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(key, hosts), true, until
-		return true
+		d.target, d.hasTarget, d.targetUntil = g.shaper.Resolve(key, hosts), true, until
+		return true, false
 	}
 	d.resolving = true
-	e.sched.running++ // the lookup counts as work in flight, so shutdown waits for it
 	go func() {
 		hosts, until, err := router.MXHosts(ctx, key)
 		if err != nil || until.IsZero() {
-			until = e.clock.Now().Add(resolveRetry)
+			until = g.clock.Now().Add(resolveRetry)
 		}
-		e.inbox.post(event{kind: eventTarget, resolved: resolved{dest: d.name, key: key, hosts: hosts, until: until}})
+		g.inbox.post(event{kind: eventTarget, resolved: resolved{dest: d.name, key: key, hosts: hosts, until: until}})
 	}()
-	return false
+	return false, true
 }
 
 // resolved is the answer to a destination's MX lookup for its target.
@@ -174,15 +198,10 @@ type resolved struct {
 	until     time.Time
 }
 
-// resolvedTarget books an MX lookup's answer.
-func (e *Engine) resolvedTarget(r resolved) {
-	e.sched.running--
-	d := e.sched.dests[r.dest]
-	if d == nil {
-		return
-	}
+// resolved gives d the target of its MX lookup's answer r.
+func (g *gate) resolved(d *dest, r resolved) {
 	d.resolving = false
-	d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(r.key, r.hosts), true, r.until
+	d.target, d.hasTarget, d.targetUntil = g.shaper.Resolve(r.key, r.hosts), true, r.until
 }
 
 // react hands every distinct failure reply of an attempt to the shaper
