@@ -206,7 +206,7 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 		if w.Until.After(d.until) {
 			d.until = w.Until
 		}
-		e.parkQueue(d)
+		e.postpone(e.sched.parkable(d), e.clock.Now())
 	case shaping.WaitRate:
 		d.notBefore = w.Until
 		e.parkOverflow(d, w)
@@ -237,7 +237,7 @@ func (e *Engine) released(r release) {
 		}
 		e.log.Warn("destination suspended", "destination", d.name, "until", d.until.Format(time.RFC3339), "strikes", d.strikes, "waiting", len(d.queue))
 		d.window = initialWindow
-		e.parkQueue(d)
+		e.postpone(e.sched.parkable(d), e.clock.Now())
 	case r.suspend:
 	case r.alive:
 		if d.strikes > 0 {
@@ -267,7 +267,7 @@ func (e *Engine) finish(r result) {
 		e.storage.ok()
 	}
 	e.dsnLater(r, now)
-	e.booked(r)
+	e.sched.booked(r)
 }
 
 // dsnLater keeps the message of a job that could not queue its
@@ -277,44 +277,6 @@ func (e *Engine) dsnLater(r result, now time.Time) {
 		e.dsns.due = append(e.dsns.due, r.job.id)
 		e.storage.failed(StorageRecord, now)
 	}
-}
-
-// booked updates the cursor for what a finished job wrote and lets its
-// message leave memory.
-func (e *Engine) booked(r result) {
-	if !r.recorded {
-		e.sched.cursor.reset()
-		e.sched.cursor.forget()
-	}
-	e.sched.cursor.expect(r.next)
-	e.sched.cursor.expect(r.notices) // reports queued: on disk, not in memory
-	// What the outcome wrote may be due before the scan position: the
-	// scheduler may have scanned up to a later time while the outcome was
-	// being committed.
-	e.sched.cursor.rewind(r.next)
-	e.sched.cursor.rewind(r.notices)
-	e.sched.unbusy(r.job.id)
-}
-
-// parkQueue postpones the jobs waiting in memory for a destination that was
-// just suspended: they wait on disk for the suspension to end.
-func (e *Engine) parkQueue(d *dest) {
-	if len(d.queue) == 0 {
-		return
-	}
-	jobs := map[string][]string{}
-	keep := d.queue[:0]
-	for _, j := range d.queue {
-		if j.expired || j.force {
-			keep = append(keep, j)
-			continue
-		}
-		jobs[j.id] = append(jobs[j.id], j.addrs...)
-		e.sched.pending--
-		e.sched.unbusy(j.id)
-	}
-	d.queue = keep
-	e.postpone(postponements{d.name: jobs}, e.clock.Now())
 }
 
 // nextWake is the earliest of: the next due message on disk that is not

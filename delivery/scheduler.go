@@ -142,12 +142,12 @@ func (e *Engine) fill(ctx context.Context) {
 			d.hasTarget = false
 		}
 	}
-	e.applyForce()
+	e.sched.markForced(e.forced.take())
 	e.applyResumes(now)
 	postpone := postponements{}
 	for _, env := range e.sched.arrived {
 		if e.sched.busy[env.ID] == 0 {
-			e.loadEnvelope(env, now, postpone, true)
+			e.sched.loadEnvelope(e.settings.Load(), env, now, postpone, true)
 		}
 	}
 	e.sched.arrived = e.sched.arrived[:0]
@@ -240,51 +240,7 @@ func (e *Engine) load(id string, now time.Time, postpone postponements) {
 		}
 		return
 	}
-	e.loadEnvelope(env, now, postpone, false)
-}
-
-// loadEnvelope turns a due message into one job per destination, or
-// postpones the part whose destination is suspended.
-//
-// handover marks a message just handed over by Enqueue: recipients that
-// carry the first-attempt claim (queue.Envelope.FirstClaimed) are due now,
-// and their job may use that claim instead of making one.
-func (e *Engine) loadEnvelope(env *queue.Envelope, now time.Time, postpone postponements, handover bool) {
-	id := env.ID
-	if env.Held {
-		return
-	}
-	set := e.settings.Load()
-	expired := set.Policy.MaxAge > 0 && now.After(env.Created.Add(set.Policy.MaxAge))
-	groups := map[string][]string{}
-	var order []string
-	preclaimed := false
-	for _, r := range env.Recipients {
-		first := handover && env.FirstClaimed(r)
-		if r.Status.Final() || (r.NextAttempt.After(now) && !first) {
-			continue
-		}
-		preclaimed = preclaimed || first
-		d := set.Router.Destination(domainOf(r.Address))
-		if expired && len(order) > 0 {
-			// Past max_age: bounced without an attempt, whatever the
-			// destination, so all in one job and one report.
-			d = order[0]
-		}
-		if _, ok := groups[d]; !ok {
-			order = append(order, d)
-		}
-		groups[d] = append(groups[d], r.Address)
-	}
-	force := e.sched.forceScan || e.sched.forceIDs[id]
-	for _, name := range order {
-		j := &job{id: id, env: env, dest: name, addrs: groups[name], expired: expired, preclaimed: preclaimed, force: force}
-		if d := e.sched.dests[name]; d != nil && now.Before(d.until) && !expired && !force {
-			postpone.add(name, id, j.addrs)
-			continue
-		}
-		e.sched.enqueue(j, now)
-	}
+	e.sched.loadEnvelope(e.settings.Load(), env, now, postpone, false)
 }
 
 func domainOf(addr string) string {

@@ -286,15 +286,6 @@ func (e *Engine) Force(ids ...string) {
 	e.Kick()
 }
 
-// applyForce marks the jobs of an operator's retry or flush: those in
-// memory now, and (through e.sched.forceIDs and e.sched.forceScan) those the scan that
-// follows loads.
-func (e *Engine) applyForce() {
-	if ids, all := e.forced.take(); len(ids) > 0 || all {
-		e.sched.markForced(ids, all)
-	}
-}
-
 // Resumed tells the engine an operator ended the suspension of scope
 // (shaping.Shaper.Resume): its destinations are no longer held back, and
 // their mail parked on disk until the old end is due now. It never blocks.

@@ -114,7 +114,7 @@ func (e *Engine) writeUnwritten(now time.Time) bool {
 		e.storage.unwritten = e.storage.unwritten[1:]
 		res = e.att.settle(res) // its job is done only now (group.go)
 		e.dsnLater(res, now)
-		e.booked(res)
+		e.sched.booked(res)
 	}
 	return true
 }
