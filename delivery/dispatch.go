@@ -145,7 +145,7 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 			e.sched.pending--
 			started = true
 			e.sched.running++
-			e.dsns.flights.begin(j.id)
+			e.flights.begin(j.id)
 			launch = append(launch, j)
 		}
 		if !started {
@@ -266,17 +266,10 @@ func (e *Engine) finish(r result) {
 	case r.recorded:
 		e.storage.ok()
 	}
-	e.dsnLater(r, now)
-	e.sched.booked(r)
-}
-
-// dsnLater keeps the message of a job that could not queue its
-// grouped report for writeOwedDSNs, and backs off.
-func (e *Engine) dsnLater(r result, now time.Time) {
 	if r.dsnLater {
-		e.dsns.due = append(e.dsns.due, r.job.id)
-		e.storage.failed(StorageRecord, now)
+		e.storage.owe(r.job.id, now)
 	}
+	e.sched.booked(r)
 }
 
 // nextWake is the earliest of: the next due message on disk that is not

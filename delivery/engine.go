@@ -101,36 +101,30 @@ type Settings struct {
 }
 
 // Engine delivers queued mail: one scheduler goroutine finds due messages
-// and hands them to a bounded pool of attempts, per destination.
+// and hands them to a bounded pool of attempts, per destination. It is
+// the scheduler loop and the wiring; what each part owns is in doc.go.
 type Engine struct {
-	store *queue.Store
-	clock clock.Clock
-	log   *slog.Logger
-	obs   Observer
-	gate  gate // traffic shaping on the scheduler's side (shape.go)
+	store    *queue.Store
+	clock    clock.Clock
+	log      *slog.Logger
+	obs      Observer
+	settings atomic.Pointer[Settings] // replaced whole by Update
 
-	settings atomic.Pointer[Settings]
+	// Shared with job goroutines and callers, each with its own rules.
+	inbox   inbox      // the scheduler's one inbox (inbox.go)
+	asks    requests   // Force, Resumed and Update, for the next fill (shape.go)
+	pause   pauseState // Pause and Resume (pause.go)
+	draws   draws      // backoff delays and jitter (draws.go)
+	flights flights    // the jobs of each message in flight (group.go)
 
-	draws draws // backoff delays and jitter
+	// The scheduler goroutine's own.
+	sched   schedState     // destinations, jobs, cursor (sched.go)
+	storage storageBackoff // back-off after queue errors and what it left to write (storage.go)
+	gate    gate           // traffic shaping before each start (shape.go)
+	jobs    jobPool        // the job goroutines, at most Workers (pool.go)
 
-	inbox inbox // the scheduler's one inbox (inbox.go)
-	// forced collects operators' retries and flushes (Force); reshape
-	// asks the scheduler to resolve every target again (Update).
-	forced  forceSet
-	resumes resumeSet
-	reshape atomic.Bool
-
-	sched   schedState     // owned by the scheduler goroutine
-	storage storageBackoff // back-off after queue errors, outcomes not written yet
-
-	// dsns are the DSNs owed for messages' jobs (group.go).
-	dsns dsnLedger
-
-	pause pauseState // Pause and Resume (pause.go)
-	// jobs runs the attempts, on at most workers goroutines; att makes
-	// them (attempt.go).
-	jobs jobPool
-	att  attempter
+	// att makes the attempts, on the job goroutines (attempt.go).
+	att attempter
 }
 
 // New builds an Engine; Run starts it.
@@ -172,7 +166,7 @@ func New(o Options) (*Engine, error) {
 	inStore, _ := o.TLSReport.(*queue.Store)
 	e.att = attempter{
 		store: o.Store, clock: o.Clock, log: o.Logger, settings: &e.settings, shaper: o.Shaper, maxHint: o.MaxHintDelay,
-		draws: &e.draws, flights: &e.dsns.flights, inbox: e.inbox,
+		draws: &e.draws, flights: &e.flights, inbox: e.inbox,
 		reports: dsnWriter{store: o.Store, clock: o.Clock, log: o.Logger, hostname: o.Hostname, sign: o.Sign},
 		outlog:  outcomeLog{log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, tlsInStore: inStore != nil && inStore == o.Store},
 	}
@@ -180,7 +174,7 @@ func New(o Options) (*Engine, error) {
 	e.jobs.size, e.jobs.work = o.Workers, e.att.jobber
 	if ids := o.Store.Marked(); len(ids) > 0 {
 		o.Logger.Info("queuing reports left pending by the last stop", "messages", len(ids))
-		e.dsns.due = ids
+		e.storage.owed = ids
 	}
 	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress})
 	// An operator's retry or flush is known to the engine from inside the
@@ -196,7 +190,7 @@ func New(o Options) (*Engine, error) {
 // again, so a new shaping policy (given to the Shaper before) applies to
 // the next attempts.
 func (e *Engine) Update(s Settings) {
-	e.reshape.Store(true)
+	e.asks.reshape.Store(true)
 	old := e.settings.Swap(&s)
 	if old != nil && old.Courier != s.Courier {
 		old.Courier.Close()

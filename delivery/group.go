@@ -36,19 +36,8 @@ import (
 // (writeOwedDSNs). Report clears only the marks it names and does nothing
 // if one is gone, so no report is queued twice.
 
-// dsnLedger is what the engine knows of the DSNs owed for messages' jobs
-// (the queue's "reports"): the jobs of each message in flight, of which
-// the last queues one DSN for every mark, and the messages whose marked
-// DSNs the scheduler queues next (writeOwedDSNs), left by a stop or by a
-// write that failed. due is the scheduler goroutine's; flights has its
-// own lock.
-type dsnLedger struct {
-	flights flights
-	due     []string
-}
-
-// flights counts, per message, the jobs in flight and whether any left
-// marks. The scheduler begins a job; the worker (or the scheduler, for an
+// flights counts, per message, the jobs in flight (of which the last
+// queues one DSN for every mark) and whether any left marks. The scheduler begins a job; the worker (or the scheduler, for an
 // outcome written late) ends it. Guarded by its mutex: workers ask it.
 type flights struct {
 	mu sync.Mutex
@@ -158,9 +147,9 @@ func (a *attempter) settle(r result) result {
 // reports false when a write failed again (the scheduler backs off). A
 // message in flight is left for later: its pass may report it.
 func (e *Engine) writeOwedDSNs(now time.Time) bool {
-	keep := e.dsns.due[:0]
+	keep := e.storage.owed[:0]
 	ok := true
-	for _, id := range e.dsns.due {
+	for _, id := range e.storage.owed {
 		if !ok || e.sched.busy[id] > 0 {
 			keep = append(keep, id)
 			continue
@@ -187,7 +176,7 @@ func (e *Engine) writeOwedDSNs(now time.Time) bool {
 		}
 		e.storage.ok()
 	}
-	clear(e.dsns.due[len(keep):])
-	e.dsns.due = keep
+	clear(e.storage.owed[len(keep):])
+	e.storage.owed = keep
 	return ok
 }

@@ -137,12 +137,12 @@ func (e *Engine) fill(ctx context.Context) {
 	if e.storage.waiting(now) || !e.writeUnwritten(now) || !e.writeOwedDSNs(now) {
 		return
 	}
-	if e.reshape.Swap(false) {
+	if e.asks.reshape.Swap(false) {
 		for _, d := range e.sched.dests {
 			d.hasTarget = false
 		}
 	}
-	e.sched.markForced(e.forced.take())
+	e.sched.markForced(e.asks.forced.take())
 	e.applyResumes(now)
 	postpone := postponements{}
 	for _, env := range e.sched.arrived {
@@ -214,7 +214,7 @@ func (e *Engine) postpone(batch postponements, now time.Time) bool {
 			ok = false
 			continue
 		}
-		if err := e.store.Postpone(jobs, d.until, e.forced.has); err != nil {
+		if err := e.store.Postpone(jobs, d.until, e.asks.forced.has); err != nil {
 			e.log.Error("postponing mail for a suspended destination failed", "destination", name, "err", err)
 			e.sched.cursor.reset()
 			e.storage.failed(StoragePostpone, now)

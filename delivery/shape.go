@@ -282,7 +282,7 @@ func (f *forceSet) take() (map[string]bool, bool) {
 // after the queue made them due (queue.Store.Retry, Flush); it wakes the
 // scheduler and never blocks.
 func (e *Engine) Force(ids ...string) {
-	e.forced.add(ids)
+	e.asks.forced.add(ids)
 	e.Kick()
 }
 
@@ -290,9 +290,7 @@ func (e *Engine) Force(ids ...string) {
 // (shaping.Shaper.Resume): its destinations are no longer held back, and
 // their mail parked on disk until the old end is due now. It never blocks.
 func (e *Engine) Resumed(scope shaping.Scope) {
-	e.resumes.mu.Lock()
-	e.resumes.scopes = append(e.resumes.scopes, scope)
-	e.resumes.mu.Unlock()
+	e.asks.resumes.add(scope)
 	e.Kick()
 }
 
@@ -303,15 +301,36 @@ type resumeSet struct {
 	scopes []shaping.Scope
 }
 
+func (r *resumeSet) add(sc shaping.Scope) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.scopes = append(r.scopes, sc)
+}
+
+// take returns the scopes resumed since the last take.
+func (r *resumeSet) take() []shaping.Scope {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	scopes := r.scopes
+	r.scopes = nil
+	return scopes
+}
+
+// requests are what other goroutines ask of the scheduler, which takes
+// them at its next fill: operators' retries and flushes (forced), ends of
+// suspensions (resumes), and after Update a new resolve of every
+// destination's shaping target (reshape). Each part has its own lock.
+type requests struct {
+	forced  forceSet
+	resumes resumeSet
+	reshape atomic.Bool
+}
+
 // applyResumes ends the engine's hold on the destinations of resumed
 // scopes and makes their parked mail due (a queue scan per domain: an
 // operator's action, rare).
 func (e *Engine) applyResumes(now time.Time) {
-	e.resumes.mu.Lock()
-	scopes := e.resumes.scopes
-	e.resumes.scopes = nil
-	e.resumes.mu.Unlock()
-	for _, sc := range scopes {
+	for _, sc := range e.asks.resumes.take() {
 		for _, d := range e.sched.dests {
 			if !d.hasTarget || !inTarget(d.target, sc) || !now.Before(d.until) {
 				continue
@@ -378,7 +397,7 @@ func (e *Engine) parkOverflow(d *dest, w shaping.Wait) {
 			e.sched.unbusy(j.id)
 		}
 		until := w.Until.Add(time.Duration(rateKeep+i) * interval)
-		if err := e.store.Postpone(batch, until, e.forced.has); err != nil {
+		if err := e.store.Postpone(batch, until, e.asks.forced.has); err != nil {
 			e.log.Error("postponing mail for a rate-limited destination failed", "destination", d.name, "err", err)
 			e.sched.cursor.reset()
 			continue
