@@ -285,18 +285,17 @@ func (e *Engine) nextWake(now time.Time) (time.Time, bool) {
 	if e.sched.pending >= maxPending {
 		return e.sched.suspensionEnd(now, time.Time{}, false)
 	}
-	at, ok := e.sched.cursor.wake(now, e.nextDue)
-	return e.sched.suspensionEnd(now, at, ok)
-}
-
-// nextDue reads the earliest schedule entry from from on whose message is
-// not in memory.
-func (e *Engine) nextDue(from time.Time) (time.Time, string, bool) {
-	at, id, ok, err := e.store.NextDueSince(from, func(id string) bool { return e.sched.busy[id] > 0 })
-	if err != nil {
-		e.log.Error("queue scan failed", "err", err)
-		e.storage.failed(StorageScan, e.clock.Now())
-		return time.Time{}, "", false
+	// The cursor reads the earliest schedule entry from a time on whose
+	// message is not in memory, when it must.
+	nextDue := func(from time.Time) (time.Time, string, bool) {
+		at, id, ok, err := e.store.NextDueSince(from, func(id string) bool { return e.sched.busy[id] > 0 })
+		if err != nil {
+			e.log.Error("queue scan failed", "err", err)
+			e.storage.failed(StorageScan, e.clock.Now())
+			return time.Time{}, "", false
+		}
+		return at, id, ok
 	}
-	return at, id, ok
+	at, ok := e.sched.cursor.wake(now, nextDue)
+	return e.sched.suspensionEnd(now, at, ok)
 }

@@ -38,8 +38,6 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 				timer.Stop()
 			}
 			e.windDown(grace, cancel)
-			e.jobs.stopIdle()
-			e.abandonUnwritten()
 			e.settings.Load().Courier.Close()
 			return
 		case ev := <-e.inbox:
@@ -93,8 +91,11 @@ func (e *Engine) absorb() {
 }
 
 // windDown waits at shutdown for attempts in flight, cancelling them
-// after grace (on the engine's clock). Not to be confused with a handover
-// to a peer (relayq queue drain), which pauses the engine instead.
+// after grace (on the engine's clock), ends the job goroutines and makes a
+// last try at the outcomes kept in memory; those it cannot write are
+// logged: after a restart their recipients are attempted again. Not to be
+// confused with a handover to a peer (relayq queue drain), which pauses
+// the engine instead.
 func (e *Engine) windDown(grace time.Duration, cancel context.CancelFunc) {
 	t := e.clock.NewTimer(grace)
 	defer t.Stop()
@@ -106,6 +107,11 @@ func (e *Engine) windDown(grace time.Duration, cancel context.CancelFunc) {
 			e.log.Warn("abandoning deliveries in flight at shutdown; they stay due", "count", e.sched.active)
 			cancel()
 		}
+	}
+	e.jobs.stopIdle()
+	if n := len(e.storage.unwritten); n > 0 && !e.writeUnwritten(e.clock.Now()) {
+		e.log.Error("outcomes could not be written before shutdown; those recipients will be attempted again",
+			"attempts", len(e.storage.unwritten))
 	}
 }
 

@@ -131,12 +131,3 @@ func (e *Engine) writeUnwritten(now time.Time) bool {
 	}
 	return true
 }
-
-// abandonUnwritten logs the outcomes that could not be written before
-// shutdown: after a restart those recipients are attempted again.
-func (e *Engine) abandonUnwritten() {
-	if n := len(e.storage.unwritten); n > 0 && !e.writeUnwritten(e.clock.Now()) {
-		e.log.Error("outcomes could not be written before shutdown; those recipients will be attempted again",
-			"attempts", len(e.storage.unwritten))
-	}
-}
