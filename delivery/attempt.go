@@ -4,35 +4,94 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpcodes"
 )
 
+// attempter makes jobs' attempts, on the job goroutines: it records the
+// attempt, finds the hops, talks SMTP through the Courier, judges the
+// replies and records the outcome with the reports it causes. It holds
+// what one job needs and nothing of the scheduler's state, which it
+// reaches only through the inbox (a slot given back, a job done).
+type attempter struct {
+	store    *queue.Store
+	clock    clock.Clock
+	log      *slog.Logger
+	settings *atomic.Pointer[Settings] // the engine's, replaced by Update
+	shaper   Shaper
+	maxHint  time.Duration // cap on a reply's own retry hint
+	draws    *draws
+	flights  *flights // the message's jobs in flight (group.go)
+	reports  dsnWriter
+	outlog   outcomeLog
+	inbox    inbox
+}
+
+// jobber attempts each job it is handed until w is closed. Its done event
+// carries w, so the scheduler knows it is free again (jobPool.done).
+func (a *attempter) jobber(ctx context.Context, w chan *job) {
+	for j := range w {
+		a.inbox.post(event{kind: eventDone, res: a.run(ctx, j), jobber: w})
+	}
+}
+
+// run makes j's attempt, gives its slot back if the attempt did not, and
+// settles its message's reports (group.go).
+func (a *attempter) run(ctx context.Context, j *job) result {
+	r := a.attempt(ctx, j)
+	a.free(release{job: j})
+	if r.unwritten == nil {
+		r = a.settle(r)
+	}
+	return r
+}
+
+// free hands the job's slot back, once (called by the worker).
+func (a *attempter) free(r release) {
+	if r.job.freed {
+		return
+	}
+	r.job.freed = true
+	if idle, lease := r.job.idle, r.job.lease; idle != nil {
+		// Not attempted: the connection closes first, then its slot goes.
+		r.job.idle, r.job.lease = nil, nil
+		go func() {
+			idle.Close()
+			connHold{lease: lease, in: a.inbox}.Release()
+		}()
+	}
+	r.job.lease.Release()
+	a.inbox.post(event{kind: eventFreed, rel: r})
+}
+
 // attempt runs one job: record the attempt, find the hops, talk SMTP,
 // record the outcome per recipient (and any DSN in the same transaction).
-func (e *Engine) attempt(ctx context.Context, j *job) result {
-	set := e.settings.Load()
-	start := e.clock.Now()
+func (a *attempter) attempt(ctx context.Context, j *job) result {
+	set := a.settings.Load()
+	start := a.clock.Now()
 	env := j.env
 
 	if j.expired || (set.Policy.MaxAge > 0 && start.After(env.Created.Add(set.Policy.MaxAge))) {
 		// It waited out its whole life behind a suspended destination.
-		return e.giveUpUnattempted(j, set, start)
+		return a.giveUpUnattempted(j, set, start)
 	}
 
 	// Record the attempt before dialing (design invariant): if we crash from
 	// here on, the recipients become due again at the retry time, once —
 	// never a hot loop, never lost.
-	claimed, err := e.claim(j, set, start)
+	claimed, err := a.claim(j, set, start)
 	if errors.Is(err, queue.ErrHeld) || errors.Is(err, queue.ErrNotFound) {
 		// An operator held or deleted it meanwhile: it left the schedule.
 		return result{job: j, recorded: true}
 	}
 	if err != nil {
-		e.log.Error("claim failed", "id", j.id, "err", err)
+		a.log.Error("claim failed", "id", j.id, "err", err)
 		return result{job: j, failed: StorageClaim}
 	}
 	env = claimed.Envelope
@@ -47,15 +106,15 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 		return result{job: j}
 	}
 
-	results := e.transact(ctx, set, j, env, rcpts)
+	results := a.transact(ctx, set, j, env, rcpts)
 	j.tls = attemptTLS(results)
-	end := e.clock.Now()
+	end := a.clock.Now()
 	if ctx.Err() != nil {
 		// Shutdown abandoned the attempt: leave the recipients as claimed
 		// (due again at retryAt) rather than count a failure we caused.
 		return result{job: j, recorded: true, next: earliest(env)}
 	}
-	e.react(j.target, results)
+	a.react(j.target, results)
 	allDown := true
 	for _, r := range results {
 		if r.Reply.SuspendsDestination() || (r.Reply.Class == smtpcodes.Transient && !r.Reply.Remote() && isConnTrouble(r.Reply)) {
@@ -65,32 +124,32 @@ func (e *Engine) attempt(ctx context.Context, j *job) result {
 	}
 	// The conversation is over: the slot goes back now, the outcome is
 	// written after.
-	e.free(release{job: j, suspend: len(results) > 0 && allDown, alive: len(results) == 0 || !allDown})
+	a.free(release{job: j, suspend: len(results) > 0 && allDown, alive: len(results) == 0 || !allDown})
 
-	return e.conclude(j, set, env, e.judge(set, env, rcpts, results, end), end, end.Sub(start))
+	return a.conclude(j, set, env, a.judge(set, env, rcpts, results, end), end, end.Sub(start))
 }
 
 // conclude records v, with the reports it calls for in the same
 // transaction, or, while another job of the message is in flight (or has
 // left marks), with those reports marked as owed: the job that finishes
 // last queues one report for the whole pass (group.go).
-func (e *Engine) conclude(j *job, set *Settings, env *queue.Envelope, v verdict, end time.Time, took time.Duration) result {
+func (a *attempter) conclude(j *job, set *Settings, env *queue.Envelope, v verdict, end time.Time, took time.Duration) result {
 	var notices []queue.Notice
-	if env.From != "" && e.dsns.flights.hold(j.id) {
+	if env.From != "" && a.flights.hold(j.id) {
 		v.hold()
 	} else {
-		notices = e.dsnsFor(set, env, v, end)
+		notices = a.reports.forVerdict(set, env, v, end)
 	}
-	return e.record(j, v.outcomes, notices, end, took)
+	return a.record(j, v.outcomes, notices, end, took)
 }
 
 // claim records the job's attempt: the first attempt's claim made when the
 // message was queued, while it holds, or else a Claim that makes the
 // recipients due again after the next backoff step. It returns what was
 // claimed; only those recipients are attempted.
-func (e *Engine) claim(j *job, set *Settings, start time.Time) (queue.Claimed, error) {
+func (a *attempter) claim(j *job, set *Settings, start time.Time) (queue.Claimed, error) {
 	if j.preclaimed {
-		if c := e.store.UseFirstClaim(j.env, j.addrs, start); len(c.Addrs) > 0 {
+		if c := a.store.UseFirstClaim(j.env, j.addrs, start); len(c.Addrs) > 0 {
 			return c, nil
 		}
 	}
@@ -100,7 +159,7 @@ func (e *Engine) claim(j *job, set *Settings, start time.Time) (queue.Claimed, e
 			n = r.Attempts + 1
 		}
 	}
-	return e.store.Claim(j.id, j.addrs, start, start.Add(e.delay(set.Policy.Backoff, n)))
+	return a.store.Claim(j.id, j.addrs, start, start.Add(a.draws.delay(set.Policy.Backoff, n)))
 }
 
 // record writes the outcomes and the reports they caused in one
@@ -108,9 +167,9 @@ func (e *Engine) claim(j *job, set *Settings, start time.Time) (queue.Claimed, e
 // must look at next (see result). An outcome the queue could not take (a
 // full disk) goes back to the scheduler to keep in memory and write later:
 // the delivery was made and must not be made again.
-func (e *Engine) record(j *job, outcomes []queue.Outcome, notices []queue.Notice, end time.Time, took time.Duration) result {
-	p := pendingRecord{job: j, outcomes: e.tallyTLS(j, outcomes, end), notices: notices, end: end, took: took}
-	res, ok := e.recordNow(p)
+func (a *attempter) record(j *job, outcomes []queue.Outcome, notices []queue.Notice, end time.Time, took time.Duration) result {
+	p := pendingRecord{job: j, outcomes: a.outlog.tally(j, outcomes, end), notices: notices, end: end, took: took}
+	res, ok := a.recordNow(p)
 	if !ok {
 		return result{job: j, unwritten: &p}
 	}
@@ -119,29 +178,29 @@ func (e *Engine) record(j *job, outcomes []queue.Outcome, notices []queue.Notice
 
 // recordNow writes p. It reports false when the write failed but may work
 // later (the caller keeps p); true when p is written or can never be.
-func (e *Engine) recordNow(p pendingRecord) (result, bool) {
+func (a *attempter) recordNow(p pendingRecord) (result, bool) {
 	j := p.job
-	before := e.clock.Now() // no later than the reports' due time
-	after, err := e.store.Record(j.id, p.outcomes, p.notices...)
+	before := a.clock.Now() // no later than the reports' due time
+	after, err := a.store.Record(j.id, p.outcomes, p.notices...)
 	switch {
 	case err == nil:
 	case errors.Is(err, queue.ErrNotFound):
 		// An operator deleted the message while it was being delivered:
 		// expected, and nothing is left to record.
-		e.log.Info("outcome not recorded: the message was deleted during the attempt", "id", j.id)
+		a.log.Info("outcome not recorded: the message was deleted during the attempt", "id", j.id)
 		return result{job: j, recorded: true}, true
 	case retryable(err):
-		e.log.Error("recording outcome failed; kept in memory and written when the queue takes writes again", "id", j.id, "err", err)
+		a.log.Error("recording outcome failed; kept in memory and written when the queue takes writes again", "id", j.id, "err", err)
 		return result{job: j}, false
 	default:
-		e.log.Error("recording outcome failed; the recipients stay due", "id", j.id, "err", err)
+		a.log.Error("recording outcome failed; the recipients stay due", "id", j.id, "err", err)
 		return result{job: j}, true
 	}
 	res := result{job: j, recorded: true, next: earliest(after), marked: owes(p.outcomes)}
-	e.logOutcomes(j, p.outcomes, p.end, p.took)
+	a.outlog.written(j, p.outcomes, p.end, p.took)
 	if len(p.notices) > 0 {
 		res.notices = before
-		e.wake()
+		a.inbox.wake()
 	}
 	return res, true
 }
@@ -158,7 +217,7 @@ func isConnTrouble(r smtpcodes.Reply) bool {
 }
 
 // transact finds the hops and runs the SMTP transaction.
-func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue.Envelope, rcpts []queue.Recipient) []smtpclient.RcptResult {
+func (a *attempter) transact(ctx context.Context, set *Settings, j *job, env *queue.Envelope, rcpts []queue.Recipient) []smtpclient.RcptResult {
 	hops, err := set.Router.Lookup(ctx, domainOf(rcpts[0].Address))
 	if err != nil {
 		reply := smtpcodes.Classify(smtpcodes.StageDNS, err)
@@ -178,10 +237,10 @@ func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue
 	for _, r := range rcpts {
 		denv.Recipients = append(denv.Recipients, smtpclient.RcptReq{Address: r.Address, ORCPT: r.ORCPT, Notify: r.Notify})
 	}
-	body := func() (io.ReadCloser, error) { return e.store.BodyOf(env), nil }
+	body := func() (io.ReadCloser, error) { return a.store.BodyOf(env), nil }
 	if c, ok := set.Courier.(heldCourier); ok && j.lease != nil {
 		// The connection holds the lease, in the cache too, until it closes.
-		h, idle := connHold{lease: j.lease, e: e}, j.idle
+		h, idle := connHold{lease: j.lease, in: a.inbox}, j.idle
 		j.lease, j.idle = nil, nil
 		return c.DeliverHeld(ctx, hops, denv, body, h, idle)
 	}
@@ -190,7 +249,7 @@ func (e *Engine) transact(ctx context.Context, set *Settings, j *job, env *queue
 
 // giveUpUnattempted bounces the job's recipients whose max_age passed while
 // their destination was suspended, with the last reply they had.
-func (e *Engine) giveUpUnattempted(j *job, set *Settings, now time.Time) result {
+func (a *attempter) giveUpUnattempted(j *job, set *Settings, now time.Time) result {
 	var v verdict
 	for _, r := range j.env.Recipients {
 		if !contains(j.addrs, r.Address) || r.Status.Final() {
@@ -205,7 +264,7 @@ func (e *Engine) giveUpUnattempted(j *job, set *Settings, now time.Time) result 
 		v.rcpts = append(v.rcpts, r)
 		v.failed = append(v.failed, r)
 	}
-	return e.conclude(j, set, j.env, v, now, 0)
+	return a.conclude(j, set, j.env, v, now, 0)
 }
 
 // earliest is when env is next due: its earliest non-final recipient's

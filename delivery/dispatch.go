@@ -115,10 +115,10 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 	var launch []*job
 	e.sched.starts++
 	clear(e.sched.refusals)
-	for e.sched.active < e.workers {
+	for e.sched.active < e.sched.workers {
 		started := false
 		for _, d := range e.sched.dests {
-			if e.sched.active >= e.workers {
+			if e.sched.active >= e.sched.workers {
 				break
 			}
 			if len(d.queue) == 0 {
@@ -145,7 +145,7 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 			e.sched.pending--
 			started = true
 			e.sched.running++
-			e.dsns.flights.begin(j.id)
+			e.flights.begin(j.id)
 			launch = append(launch, j)
 		}
 		if !started {
@@ -162,25 +162,6 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 	}
 }
 
-// jobber attempts each job it is handed until w is closed. Its done event
-// carries w, so the scheduler knows it is free again (jobPool.done).
-func (e *Engine) jobber(ctx context.Context, w chan *job) {
-	for j := range w {
-		e.events <- event{kind: eventDone, res: e.run(ctx, j), jobber: w}
-	}
-}
-
-// run makes j's attempt, gives its slot back if the attempt did not, and
-// settles its message's reports (group.go).
-func (e *Engine) run(ctx context.Context, j *job) result {
-	r := e.attempt(ctx, j)
-	e.free(release{job: j})
-	if r.unwritten == nil {
-		r = e.settle(r)
-	}
-	return r
-}
-
 // admit asks shaping to let j go to d now. Refused for a suspension, d's
 // queue waits on disk until it ends; for the rate, in memory until the
 // next token (the scheduler's timer is set to it); for connections, until
@@ -189,15 +170,16 @@ func (e *Engine) run(ctx context.Context, j *job) result {
 // in a start call refuses the other destinations it bounds in that call
 // without asking again (refusedScope).
 func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool {
-	if !e.targetOf(ctx, d, domainOf(j.addrs[0]), now) {
+	known, looking := e.gate.targetOf(ctx, d, domainOf(j.addrs[0]), now)
+	if looking {
+		e.sched.running++ // the lookup counts as work in flight, so shutdown waits for it
+	}
+	if !known {
 		return false
 	}
 	w, known := e.sched.refusedScope(d.target, j.force)
 	if !known {
-		var lease *shaping.Lease
-		lease, w = e.shaper.Admit(d.target, j.force)
-		if w.Reason == 0 {
-			j.target, j.lease = d.target, lease
+		if w = e.gate.ask(d, j); w.Reason == 0 {
 			return true
 		}
 		e.sched.refusals[w.Scope] = w
@@ -207,14 +189,14 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 		// sharing a rate through Redis race for its tokens on equal terms
 		// (one that went straight for a token over its idle connection won
 		// every race and starved the others).
-		if ok, rw, found := e.reuseIdle(d, j); found {
+		if ok, rw, found := e.gate.reuseIdle(d, j); found {
 			if ok {
 				return true
 			}
 			w = rw // a connection is there; a token is not yet
 			e.sched.refusals[w.Scope] = w
 		} else {
-			e.closeIdleIn(w.Scope, d.target)
+			e.gate.closeIdleIn(w.Scope, d.target)
 		}
 	}
 	switch w.Reason {
@@ -224,30 +206,12 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 		if w.Until.After(d.until) {
 			d.until = w.Until
 		}
-		e.parkQueue(d)
+		e.postpone(e.sched.parkable(d), e.clock.Now())
 	case shaping.WaitRate:
 		d.notBefore = w.Until
 		e.parkOverflow(d, w)
 	}
 	return false
-}
-
-// free hands the job's slot back, once (called by the worker).
-func (e *Engine) free(r release) {
-	if r.job.freed {
-		return
-	}
-	r.job.freed = true
-	if idle, lease := r.job.idle, r.job.lease; idle != nil {
-		// Not attempted: the connection closes first, then its slot goes.
-		r.job.idle, r.job.lease = nil, nil
-		go func() {
-			idle.Close()
-			connHold{lease: lease, e: e}.Release()
-		}()
-	}
-	r.job.lease.Release()
-	e.events <- event{kind: eventFreed, rel: r}
 }
 
 // released books a slot given back and adjusts the destination's back-off.
@@ -267,13 +231,13 @@ func (e *Engine) released(r release) {
 		// Attempts that were already in flight when the destination was
 		// suspended report the same trouble; count it once.
 		d.strikes++
-		delay := e.delay(e.settings.Load().Policy.Backoff, d.strikes)
+		delay := e.draws.delay(e.settings.Load().Policy.Backoff, d.strikes)
 		if u := now.Add(delay); u.After(d.until) {
 			d.until = u
 		}
 		e.log.Warn("destination suspended", "destination", d.name, "until", d.until.Format(time.RFC3339), "strikes", d.strikes, "waiting", len(d.queue))
 		d.window = initialWindow
-		e.parkQueue(d)
+		e.postpone(e.sched.parkable(d), e.clock.Now())
 	case r.suspend:
 	case r.alive:
 		if d.strikes > 0 {
@@ -281,7 +245,7 @@ func (e *Engine) released(r release) {
 		}
 		d.strikes = 0
 		d.until = time.Time{}
-		if d.window < e.workers {
+		if d.window < e.sched.workers {
 			d.window = max(d.window, initialWindow) + 1
 		}
 	}
@@ -302,55 +266,10 @@ func (e *Engine) finish(r result) {
 	case r.recorded:
 		e.storage.ok()
 	}
-	e.dsnLater(r, now)
-	e.booked(r)
-}
-
-// dsnLater keeps the message of a job that could not queue its
-// grouped report for writeOwedDSNs, and backs off.
-func (e *Engine) dsnLater(r result, now time.Time) {
 	if r.dsnLater {
-		e.dsns.due = append(e.dsns.due, r.job.id)
-		e.storage.failed(StorageRecord, now)
+		e.storage.owe(r.job.id, now)
 	}
-}
-
-// booked updates the cursor for what a finished job wrote and lets its
-// message leave memory.
-func (e *Engine) booked(r result) {
-	if !r.recorded {
-		e.sched.cursor.reset()
-		e.sched.cursor.forget()
-	}
-	e.sched.cursor.expect(r.next)
-	e.sched.cursor.expect(r.notices) // reports queued: on disk, not in memory
-	// What the outcome wrote may be due before the scan position: the
-	// scheduler may have scanned up to a later time while the outcome was
-	// being committed.
-	e.sched.cursor.rewind(r.next)
-	e.sched.cursor.rewind(r.notices)
-	e.sched.unbusy(r.job.id)
-}
-
-// parkQueue postpones the jobs waiting in memory for a destination that was
-// just suspended: they wait on disk for the suspension to end.
-func (e *Engine) parkQueue(d *dest) {
-	if len(d.queue) == 0 {
-		return
-	}
-	jobs := map[string][]string{}
-	keep := d.queue[:0]
-	for _, j := range d.queue {
-		if j.expired || j.force {
-			keep = append(keep, j)
-			continue
-		}
-		jobs[j.id] = append(jobs[j.id], j.addrs...)
-		e.sched.pending--
-		e.sched.unbusy(j.id)
-	}
-	d.queue = keep
-	e.postpone(postponements{d.name: jobs}, e.clock.Now())
+	e.sched.booked(r)
 }
 
 // nextWake is the earliest of: the next due message on disk that is not
@@ -366,18 +285,17 @@ func (e *Engine) nextWake(now time.Time) (time.Time, bool) {
 	if e.sched.pending >= maxPending {
 		return e.sched.suspensionEnd(now, time.Time{}, false)
 	}
-	at, ok := e.sched.cursor.wake(now, e.nextDue)
-	return e.sched.suspensionEnd(now, at, ok)
-}
-
-// nextDue reads the earliest schedule entry from from on whose message is
-// not in memory.
-func (e *Engine) nextDue(from time.Time) (time.Time, string, bool) {
-	at, id, ok, err := e.store.NextDueSince(from, func(id string) bool { return e.sched.busy[id] > 0 })
-	if err != nil {
-		e.log.Error("queue scan failed", "err", err)
-		e.storage.failed(StorageScan, e.clock.Now())
-		return time.Time{}, "", false
+	// The cursor reads the earliest schedule entry from a time on whose
+	// message is not in memory, when it must.
+	nextDue := func(from time.Time) (time.Time, string, bool) {
+		at, id, ok, err := e.store.NextDueSince(from, func(id string) bool { return e.sched.busy[id] > 0 })
+		if err != nil {
+			e.log.Error("queue scan failed", "err", err)
+			e.storage.failed(StorageScan, e.clock.Now())
+			return time.Time{}, "", false
+		}
+		return at, id, ok
 	}
-	return at, id, ok
+	at, ok := e.sched.cursor.wake(now, nextDue)
+	return e.sched.suspensionEnd(now, at, ok)
 }

@@ -4,18 +4,31 @@
 // make the attempt and records per-recipient outcomes in the queue. It
 // speaks no SMTP and no DNS itself.
 //
-// Who owns what: Engine wires the parts and holds what goroutines share
-// (settings, the event inbox, operators' forced and resumed sets).
-// schedState (sched.go) is the scheduler goroutine's own: destinations
-// and their queues, messages in memory, job counts, the cursor
-// (cursor.go), the forced IDs of the scan under way, the refusals of a
-// start call and the warm-up of idle destinations (warm.go).
-// jobPool (pool.go) runs attempts; dsnLedger (group.go) counts the jobs
-// of each message in flight and the messages whose DSNs are owed;
-// storageBackoff (storage.go) is the back-off after queue errors and the
-// outcomes not yet written. The scheduler loop is scheduler.go (Run,
-// fill, loading), starting and booking jobs dispatch.go, one attempt
-// attempt.go, judging replies outcome.go, DSNs notify.go.
+// Who owns what. Engine is the scheduler loop and the wiring: Run,
+// filling destination queues from the store, starting and booking jobs
+// (scheduler.go, dispatch.go), and the exported calls. Its parts, each
+// with one job:
+//   - schedState (sched.go): the scheduler goroutine's view, only it
+//     touches it: destinations and their queues, messages in memory, job
+//     counts, the cursor (cursor.go), the forced IDs of the scan under
+//     way, the refusals of a start call, idle destinations' warm-up
+//     (warm.go); turning a due message into jobs.
+//   - storageBackoff (storage.go): the back-off after queue errors and
+//     what it left to write, outcomes and reports owed.
+//   - gate (shape.go): shaping on the scheduler's side: a destination's
+//     target, the Shaper's admission, idle connections to reuse or close.
+//   - jobPool (pool.go): the job goroutines, at most Workers.
+//   - attempter (attempt.go, outcome.go): one job's attempt on a job
+//     goroutine: claim, SMTP, judging replies, recording the outcome; it
+//     reaches the scheduler only through the inbox.
+//   - dsnWriter (notify.go): the DSNs relayq writes, and the grouped
+//     report of a message's marks; outcomeLog (outlog.go, tlsrpt.go): the
+//     log line, counts and TLS-RPT result of each written outcome.
+//   - Shared, each with its own rule: inbox (inbox.go), the scheduler's
+//     one inbox, whose outside sends never block; flights (group.go), the
+//     jobs of each message in flight; draws (draws.go), the random draws;
+//     requests (shape.go), operators' forced and resumed sets and a
+//     reshape after Update; pauseState (pause.go).
 //
 // Invariants:
 //   - One scheduler goroutine owns all scheduling state. It sleeps on one

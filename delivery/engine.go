@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,45 +101,30 @@ type Settings struct {
 }
 
 // Engine delivers queued mail: one scheduler goroutine finds due messages
-// and hands them to a bounded pool of attempts, per destination.
+// and hands them to a bounded pool of attempts, per destination. It is
+// the scheduler loop and the wiring; what each part owns is in doc.go.
 type Engine struct {
 	store    *queue.Store
 	clock    clock.Clock
 	log      *slog.Logger
 	obs      Observer
-	tlsrpt   TLSRecorder
-	hostname string
-	sign     func([]byte) ([]byte, error)
-	workers  int
-	shaper   Shaper
-	maxHint  time.Duration
+	settings atomic.Pointer[Settings] // replaced whole by Update
 
-	settings atomic.Pointer[Settings]
+	// Shared with job goroutines and callers, each with its own rules.
+	inbox   inbox      // the scheduler's one inbox (inbox.go)
+	asks    requests   // Force, Resumed and Update, for the next fill (shape.go)
+	pause   pauseState // Pause and Resume (pause.go)
+	draws   draws      // backoff delays and jitter (draws.go)
+	flights flights    // the jobs of each message in flight (group.go)
 
-	rndMu sync.Mutex
-	rnd   *rand.Rand
+	// The scheduler goroutine's own.
+	sched   schedState     // destinations, jobs, cursor (sched.go)
+	storage storageBackoff // back-off after queue errors and what it left to write (storage.go)
+	gate    gate           // traffic shaping before each start (shape.go)
+	jobs    jobPool        // the job goroutines, at most Workers (pool.go)
 
-	// events is the scheduler's one inbox: kicks, hand-overs, slots given
-	// back and finished jobs.
-	events chan event
-	// forced collects operators' retries and flushes (Force); reshape
-	// asks the scheduler to resolve every target again (Update).
-	forced  forceSet
-	resumes resumeSet
-	reshape atomic.Bool
-
-	sched   schedState     // owned by the scheduler goroutine
-	storage storageBackoff // back-off after queue errors, outcomes not written yet
-
-	// dsns are the DSNs owed for messages' jobs (group.go).
-	dsns dsnLedger
-
-	// paused: Pause was called and Resume not yet (see pause.go);
-	// idleWaiters are Pause calls waiting for the attempts in flight.
-	paused      atomic.Bool
-	idleWaiters []chan struct{}
-	// jobs runs the attempts, on at most workers goroutines.
-	jobs jobPool
+	// att makes the attempts, on the job goroutines (attempt.go).
+	att attempter
 }
 
 // New builds an Engine; Run starts it.
@@ -173,16 +157,24 @@ func New(o Options) (*Engine, error) {
 		o.Shaper = defaultShaper(o)
 	}
 	e := &Engine{
-		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, hostname: o.Hostname, sign: o.Sign,
-		workers: o.Workers, shaper: o.Shaper, maxHint: o.MaxHintDelay, rnd: o.Rand,
-		events: make(chan event, eventBuffer),
-		sched:  newSchedState(o.Workers),
+		store: o.Store, clock: o.Clock, log: o.Logger, obs: o.Observer,
+		draws: draws{rnd: o.Rand},
+		inbox: make(inbox, eventBuffer),
+		sched: newSchedState(o.Workers),
+	}
+	e.gate = gate{shaper: o.Shaper, settings: &e.settings, clock: o.Clock, inbox: e.inbox}
+	inStore, _ := o.TLSReport.(*queue.Store)
+	e.att = attempter{
+		store: o.Store, clock: o.Clock, log: o.Logger, settings: &e.settings, shaper: o.Shaper, maxHint: o.MaxHintDelay,
+		draws: &e.draws, flights: &e.flights, inbox: e.inbox,
+		reports: dsnWriter{store: o.Store, clock: o.Clock, log: o.Logger, hostname: o.Hostname, sign: o.Sign},
+		outlog:  outcomeLog{log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, tlsInStore: inStore != nil && inStore == o.Store},
 	}
 	e.storage.obs, _ = o.Observer.(StorageObserver)
-	e.jobs.size, e.jobs.work = o.Workers, e.jobber
+	e.jobs.size, e.jobs.work = o.Workers, e.att.jobber
 	if ids := o.Store.Marked(); len(ids) > 0 {
 		o.Logger.Info("queuing reports left pending by the last stop", "messages", len(ids))
-		e.dsns.due = ids
+		e.storage.owed = ids
 	}
 	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress})
 	// An operator's retry or flush is known to the engine from inside the
@@ -198,7 +190,7 @@ func New(o Options) (*Engine, error) {
 // again, so a new shaping policy (given to the Shaper before) applies to
 // the next attempts.
 func (e *Engine) Update(s Settings) {
-	e.reshape.Store(true)
+	e.asks.reshape.Store(true)
 	old := e.settings.Swap(&s)
 	if old != nil && old.Courier != s.Courier {
 		old.Courier.Close()
@@ -210,7 +202,7 @@ func (e *Engine) Update(s Settings) {
 // behind its back. It never blocks.
 func (e *Engine) Kick() {
 	e.sched.cursor.reset()
-	e.wake()
+	e.inbox.wake()
 }
 
 // ClaimFirst records the first attempt of a message about to be committed
@@ -223,7 +215,7 @@ func (e *Engine) ClaimFirst(env *queue.Envelope) {
 	if env.Created.IsZero() {
 		return
 	}
-	env.ClaimFirst(env.Created.Add(e.delay(e.settings.Load().Policy.Backoff, 1)))
+	env.ClaimFirst(env.Created.Add(e.draws.delay(e.settings.Load().Policy.Backoff, 1)))
 }
 
 // Enqueue hands a message just queued (its 250 sent) straight to the
@@ -232,43 +224,7 @@ func (e *Engine) ClaimFirst(env *queue.Envelope) {
 // a scan find the message instead, once the first-attempt claim recorded
 // by ClaimFirst runs out (one backoff step later).
 func (e *Engine) Enqueue(env *queue.Envelope) {
-	select {
-	case e.events <- event{kind: eventArrived, env: env}:
-	default:
+	if !e.inbox.offer(event{kind: eventArrived, env: env}) {
 		e.Kick()
 	}
-}
-
-// wake wakes the scheduler without a full rescan.
-func (e *Engine) wake() {
-	select {
-	case e.events <- event{kind: eventKick}:
-	default: // the scheduler has events waiting: it will look anyway
-	}
-}
-
-// delay draws a backoff delay; the shared *rand.Rand is not safe for
-// concurrent use, so draws are serialised.
-func (e *Engine) delay(b queue.Backoff, n int) time.Duration {
-	e.rndMu.Lock()
-	defer e.rndMu.Unlock()
-	return b.Delay(n, e.rnd)
-}
-
-// jitter is one job's draw of the backoff's random part. Every recipient
-// the job defers gets the same draw, so recipients of one message deferred
-// together to one destination stay due together and go in one
-// transaction again, instead of one each.
-type jitter struct{ a, b uint64 }
-
-// drawJitter draws a job's jitter from the shared source.
-func (e *Engine) drawJitter() jitter {
-	e.rndMu.Lock()
-	defer e.rndMu.Unlock()
-	return jitter{e.rnd.Uint64(), e.rnd.Uint64()}
-}
-
-// next is p.Next with the job's jitter: the same draw for each recipient.
-func (j jitter) next(p queue.Policy, r queue.Recipient, created, now time.Time) (time.Time, bool) {
-	return p.Next(r.Attempts, created, now, rand.New(rand.NewPCG(j.a, j.b)))
 }

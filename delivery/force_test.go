@@ -156,7 +156,7 @@ func TestFlushWhileParkingIsNotUndone(t *testing.T) {
 	if parked(after) || parked(before) {
 		t.Fatalf("parked after the operator's flush: %v (the one parked before the flush: %v)", parked(after), parked(before))
 	}
-	if ids, all := e.forced.take(); !all {
+	if ids, all := e.asks.forced.take(); !all {
 		t.Fatalf("the next pass would not force the flushed mail (ids %v)", ids)
 	}
 }
@@ -221,4 +221,26 @@ func TestResumeSendsParkedMailNow(t *testing.T) {
 	}
 	r.eng.Resumed(sc)
 	srv.WaitMessages(t, 5, 5*time.Second)
+}
+
+// What other goroutines ask is taken once: forced IDs and a flush, and
+// resumed scopes in order.
+func TestRequestsAreTakenOnce(t *testing.T) {
+	var r requests
+	r.forced.add([]string{"a"})
+	x, y := shaping.Scope{Kind: shaping.ScopeDomain, Name: "x.example"}, shaping.Scope{Kind: shaping.ScopeProvider, Name: "y"}
+	r.resumes.add(x)
+	r.resumes.add(y)
+	if ids, all := r.forced.take(); !ids["a"] || all {
+		t.Fatalf("forced %v, all %v", ids, all)
+	}
+	if ids, all := r.forced.take(); len(ids) != 0 || all {
+		t.Fatal("forced IDs taken twice")
+	}
+	if got := r.resumes.take(); len(got) != 2 || got[0] != x || got[1] != y {
+		t.Fatalf("resumed %v", got)
+	}
+	if got := r.resumes.take(); len(got) != 0 {
+		t.Fatal("resumed scopes taken twice")
+	}
 }

@@ -1,11 +1,8 @@
 package delivery
 
 import (
-	"errors"
 	"sync"
 	"time"
-
-	"github.com/relayq/relayq/queue"
 )
 
 // One report per message per pass. A message whose
@@ -39,19 +36,8 @@ import (
 // (writeOwedDSNs). Report clears only the marks it names and does nothing
 // if one is gone, so no report is queued twice.
 
-// dsnLedger is what the engine knows of the DSNs owed for messages' jobs
-// (the queue's "reports"): the jobs of each message in flight, of which
-// the last queues one DSN for every mark, and the messages whose marked
-// DSNs the scheduler queues next (writeOwedDSNs), left by a stop or by a
-// write that failed. due is the scheduler goroutine's; flights has its
-// own lock.
-type dsnLedger struct {
-	flights flights
-	due     []string
-}
-
-// flights counts, per message, the jobs in flight and whether any left
-// marks. The scheduler begins a job; the worker (or the scheduler, for an
+// flights counts, per message, the jobs in flight (of which the last
+// queues one DSN for every mark) and whether any left marks. The scheduler begins a job; the worker (or the scheduler, for an
 // outcome written late) ends it. Guarded by its mutex: workers ask it.
 type flights struct {
 	mu sync.Mutex
@@ -133,72 +119,27 @@ func (f *flights) end(id string, marked bool) bool {
 // it was the last of its message in flight with marks pending, queues
 // their report. A report that could not be written is left to the
 // scheduler (result.dsnLater).
-func (e *Engine) settle(r result) result {
-	if !e.dsns.flights.end(r.job.id, r.marked) {
+func (a *attempter) settle(r result) result {
+	if !a.flights.end(r.job.id, r.marked) {
 		return r
 	}
-	before := e.clock.Now() // no later than the report's due time
-	queued, err := e.queueMarkedDSNs(r.job.id)
+	before := a.clock.Now() // no later than the report's due time
+	queued, err := a.reports.queueMarked(a.settings.Load(), r.job.id)
+	if queued {
+		a.inbox.wake()
+	}
 	switch {
 	case err == nil:
 		if queued && (r.notices.IsZero() || before.Before(r.notices)) {
 			r.notices = before
 		}
 	case retryable(err):
-		e.log.Error("queuing a grouped report failed; retried when the queue takes writes again", "id", r.job.id, "err", err)
+		a.log.Error("queuing a grouped report failed; retried when the queue takes writes again", "id", r.job.id, "err", err)
 		r.dsnLater = true
 	default:
-		e.log.Error("queuing a grouped report failed", "id", r.job.id, "err", err)
+		a.log.Error("queuing a grouped report failed", "id", r.job.id, "err", err)
 	}
 	return r
-}
-
-// errMarksMoving: the marks of a message kept changing under queueMarkedDSNs.
-var errMarksMoving = errors.New("delivery: pending reports changed while being reported")
-
-// queueMarkedDSNs queues one "failed" report and one "delayed" warning for
-// every pending mark of message id, and reports whether it queued any. A
-// message gone (deleted by an operator) has nothing left to report.
-func (e *Engine) queueMarkedDSNs(id string) (bool, error) {
-	set := e.settings.Load()
-	for range 3 {
-		env, err := e.store.Get(id)
-		if errors.Is(err, queue.ErrNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		marks := env.Marks()
-		if len(marks) == 0 {
-			return false, nil
-		}
-		var v verdict
-		for _, r := range env.Recipients {
-			switch r.Report {
-			case queue.ReportFailed:
-				v.failed = append(v.failed, r)
-			case queue.ReportDelayed:
-				v.delayed = append(v.delayed, r)
-			}
-		}
-		notices := e.dsnsFor(set, env, v, e.clock.Now())
-		done, err := e.store.QueueGroupedDSN(id, marks, notices...)
-		if errors.Is(err, queue.ErrNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if done {
-			if len(notices) > 0 {
-				e.wake()
-			}
-			return len(notices) > 0, nil
-		}
-		// Another reporter cleared some of these marks first: read again.
-	}
-	return false, errMarksMoving
 }
 
 // writeOwedDSNs queues the reports of messages left marked: by a stop
@@ -206,15 +147,18 @@ func (e *Engine) queueMarkedDSNs(id string) (bool, error) {
 // reports false when a write failed again (the scheduler backs off). A
 // message in flight is left for later: its pass may report it.
 func (e *Engine) writeOwedDSNs(now time.Time) bool {
-	keep := e.dsns.due[:0]
+	keep := e.storage.owed[:0]
 	ok := true
-	for _, id := range e.dsns.due {
+	for _, id := range e.storage.owed {
 		if !ok || e.sched.busy[id] > 0 {
 			keep = append(keep, id)
 			continue
 		}
 		before := e.clock.Now() // no later than the report's due time
-		queued, err := e.queueMarkedDSNs(id)
+		queued, err := e.att.reports.queueMarked(e.settings.Load(), id)
+		if queued {
+			e.inbox.wake()
+		}
 		if err != nil {
 			if retryable(err) {
 				e.log.Error("queuing a pending report failed", "id", id, "err", err)
@@ -232,7 +176,7 @@ func (e *Engine) writeOwedDSNs(now time.Time) bool {
 		}
 		e.storage.ok()
 	}
-	clear(e.dsns.due[len(keep):])
-	e.dsns.due = keep
+	clear(e.storage.owed[len(keep):])
+	e.storage.owed = keep
 	return ok
 }

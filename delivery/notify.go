@@ -2,20 +2,43 @@ package delivery
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/relayq/relayq/delivery/dsn"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpcodes"
 )
 
-// bounceNotices builds the one RFC 3464 "failed" report for the recipients
+// dsnWriter builds the RFC 3464 reports relayq sends itself (from <>, by
+// hostname, signed by sign when set) and queues those owed for marks
+// (group.go). It keeps no state: any goroutine may use it.
+type dsnWriter struct {
+	store    *queue.Store
+	clock    clock.Clock
+	log      *slog.Logger
+	hostname string
+	sign     func([]byte) ([]byte, error)
+}
+
+// forVerdict builds the one "failed" report and the one "delayed" warning
+// v calls for.
+func (w dsnWriter) forVerdict(set *Settings, env *queue.Envelope, v verdict, now time.Time) []queue.Notice {
+	var notices []queue.Notice
+	notices = append(notices, w.bounce(env, v.failed, now)...)
+	notices = append(notices, w.delayed(env, v.delayed, now, set)...)
+	return notices
+}
+
+// bounce builds the one RFC 3464 "failed" report for the recipients
 // of env that failed in this attempt, addressed to the sender from <>. A
 // message with a null sender is itself a report and never gets one (RFC 5321
 // section 4.5.5): that is what stops bounce loops.
-func (e *Engine) bounceNotices(env *queue.Envelope, failed []queue.Recipient, now time.Time) []queue.Notice {
+func (w dsnWriter) bounce(env *queue.Envelope, failed []queue.Recipient, now time.Time) []queue.Notice {
 	var rs []dsn.Recipient
 	for _, r := range failed {
 		if !notifies(r.Notify, "FAILURE") {
@@ -23,12 +46,12 @@ func (e *Engine) bounceNotices(env *queue.Envelope, failed []queue.Recipient, no
 		}
 		rs = append(rs, dsnRecipient(r, "failed", now, time.Time{}))
 	}
-	return e.notice(env, rs, now, env.RET == "FULL", "bounce")
+	return w.build(env, rs, now, env.RET == "FULL", "bounce")
 }
 
-// delayNotices builds the one "delayed" warning for recipients still
+// delayed builds the one "delayed" warning for recipients still
 // deferred after warn_after, so mail is never stuck silently.
-func (e *Engine) delayNotices(env *queue.Envelope, delayed []queue.Recipient, now time.Time, set *Settings) []queue.Notice {
+func (w dsnWriter) delayed(env *queue.Envelope, delayed []queue.Recipient, now time.Time, set *Settings) []queue.Notice {
 	var until time.Time
 	if set.Policy.MaxAge > 0 {
 		until = env.Created.Add(set.Policy.MaxAge)
@@ -37,7 +60,7 @@ func (e *Engine) delayNotices(env *queue.Envelope, delayed []queue.Recipient, no
 	for _, r := range delayed {
 		rs = append(rs, dsnRecipient(r, "delayed", now, until))
 	}
-	return e.notice(env, rs, now, false, "delay warning")
+	return w.build(env, rs, now, false, "delay warning")
 }
 
 func dsnRecipient(r queue.Recipient, action string, now, until time.Time) dsn.Recipient {
@@ -63,52 +86,98 @@ func dsnRecipient(r queue.Recipient, action string, now, until time.Time) dsn.Re
 	}
 }
 
-func (e *Engine) notice(env *queue.Envelope, rs []dsn.Recipient, now time.Time, full bool, kind string) []queue.Notice {
+// build writes one report of kind (for the log) naming rs, with the
+// original message when full.
+func (w dsnWriter) build(env *queue.Envelope, rs []dsn.Recipient, now time.Time, full bool, kind string) []queue.Notice {
 	if len(rs) == 0 {
 		return nil
 	}
 	if env.From == "" {
-		e.log.Info("not sending a "+kind+" for a message from the null sender", "id", env.ID, "recipients", len(rs))
+		w.log.Info("not sending a "+kind+" for a message from the null sender", "id", env.ID, "recipients", len(rs))
 		return nil
 	}
 	r := dsn.Report{
-		ReportingMTA: e.hostname,
-		From:         "Mail Delivery System <MAILER-DAEMON@" + e.hostname + ">",
+		ReportingMTA: w.hostname,
+		From:         "Mail Delivery System <MAILER-DAEMON@" + w.hostname + ">",
 		To:           env.From,
 		EnvID:        env.EnvID,
 		Arrival:      env.Created,
 		Date:         now,
-		MessageID:    fmt.Sprintf("%s.%d.dsn@%s", env.ID, now.UnixNano(), e.hostname),
+		MessageID:    fmt.Sprintf("%s.%d.dsn@%s", env.ID, now.UnixNano(), w.hostname),
 		Boundary:     fmt.Sprintf("=_%s.%x", env.ID, now.UnixNano()),
 		QueueID:      env.ID,
 		Recipients:   rs,
 		ReturnFull:   full,
 	}
 	var original io.Reader // nil: no original part when the body is unreadable
-	if body, err := e.store.Body(env.ID); err == nil {
+	if body, err := w.store.Body(env.ID); err == nil {
 		defer body.Close()
 		original = body
 	} else {
-		e.log.Warn("original message unreadable for the report", "id", env.ID, "err", err)
+		w.log.Warn("original message unreadable for the report", "id", env.ID, "err", err)
 	}
 	var buf bytes.Buffer
 	if err := dsn.Write(&buf, r, original); err != nil {
-		e.log.Error("building a "+kind+" failed", "id", env.ID, "err", err)
+		w.log.Error("building a "+kind+" failed", "id", env.ID, "err", err)
 		return nil
 	}
 	body := buf.Bytes()
-	if e.sign != nil {
+	if w.sign != nil {
 		// A report must not be lost to a signing problem: it goes unsigned.
-		if signed, err := e.sign(body); err != nil {
-			e.log.Error("signing a "+kind+" failed, sending it unsigned", "id", env.ID, "err", err)
+		if signed, err := w.sign(body); err != nil {
+			w.log.Error("signing a "+kind+" failed, sending it unsigned", "id", env.ID, "err", err)
 		} else {
 			body = signed
 		}
 	}
-	id := e.store.NewID()
-	e.log.Info("sending a "+kind, "id", env.ID, "bounce_id", id, "to", env.From, "recipients", len(rs))
+	id := w.store.NewID()
+	w.log.Info("sending a "+kind, "id", env.ID, "bounce_id", id, "to", env.From, "recipients", len(rs))
 	return []queue.Notice{{
 		Envelope: queue.Envelope{ID: id, MessageID: "<" + r.MessageID + ">", From: "", Recipients: []queue.Recipient{{Address: env.From}}},
 		Body:     body,
 	}}
+}
+
+// errMarksMoving: the marks of a message kept changing under queueMarked.
+var errMarksMoving = errors.New("delivery: pending reports changed while being reported")
+
+// queueMarked queues one "failed" report and one "delayed" warning for
+// every pending mark of message id, and reports whether it queued any. A
+// message gone (deleted by an operator) has nothing left to report.
+func (w dsnWriter) queueMarked(set *Settings, id string) (bool, error) {
+	for range 3 {
+		env, err := w.store.Get(id)
+		if errors.Is(err, queue.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		marks := env.Marks()
+		if len(marks) == 0 {
+			return false, nil
+		}
+		var v verdict
+		for _, r := range env.Recipients {
+			switch r.Report {
+			case queue.ReportFailed:
+				v.failed = append(v.failed, r)
+			case queue.ReportDelayed:
+				v.delayed = append(v.delayed, r)
+			}
+		}
+		notices := w.forVerdict(set, env, v, w.clock.Now())
+		done, err := w.store.QueueGroupedDSN(id, marks, notices...)
+		if errors.Is(err, queue.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if done {
+			return len(notices) > 0, nil
+		}
+		// Another reporter cleared some of these marks first: read again.
+	}
+	return false, errMarksMoving
 }

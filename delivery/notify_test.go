@@ -1,13 +1,18 @@
 package delivery
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/relayq/relayq/delivery/route"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"
 )
@@ -240,5 +245,84 @@ func TestExpiredRecipientsOneReport(t *testing.T) {
 	msgs := sink.WaitMessages(t, 1, 5*time.Second)
 	if len(msgs) != 1 || strings.Count(string(msgs[0].Data), "Final-Recipient:") != 3 {
 		t.Fatalf("%d reports; want one naming all three recipients", len(msgs))
+	}
+}
+
+// openStore opens a queue file of its own in t.TempDir on clk.
+func openStore(t *testing.T, clk clock.Clock) *queue.Store {
+	t.Helper()
+	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// commitMessage queues a message from from to the addresses to.
+func commitMessage(t *testing.T, st *queue.Store, now time.Time, from string, to ...string) *queue.Envelope {
+	t.Helper()
+	d := st.NewDraft()
+	fmt.Fprintf(d, "From: <%s>\r\nSubject: test\r\n\r\nHello.\r\n", from)
+	env := queue.Envelope{From: from, Created: now}
+	for _, a := range to {
+		env.Recipients = append(env.Recipients, queue.Recipient{Address: a})
+	}
+	if err := d.Commit(env); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := st.Get(d.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored
+}
+
+// dsnWriter builds one report per kind from <>, signed when it can be and
+// unsigned when signing fails, none for the null sender; queueMarked
+// queues the report of a message's marks once.
+func TestDSNWriterBuildsAndQueues(t *testing.T) {
+	clk := clock.NewFake(t0)
+	st := openStore(t, clk)
+	w := dsnWriter{store: st, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), hostname: "relay.test"}
+	env := commitMessage(t, st, t0, "app@example.org", "gone@example.net", "slow@example.net")
+	failed := env.Recipients[0]
+	failed.LastReply = "550 5.1.1 no such user"
+	set := &Settings{Policy: defaultPolicy()}
+	v := verdict{failed: []queue.Recipient{failed}, delayed: []queue.Recipient{env.Recipients[1]}}
+	ns := w.forVerdict(set, env, v, t0)
+	if len(ns) != 2 {
+		t.Fatalf("%d reports, want a bounce and a warning", len(ns))
+	}
+	b := ns[0]
+	if b.Envelope.From != "" || b.Envelope.Recipients[0].Address != "app@example.org" ||
+		!strings.Contains(string(b.Body), "MAILER-DAEMON@relay.test") || !strings.Contains(string(b.Body), "5.1.1") {
+		t.Fatalf("bounce from %q to %v:\n%s", b.Envelope.From, b.Envelope.Recipients, b.Body)
+	}
+	null := *env
+	null.From = ""
+	if ns := w.forVerdict(set, &null, v, t0); len(ns) != 0 {
+		t.Fatalf("%d reports for the null sender", len(ns))
+	}
+	w.sign = func(m []byte) ([]byte, error) { return nil, errors.New("no key") }
+	if ns := w.forVerdict(set, env, verdict{failed: v.failed}, t0); len(ns) != 1 || !bytes.Equal(ns[0].Body[:len("From:")], []byte("From:")) {
+		t.Fatal("a signing failure lost the report or changed it")
+	}
+	w.sign = func(m []byte) ([]byte, error) { return append([]byte("X-Signed: yes\r\n"), m...), nil }
+	if ns := w.forVerdict(set, env, verdict{failed: v.failed}, t0); len(ns) != 1 || !bytes.HasPrefix(ns[0].Body, []byte("X-Signed: yes\r\n")) {
+		t.Fatal("the report is not signed")
+	}
+
+	if _, err := st.Record(env.ID, []queue.Outcome{{Address: failed.Address, Status: queue.StatusBounced, Reply: failed.LastReply, Report: queue.ReportFailed}}); err != nil {
+		t.Fatal(err)
+	}
+	if queued, err := w.queueMarked(set, env.ID); !queued || err != nil {
+		t.Fatalf("marked report: queued %v, %v", queued, err)
+	}
+	if queued, err := w.queueMarked(set, env.ID); queued || err != nil {
+		t.Fatalf("marks reported twice: queued %v, %v", queued, err)
+	}
+	if queued, err := w.queueMarked(set, "0000000000000000abcd"); queued || err != nil {
+		t.Fatalf("a message gone: queued %v, %v", queued, err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery/smtpclient"
-	"github.com/relayq/relayq/internal/logbuf"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpcodes"
 )
@@ -20,18 +19,18 @@ type verdict struct {
 
 // outcomes turns per-recipient replies into queue outcomes and builds the
 // DSNs those outcomes call for (see judge).
-func (e *Engine) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
-	v := e.judge(set, env, rcpts, results, end)
-	return v.outcomes, e.dsnsFor(set, env, v, end)
+func (a *attempter) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) ([]queue.Outcome, []queue.Notice) {
+	v := a.judge(set, env, rcpts, results, end)
+	return v.outcomes, a.reports.forVerdict(set, env, v, end)
 }
 
 // judge turns per-recipient replies into queue outcomes: 2xx delivered,
 // 5xx bounced, 4xx deferred by the backoff (or the reply's own "try again
 // in N", whichever is later) until max_attempts or max_age, then bounced with
 // the last reply.
-func (e *Engine) judge(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) verdict {
+func (a *attempter) judge(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, end time.Time) verdict {
 	v := verdict{rcpts: rcpts}
-	jit := e.dsns.flights.jitter(env.ID, e.drawJitter)
+	jit := a.flights.jitter(env.ID, a.draws.jitter)
 	for i, r := range rcpts {
 		var res smtpclient.RcptResult
 		if i < len(results) {
@@ -54,8 +53,8 @@ func (e *Engine) judge(set *Settings, env *queue.Envelope, rcpts []queue.Recipie
 			if h, ok := smtpcodes.RetryHint(res.Reply.Text); ok {
 				// A greylisting server that names its window: retrying inside
 				// it would only waste an attempt.
-				if h > e.maxHint {
-					h = e.maxHint
+				if h > a.maxHint {
+					h = a.maxHint
 				}
 				if t := end.Add(h); t.After(next) {
 					next = t
@@ -78,19 +77,10 @@ func (e *Engine) judge(set *Settings, env *queue.Envelope, rcpts []queue.Recipie
 	return v
 }
 
-// dsnsFor builds the one "failed" report and the one "delayed" warning v
-// calls for.
-func (e *Engine) dsnsFor(set *Settings, env *queue.Envelope, v verdict, now time.Time) []queue.Notice {
-	var notices []queue.Notice
-	notices = append(notices, e.bounceNotices(env, v.failed, now)...)
-	notices = append(notices, e.delayNotices(env, v.delayed, now, set)...)
-	return notices
-}
-
-// hold marks each outcome of v whose recipient dsnsFor would name with
+// hold marks each outcome of v whose recipient dsnWriter.forVerdict would name with
 // the report it is owed (queue.Outcome.Report) instead: the last attempt
 // of the message's pass builds one report for every mark (group.go). The
-// marks are exactly what dsnsFor would list: failures the recipient's
+// marks are exactly what forVerdict would list: failures the recipient's
 // NOTIFY asks for, and warnings (judge asked NOTIFY already).
 func (v *verdict) hold() {
 	for i := range v.outcomes {
@@ -127,27 +117,4 @@ func notifies(list []string, kind string) bool {
 		}
 	}
 	return false
-}
-
-// logOutcomes logs and counts recorded outcomes. It runs only after the queue
-// has them, so what the log and metrics say is what a restart would find.
-func (e *Engine) logOutcomes(j *job, outcomes []queue.Outcome, end time.Time, took time.Duration) {
-	for i, o := range outcomes {
-		e.logAttempt(j, o.Address, o.RemoteMTA, end, string(o.Status), o.Reply, o.NextAttempt)
-		e.observeTLS(j, o, i == 0, end)
-		if e.obs != nil {
-			e.obs.Attempted(o.Status, took)
-		}
-	}
-}
-
-// logAttempt writes the one line per recipient per attempt that lets
-// `grep <queue ID>` tell a message's whole story.
-func (e *Engine) logAttempt(j *job, rcpt, hop string, now time.Time, status, reply string, next time.Time) {
-	args := []any{"id", j.id, "rcpt", rcpt, "hop", hop, "delay", now.Sub(j.env.Created).Round(time.Millisecond).String(), "status", status, "reply", reply}
-	if !next.IsZero() {
-		args = append(args, "next_attempt", next.Sub(now).Round(time.Millisecond).String())
-	}
-	args = tlsArgs(j, args)
-	logbuf.Info(e.log, "delivery", args...)
 }

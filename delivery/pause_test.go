@@ -53,3 +53,30 @@ func TestPauseWaitsForAttemptsAndStartsNone(t *testing.T) {
 		t.Fatalf("after Resume: %s", got)
 	}
 }
+
+// notify closes the Pause calls' channels only once nothing runs, and
+// each once.
+func TestPauseStateNotifiesWhenIdle(t *testing.T) {
+	var p pauseState
+	p.set(true)
+	if !p.paused() {
+		t.Fatal("set(true) does not pause")
+	}
+	a, b := make(chan struct{}), make(chan struct{})
+	p.await(a)
+	p.await(b)
+	p.notify(1)
+	select {
+	case <-a:
+		t.Fatal("notified with an attempt in flight")
+	default:
+	}
+	p.notify(0)
+	<-a
+	<-b
+	p.notify(0) // closing them again would panic
+	p.set(false)
+	if p.paused() {
+		t.Fatal("set(false) does not resume")
+	}
+}

@@ -162,6 +162,9 @@ func (s *schedState) suspensionEnd(now, at time.Time, ok bool) (time.Time, bool)
 // markForced marks the jobs in memory of an operator's retry (ids) or
 // flush (all) forced, and notes them for the scan that follows.
 func (s *schedState) markForced(ids map[string]bool, all bool) {
+	if len(ids) == 0 && !all {
+		return
+	}
 	if all {
 		s.forceScan = true
 	}
@@ -194,5 +197,87 @@ func forcedFirst(q []*job) {
 			q[k] = j
 			k++
 		}
+	}
+}
+
+// booked updates the cursor for what a finished job wrote and lets its
+// message leave memory.
+func (s *schedState) booked(r result) {
+	if !r.recorded {
+		s.cursor.reset()
+		s.cursor.forget()
+	}
+	s.cursor.expect(r.next)
+	s.cursor.expect(r.notices) // reports queued: on disk, not in memory
+	// What the outcome wrote may be due before the scan position: the
+	// scheduler may have scanned up to a later time while the outcome was
+	// being committed.
+	s.cursor.rewind(r.next)
+	s.cursor.rewind(r.notices)
+	s.unbusy(r.job.id)
+}
+
+// parkable takes out of memory the jobs waiting for a destination that was
+// just suspended, but forced and expired ones, for the caller to postpone:
+// they wait on disk for the suspension to end.
+func (s *schedState) parkable(d *dest) postponements {
+	if len(d.queue) == 0 {
+		return nil
+	}
+	jobs := map[string][]string{}
+	keep := d.queue[:0]
+	for _, j := range d.queue {
+		if j.expired || j.force {
+			keep = append(keep, j)
+			continue
+		}
+		jobs[j.id] = append(jobs[j.id], j.addrs...)
+		s.pending--
+		s.unbusy(j.id)
+	}
+	d.queue = keep
+	return postponements{d.name: jobs}
+}
+
+// loadEnvelope turns a due message into one job per destination, or
+// postpones the part whose destination is suspended.
+//
+// handover marks a message just handed over by Enqueue: recipients that
+// carry the first-attempt claim (queue.Envelope.FirstClaimed) are due now,
+// and their job may use that claim instead of making one.
+func (s *schedState) loadEnvelope(set *Settings, env *queue.Envelope, now time.Time, postpone postponements, handover bool) {
+	id := env.ID
+	if env.Held {
+		return
+	}
+	expired := set.Policy.MaxAge > 0 && now.After(env.Created.Add(set.Policy.MaxAge))
+	groups := map[string][]string{}
+	var order []string
+	preclaimed := false
+	for _, r := range env.Recipients {
+		first := handover && env.FirstClaimed(r)
+		if r.Status.Final() || (r.NextAttempt.After(now) && !first) {
+			continue
+		}
+		preclaimed = preclaimed || first
+		d := set.Router.Destination(domainOf(r.Address))
+		if expired && len(order) > 0 {
+			// Past max_age: bounced without an attempt, whatever the
+			// destination, so all in one job and one report.
+			d = order[0]
+		}
+		if _, ok := groups[d]; !ok {
+			order = append(order, d)
+		}
+		groups[d] = append(groups[d], r.Address)
+	}
+	force := s.forceScan || s.forceIDs[id]
+	for _, name := range order {
+		j := &job{id: id, env: env, dest: name, addrs: groups[name], expired: expired, preclaimed: preclaimed, force: force}
+		if d := s.dests[name]; d != nil && now.Before(d.until) && !expired && !force {
+			postpone.add(name, id, j.addrs)
+			continue
+		}
+		s.enqueue(j, now)
 	}
 }

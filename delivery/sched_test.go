@@ -1,10 +1,12 @@
 package delivery
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/queue"
 )
 
 // A destination's queue keeps forced jobs first; the message is in
@@ -75,5 +77,48 @@ func TestSchedStateRefusedScope(t *testing.T) {
 	}
 	if _, ok := s.refusedScope(target, true); ok {
 		t.Fatal("a rate refusal holds back a forced job")
+	}
+}
+
+// domainRouter names each domain its own destination; nothing else of
+// routing is asked of it.
+type domainRouter struct{ Router }
+
+func (domainRouter) Destination(domain string) string { return domain }
+
+// loadEnvelope makes one job per destination of a message's due
+// recipients and puts the part for a suspended destination aside to be
+// postponed; parkable takes a suspended destination's waiting jobs out
+// of memory, forced ones excepted.
+func TestSchedStateLoadsAndParks(t *testing.T) {
+	s := newSchedState(4)
+	s.dests["down.example"] = &dest{name: "down.example", until: t0.Add(time.Hour)}
+	set := &Settings{Router: domainRouter{}, Policy: defaultPolicy()}
+	env := &queue.Envelope{ID: "m1", Created: t0, Recipients: []queue.Recipient{
+		{Address: "a@up.example"}, {Address: "b@down.example"}, {Address: "c@up.example"},
+		{Address: "d@up.example", NextAttempt: t0.Add(time.Minute)},
+	}}
+	postpone := postponements{}
+	s.loadEnvelope(set, env, t0, postpone, false)
+	up := s.dests["up.example"]
+	if up == nil || len(up.queue) != 1 || strings.Join(up.queue[0].addrs, ",") != "a@up.example,c@up.example" {
+		t.Fatalf("up.example's queue: %+v", up)
+	}
+	if got := postpone["down.example"]["m1"]; len(got) != 1 || got[0] != "b@down.example" {
+		t.Fatalf("postponed %v", postpone)
+	}
+	if s.pending != 1 || !s.inMemory("m1") {
+		t.Fatalf("pending %d, in memory %v", s.pending, s.inMemory("m1"))
+	}
+	up.queue = append(up.queue, &job{id: "m2", addrs: []string{"e@up.example"}, force: true})
+	s.busy["m2"]++
+	s.pending++
+	p := s.parkable(up)
+	if len(up.queue) != 1 || up.queue[0].id != "m2" || len(p["up.example"]["m1"]) != 2 || s.inMemory("m1") || s.pending != 1 {
+		t.Fatalf("after parkable: queue %d, parked %v, pending %d", len(up.queue), p, s.pending)
+	}
+	s.booked(result{job: up.queue[0], recorded: true})
+	if s.inMemory("m2") {
+		t.Fatal("a booked job's message stays in memory")
 	}
 }

@@ -17,34 +17,6 @@ const maxPending = 10000
 // scanBatch is how many due messages one store scan returns.
 const scanBatch = 256
 
-// eventBuffer is how many events wait for the scheduler before Enqueue
-// falls back to a Kick and workers wait to report.
-const eventBuffer = 4096
-
-// eventKind says what an event reports.
-type eventKind uint8
-
-const (
-	eventKick    eventKind = iota // look again (Kick, wake)
-	eventArrived                  // env was just queued (Enqueue)
-	eventFreed                    // rel: a job's slot is free again
-	eventDone                     // res: a job is completely done
-	eventTarget                   // resolved: a destination's MX lookup for shaping answered
-	eventPause                    // idle: closed once nothing is in flight (Pause)
-)
-
-// event is one message to the scheduler goroutine.
-type event struct {
-	kind eventKind
-	env  *queue.Envelope
-	rel  release
-	res  result
-
-	resolved resolved
-	idle     chan struct{}
-	jobber   chan *job // eventDone: the job goroutine now idle
-}
-
 // Run schedules and delivers until ctx is cancelled. Then it stops starting
 // attempts, gives those in flight up to grace to finish, cancels the rest
 // (their recipients stay due: the attempt was recorded before dialing) and
@@ -56,7 +28,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 		e.fill(workCtx)
 		var timer clock.Timer
 		var tc <-chan time.Time
-		if wake, ok := e.nextWake(e.clock.Now()); ok && !e.paused.Load() {
+		if wake, ok := e.nextWake(e.clock.Now()); ok && !e.pause.paused() {
 			timer = e.clock.NewTimer(wake.Sub(e.clock.Now()))
 			tc = timer.C()
 		}
@@ -66,11 +38,9 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 				timer.Stop()
 			}
 			e.windDown(grace, cancel)
-			e.jobs.stopIdle()
-			e.abandonUnwritten()
 			e.settings.Load().Courier.Close()
 			return
-		case ev := <-e.events:
+		case ev := <-e.inbox:
 			e.handle(ev)
 		case <-tc:
 		}
@@ -79,9 +49,9 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 		}
 		e.absorb()
 		if e.sched.running == 0 {
-			e.jobs.stopIdle() // before notifyIdle: a paused engine keeps no goroutine
+			e.jobs.stopIdle() // before notify: a paused engine keeps no goroutine
 		}
-		e.notifyIdle()
+		e.pause.notify(e.sched.running)
 	}
 }
 
@@ -98,9 +68,12 @@ func (e *Engine) handle(ev event) {
 		}
 		e.finish(ev.res)
 	case eventTarget:
-		e.resolvedTarget(ev.resolved)
+		e.sched.running--
+		if d := e.sched.dests[ev.resolved.dest]; d != nil {
+			e.gate.resolved(d, ev.resolved)
+		}
 	case eventPause:
-		e.idleWaiters = append(e.idleWaiters, ev.idle)
+		e.pause.await(ev.idle)
 	}
 }
 
@@ -109,7 +82,7 @@ func (e *Engine) handle(ev event) {
 func (e *Engine) absorb() {
 	for {
 		select {
-		case ev := <-e.events:
+		case ev := <-e.inbox:
 			e.handle(ev)
 		default:
 			return
@@ -118,19 +91,27 @@ func (e *Engine) absorb() {
 }
 
 // windDown waits at shutdown for attempts in flight, cancelling them
-// after grace (on the engine's clock). Not to be confused with a handover
-// to a peer (relayq queue drain), which pauses the engine instead.
+// after grace (on the engine's clock), ends the job goroutines and makes a
+// last try at the outcomes kept in memory; those it cannot write are
+// logged: after a restart their recipients are attempted again. Not to be
+// confused with a handover to a peer (relayq queue drain), which pauses
+// the engine instead.
 func (e *Engine) windDown(grace time.Duration, cancel context.CancelFunc) {
 	t := e.clock.NewTimer(grace)
 	defer t.Stop()
 	for e.sched.running > 0 {
 		select {
-		case ev := <-e.events:
+		case ev := <-e.inbox:
 			e.handle(ev)
 		case <-t.C():
 			e.log.Warn("abandoning deliveries in flight at shutdown; they stay due", "count", e.sched.active)
 			cancel()
 		}
+	}
+	e.jobs.stopIdle()
+	if n := len(e.storage.unwritten); n > 0 && !e.writeUnwritten(e.clock.Now()) {
+		e.log.Error("outcomes could not be written before shutdown; those recipients will be attempted again",
+			"attempts", len(e.storage.unwritten))
 	}
 }
 
@@ -151,7 +132,7 @@ func (p postponements) add(dest, id string, addrs []string) {
 // disk to the end of the suspension rather than held in memory, so scans
 // stay short however much mail waits.
 func (e *Engine) fill(ctx context.Context) {
-	if e.paused.Load() {
+	if e.pause.paused() {
 		return // Pause: nothing new starts, nothing is read
 	}
 	now := e.clock.Now()
@@ -162,17 +143,17 @@ func (e *Engine) fill(ctx context.Context) {
 	if e.storage.waiting(now) || !e.writeUnwritten(now) || !e.writeOwedDSNs(now) {
 		return
 	}
-	if e.reshape.Swap(false) {
+	if e.asks.reshape.Swap(false) {
 		for _, d := range e.sched.dests {
 			d.hasTarget = false
 		}
 	}
-	e.applyForce()
+	e.sched.markForced(e.asks.forced.take())
 	e.applyResumes(now)
 	postpone := postponements{}
 	for _, env := range e.sched.arrived {
 		if e.sched.busy[env.ID] == 0 {
-			e.loadEnvelope(env, now, postpone, true)
+			e.sched.loadEnvelope(e.settings.Load(), env, now, postpone, true)
 		}
 	}
 	e.sched.arrived = e.sched.arrived[:0]
@@ -239,7 +220,7 @@ func (e *Engine) postpone(batch postponements, now time.Time) bool {
 			ok = false
 			continue
 		}
-		if err := e.store.Postpone(jobs, d.until, e.forced.has); err != nil {
+		if err := e.store.Postpone(jobs, d.until, e.asks.forced.has); err != nil {
 			e.log.Error("postponing mail for a suspended destination failed", "destination", name, "err", err)
 			e.sched.cursor.reset()
 			e.storage.failed(StoragePostpone, now)
@@ -265,51 +246,7 @@ func (e *Engine) load(id string, now time.Time, postpone postponements) {
 		}
 		return
 	}
-	e.loadEnvelope(env, now, postpone, false)
-}
-
-// loadEnvelope turns a due message into one job per destination, or
-// postpones the part whose destination is suspended.
-//
-// handover marks a message just handed over by Enqueue: recipients that
-// carry the first-attempt claim (queue.Envelope.FirstClaimed) are due now,
-// and their job may use that claim instead of making one.
-func (e *Engine) loadEnvelope(env *queue.Envelope, now time.Time, postpone postponements, handover bool) {
-	id := env.ID
-	if env.Held {
-		return
-	}
-	set := e.settings.Load()
-	expired := set.Policy.MaxAge > 0 && now.After(env.Created.Add(set.Policy.MaxAge))
-	groups := map[string][]string{}
-	var order []string
-	preclaimed := false
-	for _, r := range env.Recipients {
-		first := handover && env.FirstClaimed(r)
-		if r.Status.Final() || (r.NextAttempt.After(now) && !first) {
-			continue
-		}
-		preclaimed = preclaimed || first
-		d := set.Router.Destination(domainOf(r.Address))
-		if expired && len(order) > 0 {
-			// Past max_age: bounced without an attempt, whatever the
-			// destination, so all in one job and one report.
-			d = order[0]
-		}
-		if _, ok := groups[d]; !ok {
-			order = append(order, d)
-		}
-		groups[d] = append(groups[d], r.Address)
-	}
-	force := e.sched.forceScan || e.sched.forceIDs[id]
-	for _, name := range order {
-		j := &job{id: id, env: env, dest: name, addrs: groups[name], expired: expired, preclaimed: preclaimed, force: force}
-		if d := e.sched.dests[name]; d != nil && now.Before(d.until) && !expired && !force {
-			postpone.add(name, id, j.addrs)
-			continue
-		}
-		e.sched.enqueue(j, now)
-	}
+	e.sched.loadEnvelope(e.settings.Load(), env, now, postpone, false)
 }
 
 func domainOf(addr string) string {

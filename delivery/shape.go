@@ -5,10 +5,12 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpcodes"
 )
@@ -43,17 +45,39 @@ type heldCourier interface {
 	CloseIdle(match func(smtpclient.Hold) bool) bool
 }
 
+// gate is the scheduler's side of traffic shaping: a destination's
+// target (resolved through the Router, off the scheduler goroutine), the
+// Shaper's admission of a job to it, and the idle connections a job may
+// reuse or have closed. It keeps no state of its own (a destination's
+// target is the dest's); only the scheduler goroutine uses it.
+type gate struct {
+	shaper   Shaper
+	settings *atomic.Pointer[Settings] // the engine's: Router and Courier
+	clock    clock.Clock
+	inbox    inbox // for MX answers; names the engine's held connections
+}
+
+// ask asks the Shaper to admit j to d's target now; admitted, j holds
+// the target and the lease.
+func (g *gate) ask(d *dest, j *job) shaping.Wait {
+	lease, w := g.shaper.Admit(d.target, j.force)
+	if w.Reason == 0 {
+		j.target, j.lease = d.target, lease
+	}
+	return w
+}
+
 // connHold is a lease as a connection holds it: released when the
 // connection closes, which wakes the scheduler, since a delivery may be
 // waiting for that slot.
 type connHold struct {
 	lease *shaping.Lease
-	e     *Engine
+	in    inbox // the engine's: which engine the connection's lease is of
 }
 
 func (h connHold) Release() {
 	h.lease.Release()
-	h.e.wake()
+	h.in.wake()
 }
 
 // reuseIdle gives j an idle connection of its own target (its own
@@ -63,19 +87,19 @@ func (h connHold) Release() {
 // connections instead of closing and dialing. found reports whether there
 // was one; ok whether j may go now, and when not, w is why (the connection
 // stays in the cache meanwhile).
-func (e *Engine) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool) {
-	c, isHeld := e.settings.Load().Courier.(heldCourier)
+func (g *gate) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool) {
+	c, isHeld := g.settings.Load().Courier.(heldCourier)
 	if !isHeld {
 		return false, shaping.Wait{}, false
 	}
 	idle, h := c.TakeIdle(func(h smtpclient.Hold) bool {
 		ch, ok := h.(connHold)
-		return ok && ch.e == e && ch.lease.For(d.target)
+		return ok && ch.in == g.inbox && ch.lease.For(d.target)
 	})
 	if idle == nil {
 		return false, shaping.Wait{}, false
 	}
-	if w := e.shaper.Reuse(d.target, j.force); w.Reason != 0 {
+	if w := g.shaper.Reuse(d.target, j.force); w.Reason != 0 {
 		idle.Return(h)
 		return false, w, true
 	}
@@ -91,11 +115,11 @@ func (e *Engine) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool
 // closing it would only make the job dial anew (with Redis, whose counts
 // lag a node's releases by a few milliseconds, that happened for one
 // message in seven).
-func (e *Engine) closeIdleIn(sc shaping.Scope, t shaping.Target) {
-	if c, ok := e.settings.Load().Courier.(heldCourier); ok {
+func (g *gate) closeIdleIn(sc shaping.Scope, t shaping.Target) {
+	if c, ok := g.settings.Load().Courier.(heldCourier); ok {
 		c.CloseIdle(func(h smtpclient.Hold) bool {
 			ch, ok := h.(connHold)
-			return ok && ch.e == e && ch.lease.In(sc) && !ch.lease.For(t)
+			return ok && ch.in == g.inbox && ch.lease.In(sc) && !ch.lease.For(t)
 		})
 	}
 }
@@ -135,36 +159,36 @@ const lateWake = 10 * time.Millisecond
 // before the engine looks again.
 const resolveRetry = time.Minute
 
-// targetOf returns d's shaping target when it is known and current, and
-// otherwise starts finding it (an MX lookup, off the scheduler goroutine)
-// and returns false; an eventResolved brings the answer.
-func (e *Engine) targetOf(ctx context.Context, d *dest, domain string, now time.Time) bool {
+// targetOf reports whether d's shaping target is known and current, and
+// otherwise starts finding it (an MX lookup, off the scheduler goroutine;
+// looking says one started, to be counted as work in flight) unless a
+// lookup is under way; an eventTarget brings the answer.
+func (g *gate) targetOf(ctx context.Context, d *dest, domain string, now time.Time) (known, looking bool) {
 	if d.hasTarget && (d.targetUntil.IsZero() || now.Before(d.targetUntil)) {
-		return true
+		return true, false
 	}
 	if d.resolving {
-		return false
+		return false, false
 	}
-	router := e.settings.Load().Router
+	router := g.settings.Load().Router
 	key, mx := router.ShapeKey(domain)
 	if !mx {
-		d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(key, nil), true, time.Time{}
-		return true
+		d.target, d.hasTarget, d.targetUntil = g.shaper.Resolve(key, nil), true, time.Time{}
+		return true, false
 	}
 	if hosts, until, ok := router.CachedMX(key, now); ok {
-		d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(key, hosts), true, until
-		return true
+		d.target, d.hasTarget, d.targetUntil = g.shaper.Resolve(key, hosts), true, until
+		return true, false
 	}
 	d.resolving = true
-	e.sched.running++ // the lookup counts as work in flight, so shutdown waits for it
 	go func() {
 		hosts, until, err := router.MXHosts(ctx, key)
 		if err != nil || until.IsZero() {
-			until = e.clock.Now().Add(resolveRetry)
+			until = g.clock.Now().Add(resolveRetry)
 		}
-		e.events <- event{kind: eventTarget, resolved: resolved{dest: d.name, key: key, hosts: hosts, until: until}}
+		g.inbox.post(event{kind: eventTarget, resolved: resolved{dest: d.name, key: key, hosts: hosts, until: until}})
 	}()
-	return false
+	return false, true
 }
 
 // resolved is the answer to a destination's MX lookup for its target.
@@ -174,20 +198,15 @@ type resolved struct {
 	until     time.Time
 }
 
-// resolvedTarget books an MX lookup's answer.
-func (e *Engine) resolvedTarget(r resolved) {
-	e.sched.running--
-	d := e.sched.dests[r.dest]
-	if d == nil {
-		return
-	}
+// resolved gives d the target of its MX lookup's answer r.
+func (g *gate) resolved(d *dest, r resolved) {
 	d.resolving = false
-	d.target, d.hasTarget, d.targetUntil = e.shaper.Resolve(r.key, r.hosts), true, r.until
+	d.target, d.hasTarget, d.targetUntil = g.shaper.Resolve(r.key, r.hosts), true, r.until
 }
 
 // react hands every distinct failure reply of an attempt to the shaper
 // and makes the recipients whose reply a bounce rule matched permanent.
-func (e *Engine) react(t shaping.Target, results []smtpclient.RcptResult) {
+func (a *attempter) react(t shaping.Target, results []smtpclient.RcptResult) {
 	seen := map[string]shaping.Verdict{}
 	for i := range results {
 		r := &results[i].Reply
@@ -197,7 +216,7 @@ func (e *Engine) react(t shaping.Target, results []smtpclient.RcptResult) {
 		key := r.String()
 		v, ok := seen[key]
 		if !ok {
-			v, _ = e.shaper.React(t, *r)
+			v, _ = a.shaper.React(t, *r)
 			seen[key] = v
 		}
 		if v.Permanent && r.Class == smtpcodes.Transient {
@@ -263,26 +282,15 @@ func (f *forceSet) take() (map[string]bool, bool) {
 // after the queue made them due (queue.Store.Retry, Flush); it wakes the
 // scheduler and never blocks.
 func (e *Engine) Force(ids ...string) {
-	e.forced.add(ids)
+	e.asks.forced.add(ids)
 	e.Kick()
-}
-
-// applyForce marks the jobs of an operator's retry or flush: those in
-// memory now, and (through e.sched.forceIDs and e.sched.forceScan) those the scan that
-// follows loads.
-func (e *Engine) applyForce() {
-	if ids, all := e.forced.take(); len(ids) > 0 || all {
-		e.sched.markForced(ids, all)
-	}
 }
 
 // Resumed tells the engine an operator ended the suspension of scope
 // (shaping.Shaper.Resume): its destinations are no longer held back, and
 // their mail parked on disk until the old end is due now. It never blocks.
 func (e *Engine) Resumed(scope shaping.Scope) {
-	e.resumes.mu.Lock()
-	e.resumes.scopes = append(e.resumes.scopes, scope)
-	e.resumes.mu.Unlock()
+	e.asks.resumes.add(scope)
 	e.Kick()
 }
 
@@ -293,15 +301,36 @@ type resumeSet struct {
 	scopes []shaping.Scope
 }
 
+func (r *resumeSet) add(sc shaping.Scope) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.scopes = append(r.scopes, sc)
+}
+
+// take returns the scopes resumed since the last take.
+func (r *resumeSet) take() []shaping.Scope {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	scopes := r.scopes
+	r.scopes = nil
+	return scopes
+}
+
+// requests are what other goroutines ask of the scheduler, which takes
+// them at its next fill: operators' retries and flushes (forced), ends of
+// suspensions (resumes), and after Update a new resolve of every
+// destination's shaping target (reshape). Each part has its own lock.
+type requests struct {
+	forced  forceSet
+	resumes resumeSet
+	reshape atomic.Bool
+}
+
 // applyResumes ends the engine's hold on the destinations of resumed
 // scopes and makes their parked mail due (a queue scan per domain: an
 // operator's action, rare).
 func (e *Engine) applyResumes(now time.Time) {
-	e.resumes.mu.Lock()
-	scopes := e.resumes.scopes
-	e.resumes.scopes = nil
-	e.resumes.mu.Unlock()
-	for _, sc := range scopes {
+	for _, sc := range e.asks.resumes.take() {
 		for _, d := range e.sched.dests {
 			if !d.hasTarget || !inTarget(d.target, sc) || !now.Before(d.until) {
 				continue
@@ -368,7 +397,7 @@ func (e *Engine) parkOverflow(d *dest, w shaping.Wait) {
 			e.sched.unbusy(j.id)
 		}
 		until := w.Until.Add(time.Duration(rateKeep+i) * interval)
-		if err := e.store.Postpone(batch, until, e.forced.has); err != nil {
+		if err := e.store.Postpone(batch, until, e.asks.forced.has); err != nil {
 			e.log.Error("postponing mail for a rate-limited destination failed", "destination", d.name, "err", err)
 			e.sched.cursor.reset()
 			continue

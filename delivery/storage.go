@@ -39,8 +39,8 @@ const (
 	storageBackoffMax = 30 * time.Second
 )
 
-// storageBackoff is the scheduler's memory of queue trouble. Owned by the
-// scheduler goroutine.
+// storageBackoff is the scheduler's memory of queue trouble: the back-off
+// and the writes it left for later. Owned by the scheduler goroutine.
 type storageBackoff struct {
 	obs     StorageObserver // told of every failure; nil: nobody
 	until   time.Time       // no queue work before this
@@ -50,6 +50,10 @@ type storageBackoff struct {
 	// attempted again while relayq runs; the scheduler writes them first
 	// when the back-off ends.
 	unwritten []pendingRecord
+	// owed are messages whose marked reports (group.go) the scheduler
+	// queues next (writeOwedDSNs): left by a stop, or by a report write
+	// that failed.
+	owed []string
 }
 
 // pendingRecord is an attempt's outcome waiting to be written.
@@ -99,31 +103,31 @@ func (b *storageBackoff) keep(p pendingRecord, now time.Time) {
 	b.failed(StorageRecord, now)
 }
 
+// owe notes that the grouped report of message id could not be queued:
+// the scheduler queues it after the back-off.
+func (b *storageBackoff) owe(id string, now time.Time) {
+	b.owed = append(b.owed, id)
+	b.failed(StorageRecord, now)
+}
+
 // writeUnwritten tries to write the outcomes kept in memory, oldest first,
 // and reports whether all are written (or dropped as unwritable). It stops
 // at the first that fails again.
 func (e *Engine) writeUnwritten(now time.Time) bool {
 	for len(e.storage.unwritten) > 0 {
 		p := e.storage.unwritten[0]
-		res, ok := e.recordNow(p)
+		res, ok := e.att.recordNow(p)
 		if !ok {
 			e.storage.failed(StorageRecord, now)
 			return false
 		}
 		e.storage.unwritten[0] = pendingRecord{}
 		e.storage.unwritten = e.storage.unwritten[1:]
-		res = e.settle(res) // its job is done only now (group.go)
-		e.dsnLater(res, now)
-		e.booked(res)
+		res = e.att.settle(res) // its job is done only now (group.go)
+		if res.dsnLater {
+			e.storage.owe(res.job.id, now)
+		}
+		e.sched.booked(res)
 	}
 	return true
-}
-
-// abandonUnwritten logs the outcomes that could not be written before
-// shutdown: after a restart those recipients are attempted again.
-func (e *Engine) abandonUnwritten() {
-	if n := len(e.storage.unwritten); n > 0 && !e.writeUnwritten(e.clock.Now()) {
-		e.log.Error("outcomes could not be written before shutdown; those recipients will be attempted again",
-			"attempts", len(e.storage.unwritten))
-	}
 }

@@ -53,18 +53,18 @@ func tlsArgs(j *job, args []any) []any {
 
 // observeTLS counts one recipient's outcome by policy and, once per
 // attempt, records the domain's TLS result for TLS-RPT, unless the
-// outcome carried it into the store's own commit (tallyTLS).
-func (e *Engine) observeTLS(j *job, o queue.Outcome, first bool, end time.Time) {
+// outcome carried it into the store's own commit (tally).
+func (l outcomeLog) observeTLS(j *job, o queue.Outcome, first bool, end time.Time) {
 	t := j.tls
 	if t.Policy == "" {
 		return
 	}
-	if obs, ok := e.obs.(TLSObserver); ok {
+	if obs, ok := l.obs.(TLSObserver); ok {
 		obs.SecuredBy(t, o.Status)
 	}
-	if r, ok := tlsResult(t, o); ok && first && e.tlsrpt != nil && !e.tlsInRecord() {
-		if err := e.tlsrpt.RecordTLS(domainOf(o.Address), end, r); err != nil {
-			e.log.Warn("tls-rpt: recording a result failed", "id", j.id, "err", err)
+	if r, ok := tlsResult(t, o); ok && first && l.tlsrpt != nil && !l.tlsInStore {
+		if err := l.tlsrpt.RecordTLS(domainOf(o.Address), end, r); err != nil {
+			l.log.Warn("tls-rpt: recording a result failed", "id", j.id, "err", err)
 		}
 	}
 }
@@ -76,18 +76,10 @@ func tlsResult(t smtpclient.TLSInfo, o queue.Outcome) (queue.TLSResult, bool) {
 	return queue.TLSResult{Policy: kind, MX: o.RemoteMTA, Failure: string(t.Failure)}, kind != ""
 }
 
-// tlsInRecord: the TLS-RPT recorder is the store that takes the outcomes,
-// so an attempt's count goes into Record's transaction (one commit per
-// attempt, not two).
-func (e *Engine) tlsInRecord() bool {
-	s, ok := e.tlsrpt.(*queue.Store)
-	return ok && s == e.store
-}
-
-// tallyTLS puts the attempt's TLS-RPT count on its first outcome when the
-// store counts it in Record (tlsInRecord).
-func (e *Engine) tallyTLS(j *job, outcomes []queue.Outcome, end time.Time) []queue.Outcome {
-	if len(outcomes) == 0 || !e.tlsInRecord() {
+// tally puts the attempt's TLS-RPT count on its first outcome when the
+// store counts it in Record (tlsInStore).
+func (l outcomeLog) tally(j *job, outcomes []queue.Outcome, end time.Time) []queue.Outcome {
+	if len(outcomes) == 0 || !l.tlsInStore {
 		return outcomes
 	}
 	if r, ok := tlsResult(j.tls, outcomes[0]); ok {

@@ -1,0 +1,42 @@
+package delivery
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/relayq/relayq/queue"
+)
+
+// draws is the engine's one source of randomness: backoff delays and
+// jobs' jitter. The *rand.Rand it wraps is not safe for concurrent use,
+// and both the scheduler and job goroutines draw, so every draw holds mu.
+type draws struct {
+	mu  sync.Mutex
+	rnd *rand.Rand
+}
+
+// delay draws the backoff delay before retry n.
+func (d *draws) delay(b queue.Backoff, n int) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return b.Delay(n, d.rnd)
+}
+
+// jitter draws one job's jitter.
+func (d *draws) jitter() jitter {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return jitter{d.rnd.Uint64(), d.rnd.Uint64()}
+}
+
+// jitter is one job's draw of the backoff's random part. Every recipient
+// the job defers gets the same draw, so recipients of one message deferred
+// together to one destination stay due together and go in one
+// transaction again, instead of one each.
+type jitter struct{ a, b uint64 }
+
+// next is p.Next with the job's jitter: the same draw for each recipient.
+func (j jitter) next(p queue.Policy, r queue.Recipient, created, now time.Time) (time.Time, bool) {
+	return p.Next(r.Attempts, created, now, rand.New(rand.NewPCG(j.a, j.b)))
+}
