@@ -497,13 +497,16 @@ func decodeXtext(val string) (string, error) {
 			replaceErr = errors.New("incomplete hexchar")
 			return ""
 		}
-		char, err := strconv.ParseInt(match, 16, 8)
+		// RFC 3461 section 4: "+" followed by two hex digits is the octet
+		// of that value, any octet (0x80 and above included: Postfix
+		// encodes UTF-8 addresses that way).
+		char, err := strconv.ParseUint(match[1:], 16, 8)
 		if err != nil {
 			replaceErr = err
 			return ""
 		}
 
-		return string(rune(char))
+		return string([]byte{byte(char)})
 	})
 	if replaceErr != nil {
 		return "", replaceErr
@@ -611,15 +614,19 @@ func decodeTypedAddress(val string) (DSNAddressType, string, error) {
 
 	var err error
 	switch DSNAddressType(aType) {
-	case DSNAddressTypeRFC822:
-		aAddr, err = decodeXtext(aAddr)
-		if err == nil && !isPrintableASCII(aAddr) {
-			err = errors.New("illegal address:" + aAddr)
-		}
 	case DSNAddressTypeUTF8:
 		aAddr, err = decodeUTF8AddrXtext(aAddr)
 	default:
-		err = errors.New("unknown address type:" + aType)
+		// rfc822, and address types this package does not know: RFC 3461
+		// section 4.2 makes every ORCPT value xtext, and "the address
+		// associated with the ORCPT keyword is NOT constrained to conform
+		// to the syntax rules for that addr-type". The decoded octets may
+		// be 8-bit (an rfc822 address in UTF-8, as Postfix sends it), but
+		// not control characters or space.
+		aAddr, err = decodeXtext(aAddr)
+		if err == nil && hasControlOrSpace(aAddr) {
+			err = errors.New("illegal address:" + aAddr)
+		}
 	}
 	if err != nil {
 		return "", "", err
@@ -689,6 +696,15 @@ func encodeUTF8AddrUnitext(raw string) string {
 		}
 	}
 	return out.String()
+}
+
+func hasControlOrSpace(val string) bool {
+	for i := 0; i < len(val); i++ {
+		if val[i] <= ' ' || val[i] == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 func isPrintableASCII(val string) bool {
