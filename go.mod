@@ -42,3 +42,9 @@ require (
 	golang.org/x/text v0.44.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+// go-smtp v0.26.0's server refuses ORCPT values that carry bytes >= 0x80
+// or an unknown address type (Postfix sends both); third_party/go-smtp is
+// v0.26.0 with that fixed (see its README and docs/upstream-go-smtp-xtext.md).
+// Versioned, so that an upgrade of go-smtp drops it.
+replace github.com/emersion/go-smtp v0.26.0 => ./third_party/go-smtp

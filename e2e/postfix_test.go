@@ -39,6 +39,14 @@ func findPostfix(t *testing.T) string {
 // everything to next. It never touches the system instance.
 func startPostfix(t *testing.T, next string) string {
 	t.Helper()
+	return startPostfixWith(t, next, nil)
+}
+
+// startPostfixWith is startPostfix with some main.cf settings replaced
+// (set, by key). It replaces rather than appends: a key written twice makes
+// Postfix's log daemon deadlock on its own warning.
+func startPostfixWith(t *testing.T, next string, set map[string]string) string {
+	t.Helper()
 	bin := findPostfix(t)
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
@@ -86,6 +94,19 @@ biff = no
 maillog_file = %[1]s/maillog
 maillog_file_prefixes = %[1]s
 `, dir, nextHost, nextPort)
+	lines, replaced := strings.Split(mainCF, "\n"), 0
+	for i, l := range lines {
+		if key, _, ok := strings.Cut(l, " = "); ok {
+			if v, ok := set[key]; ok {
+				lines[i] = key + " = " + v
+				replaced++
+			}
+		}
+	}
+	if replaced != len(set) {
+		t.Fatalf("startPostfixWith: keys not in the base main.cf: %v", set)
+	}
+	mainCF = strings.Join(lines, "\n")
 	if err := os.WriteFile(filepath.Join(dir, "main.cf"), []byte(mainCF), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,11 @@
 //     on after it. Only shutdown's own deadline cuts a transaction off, and a
 //     cut-off transaction never got its 250 (see limitedConn for why the
 //     rule lives in the connection, not in the session).
+//   - DSN parameters are kept as the client gave them (RFC 3461): an ORCPT
+//     of any address type, its xtext decoded to octets of any value (Postfix
+//     sends a UTF-8 recipient as rfc822 with +C3+AB), is stored as
+//     "type;address"; only malformed xtext or control characters get 501.
+//     go-smtp v0.26.0 refused 8-bit xtext, hence third_party/go-smtp.
 //   - SetDraining(true) (drain.go) refuses MAIL with 421 4.3.2 on every
 //     path and a transaction opened before it with 451 4.3.2 at its end,
 //     and returns only after a commit under way has finished: from then on

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/emersion/go-smtp"
 )
@@ -40,8 +41,9 @@ func mailCommand(env Envelope, w *wire, utf8, dsn bool) string {
 // rcptCommand is the RCPT command for rq, with its DSN parameters when the
 // server takes them (RFC 3461 section 4.1 and 4.2). A NOTIFY or ORCPT the
 // server would refuse as malformed is left out rather than failing the
-// recipient.
-func rcptCommand(rq RcptReq, dsn, utf8 bool) string {
+// recipient. unitext says the transaction uses SMTPUTF8 (MAIL ... SMTPUTF8):
+// only then may a utf-8 ORCPT carry raw UTF-8 (RFC 6533 section 3).
+func rcptCommand(rq RcptReq, dsn, unitext bool) string {
 	line := "RCPT TO:<" + rq.Address + ">"
 	if !dsn {
 		return line
@@ -70,8 +72,12 @@ func rcptCommand(rq RcptReq, dsn, utf8 bool) string {
 		switch {
 		case strings.EqualFold(typ, "rfc822") && isPrintableASCII(addr):
 			line += " ORCPT=rfc822;" + xtext(addr)
+		case !utf8.ValidString(addr):
+			// 8-bit xtext that is not UTF-8: the utf-8 type cannot carry it
+			// and the rfc822 type needs ASCII (RFC 3461 section 4.2,
+			// RFC 6533 section 3), so it is left out rather than changed.
 		case strings.EqualFold(typ, "rfc822"), strings.EqualFold(typ, "utf-8"):
-			line += " ORCPT=utf-8;" + utf8AddrXtext(addr, utf8)
+			line += " ORCPT=utf-8;" + utf8AddrXtext(addr, unitext)
 		}
 	}
 	return line

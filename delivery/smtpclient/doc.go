@@ -41,6 +41,12 @@
 //     with 5.6.7 by a server without SMTPUTF8 (RFC 6531 section 3.2), as a
 //     UTF-8 address is. The body is read for this only when one of the two
 //     extensions is missing.
+//   - An ORCPT goes on only in a form the next hop decodes to the same
+//     address: rfc822 xtext when it is printable ASCII (RFC 3461), else the
+//     utf-8 type (RFC 6533 section 3), as unitext only in a transaction
+//     that uses SMTPUTF8 and as utf-8-addr-xtext otherwise. One that is
+//     neither (not UTF-8, or an address type relayq does not know) is left
+//     out, never sent malformed: a malformed ORCPT costs the recipient.
 //   - Every reply carries a class and enhanced code smtpcodes.Classify
 //     understands; server replies are *smtp.SMTPError values.
 package smtpclient

@@ -116,9 +116,13 @@ func (t *txn) check() (attemptEnd, bool) {
 				"delivery: %s does not support SMTPUTF8, needed for recipient %s", addr, rq.Address)))
 		default:
 			t.asked = append(t.asked, i)
-			t.rcpts = append(t.rcpts, rcptCommand(rq, hasDSN, hasUTF8))
 			t.utf8 = t.utf8 || !isASCII(rq.Address)
 		}
+	}
+	// After the loop: whether MAIL says SMTPUTF8 decides how each ORCPT is
+	// written (RFC 6533 section 3).
+	for _, i := range t.asked {
+		t.rcpts = append(t.rcpts, rcptCommand(env.Recipients[i], hasDSN, t.utf8 && hasUTF8))
 	}
 	if len(t.asked) == 0 {
 		t.s.reusable = true // nothing was said: the connection is as it was

@@ -353,8 +353,9 @@ func xtext(s string) string {
 }
 
 // utf8AddrXtext encodes an address as RFC 6533 section 3 utf-8-addr-xtext
-// (unitext when the server speaks SMTPUTF8): characters that xtext cannot
-// carry become \x{HEX}.
+// (unitext when the transaction uses SMTPUTF8): characters that xtext
+// cannot carry become \x{HEX}, with at least two digits, as HEXPOINT
+// requires (\x{09}, never \x{9}).
 func utf8AddrXtext(s string, unitext bool) string {
 	var b strings.Builder
 	for _, r := range s {
@@ -364,7 +365,7 @@ func utf8AddrXtext(s string, unitext bool) string {
 		case unitext && r > 0x7f:
 			b.WriteRune(r)
 		default:
-			fmt.Fprintf(&b, `\x{%X}`, r)
+			fmt.Fprintf(&b, `\x{%02X}`, r)
 		}
 	}
 	return b.String()
