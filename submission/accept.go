@@ -354,8 +354,8 @@ func (a Acceptor) LoginKey(ip netip.Addr, key string) (string, error) {
 // configuration changes that hash.
 func (a Acceptor) checkSecret(ip netip.Addr, who, hash string, known bool, secret string) error {
 	s := a.s
-	if !s.auth.begin(ip) {
-		s.log.Warn("auth refused: address locked out", "client", ip.String(), "who", who)
+	if scope, ok := s.auth.begin(ip, who); !ok {
+		s.log.Warn("auth refused: locked out", "client", ip.String(), "who", who, "locked", string(scope))
 		if o := s.opts.Observer; o != nil {
 			o.Rejected(RejectAuthLockout)
 		}
@@ -363,7 +363,7 @@ func (a Acceptor) checkSecret(ip netip.Addr, who, hash string, known bool, secre
 	}
 	sum := sha256.Sum256([]byte(who + "\x00" + secret))
 	if known && s.verified.ok(sum, hash) {
-		s.auth.finish(ip, true)
+		s.auth.finish(ip, who, true)
 		return nil
 	}
 	var h []byte
@@ -377,10 +377,10 @@ func (a Acceptor) checkSecret(ip netip.Addr, who, hash string, known bool, secre
 		h = dh
 	}
 	if err := bcrypt.CompareHashAndPassword(h, []byte(secret)); err != nil || !known {
-		n, delay := s.auth.finish(ip, false)
+		n, delay := s.auth.finish(ip, who, false)
 		return s.authFailed(ip, who, "bad credentials", n, delay)
 	}
-	s.auth.finish(ip, true)
+	s.auth.finish(ip, who, true)
 	s.verified.add(sum, hash)
 	return nil
 }

@@ -21,10 +21,12 @@
 //     RCPT (554 5.7.1). relayq has no local mailboxes, so there is nothing an
 //     unauthenticated stranger may send to.
 //   - AUTH is offered only on TLS connections unless AllowInsecureAuth is set
-//     (RFC 4954 section 4), and repeated failures from one IP address are
-//     slowed and then locked out for a while. A guess counts against the
-//     limit from the moment it is checked (begin/finish), whether it came
-//     by SMTP AUTH or HTTP Basic or API key.
+//     (RFC 4954 section 4), and repeated failures are slowed and then
+//     locked out for a while, counted per IP address and per account. A
+//     guess counts against both limits from the moment it is checked
+//     (begin/finish), whether it came by SMTP AUTH or HTTP Basic or API
+//     key; a success forgets only its own account's failures, so logging
+//     in with one credential never clears guesses at another.
 //   - Bare CR and bare LF inside DATA are refused (550 5.7.0), never stored:
 //     relayq forwards only CRLF-clean messages, which closes the SMTP
 //     smuggling family of attacks (CVE-2023-51764) at the door. relayq

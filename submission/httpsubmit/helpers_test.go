@@ -19,6 +19,7 @@ import (
 	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"
 	"github.com/relayq/relayq/submission"
@@ -59,6 +60,8 @@ type envOpts struct {
 	signer func() submission.MessageSigner
 	// suppressions is the submission server's suppression check, or nil.
 	suppressions submission.Suppressions
+	// clock times the submission server's AUTH lockouts (nil: real time).
+	clock clock.Clock
 }
 
 func start(t *testing.T, o envOpts) *testEnv {
@@ -109,7 +112,7 @@ func start(t *testing.T, o envOpts) *testEnv {
 		MaxMessageBytes: o.maxBytes, MaxRecipients: o.maxRcpts,
 		AllowInsecureAuth: o.insecure, AuthFailureDelay: -1, AuthMaxFailures: o.authMax,
 		OnQueued: eng.Enqueue, BeforeCommit: eng.ClaimFirst, Observer: obs,
-		Signer: o.signer, Suppressions: o.suppressions,
+		Signer: o.signer, Suppressions: o.suppressions, Clock: o.clock,
 	})
 	if err != nil {
 		t.Fatal(err)
