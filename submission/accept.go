@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"net/netip"
 	"strings"
 	"sync"
@@ -90,18 +91,11 @@ func (a Acceptor) TLSConfig() *tls.Config {
 	return a.s.smtp.TLSConfig
 }
 
-// Acquire takes a connection slot for a client at ip from the same limits
-// SMTP connections count against (in total and per address); false means
-// the limits are reached. Call release when the request is over.
-func (a Acceptor) Acquire(ip netip.Addr) (release func(), ok bool) {
-	if !a.s.conns.acquire(ip) {
-		if o := a.s.opts.Observer; o != nil {
-			o.Rejected(RejectConnections)
-		}
-		return nil, false
-	}
-	return func() { a.s.conns.release(ip) }, true
-}
+// LimitListener is Server.LimitListener: connections accepted on l take
+// a slot from the limits SMTP connections count against (in total and
+// per address), from accept to close, and stop before the descriptors
+// kept for SMTP.
+func (a Acceptor) LimitListener(l net.Listener) net.Listener { return a.s.LimitListener(l) }
 
 // Locked reports whether ip is locked out after authentication failures.
 func (a Acceptor) Locked(ip netip.Addr) bool { return a.s.auth.locked(ip) }

@@ -36,7 +36,11 @@
 //     every byte, ".\r" at a line start included, and is the one that
 //     decides where a body ends: only at CRLF "." CRLF.
 //   - Limits (size, recipients, connections, timeouts) answer with the right
-//     reply code and affect only the offending session. A DATA upload that
+//     reply code and affect only the offending session. One connLimiter
+//     counts the connections of every listener (SMTP; HTTP and admin
+//     through LimitListener) from accept to close; non-SMTP connections
+//     also stop FDReserve descriptors below the soft RLIMIT_NOFILE, so
+//     HTTP clients cannot starve SMTP of descriptors. A DATA upload that
 //     breaks off (timeout, lost connection) ends the session with 421: the
 //     rest of an unfinished body is never read as commands.
 //   - Shutdown hangs up on a session at its next command unless it has a

@@ -62,6 +62,8 @@ type envOpts struct {
 	suppressions submission.Suppressions
 	// clock times the submission server's AUTH lockouts (nil: real time).
 	clock clock.Clock
+	// maxPerIP is the submission server's MaxConnsPerIP (0: its default).
+	maxPerIP int
 }
 
 func start(t *testing.T, o envOpts) *testEnv {
@@ -112,7 +114,7 @@ func start(t *testing.T, o envOpts) *testEnv {
 		MaxMessageBytes: o.maxBytes, MaxRecipients: o.maxRcpts,
 		AllowInsecureAuth: o.insecure, AuthFailureDelay: -1, AuthMaxFailures: o.authMax,
 		OnQueued: eng.Enqueue, BeforeCommit: eng.ClaimFirst, Observer: obs,
-		Signer: o.signer, Suppressions: o.suppressions, Clock: o.clock,
+		Signer: o.signer, Suppressions: o.suppressions, Clock: o.clock, MaxConnsPerIP: o.maxPerIP,
 	})
 	if err != nil {
 		t.Fatal(err)
