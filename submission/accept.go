@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"net/netip"
 	"strings"
 	"sync"
@@ -90,18 +91,11 @@ func (a Acceptor) TLSConfig() *tls.Config {
 	return a.s.smtp.TLSConfig
 }
 
-// Acquire takes a connection slot for a client at ip from the same limits
-// SMTP connections count against (in total and per address); false means
-// the limits are reached. Call release when the request is over.
-func (a Acceptor) Acquire(ip netip.Addr) (release func(), ok bool) {
-	if !a.s.conns.acquire(ip) {
-		if o := a.s.opts.Observer; o != nil {
-			o.Rejected(RejectConnections)
-		}
-		return nil, false
-	}
-	return func() { a.s.conns.release(ip) }, true
-}
+// LimitListener is Server.LimitListener: connections accepted on l take
+// a slot from the limits SMTP connections count against (in total and
+// per address), from accept to close, and stop before the descriptors
+// kept for SMTP.
+func (a Acceptor) LimitListener(l net.Listener) net.Listener { return a.s.LimitListener(l) }
 
 // Locked reports whether ip is locked out after authentication failures.
 func (a Acceptor) Locked(ip netip.Addr) bool { return a.s.auth.locked(ip) }
@@ -354,8 +348,8 @@ func (a Acceptor) LoginKey(ip netip.Addr, key string) (string, error) {
 // configuration changes that hash.
 func (a Acceptor) checkSecret(ip netip.Addr, who, hash string, known bool, secret string) error {
 	s := a.s
-	if !s.auth.begin(ip) {
-		s.log.Warn("auth refused: address locked out", "client", ip.String(), "who", who)
+	if scope, ok := s.auth.begin(ip, who); !ok {
+		s.log.Warn("auth refused: locked out", "client", ip.String(), "who", who, "locked", string(scope))
 		if o := s.opts.Observer; o != nil {
 			o.Rejected(RejectAuthLockout)
 		}
@@ -363,7 +357,7 @@ func (a Acceptor) checkSecret(ip netip.Addr, who, hash string, known bool, secre
 	}
 	sum := sha256.Sum256([]byte(who + "\x00" + secret))
 	if known && s.verified.ok(sum, hash) {
-		s.auth.finish(ip, true)
+		s.auth.finish(ip, who, true)
 		return nil
 	}
 	var h []byte
@@ -377,10 +371,10 @@ func (a Acceptor) checkSecret(ip netip.Addr, who, hash string, known bool, secre
 		h = dh
 	}
 	if err := bcrypt.CompareHashAndPassword(h, []byte(secret)); err != nil || !known {
-		n, delay := s.auth.finish(ip, false)
+		n, delay := s.auth.finish(ip, who, false)
 		return s.authFailed(ip, who, "bad credentials", n, delay)
 	}
-	s.auth.finish(ip, true)
+	s.auth.finish(ip, who, true)
 	s.verified.add(sum, hash)
 	return nil
 }

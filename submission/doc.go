@@ -21,10 +21,12 @@
 //     RCPT (554 5.7.1). relayq has no local mailboxes, so there is nothing an
 //     unauthenticated stranger may send to.
 //   - AUTH is offered only on TLS connections unless AllowInsecureAuth is set
-//     (RFC 4954 section 4), and repeated failures from one IP address are
-//     slowed and then locked out for a while. A guess counts against the
-//     limit from the moment it is checked (begin/finish), whether it came
-//     by SMTP AUTH or HTTP Basic or API key.
+//     (RFC 4954 section 4), and repeated failures are slowed and then
+//     locked out for a while, counted per IP address and per account. A
+//     guess counts against both limits from the moment it is checked
+//     (begin/finish), whether it came by SMTP AUTH or HTTP Basic or API
+//     key; a success forgets only its own account's failures, so logging
+//     in with one credential never clears guesses at another.
 //   - Bare CR and bare LF inside DATA are refused (550 5.7.0), never stored:
 //     relayq forwards only CRLF-clean messages, which closes the SMTP
 //     smuggling family of attacks (CVE-2023-51764) at the door. relayq
@@ -34,7 +36,11 @@
 //     every byte, ".\r" at a line start included, and is the one that
 //     decides where a body ends: only at CRLF "." CRLF.
 //   - Limits (size, recipients, connections, timeouts) answer with the right
-//     reply code and affect only the offending session. A DATA upload that
+//     reply code and affect only the offending session. One connLimiter
+//     counts the connections of every listener (SMTP; HTTP and admin
+//     through LimitListener) from accept to close; non-SMTP connections
+//     also stop FDReserve descriptors below the soft RLIMIT_NOFILE, so
+//     HTTP clients cannot starve SMTP of descriptors. A DATA upload that
 //     breaks off (timeout, lost connection) ends the session with 421: the
 //     rest of an unfinished body is never read as commands.
 //   - Shutdown hangs up on a session at its next command unless it has a

@@ -51,12 +51,16 @@ type Options struct {
 	// TLS, when set, enables STARTTLS on plain listeners and implicit TLS listeners.
 	TLS               *tls.Config
 	AllowInsecureAuth bool
-	MaxMessageBytes   int64         // default 25 MiB
-	MaxRecipients     int           // default 100
-	MaxConnections    int           // default 1000
-	MaxConnsPerIP     int           // default 50
-	ReadTimeout       time.Duration // per command; default 5m (RFC 5321 4.5.3.2)
-	DataTimeout       time.Duration // whole DATA upload; default 10m
+	MaxMessageBytes   int64 // default 25 MiB
+	MaxRecipients     int   // default 100
+	MaxConnections    int   // default 1000
+	MaxConnsPerIP     int   // default 50
+	// FDReserve is how many file descriptors below the soft RLIMIT_NOFILE
+	// HTTP connections (LimitListener) may not take, so SMTP clients,
+	// delivery and the queue still get descriptors; default 256.
+	FDReserve   int
+	ReadTimeout time.Duration // per command; default 5m (RFC 5321 4.5.3.2)
+	DataTimeout time.Duration // whole DATA upload; default 10m
 	// SessionTimeout bounds a whole connection, however busy: when it has
 	// passed, the session gets 421 at its next read (even mid-DATA), so a
 	// client trickling valid commands cannot keep its slot. Default 1h.
@@ -158,6 +162,9 @@ func New(o Options) (*Server, error) {
 	if o.MaxConnsPerIP <= 0 {
 		o.MaxConnsPerIP = 50
 	}
+	if o.FDReserve <= 0 {
+		o.FDReserve = defaultFDReserve
+	}
 	if o.AuthMaxFailures <= 0 {
 		o.AuthMaxFailures = 5
 	}
@@ -182,7 +189,7 @@ func New(o Options) (*Server, error) {
 	p := o.Policy
 	s.policy.Store(&p)
 	s.auth = newAuthLimiter(o.AuthMaxFailures, o.AuthLockout, o.AuthFailureDelay, o.Clock)
-	s.conns = newConnLimiter(o.MaxConnections, o.MaxConnsPerIP)
+	s.conns = newConnLimiter(o.MaxConnections, o.MaxConnsPerIP, fdCap(o.FDReserve))
 	if o.TLS != nil {
 		s.tlsConf.Store(o.TLS)
 	}
@@ -274,6 +281,15 @@ func (s *Server) listen(addr string, implicitTLS bool) (net.Addr, error) {
 	}()
 	s.log.Info("listening for SMTP", "addr", l.Addr().String(), "implicit_tls", implicitTLS)
 	return l.Addr(), nil
+}
+
+// LimitListener wraps a non-SMTP listener (the HTTP API, the admin API) so
+// its connections count against MaxConnections and MaxConnsPerIP with the
+// SMTP ones, from accept to close, and stop while the connections open
+// reach the soft RLIMIT_NOFILE minus FDReserve (the reserve is SMTP's). A
+// connection over a limit is closed at once, without a reply.
+func (s *Server) LimitListener(l net.Listener) net.Listener {
+	return &slotListener{Listener: l, limits: s.conns, log: s.log, obs: s.opts.Observer}
 }
 
 // Shutdown stops accepting connections, hangs up on sessions at their next

@@ -39,7 +39,10 @@ func (m *metrics) delivery() delivery.Observer { return m.m.Delivery() }
 
 // startAdmin listens on c.Listen now (so a busy or bad address fails the
 // start) and serves the admin API, /metrics and the probes in the background.
-func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.Shaping, m *metrics, log *slog.Logger, sl *suppression.List, d ...admin.Drainer) (*http.Server, error) {
+//
+// limit, if not nil, wraps the listener (submission.Server.LimitListener:
+// admin connections count against the same connection limits as SMTP's).
+func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.Shaping, m *metrics, log *slog.Logger, sl *suppression.List, limit func(net.Listener) net.Listener, d ...admin.Drainer) (*http.Server, error) {
 	o := admin.Options{
 		Store:        st,
 		Shaping:      sh,
@@ -67,6 +70,9 @@ func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.
 		log.Warn("admin API listens beyond loopback without a token: anyone who can reach it can delete mail", "addr", l.Addr().String())
 	}
 	log.Info("admin API listening", "addr", l.Addr().String(), "token", c.Token != "")
+	if limit != nil {
+		l = limit(l)
+	}
 	return admin.Serve(l, admin.NewHandler(o), log), nil
 }
 

@@ -38,7 +38,8 @@ func StoreReady(st *queue.Store) func() error {
 }
 
 // Serve runs h on l in a new goroutine and returns the server, whose
-// Shutdown stops it. The caller listens first (net.Listen) so that a bad
+// Shutdown stops it. Connection counts are the caller's: relayq passes a
+// listener wrapped in the submission server's limits. The caller listens first (net.Listen) so that a bad
 // or busy address is an error at start-up, not a log line later.
 func Serve(l net.Listener, h http.Handler, log *slog.Logger) *http.Server {
 	if log == nil {

@@ -7,6 +7,10 @@
 //   - 202 is sent only after the message is fsync'd (Acceptor.Accept
 //     returned), exactly like SMTP's 250; any other status means nothing was
 //     queued.
+//   - Connections are counted from accept to close (Listen wraps its
+//     listener in Acceptor.LimitListener), so idle keep-alive connections
+//     are bounded too; one over the limits is closed before TLS or any
+//     request.
 //   - Relay policy, size and recipient limits, connection limits, the
 //     AUTH lockout and DKIM signing are submission's, not a copy: a refusal is the SMTP reply
 //     an SMTP client would get, turned into a status by statusFor.

@@ -19,6 +19,7 @@ import (
 	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"
 	"github.com/relayq/relayq/submission"
@@ -59,6 +60,10 @@ type envOpts struct {
 	signer func() submission.MessageSigner
 	// suppressions is the submission server's suppression check, or nil.
 	suppressions submission.Suppressions
+	// clock times the submission server's AUTH lockouts (nil: real time).
+	clock clock.Clock
+	// maxPerIP is the submission server's MaxConnsPerIP (0: its default).
+	maxPerIP int
 }
 
 func start(t *testing.T, o envOpts) *testEnv {
@@ -109,7 +114,7 @@ func start(t *testing.T, o envOpts) *testEnv {
 		MaxMessageBytes: o.maxBytes, MaxRecipients: o.maxRcpts,
 		AllowInsecureAuth: o.insecure, AuthFailureDelay: -1, AuthMaxFailures: o.authMax,
 		OnQueued: eng.Enqueue, BeforeCommit: eng.ClaimFirst, Observer: obs,
-		Signer: o.signer, Suppressions: o.suppressions,
+		Signer: o.signer, Suppressions: o.suppressions, Clock: o.clock, MaxConnsPerIP: o.maxPerIP,
 	})
 	if err != nil {
 		t.Fatal(err)

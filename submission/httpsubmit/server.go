@@ -79,6 +79,10 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpsubmit: listen %s: %w", addr, err)
 	}
+	// The connection, not the request, holds the slot: an idle keep-alive
+	// connection costs a descriptor and a goroutine all the same. Below
+	// TLS, so a refused client costs no handshake.
+	l = s.acc.LimitListener(l)
 	scheme := "http"
 	if c := s.acc.TLSConfig(); c != nil {
 		l = tls.NewListener(l, c)
@@ -134,12 +138,6 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ip := remoteIP(r)
-	release, ok := s.acc.Acquire(ip)
-	if !ok {
-		writeRefusal(w, errBusy)
-		return
-	}
-	defer release()
 	c, e := s.authenticate(r, ip)
 	if e != nil {
 		writeRefusal(w, e)
