@@ -40,8 +40,11 @@ func (m *metrics) delivery() delivery.Observer { return m.m.Delivery() }
 // startAdmin listens on c.Listen now (so a busy or bad address fails the
 // start) and serves the admin API, /metrics and the probes in the background.
 //
-// limit, if not nil, wraps the listener (submission.Server.LimitListener:
-// admin connections count against the same connection limits as SMTP's).
+// limit, if not nil, wraps a listener beyond loopback
+// (submission.Server.LimitListener: admin connections count against the
+// same connection limits as SMTP's). On loopback only local processes
+// reach it, and the operator's way in must survive a local application
+// that holds every SMTP connection its address may have.
 func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.Shaping, m *metrics, log *slog.Logger, sl *suppression.List, limit func(net.Listener) net.Listener, d ...admin.Drainer) (*http.Server, error) {
 	o := admin.Options{
 		Store:        st,
@@ -70,7 +73,7 @@ func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.
 		log.Warn("admin API listens beyond loopback without a token: anyone who can reach it can delete mail", "addr", l.Addr().String())
 	}
 	log.Info("admin API listening", "addr", l.Addr().String(), "token", c.Token != "")
-	if limit != nil {
+	if limit != nil && !isLoopback(l.Addr()) {
 		l = limit(l)
 	}
 	return admin.Serve(l, admin.NewHandler(o), log), nil
