@@ -99,9 +99,7 @@ func Run(ctx context.Context, o Options) {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	if o.Client == nil {
-		o.Client = &http.Client{}
-	}
+	o.Client = noRedirects(o.Client)
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed))
 	}
@@ -250,8 +248,28 @@ func (s *sender) post(ctx context.Context, evs []queue.Event) error {
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		return fmt.Errorf("answered %s to %s (redirects are not followed: fix the webhook's URL)",
+			resp.Status, resp.Header.Get("Location"))
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("answered %s", resp.Status)
 	}
 	return nil
+}
+
+// noRedirects returns a copy of c (a fresh client when nil) that never
+// follows a redirect, so post sees every 3xx itself. Followed, a 302 or
+// 303 turns the POST into a body-less GET (RFC 9110 section 15.4.3)
+// whose 200 would move the cursor past events the receiver never got,
+// and a 307 or 308 re-sends the signed body to whatever host Location
+// names. A redirect is therefore a failure, retried against the
+// configured URL.
+func noRedirects(c *http.Client) *http.Client {
+	var out http.Client
+	if c != nil {
+		out = *c
+	}
+	out.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &out
 }
