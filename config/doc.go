@@ -33,6 +33,7 @@
 //   - LoadSettings lists every key once with its source; Shown never
 //     prints a token, password or password hash.
 //   - After Load, Cluster.NodeName is never empty ("" means the host name)
-//     and Cluster.RedisURL is "" or a redis:// or rediss:// URL; no message
-//     shows its password.
+//     and Cluster.RedisURL is "" or a redis:// or rediss:// URL.
+//   - No error message shows the userinfo, query or fragment of a URL
+//     (redact.URL): errors reach the log when a reload is refused.
 package config

@@ -17,6 +17,7 @@ import (
 
 	"github.com/relayq/relayq/internal/backoff"
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/redact"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -112,7 +113,7 @@ func Run(ctx context.Context, o Options) {
 		if h.Batch <= 0 {
 			h.Batch = 100
 		}
-		s := &sender{o: o, h: h, rndMu: &rndMu}
+		s := &sender{o: o, h: h, shown: redact.URL(h.Name), rndMu: &rndMu}
 		wg.Add(1)
 		go func() { defer wg.Done(); s.run(ctx) }()
 	}
@@ -120,8 +121,12 @@ func Run(ctx context.Context, o Options) {
 }
 
 type sender struct {
-	o     Options
-	h     Hook
+	o Options
+	h Hook
+	// shown names the hook in log lines: its Name without the userinfo,
+	// query and fragment a URL may carry secrets in, as its metric
+	// labels do.
+	shown string
 	rndMu *sync.Mutex
 }
 
@@ -130,7 +135,7 @@ type sender struct {
 func (s *sender) run(ctx context.Context) {
 	cursor, err := s.o.Source.WebhookCursor(s.h.Name)
 	if err != nil {
-		s.o.Logger.Error("webhook: cannot read its cursor; not sending", "webhook", s.h.Name, "err", err)
+		s.o.Logger.Error("webhook: cannot read its cursor; not sending", "webhook", s.shown, "err", err)
 		return
 	}
 	failures := 0
@@ -138,7 +143,7 @@ func (s *sender) run(ctx context.Context) {
 		changed := s.o.Source.EventsChanged()
 		evs, last, err := s.o.Source.Events(queue.EventQuery{After: cursor, Types: s.h.Types, Limit: s.h.Batch})
 		if err != nil {
-			s.o.Logger.Error("webhook: reading events failed", "webhook", s.h.Name, "err", err)
+			s.o.Logger.Error("webhook: reading events failed", "webhook", s.shown, "err", err)
 			failures++
 			s.sleep(ctx, failures)
 			continue
@@ -162,7 +167,7 @@ func (s *sender) run(ctx context.Context) {
 			if s.o.Observer != nil {
 				s.o.Observer.Failed(s.h.Name)
 			}
-			s.o.Logger.Warn("webhook: batch not accepted, will retry", "webhook", s.h.Name, "events", len(evs),
+			s.o.Logger.Warn("webhook: batch not accepted, will retry", "webhook", s.shown, "events", len(evs),
 				"first", evs[0].ID, "failures", failures, "err", err)
 			s.sleep(ctx, failures)
 			continue
@@ -173,7 +178,7 @@ func (s *sender) run(ctx context.Context) {
 		}
 		if err := s.o.Source.SetWebhookCursor(s.h.Name, last); err != nil {
 			// The batch will be sent again: at least once, never skipped.
-			s.o.Logger.Error("webhook: cannot store its cursor", "webhook", s.h.Name, "err", err)
+			s.o.Logger.Error("webhook: cannot store its cursor", "webhook", s.shown, "err", err)
 			s.sleep(ctx, 1)
 			continue
 		}
@@ -244,13 +249,13 @@ func (s *sender) post(ctx context.Context, evs []queue.Event) error {
 	req.Header.Set(SignatureHeader, Sign(s.h.Secret, body))
 	resp, err := s.o.Client.Do(req)
 	if err != nil {
-		return err
+		return redact.Error(err) // it quotes the URL, query and all
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
 		return fmt.Errorf("answered %s to %s (redirects are not followed: fix the webhook's URL)",
-			resp.Status, resp.Header.Get("Location"))
+			resp.Status, redact.URL(resp.Header.Get("Location")))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("answered %s", resp.Status)
