@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/relayq/relayq/internal/redact"
 )
 
 // Config says how a node reaches the shared state. config.Load reads the
@@ -96,11 +98,12 @@ func (c Config) withDefaults() (Config, error) {
 func (c Config) redisOptions() (*redis.Options, error) {
 	u := strings.TrimSpace(c.RedisURL)
 	if !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") {
-		return nil, fmt.Errorf("cluster: redis URL %q: want redis://host:port/db or rediss://host:port/db", redact(u))
+		return nil, fmt.Errorf("cluster: redis URL %q: want redis://host:port/db or rediss://host:port/db", redact.URL(u))
 	}
 	o, err := redis.ParseURL(u)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: redis URL %q: %w", redact(u), err)
+		// url.Parse's error quotes the whole URL, password and all.
+		return nil, fmt.Errorf("cluster: redis URL %q: %w", redact.URL(u), redact.Error(err))
 	}
 	if c.PasswordFile != "" {
 		if o.Password != "" {
@@ -134,21 +137,4 @@ func (c Config) redisOptions() (*redis.Options, error) {
 	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	o.ClientName = "relayq-" + c.NodeName
 	return o, nil
-}
-
-// redact hides the password of a URL in messages.
-func redact(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return u
-	}
-	user, _, hasPw := strings.Cut(rest[:at], ":")
-	if !hasPw {
-		return u
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }

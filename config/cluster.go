@@ -1,10 +1,14 @@
 package config
 
 import (
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/relayq/relayq/internal/redact"
 )
 
 // Cluster says how this node shares its shaping state with other relayq
@@ -74,7 +78,9 @@ func (l *loader) redisURL(key, raw string) (hasPassword bool) {
 		l.failf(key, "not a URL such as redis://127.0.0.1:6379/0")
 		return false
 	}
-	shown := u.Redacted()
+	// Error messages reach the log (a refused reload): no userinfo, query
+	// or fragment in them, as in every line that names a URL.
+	shown := redact.URL(raw)
 	_, hasPassword = u.User.Password()
 	switch {
 	case u.Scheme != "redis" && u.Scheme != "rediss":
@@ -82,7 +88,7 @@ func (l *loader) redisURL(key, raw string) (hasPassword bool) {
 	case u.Hostname() == "":
 		l.failf(key, "%q has no host; want e.g. redis://127.0.0.1:6379/0", shown)
 	case u.RawQuery != "" || u.Fragment != "":
-		l.failf(key, "%q: query parameters are not supported (relayq sets its own short timeouts)", shown)
+		l.failf(key, "%q: query parameters (%s) are not supported (relayq sets its own short timeouts)", shown, queryNames(u))
 	}
 	if p := u.Port(); p != "" {
 		if err := checkPort(p, 1); err != nil {
@@ -95,6 +101,16 @@ func (l *loader) redisURL(key, raw string) (hasPassword bool) {
 		}
 	}
 	return hasPassword
+}
+
+// queryNames lists the names of a URL's query parameters, never their
+// values (one may be a password), or "#" for a fragment alone.
+func queryNames(u *url.URL) string {
+	names := slices.Sorted(maps.Keys(u.Query()))
+	if len(names) == 0 {
+		return "#"
+	}
+	return strings.Join(names, ", ")
 }
 
 // validNodeName is the rule cluster.Node applies: safe in Redis keys and logs.

@@ -31,8 +31,14 @@
 //   - Warnings never fail a Load: they describe configurations that work
 //     but are dangerous, for check-config (--strict) and the start-up log.
 //   - LoadSettings lists every key once with its source; Shown never
-//     prints a token, password or password hash.
+//     prints a secret: a string under a name with a secret word (token,
+//     secret, password, hash, key, auth, credential; not a *_file path)
+//     is redacted at any depth, list entries field by field, and any URL
+//     keeps its shape without its password, query values or fragment.
+//     secrets_test.go walks every key and every entry field to hold this
+//     for keys added later.
 //   - After Load, Cluster.NodeName is never empty ("" means the host name)
-//     and Cluster.RedisURL is "" or a redis:// or rediss:// URL; no message
-//     shows its password.
+//     and Cluster.RedisURL is "" or a redis:// or rediss:// URL.
+//   - No error message shows the userinfo, query or fragment of a URL
+//     (redact.URL): errors reach the log when a reload is refused.
 package config

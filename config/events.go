@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/relayq/relayq/internal/redact"
 )
 
 // Events configures the durable event stream and its webhooks.
@@ -91,9 +93,9 @@ func (l *loader) validateEvents(ev *Events, sp *Suppression) {
 		case w.URL == "":
 			l.failAt("events.webhooks", at+".url", "empty")
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			l.failAt("events.webhooks", at+".url", "%q is not an http:// or https:// URL", w.URL)
+			l.failAt("events.webhooks", at+".url", "%q is not an http:// or https:// URL", redact.URL(w.URL))
 		case seen[w.URL]:
-			l.failAt("events.webhooks", at+".url", "%q is listed twice", w.URL)
+			l.failAt("events.webhooks", at+".url", "%q is listed twice", redact.URL(w.URL))
 		case w.Secret == "":
 			l.failAt("events.webhooks", at+".secret", "empty: the receiver could not tell relayq's requests from anyone's")
 		}

@@ -361,6 +361,18 @@ func TestLoadRejectsBadEventsAndLog(t *testing.T) {
 			want: `config $FILE: events.webhooks[0].url: "ftp://x" is not an http:// or https:// URL`,
 		},
 		{
+			// Error messages go to the log on a refused reload: a URL in
+			// them never shows its userinfo, query or fragment.
+			name: "webhook URL with secrets, not http",
+			file: "events:\n  webhooks:\n    - {url: 'ftp://u:pw@x/h?token=abc', secret: s}\n",
+			want: `config $FILE: events.webhooks[0].url: "ftp://x/h" is not an http:// or https:// URL`,
+		},
+		{
+			name: "webhook URL with secrets, twice",
+			file: "events:\n  webhooks:\n    - {url: 'https://u:pw@x/h?token=abc', secret: s}\n    - {url: 'https://u:pw@x/h?token=abc', secret: s}\n",
+			want: `config $FILE: events.webhooks[1].url: "https://x/h" is listed twice`,
+		},
+		{
 			name: "webhook with an unknown event type",
 			file: "events:\n  webhooks:\n    - {url: 'https://x/h', secret: s, types: [sent]}\n",
 			want: `config $FILE: events.webhooks[0].types[0]: "sent" is not an event type (queued, delivered, deferred, bounced, expired, delayed, suppressed, dsn_sent)`,

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 )
@@ -23,29 +22,26 @@ type Setting struct {
 	Key    string // dotted, e.g. retry.max_delay
 	Value  string // the value as written (a list as [a, b]); never redacted
 	Source Source
-	// Secret keys (tokens, passwords, password hashes) are shown redacted.
+	// Secret keys (tokens, passwords, hashes) are shown redacted whole.
 	Secret bool
+	// raw is the value as decoded (a list of sections from the
+	// environment parsed from its YAML), for Shown to redact field by
+	// field; nil in a Setting built by hand, which Shown reads from Value.
+	raw any
 }
 
 // Redacted marks a secret that is set, in place of its value.
 const Redacted = "<redacted>"
 
-// Shown is the value safe to print: secrets that are set are redacted.
+// Shown is the value safe to print (secrets.go): every field whose name
+// marks a secret redacted, and every URL without its password, query
+// values and fragment.
 func (s Setting) Shown() string {
-	if s.Key == "submission.users" {
-		return s.showUsers()
+	raw := s.raw
+	if raw == nil {
+		raw = s.Value
 	}
-	if s.Key == "cluster.redis_url" {
-		// The URL may carry the password (redis://:PASS@host): hide only it.
-		if u, err := url.Parse(s.Value); err == nil {
-			return u.Redacted()
-		}
-		return Redacted
-	}
-	if s.Secret && s.Value != "" && s.Value != "[]" && s.Value != `""` {
-		return Redacted
-	}
-	return s.Value
+	return show(s.Key[strings.LastIndex(s.Key, ".")+1:], raw)
 }
 
 // LoadSettings is Load that also lists every key with its value and
@@ -67,7 +63,7 @@ func (l *loader) settings(c *Config) []Setting {
 	sort.Strings(keys)
 	out := make([]Setting, 0, len(keys))
 	for _, k := range keys {
-		s := Setting{Key: dotted(k), Source: SourceDefault, Secret: isSecret(k)}
+		s := Setting{Key: dotted(k), Source: SourceDefault, Secret: secretKey(k)}
 		switch {
 		case fromEnv(k):
 			s.Source = SourceEnv
@@ -79,13 +75,12 @@ func (l *loader) settings(c *Config) []Setting {
 			val = l.defaults.Get(k)
 		}
 		s.Value = render(val)
-		switch k {
-		case "hostname":
-			if s.Value == `""` {
-				s.Value = c.Hostname + " (the system host name)"
-			}
-		case "submission" + delim + "users":
-			// Usernames are not secret and say who may log in; hashes are.
+		s.raw = l.shownRaw(k, val, c)
+		if k == "hostname" && s.Value == `""` {
+			s.Value = c.Hostname + " (the system host name)"
+			s.raw = s.Value
+		}
+		if k == "submission"+delim+"users" {
 			names := make([]string, len(c.Submission.Users))
 			for i, u := range c.Submission.Users {
 				names[i] = u.Username + ":" + u.PasswordHash
@@ -95,27 +90,6 @@ func (l *loader) settings(c *Config) []Setting {
 		out = append(out, s)
 	}
 	return out
-}
-
-// showUsers keeps the usernames, which say who may log in, and redacts
-// the password hashes.
-func (s Setting) showUsers() string {
-	if s.Value == "[]" {
-		return s.Value
-	}
-	items := strings.Split(strings.Trim(s.Value, "[]"), ", ")
-	for i, it := range items {
-		name, _, _ := strings.Cut(it, ":")
-		items[i] = name + ":" + Redacted
-	}
-	return "[" + strings.Join(items, ", ") + "]"
-}
-
-// isSecret reports whether a key holds a credential.
-func isSecret(k string) bool {
-	last := k[strings.LastIndex(k, delim)+1:]
-	return k == "submission"+delim+"users" || strings.Contains(last, "password") ||
-		strings.Contains(last, "token") || strings.Contains(last, "secret")
 }
 
 // render writes a raw value compactly: strings as they are ("" when

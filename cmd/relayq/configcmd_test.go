@@ -107,6 +107,40 @@ func TestConfigShow(t *testing.T) {
 	}
 }
 
+// `relayq config show` printed webhook secrets, API key hashes and the
+// password and token of a webhook URL in clear, and an empty
+// cluster.redis_url as %22%22.
+func TestConfigShowRedactsWebhooksAndKeys(t *testing.T) {
+	clearRelayqEnv(t)
+	path := writeConfig(t, `submission:
+  allow_insecure_auth: true
+  api_keys:
+    - {name: billing, key_hash: "$2y$10$abcdefghijklmnopqrstuuJ7Zl9mMIzKCDXfHNmOYQf4PsU0ew.Ze"}
+events:
+  webhooks:
+    - {url: "https://u:hook-pw@hooks.example/in?token=hook-tok", secret: hook-secret}
+`)
+	var out bytes.Buffer
+	if err := configCmd([]string{"show", "--config", path}, &out); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, secret := range []string{"hook-pw", "hook-tok", "hook-secret", "abcdefghijklmnop", "%22"} {
+		if strings.Contains(s, secret) {
+			t.Errorf("config show prints %q:\n%s", secret, s)
+		}
+	}
+	for _, re := range []string{
+		`(?m)^cluster\.redis_url = "" +# default$`,
+		`(?m)^submission\.api_keys = \[\{key_hash: <redacted>, name: billing\}\] +# file$`,
+		`(?m)^events\.webhooks = \[\{secret: <redacted>, url: https://u:xxxxx@hooks\.example/in\?token=xxxxx\}\] +# file$`,
+	} {
+		if !regexpMatch(re, s) {
+			t.Errorf("output lacks %s:\n%s", re, s)
+		}
+	}
+}
+
 func TestReloadDiff(t *testing.T) {
 	set := func(kv ...string) []config.Setting {
 		var out []config.Setting

@@ -1,9 +1,9 @@
 package metrics
 
 import (
-	"strings"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/relayq/relayq/internal/redact"
 )
 
 // WebhookObserver feeds the webhook metrics; it satisfies
@@ -43,17 +43,9 @@ func (m *Metrics) Webhook(names []string) *WebhookObserver {
 	return o
 }
 
-// webhookLabel drops a URL's query and user info: they may hold secrets.
-func webhookLabel(name string) string {
-	name, _, _ = strings.Cut(name, "?")
-	if scheme, rest, ok := strings.Cut(name, "://"); ok {
-		if at := strings.LastIndex(rest, "@"); at >= 0 && at < strings.IndexByte(rest+"/", '/') {
-			rest = rest[at+1:]
-		}
-		name = scheme + "://" + rest
-	}
-	return name
-}
+// webhookLabel drops a URL's userinfo, query and fragment: they may hold
+// secrets. Log lines name the webhook with the same function.
+func webhookLabel(name string) string { return redact.URL(name) }
 
 // Sent counts events a webhook accepted.
 func (o *WebhookObserver) Sent(hook string, n int) {

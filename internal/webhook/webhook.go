@@ -17,6 +17,7 @@ import (
 
 	"github.com/relayq/relayq/internal/backoff"
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/redact"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -99,9 +100,7 @@ func Run(ctx context.Context, o Options) {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	if o.Client == nil {
-		o.Client = &http.Client{}
-	}
+	o.Client = noRedirects(o.Client)
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed))
 	}
@@ -114,7 +113,7 @@ func Run(ctx context.Context, o Options) {
 		if h.Batch <= 0 {
 			h.Batch = 100
 		}
-		s := &sender{o: o, h: h, rndMu: &rndMu}
+		s := &sender{o: o, h: h, shown: redact.URL(h.Name), rndMu: &rndMu}
 		wg.Add(1)
 		go func() { defer wg.Done(); s.run(ctx) }()
 	}
@@ -122,8 +121,12 @@ func Run(ctx context.Context, o Options) {
 }
 
 type sender struct {
-	o     Options
-	h     Hook
+	o Options
+	h Hook
+	// shown names the hook in log lines: its Name without the userinfo,
+	// query and fragment a URL may carry secrets in, as its metric
+	// labels do.
+	shown string
 	rndMu *sync.Mutex
 }
 
@@ -132,7 +135,7 @@ type sender struct {
 func (s *sender) run(ctx context.Context) {
 	cursor, err := s.o.Source.WebhookCursor(s.h.Name)
 	if err != nil {
-		s.o.Logger.Error("webhook: cannot read its cursor; not sending", "webhook", s.h.Name, "err", err)
+		s.o.Logger.Error("webhook: cannot read its cursor; not sending", "webhook", s.shown, "err", err)
 		return
 	}
 	failures := 0
@@ -140,7 +143,7 @@ func (s *sender) run(ctx context.Context) {
 		changed := s.o.Source.EventsChanged()
 		evs, last, err := s.o.Source.Events(queue.EventQuery{After: cursor, Types: s.h.Types, Limit: s.h.Batch})
 		if err != nil {
-			s.o.Logger.Error("webhook: reading events failed", "webhook", s.h.Name, "err", err)
+			s.o.Logger.Error("webhook: reading events failed", "webhook", s.shown, "err", err)
 			failures++
 			s.sleep(ctx, failures)
 			continue
@@ -164,7 +167,7 @@ func (s *sender) run(ctx context.Context) {
 			if s.o.Observer != nil {
 				s.o.Observer.Failed(s.h.Name)
 			}
-			s.o.Logger.Warn("webhook: batch not accepted, will retry", "webhook", s.h.Name, "events", len(evs),
+			s.o.Logger.Warn("webhook: batch not accepted, will retry", "webhook", s.shown, "events", len(evs),
 				"first", evs[0].ID, "failures", failures, "err", err)
 			s.sleep(ctx, failures)
 			continue
@@ -175,7 +178,7 @@ func (s *sender) run(ctx context.Context) {
 		}
 		if err := s.o.Source.SetWebhookCursor(s.h.Name, last); err != nil {
 			// The batch will be sent again: at least once, never skipped.
-			s.o.Logger.Error("webhook: cannot store its cursor", "webhook", s.h.Name, "err", err)
+			s.o.Logger.Error("webhook: cannot store its cursor", "webhook", s.shown, "err", err)
 			s.sleep(ctx, 1)
 			continue
 		}
@@ -246,12 +249,32 @@ func (s *sender) post(ctx context.Context, evs []queue.Event) error {
 	req.Header.Set(SignatureHeader, Sign(s.h.Secret, body))
 	resp, err := s.o.Client.Do(req)
 	if err != nil {
-		return err
+		return redact.Error(err) // it quotes the URL, query and all
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		return fmt.Errorf("answered %s to %s (redirects are not followed: fix the webhook's URL)",
+			resp.Status, redact.URL(resp.Header.Get("Location")))
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("answered %s", resp.Status)
 	}
 	return nil
+}
+
+// noRedirects returns a copy of c (a fresh client when nil) that never
+// follows a redirect, so post sees every 3xx itself. Followed, a 302 or
+// 303 turns the POST into a body-less GET (RFC 9110 section 15.4.3)
+// whose 200 would move the cursor past events the receiver never got,
+// and a 307 or 308 re-sends the signed body to whatever host Location
+// names. A redirect is therefore a failure, retried against the
+// configured URL.
+func noRedirects(c *http.Client) *http.Client {
+	var out http.Client
+	if c != nil {
+		out = *c
+	}
+	out.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &out
 }
