@@ -4,7 +4,7 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 FUZZTIME  ?= 5s
-# Version stamped into binaries (see buildinfo/doc.go); the date is the
+# Version stamped into binaries (see internal/buildinfo/doc.go); the date is the
 # commit's, so that the same commit always builds the same bytes.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -74,12 +74,12 @@ fuzz-short:
 # deadline to race; a real crash is saved under testdata/fuzz and fails the
 # retry at once, from the seed corpus.
 fuzz:
-	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+	@set -e; log=$$(mktemp); trap 'rm -f "$$log"' EXIT; for pkg in $$($(GO) list $(PKGS)); do \
 	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
 	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
 	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
-	    $(GO) test -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s $$pkg >/tmp/relayq-fuzz.log 2>&1 && tail -1 /tmp/relayq-fuzz.log || { \
-	      tail -20 /tmp/relayq-fuzz.log; echo "fuzz $$f failed; retrying once"; \
+	    $(GO) test -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s $$pkg >"$$log" 2>&1 && tail -1 "$$log" || { \
+	      tail -20 "$$log"; echo "fuzz $$f failed; retrying once"; \
 	      $(GO) test -run='^$$' -fuzz="^$$f\$$" -fuzztime=100x -fuzzminimizetime=2s $$pkg; }; \
 	  done; \
 	done
@@ -88,7 +88,7 @@ fuzz:
 # (a-e and the hand-off latency) against the built relay, then scenario a
 # again with the event stream posted to a local webhook receiver (the
 # stream must cost little: that run must keep 85% of a's rate). Takes
-# several minutes; see the README's Performance section.
+# several minutes; see docs/performance.md.
 bench: build bench-go
 	./$(BIN)/relaybench --relay-bin $(BIN)/relayq --scenario all
 	./$(BIN)/relaybench --relay-bin $(BIN)/relayq --scenario a --events ok
