@@ -63,38 +63,26 @@ func TestLoadFullFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	want := &Config{
+	want := fullFileWant(path)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", got, want)
+	}
+	// Every field differs from its default, so the file really exercises
+	// every key rather than passing because defaults filled the gaps.
+	if d := Default(); reflect.DeepEqual(got.Submission.TLS, d.Submission.TLS) || got.Log == d.Log {
+		t.Error("full.yaml leaves keys at their defaults")
+	}
+}
+
+// fullFileWant is the Config that testdata/config/full.yaml describes,
+// loaded from path.
+func fullFileWant(path string) *Config {
+	return &Config{
 		Hostname:        "mail.example.net",
 		ShutdownTimeout: 45 * time.Second,
-		Submission: Submission{
-			Listen:    []string{"127.0.0.1:2587", "[::1]:2587"},
-			TLSListen: []string{"127.0.0.1:2465"},
-			TLS:       TLSFiles{CertFile: "cert.pem", KeyFile: "key.pem"},
-			TrustedNetworks: []netip.Prefix{
-				netip.MustParsePrefix("10.0.0.0/8"),
-				netip.MustParsePrefix("192.0.2.7/32"),
-				netip.MustParsePrefix("2001:db8::/32"),
-				netip.MustParsePrefix("10.1.0.0/16"), // host bits masked
-			},
-			Users: []User{
-				{Username: "alice", PasswordHash: aliceHash},
-				{Username: "bob", PasswordHash: bobHash},
-			},
-			HTTPListen:          "127.0.0.1:8587",
-			APIKeys:             []APIKey{{Name: "billing", KeyHash: aliceHash}},
-			AllowInsecureAuth:   true,
-			MaxMessageBytes:     10 << 20,
-			MaxRecipients:       500,
-			MaxConnections:      200,
-			MaxConnectionsPerIP: 20,
-			ReadTimeout:         2 * time.Minute,
-			DataTimeout:         20 * time.Minute,
-			SessionTimeout:      time.Hour,
-			AuthMaxFailures:     3,
-			AuthLockout:         15 * time.Minute,
-		},
-		Queue: Queue{Path: "/var/lib/relayq/queue.db"},
-		Admin: Admin{Listen: "127.0.0.1:9025", Token: "s3cret-token", AllowedHosts: []string{"relay1.example.net", "relayq-a:9025"}},
+		Submission:      fullFileSubmission(),
+		Queue:           Queue{Path: "/var/lib/relayq/queue.db"},
+		Admin:           Admin{Listen: "127.0.0.1:9025", Token: "s3cret-token", AllowedHosts: []string{"relay1.example.net", "relayq-a:9025"}},
 		Retry: Retry{
 			InitialDelay: 30 * time.Second,
 			Multiplier:   1.5,
@@ -104,48 +92,11 @@ func TestLoadFullFile(t *testing.T) {
 			MaxAge:       120 * time.Hour,
 			WarnAfter:    4 * time.Hour,
 		},
-		Delivery: Delivery{
-			Workers:           8,
-			MaxConnsPerDomain: 2,
-			Routes: map[string]string{
-				"example.com":      "127.0.0.1:25",
-				"mail.example.org": "[::1]:2525",
-				"*":                "127.0.0.1:2526",
-			},
-			Smarthost: Smarthost{
-				Address:           "127.0.0.1:587",
-				Fallback:          []string{"127.0.0.2:587", "127.0.0.3:587"},
-				Username:          "relay-user",
-				Password:          "relay pass",
-				TLS:               SmarthostTLSImplicit,
-				AllowInsecureAuth: true,
-			},
-			DNSServer:       "127.0.0.1:5353",
-			TLS:             DeliveryTLSRequired,
-			ConnectTimeout:  10 * time.Second,
-			CommandTimeout:  2 * time.Minute,
-			GreetingTimeout: time.Minute,
-			MTASTS:          MTASTSEnforce,
-		},
-		Shaping: shaping.Config{
-			Defaults: shaping.Limits{MaxConnections: 2, MaxMessageRate: shaping.Rate{N: 100, Per: time.Second}, MaxMessagesPerConnection: 50},
-			Providers: []shaping.Provider{
-				{Name: "google", MXSuffixes: []string{".google.com", ".googlemail.com"}, Limits: shaping.Limits{MaxConnections: 20, MaxMessageRate: shaping.Rate{N: 600, Per: time.Minute}}},
-				{Name: "corp", MXSuffixes: []string{"mx.corp.example"}, Limits: shaping.Limits{MaxMessagesPerConnection: 5}},
-			},
-			Domains: map[string]shaping.Limits{
-				"example.net": {MaxConnections: 2, MaxMessageRate: shaping.Rate{N: 10, Per: time.Second}},
-				"*":           {MaxMessageRate: shaping.Rate{N: 1000, Per: time.Hour}},
-			},
-			Rules: []shaping.Rule{
-				{Match: `4\.7\.28|rate limit|too many (messages|connections)`, Action: shaping.ActionSuspend, Duration: 10 * time.Minute, Scope: shaping.ScopeProvider},
-				{Match: `4\.7\.0 .*temporarily deferred`, Action: shaping.ActionThrottle, Duration: 30 * time.Minute, Scope: shaping.ScopeProvider},
-				{Match: "mailbox does not exist", Action: shaping.ActionBounce, Scope: shaping.ScopeDomain},
-			},
-		},
-		DKIM:    DKIM{Keys: []DKIMKey{}, Headers: []string{}},
-		Cluster: Cluster{RedisURL: "rediss://:cluster-pass@127.0.0.1:6380/2", NodeName: "relay-1", ExpectedNodes: 3},
-		Log:     Log{Format: "json", Level: "debug"},
+		Delivery: fullFileDelivery(),
+		Shaping:  fullFileShaping(),
+		DKIM:     DKIM{Keys: []DKIMKey{}, Headers: []string{}},
+		Cluster:  Cluster{RedisURL: "rediss://:cluster-pass@127.0.0.1:6380/2", NodeName: "relay-1", ExpectedNodes: 3},
+		Log:      Log{Format: "json", Level: "debug"},
 		Events: Events{Retention: 72 * time.Hour, Webhooks: []Webhook{
 			{URL: "https://app.example.org/hooks/relayq", Secret: "hook secret", Types: []string{"bounced", "expired"}, Batch: 10},
 			{URL: "http://127.0.0.1:9000/h", Secret: "s2", Types: []string{}, Batch: 100},
@@ -153,13 +104,83 @@ func TestLoadFullFile(t *testing.T) {
 		Suppression: Suppression{Codes: []string{"5.7.1"}, Expire: 720 * time.Hour, ExemptAuthenticated: true, ExemptTrusted: true},
 		File:        path,
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got\n%+v\nwant\n%+v", got, want)
+}
+
+// fullFileSubmission is the submission section of full.yaml.
+func fullFileSubmission() Submission {
+	return Submission{
+		Listen:    []string{"127.0.0.1:2587", "[::1]:2587"},
+		TLSListen: []string{"127.0.0.1:2465"},
+		TLS:       TLSFiles{CertFile: "cert.pem", KeyFile: "key.pem"},
+		TrustedNetworks: []netip.Prefix{
+			netip.MustParsePrefix("10.0.0.0/8"),
+			netip.MustParsePrefix("192.0.2.7/32"),
+			netip.MustParsePrefix("2001:db8::/32"),
+			netip.MustParsePrefix("10.1.0.0/16"), // host bits masked
+		},
+		Users: []User{
+			{Username: "alice", PasswordHash: aliceHash},
+			{Username: "bob", PasswordHash: bobHash},
+		},
+		HTTPListen:          "127.0.0.1:8587",
+		APIKeys:             []APIKey{{Name: "billing", KeyHash: aliceHash}},
+		AllowInsecureAuth:   true,
+		MaxMessageBytes:     10 << 20,
+		MaxRecipients:       500,
+		MaxConnections:      200,
+		MaxConnectionsPerIP: 20,
+		ReadTimeout:         2 * time.Minute,
+		DataTimeout:         20 * time.Minute,
+		SessionTimeout:      time.Hour,
+		AuthMaxFailures:     3,
+		AuthLockout:         15 * time.Minute,
 	}
-	// Every field differs from its default, so the file really exercises
-	// every key rather than passing because defaults filled the gaps.
-	if d := Default(); reflect.DeepEqual(got.Submission.TLS, d.Submission.TLS) || got.Log == d.Log {
-		t.Error("full.yaml leaves keys at their defaults")
+}
+
+// fullFileDelivery is the delivery section of full.yaml.
+func fullFileDelivery() Delivery {
+	return Delivery{
+		Workers:           8,
+		MaxConnsPerDomain: 2,
+		Routes: map[string]string{
+			"example.com":      "127.0.0.1:25",
+			"mail.example.org": "[::1]:2525",
+			"*":                "127.0.0.1:2526",
+		},
+		Smarthost: Smarthost{
+			Address:           "127.0.0.1:587",
+			Fallback:          []string{"127.0.0.2:587", "127.0.0.3:587"},
+			Username:          "relay-user",
+			Password:          "relay pass",
+			TLS:               SmarthostTLSImplicit,
+			AllowInsecureAuth: true,
+		},
+		DNSServer:       "127.0.0.1:5353",
+		TLS:             DeliveryTLSRequired,
+		ConnectTimeout:  10 * time.Second,
+		CommandTimeout:  2 * time.Minute,
+		GreetingTimeout: time.Minute,
+		MTASTS:          MTASTSEnforce,
+	}
+}
+
+// fullFileShaping is the shaping section of full.yaml.
+func fullFileShaping() shaping.Config {
+	return shaping.Config{
+		Defaults: shaping.Limits{MaxConnections: 2, MaxMessageRate: shaping.Rate{N: 100, Per: time.Second}, MaxMessagesPerConnection: 50},
+		Providers: []shaping.Provider{
+			{Name: "google", MXSuffixes: []string{".google.com", ".googlemail.com"}, Limits: shaping.Limits{MaxConnections: 20, MaxMessageRate: shaping.Rate{N: 600, Per: time.Minute}}},
+			{Name: "corp", MXSuffixes: []string{"mx.corp.example"}, Limits: shaping.Limits{MaxMessagesPerConnection: 5}},
+		},
+		Domains: map[string]shaping.Limits{
+			"example.net": {MaxConnections: 2, MaxMessageRate: shaping.Rate{N: 10, Per: time.Second}},
+			"*":           {MaxMessageRate: shaping.Rate{N: 1000, Per: time.Hour}},
+		},
+		Rules: []shaping.Rule{
+			{Match: `4\.7\.28|rate limit|too many (messages|connections)`, Action: shaping.ActionSuspend, Duration: 10 * time.Minute, Scope: shaping.ScopeProvider},
+			{Match: `4\.7\.0 .*temporarily deferred`, Action: shaping.ActionThrottle, Duration: 30 * time.Minute, Scope: shaping.ScopeProvider},
+			{Match: "mailbox does not exist", Action: shaping.ActionBounce, Scope: shaping.ScopeDomain},
+		},
 	}
 }
 
@@ -188,88 +209,91 @@ delivery:
 	}
 }
 
+// envOverrideTests are the cases of TestEnvironmentOverrides: each sets
+// some RELAYQ_ variables (and maybe a file) and checks one observed value.
+var envOverrideTests = []struct {
+	name  string
+	file  string // YAML, or "" for no file
+	env   map[string]string
+	check func(*Config) any // returns the observed value
+	want  any
+}{
+	{
+		name:  "list is comma separated",
+		env:   map[string]string{"RELAYQ_SUBMISSION_LISTEN": "127.0.0.1:2526, 127.0.0.1:2527"},
+		check: func(c *Config) any { return c.Submission.Listen },
+		want:  []string{"127.0.0.1:2526", "127.0.0.1:2527"},
+	},
+	{
+		name:  "duration",
+		env:   map[string]string{"RELAYQ_RETRY_INITIAL_DELAY": "5s"},
+		check: func(c *Config) any { return c.Retry.InitialDelay },
+		want:  5 * time.Second,
+	},
+	{
+		name:  "environment wins over the file",
+		file:  "retry:\n  max_age: 48h\n",
+		env:   map[string]string{"RELAYQ_RETRY_MAX_AGE": "72h"},
+		check: func(c *Config) any { return c.Retry.MaxAge },
+		want:  72 * time.Hour,
+	},
+	{
+		name:  "file wins over defaults when no variable is set",
+		file:  "retry:\n  max_age: 48h\n",
+		check: func(c *Config) any { return c.Retry.MaxAge },
+		want:  48 * time.Hour,
+	},
+	{
+		name:  "set but empty variable empties the key",
+		env:   map[string]string{"RELAYQ_ADMIN_LISTEN": ""},
+		check: func(c *Config) any { return c.Admin.Listen },
+		want:  "",
+	},
+	{
+		name:  "empty list",
+		env:   map[string]string{"RELAYQ_SUBMISSION_TRUSTED_NETWORKS": ""},
+		check: func(c *Config) any { return c.Submission.TrustedNetworks },
+		want:  []netip.Prefix{},
+	},
+	{
+		name: "integer, float and bool",
+		env:  map[string]string{"RELAYQ_DELIVERY_WORKERS": "4", "RELAYQ_RETRY_MULTIPLIER": "1.5", "RELAYQ_SUBMISSION_ALLOW_INSECURE_AUTH": "true"},
+		check: func(c *Config) any {
+			return []any{c.Delivery.Workers, c.Retry.Multiplier, c.Submission.AllowInsecureAuth}
+		},
+		want: []any{4, 1.5, true},
+	},
+	{
+		name:  "routes",
+		env:   map[string]string{"RELAYQ_DELIVERY_ROUTES": "Example.com=127.0.0.1:25, *=127.0.0.1:26"},
+		check: func(c *Config) any { return c.Delivery.Routes },
+		want:  map[string]string{"example.com": "127.0.0.1:25", "*": "127.0.0.1:26"},
+	},
+	{
+		name: "users",
+		env: map[string]string{
+			"RELAYQ_SUBMISSION_USERS":               "alice:" + aliceHash + ",bob:" + bobHash,
+			"RELAYQ_SUBMISSION_ALLOW_INSECURE_AUTH": "1",
+		},
+		check: func(c *Config) any { return c.Submission.Users },
+		want:  []User{{"alice", aliceHash}, {"bob", bobHash}},
+	},
+	{
+		name:  "nested smarthost key",
+		env:   map[string]string{"RELAYQ_DELIVERY_SMARTHOST_ADDRESS": "127.0.0.1:587", "RELAYQ_DELIVERY_SMARTHOST_TLS": "IMPLICIT"},
+		check: func(c *Config) any { return c.Delivery.Smarthost },
+		want:  Smarthost{Address: "127.0.0.1:587", Fallback: []string{}, TLS: SmarthostTLSImplicit},
+	},
+	{
+		name:  "hostname",
+		env:   map[string]string{"RELAYQ_HOSTNAME": "relay.example.org"},
+		check: func(c *Config) any { return c.Hostname },
+		want:  "relay.example.org",
+	},
+}
+
 func TestEnvironmentOverrides(t *testing.T) {
-	tests := []struct {
-		name  string
-		file  string // YAML, or "" for no file
-		env   map[string]string
-		check func(*Config) any // returns the observed value
-		want  any
-	}{
-		{
-			name:  "list is comma separated",
-			env:   map[string]string{"RELAYQ_SUBMISSION_LISTEN": "127.0.0.1:2526, 127.0.0.1:2527"},
-			check: func(c *Config) any { return c.Submission.Listen },
-			want:  []string{"127.0.0.1:2526", "127.0.0.1:2527"},
-		},
-		{
-			name:  "duration",
-			env:   map[string]string{"RELAYQ_RETRY_INITIAL_DELAY": "5s"},
-			check: func(c *Config) any { return c.Retry.InitialDelay },
-			want:  5 * time.Second,
-		},
-		{
-			name:  "environment wins over the file",
-			file:  "retry:\n  max_age: 48h\n",
-			env:   map[string]string{"RELAYQ_RETRY_MAX_AGE": "72h"},
-			check: func(c *Config) any { return c.Retry.MaxAge },
-			want:  72 * time.Hour,
-		},
-		{
-			name:  "file wins over defaults when no variable is set",
-			file:  "retry:\n  max_age: 48h\n",
-			check: func(c *Config) any { return c.Retry.MaxAge },
-			want:  48 * time.Hour,
-		},
-		{
-			name:  "set but empty variable empties the key",
-			env:   map[string]string{"RELAYQ_ADMIN_LISTEN": ""},
-			check: func(c *Config) any { return c.Admin.Listen },
-			want:  "",
-		},
-		{
-			name:  "empty list",
-			env:   map[string]string{"RELAYQ_SUBMISSION_TRUSTED_NETWORKS": ""},
-			check: func(c *Config) any { return c.Submission.TrustedNetworks },
-			want:  []netip.Prefix{},
-		},
-		{
-			name: "integer, float and bool",
-			env:  map[string]string{"RELAYQ_DELIVERY_WORKERS": "4", "RELAYQ_RETRY_MULTIPLIER": "1.5", "RELAYQ_SUBMISSION_ALLOW_INSECURE_AUTH": "true"},
-			check: func(c *Config) any {
-				return []any{c.Delivery.Workers, c.Retry.Multiplier, c.Submission.AllowInsecureAuth}
-			},
-			want: []any{4, 1.5, true},
-		},
-		{
-			name:  "routes",
-			env:   map[string]string{"RELAYQ_DELIVERY_ROUTES": "Example.com=127.0.0.1:25, *=127.0.0.1:26"},
-			check: func(c *Config) any { return c.Delivery.Routes },
-			want:  map[string]string{"example.com": "127.0.0.1:25", "*": "127.0.0.1:26"},
-		},
-		{
-			name: "users",
-			env: map[string]string{
-				"RELAYQ_SUBMISSION_USERS":               "alice:" + aliceHash + ",bob:" + bobHash,
-				"RELAYQ_SUBMISSION_ALLOW_INSECURE_AUTH": "1",
-			},
-			check: func(c *Config) any { return c.Submission.Users },
-			want:  []User{{"alice", aliceHash}, {"bob", bobHash}},
-		},
-		{
-			name:  "nested smarthost key",
-			env:   map[string]string{"RELAYQ_DELIVERY_SMARTHOST_ADDRESS": "127.0.0.1:587", "RELAYQ_DELIVERY_SMARTHOST_TLS": "IMPLICIT"},
-			check: func(c *Config) any { return c.Delivery.Smarthost },
-			want:  Smarthost{Address: "127.0.0.1:587", Fallback: []string{}, TLS: SmarthostTLSImplicit},
-		},
-		{
-			name:  "hostname",
-			env:   map[string]string{"RELAYQ_HOSTNAME": "relay.example.org"},
-			check: func(c *Config) any { return c.Hostname },
-			want:  "relay.example.org",
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range envOverrideTests {
 		t.Run(tt.name, func(t *testing.T) {
 			clearEnv(t)
 			for k, v := range tt.env {

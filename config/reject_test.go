@@ -56,186 +56,194 @@ func wantRejected(t *testing.T, tests []badConfig) {
 
 // Mistakes of reading itself: unknown keys and variables, wrong types,
 // durations, YAML syntax, and an environment value that overrides a file.
+// badKeysAndTypes are unknown keys and variables, and values of the wrong
+// type, each with the exact message Load must give.
+var badKeysAndTypes = []badConfig{
+	{
+		name: "unknown key",
+		file: "submission:\n  lisen: [\"127.0.0.1:25\"]\n",
+		want: `config $FILE: unknown key "submission.lisen" (did you mean "submission.listen"?)`,
+	},
+	{
+		name: "misspelt environment variable",
+		env:  map[string]string{"RELAYQ_RETRY_MAX_DELAYS": "10m"},
+		want: `environment RELAYQ_RETRY_MAX_DELAYS: not a relayq setting (did you mean RELAYQ_RETRY_MAX_DELAY?)`,
+	},
+	{
+		name: "environment variable far from any key",
+		env:  map[string]string{"RELAYQ_COLOUR": "blue", "RELAYQ_SUBMISION_LISTEN": "x"},
+		want: `environment RELAYQ_COLOUR: not a relayq setting (every key's variable is RELAYQ_ plus the key in capitals, dots as underscores, e.g. RELAYQ_RETRY_MAX_DELAY); also unknown: RELAYQ_SUBMISION_LISTEN`,
+	},
+	{
+		name: "unknown section",
+		file: "smtp:\n  listen: x\nlogging:\n  level: debug\n",
+		want: `config $FILE: unknown keys "logging", "smtp"`,
+	},
+	{
+		name: "wrong type: string for a number",
+		file: "submission:\n  max_recipients: lots\n",
+		want: `config $FILE: submission.max_recipients: "lots" is not a whole number`,
+	},
+	{
+		name: "wrong type: fraction for a number",
+		file: "delivery:\n  workers: 2.5\n",
+		want: `config $FILE: delivery.workers: 2.5 is not a whole number`,
+	},
+	{
+		name: "wrong type: section for a list",
+		file: "submission:\n  listen: {a: b}\n",
+		want: `config $FILE: submission.listen: a section of keys is not a list`,
+	},
+	{
+		name: "wrong type: bool",
+		file: "submission:\n  allow_insecure_auth: maybe\n",
+		want: `config $FILE: submission.allow_insecure_auth: "maybe" is not true or false`,
+	},
+	{
+		name: "wrong type: number for a string",
+		file: "admin:\n  token: 0123\n",
+		want: `config $FILE: admin.token: 83 is not a string; put it in quotes`,
+	},
+	{
+		name: "wrong type: scalar for a section",
+		file: "retry: 5\n",
+		want: `config $FILE: retry: 5 is not a section; want keys below it`,
+	},
+	{
+		name: "bad duration",
+		file: "retry:\n  initial_delay: abc\n",
+		want: `config $FILE: retry.initial_delay: "abc" is not a duration (e.g. "2s")`,
+	},
+	{
+		name: "bare-number duration",
+		file: "retry:\n  max_age: 3600\n",
+		want: `config $FILE: retry.max_age: 3600 has no unit; write e.g. "3600s" or "3600m" (a bare number would mean nanoseconds)`,
+	},
+	{
+		name: "negative duration",
+		file: "submission:\n  read_timeout: -5m\n",
+		want: `config $FILE: submission.read_timeout: -5m0s must be more than 0`,
+	},
+	{
+		name:       "YAML syntax error",
+		file:       "submission:\n  listen: [\n",
+		want:       `config $FILE: yaml: line `,
+		wantPrefix: true,
+	},
+	{
+		name: "environment: bad number",
+		env:  map[string]string{"RELAYQ_RETRY_MULTIPLIER": "x"},
+		want: `environment RELAYQ_RETRY_MULTIPLIER: "x" is not a number`,
+	},
+	{
+		name: "environment: bare-number duration",
+		env:  map[string]string{"RELAYQ_SUBMISSION_READ_TIMEOUT": "300"},
+		want: `environment RELAYQ_SUBMISSION_READ_TIMEOUT: "300" has no unit; write e.g. "300s" or "300m" (a bare number would mean nanoseconds)`,
+	},
+	{
+		name: "environment: variable named after a section",
+		file: "delivery:\n  smarthost:\n    address: 127.0.0.1:587\n",
+		env:  map[string]string{"RELAYQ_DELIVERY_SMARTHOST": "127.0.0.1:25"},
+		want: `environment RELAYQ_DELIVERY_SMARTHOST: "delivery.smarthost" is a section, not a key; set the variables of its keys instead (RELAYQ_DELIVERY_SMARTHOST_...)`,
+	},
+	{
+		name: "environment: bad value wins over a good file",
+		file: "delivery:\n  tls: required\n",
+		env:  map[string]string{"RELAYQ_DELIVERY_TLS": "sometimes"},
+		want: `environment RELAYQ_DELIVERY_TLS: "sometimes" is not one of opportunistic, required, none`,
+	},
+}
+
 func TestLoadRejectsBadKeysAndTypes(t *testing.T) {
-	wantRejected(t, []badConfig{
-		{
-			name: "unknown key",
-			file: "submission:\n  lisen: [\"127.0.0.1:25\"]\n",
-			want: `config $FILE: unknown key "submission.lisen" (did you mean "submission.listen"?)`,
-		},
-		{
-			name: "misspelt environment variable",
-			env:  map[string]string{"RELAYQ_RETRY_MAX_DELAYS": "10m"},
-			want: `environment RELAYQ_RETRY_MAX_DELAYS: not a relayq setting (did you mean RELAYQ_RETRY_MAX_DELAY?)`,
-		},
-		{
-			name: "environment variable far from any key",
-			env:  map[string]string{"RELAYQ_COLOUR": "blue", "RELAYQ_SUBMISION_LISTEN": "x"},
-			want: `environment RELAYQ_COLOUR: not a relayq setting (every key's variable is RELAYQ_ plus the key in capitals, dots as underscores, e.g. RELAYQ_RETRY_MAX_DELAY); also unknown: RELAYQ_SUBMISION_LISTEN`,
-		},
-		{
-			name: "unknown section",
-			file: "smtp:\n  listen: x\nlogging:\n  level: debug\n",
-			want: `config $FILE: unknown keys "logging", "smtp"`,
-		},
-		{
-			name: "wrong type: string for a number",
-			file: "submission:\n  max_recipients: lots\n",
-			want: `config $FILE: submission.max_recipients: "lots" is not a whole number`,
-		},
-		{
-			name: "wrong type: fraction for a number",
-			file: "delivery:\n  workers: 2.5\n",
-			want: `config $FILE: delivery.workers: 2.5 is not a whole number`,
-		},
-		{
-			name: "wrong type: section for a list",
-			file: "submission:\n  listen: {a: b}\n",
-			want: `config $FILE: submission.listen: a section of keys is not a list`,
-		},
-		{
-			name: "wrong type: bool",
-			file: "submission:\n  allow_insecure_auth: maybe\n",
-			want: `config $FILE: submission.allow_insecure_auth: "maybe" is not true or false`,
-		},
-		{
-			name: "wrong type: number for a string",
-			file: "admin:\n  token: 0123\n",
-			want: `config $FILE: admin.token: 83 is not a string; put it in quotes`,
-		},
-		{
-			name: "wrong type: scalar for a section",
-			file: "retry: 5\n",
-			want: `config $FILE: retry: 5 is not a section; want keys below it`,
-		},
-		{
-			name: "bad duration",
-			file: "retry:\n  initial_delay: abc\n",
-			want: `config $FILE: retry.initial_delay: "abc" is not a duration (e.g. "2s")`,
-		},
-		{
-			name: "bare-number duration",
-			file: "retry:\n  max_age: 3600\n",
-			want: `config $FILE: retry.max_age: 3600 has no unit; write e.g. "3600s" or "3600m" (a bare number would mean nanoseconds)`,
-		},
-		{
-			name: "negative duration",
-			file: "submission:\n  read_timeout: -5m\n",
-			want: `config $FILE: submission.read_timeout: -5m0s must be more than 0`,
-		},
-		{
-			name:       "YAML syntax error",
-			file:       "submission:\n  listen: [\n",
-			want:       `config $FILE: yaml: line `,
-			wantPrefix: true,
-		},
-		{
-			name: "environment: bad number",
-			env:  map[string]string{"RELAYQ_RETRY_MULTIPLIER": "x"},
-			want: `environment RELAYQ_RETRY_MULTIPLIER: "x" is not a number`,
-		},
-		{
-			name: "environment: bare-number duration",
-			env:  map[string]string{"RELAYQ_SUBMISSION_READ_TIMEOUT": "300"},
-			want: `environment RELAYQ_SUBMISSION_READ_TIMEOUT: "300" has no unit; write e.g. "300s" or "300m" (a bare number would mean nanoseconds)`,
-		},
-		{
-			name: "environment: variable named after a section",
-			file: "delivery:\n  smarthost:\n    address: 127.0.0.1:587\n",
-			env:  map[string]string{"RELAYQ_DELIVERY_SMARTHOST": "127.0.0.1:25"},
-			want: `environment RELAYQ_DELIVERY_SMARTHOST: "delivery.smarthost" is a section, not a key; set the variables of its keys instead (RELAYQ_DELIVERY_SMARTHOST_...)`,
-		},
-		{
-			name: "environment: bad value wins over a good file",
-			file: "delivery:\n  tls: required\n",
-			env:  map[string]string{"RELAYQ_DELIVERY_TLS": "sometimes"},
-			want: `environment RELAYQ_DELIVERY_TLS: "sometimes" is not one of opportunistic, required, none`,
-		},
-	})
+	wantRejected(t, badKeysAndTypes)
 }
 
 // Mistakes in the submission section: networks, listeners, users, API
 // keys and TLS files.
+// badSubmissions are bad submission sections, each with the exact message
+// Load must give.
+var badSubmissions = []badConfig{
+	{
+		name: "bad CIDR",
+		file: "submission:\n  trusted_networks: [\"10.0.0.0/8\", \"10.0.0.0/33\"]\n",
+		want: `config $FILE: submission.trusted_networks[1]: "10.0.0.0/33" is not a network such as 10.0.0.0/8 or 192.0.2.1`,
+	},
+	{
+		name: "bad listen host:port",
+		file: "submission:\n  listen: [\"127.0.0.1\"]\n",
+		want: `config $FILE: submission.listen[0]: "127.0.0.1" is not host:port (e.g. 127.0.0.1:2525): address 127.0.0.1: missing port in address`,
+	},
+	{
+		name: "non-bcrypt hash",
+		file: "submission:\n  allow_insecure_auth: true\n  users:\n    - username: alice\n      password_hash: \"$1$saltsalt$qjXMvbEw8oaL.CzflDugX/\"\n",
+		want: `config $FILE: submission.users[0].password_hash: the hash of "alice" is not a bcrypt hash ($2a$, $2b$ or $2y$ followed by cost and 53 characters)`,
+	},
+	{
+		name: "plain-text password as hash",
+		file: "submission:\n  allow_insecure_auth: true\n  users:\n    - {username: alice, password_hash: hunter2}\n",
+		want: `config $FILE: submission.users[0].password_hash: the hash of "alice" is not a bcrypt hash ($2a$, $2b$ or $2y$ followed by cost and 53 characters)`,
+	},
+	{
+		name: "user without username",
+		file: "submission:\n  allow_insecure_auth: true\n  users:\n    - password_hash: \"" + aliceHash + "\"\n",
+		want: `config $FILE: submission.users[0]: username is empty`,
+	},
+	{
+		name: "unknown key in a user",
+		file: "submission:\n  users:\n    - {username: alice, password: x}\n",
+		want: `config $FILE: submission.users[0]: unknown key "password"`,
+	},
+	{
+		name: "api key name with a dot",
+		file: "submission:\n  allow_insecure_auth: true\n  api_keys:\n    - {name: a.b, key_hash: \"" + aliceHash + "\"}\n",
+		want: `config $FILE: submission.api_keys[0].name: "a.b" is not a key name (1-64 letters, digits, '-' or '_')`,
+	},
+	{
+		name: "api keys in clear",
+		file: "submission:\n  api_keys:\n    - {name: app, key_hash: \"" + aliceHash + "\"}\n",
+		want: `config $FILE: submission.api_keys: keys would travel in clear: needs submission.tls (or allow_insecure_auth: true)`,
+	},
+	{
+		name: "users without any way to AUTH",
+		file: "submission:\n  users:\n    - {username: alice, password_hash: \"" + aliceHash + "\"}\n",
+		want: `config $FILE: submission.users: AUTH needs submission.tls (or allow_insecure_auth: true)`,
+	},
+	{
+		name:       "unreadable cert file",
+		file:       "submission:\n  tls:\n    cert_file: $DIR/nope.pem\n    key_file: $DIR/key.pem\n",
+		want:       `config $FILE: submission.tls.cert_file: open $DIR/nope.pem: no such file or directory`,
+		wantPrefix: false,
+	},
+	{
+		name: "unreadable key file",
+		file: "submission:\n  tls:\n    cert_file: $DIR/cert.pem\n    key_file: $DIR/nope.pem\n",
+		want: `config $FILE: submission.tls.key_file: open $DIR/nope.pem: no such file or directory`,
+	},
+	{
+		name:       "mismatched cert and key",
+		file:       "submission:\n  tls:\n    cert_file: $DIR/cert.pem\n    key_file: $DIR/other-key.pem\n",
+		want:       `config $FILE: submission.tls.key_file: $DIR/other-key.pem does not fit certificate $DIR/cert.pem: `,
+		wantPrefix: true,
+	},
+	{
+		name: "cert without key",
+		file: "submission:\n  tls:\n    cert_file: $DIR/cert.pem\n",
+		want: `config $FILE: submission.tls.key_file: empty, but submission.tls.cert_file is set; set both or neither`,
+	},
+	{
+		name: "implicit TLS listener without certificate",
+		file: "submission:\n  tls_listen: [\"127.0.0.1:2465\"]\n",
+		want: `config $FILE: submission.tls_listen: needs submission.tls.cert_file and key_file`,
+	},
+	{
+		name: "environment: user without hash",
+		env:  map[string]string{"RELAYQ_SUBMISSION_USERS": "alice"},
+		want: `environment RELAYQ_SUBMISSION_USERS: "alice" is not username:password_hash`,
+	},
+}
+
 func TestLoadRejectsBadSubmission(t *testing.T) {
-	wantRejected(t, []badConfig{
-		{
-			name: "bad CIDR",
-			file: "submission:\n  trusted_networks: [\"10.0.0.0/8\", \"10.0.0.0/33\"]\n",
-			want: `config $FILE: submission.trusted_networks[1]: "10.0.0.0/33" is not a network such as 10.0.0.0/8 or 192.0.2.1`,
-		},
-		{
-			name: "bad listen host:port",
-			file: "submission:\n  listen: [\"127.0.0.1\"]\n",
-			want: `config $FILE: submission.listen[0]: "127.0.0.1" is not host:port (e.g. 127.0.0.1:2525): address 127.0.0.1: missing port in address`,
-		},
-		{
-			name: "non-bcrypt hash",
-			file: "submission:\n  allow_insecure_auth: true\n  users:\n    - username: alice\n      password_hash: \"$1$saltsalt$qjXMvbEw8oaL.CzflDugX/\"\n",
-			want: `config $FILE: submission.users[0].password_hash: the hash of "alice" is not a bcrypt hash ($2a$, $2b$ or $2y$ followed by cost and 53 characters)`,
-		},
-		{
-			name: "plain-text password as hash",
-			file: "submission:\n  allow_insecure_auth: true\n  users:\n    - {username: alice, password_hash: hunter2}\n",
-			want: `config $FILE: submission.users[0].password_hash: the hash of "alice" is not a bcrypt hash ($2a$, $2b$ or $2y$ followed by cost and 53 characters)`,
-		},
-		{
-			name: "user without username",
-			file: "submission:\n  allow_insecure_auth: true\n  users:\n    - password_hash: \"" + aliceHash + "\"\n",
-			want: `config $FILE: submission.users[0]: username is empty`,
-		},
-		{
-			name: "unknown key in a user",
-			file: "submission:\n  users:\n    - {username: alice, password: x}\n",
-			want: `config $FILE: submission.users[0]: unknown key "password"`,
-		},
-		{
-			name: "api key name with a dot",
-			file: "submission:\n  allow_insecure_auth: true\n  api_keys:\n    - {name: a.b, key_hash: \"" + aliceHash + "\"}\n",
-			want: `config $FILE: submission.api_keys[0].name: "a.b" is not a key name (1-64 letters, digits, '-' or '_')`,
-		},
-		{
-			name: "api keys in clear",
-			file: "submission:\n  api_keys:\n    - {name: app, key_hash: \"" + aliceHash + "\"}\n",
-			want: `config $FILE: submission.api_keys: keys would travel in clear: needs submission.tls (or allow_insecure_auth: true)`,
-		},
-		{
-			name: "users without any way to AUTH",
-			file: "submission:\n  users:\n    - {username: alice, password_hash: \"" + aliceHash + "\"}\n",
-			want: `config $FILE: submission.users: AUTH needs submission.tls (or allow_insecure_auth: true)`,
-		},
-		{
-			name:       "unreadable cert file",
-			file:       "submission:\n  tls:\n    cert_file: $DIR/nope.pem\n    key_file: $DIR/key.pem\n",
-			want:       `config $FILE: submission.tls.cert_file: open $DIR/nope.pem: no such file or directory`,
-			wantPrefix: false,
-		},
-		{
-			name: "unreadable key file",
-			file: "submission:\n  tls:\n    cert_file: $DIR/cert.pem\n    key_file: $DIR/nope.pem\n",
-			want: `config $FILE: submission.tls.key_file: open $DIR/nope.pem: no such file or directory`,
-		},
-		{
-			name:       "mismatched cert and key",
-			file:       "submission:\n  tls:\n    cert_file: $DIR/cert.pem\n    key_file: $DIR/other-key.pem\n",
-			want:       `config $FILE: submission.tls.key_file: $DIR/other-key.pem does not fit certificate $DIR/cert.pem: `,
-			wantPrefix: true,
-		},
-		{
-			name: "cert without key",
-			file: "submission:\n  tls:\n    cert_file: $DIR/cert.pem\n",
-			want: `config $FILE: submission.tls.key_file: empty, but submission.tls.cert_file is set; set both or neither`,
-		},
-		{
-			name: "implicit TLS listener without certificate",
-			file: "submission:\n  tls_listen: [\"127.0.0.1:2465\"]\n",
-			want: `config $FILE: submission.tls_listen: needs submission.tls.cert_file and key_file`,
-		},
-		{
-			name: "environment: user without hash",
-			env:  map[string]string{"RELAYQ_SUBMISSION_USERS": "alice"},
-			want: `environment RELAYQ_SUBMISSION_USERS: "alice" is not username:password_hash`,
-		},
-	})
+	wantRejected(t, badSubmissions)
 }
 
 // Mistakes in the admin section: tokens and allowed hosts.

@@ -15,6 +15,29 @@ import (
 // group per recipient. It returns the raw bytes of each part.
 func checkDSN(t *testing.T, out []byte, r Report, withOriginal bool) [][]byte {
 	t.Helper()
+	checkLines(t, out)
+
+	header, body, ok := bytes.Cut(out, []byte("\r\n\r\n"))
+	if !ok {
+		t.Fatal("no end of header section")
+	}
+	boundary := checkMessageHeader(t, header)
+
+	// Raw parts, split by hand so their header lines can be checked as bytes.
+	raw := splitParts(t, body, boundary, withOriginal)
+	checkPartHeaders(t, raw)
+	_, status, _ := bytes.Cut(raw[1], []byte("\r\n\r\n"))
+	checkStatus(t, status, r)
+
+	// And a real MIME parser agrees on the structure.
+	checkMultipartAgrees(t, body, boundary, raw)
+	return raw
+}
+
+// checkLines fails on a bare CR or LF, a missing final CRLF or a line
+// over 998 octets.
+func checkLines(t *testing.T, out []byte) {
+	t.Helper()
 	for i, c := range out {
 		if c == '\n' && (i == 0 || out[i-1] != '\r') {
 			t.Fatalf("bare LF at %d: %q", i, around(out, i))
@@ -31,11 +54,12 @@ func checkDSN(t *testing.T, out []byte, r Report, withOriginal bool) [][]byte {
 			t.Fatalf("line of %d octets: %.80q...", len(line), line)
 		}
 	}
+}
 
-	header, body, ok := bytes.Cut(out, []byte("\r\n\r\n"))
-	if !ok {
-		t.Fatal("no end of header section")
-	}
+// checkMessageHeader checks the DSN's top-level header fields and returns
+// the multipart boundary.
+func checkMessageHeader(t *testing.T, header []byte) string {
+	t.Helper()
 	fields := checkHeaderLines(t, "message", header)
 	for _, name := range []string{"From", "To", "Subject", "Date", "Message-Id", "Auto-Submitted", "Mime-Version", "Content-Type"} {
 		if len(fields[name]) != 1 {
@@ -49,9 +73,13 @@ func checkDSN(t *testing.T, out []byte, r Report, withOriginal bool) [][]byte {
 	if err != nil || mt != "multipart/report" || params["report-type"] != "delivery-status" || params["boundary"] == "" {
 		t.Fatalf("Content-Type %q: %v %v", fields["Content-Type"][0], params, err)
 	}
-	boundary := params["boundary"]
+	return params["boundary"]
+}
 
-	// Raw parts, split by hand so their header lines can be checked as bytes.
+// splitParts splits body at boundary into the raw parts, 2 or, with the
+// original message, 3.
+func splitParts(t *testing.T, body []byte, boundary string, withOriginal bool) [][]byte {
+	t.Helper()
 	rest := append([]byte("\r\n"), body...)
 	end := []byte("\r\n--" + boundary + "--\r\n")
 	if !bytes.HasSuffix(rest, end) {
@@ -66,6 +94,12 @@ func checkDSN(t *testing.T, out []byte, r Report, withOriginal bool) [][]byte {
 	if len(raw) != want {
 		t.Fatalf("%d parts, want %d", len(raw), want)
 	}
+	return raw
+}
+
+// checkPartHeaders checks each part's header lines and Content-Type.
+func checkPartHeaders(t *testing.T, raw [][]byte) {
+	t.Helper()
 	types := []string{"text/plain", "message/delivery-status", ""}
 	for i, p := range raw {
 		ph, _, ok := bytes.Cut(p, []byte("\r\n\r\n"))
@@ -77,10 +111,12 @@ func checkDSN(t *testing.T, out []byte, r Report, withOriginal bool) [][]byte {
 			t.Fatalf("part %d Content-Type %q, want %s", i, ct, types[i])
 		}
 	}
-	_, status, _ := bytes.Cut(raw[1], []byte("\r\n\r\n"))
-	checkStatus(t, status, r)
+}
 
-	// And a real MIME parser agrees on the structure.
+// checkMultipartAgrees fails unless mime/multipart sees as many parts as
+// splitParts did.
+func checkMultipartAgrees(t *testing.T, body []byte, boundary string, raw [][]byte) {
+	t.Helper()
 	mr := multipart.NewReader(bytes.NewReader(body), boundary)
 	n := 0
 	for {
@@ -99,7 +135,6 @@ func checkDSN(t *testing.T, out []byte, r Report, withOriginal bool) [][]byte {
 	if n != len(raw) {
 		t.Fatalf("mime/multipart sees %d parts, we split %d", n, len(raw))
 	}
-	return raw
 }
 
 // checkHeaderLines asserts that block is a header section in the strict

@@ -132,6 +132,66 @@ func TestResolveWithoutBuiltin(t *testing.T) {
 // The built-in rules, and user rules before them, against the replies the
 // providers really send (as documented on their postmaster pages), from
 // the MX hosts they really have.
+// providerReplyTests are real provider replies and the rule each must
+// match in TestRulesMatchProviderReplies.
+var providerReplyTests = []struct {
+	name   string
+	user   bool // with the user's rules (checked first)
+	hosts  []string
+	wire   string
+	rule   string // "" = no rule matches
+	action Action
+	scope  string
+	perm   bool
+}{
+	{"gmail unsolicited rate (IP)", false, gmailMX,
+		"421-4.7.28 [203.0.113.42] Our system has detected an unusual rate of\r\n421-4.7.28 unsolicited mail originating from your IP address. To protect our\r\n421-4.7.28 users from spam, mail sent from your IP address has been temporarily\r\n421 4.7.28 rate limited. Please visit https://support.google.com/mail/?p=UnsolicitedRateLimitError - gsmtp",
+		"builtin:google-rate-limited", ActionSuspend, "provider:google", false},
+	{"gmail unsolicited rate (DKIM domain), Workspace MX", false, wsMX,
+		"421 4.7.28 Gmail has detected an unusual rate of unsolicited mail originating from your DKIM domain. To protect our users from spam, mail sent from your domain has been temporarily rate limited. - gsmtp",
+		"builtin:google-rate-limited", ActionSuspend, "provider:google", false},
+	{"gmail try again later", false, gmailMX, "421 4.7.0 Try again later, closing connection. - gsmtp",
+		"builtin:google-try-later", ActionThrottle, "provider:google", false},
+	{"gmail receiving too fast is one user's problem", false, gmailMX,
+		"450-4.2.1 The user you are trying to contact is receiving mail at a rate that\r\n450 4.2.1 prevents additional messages from being delivered. - gsmtp", "", 0, "", false},
+	{"gmail 550 5.7.28 is already permanent", false, gmailMX,
+		"550 5.7.28 Our system has detected an unusual rate of unsolicited mail originating from your IP address. - gsmtp", "", 0, "", false},
+	{"Exchange Online server busy", false, m365MX, "451 4.7.500 Server busy. Please try again later from [203.0.113.9]. (S77719) [BN1NAM02FT064.eop-nam02.prod.protection.outlook.com]",
+		"builtin:microsoft-server-busy", ActionSuspend, "provider:microsoft", false},
+	{"Exchange Online AS code", false, m365MX, "451 4.7.650 The mail server [203.0.113.9] has been temporarily rate limited due to IP reputation.",
+		"builtin:microsoft-server-busy", ActionSuspend, "provider:microsoft", false},
+	{"Outlook.com RP-001", false, outlookMX, "421 RP-001 (BAY004-MC1F15) Unfortunately, some messages from 203.0.113.9 weren't sent. Please try again. We have limits for how many messages can be sent per hour and per day.",
+		"builtin:microsoft-rate-limited", ActionThrottle, "provider:microsoft", false},
+	{"Exchange concurrent connections", false, m365MX, "421 4.3.2 The maximum number of concurrent connections has exceeded a limit, closing transmission channel",
+		"builtin:microsoft-too-many-connections", ActionThrottle, "provider:microsoft", false},
+	{"Yahoo TSS04", false, yahooMX, "421 4.7.0 [TSS04] Messages from 203.0.113.9 temporarily deferred due to unexpected volume or user complaints - 4.16.55.1; see https://postmaster.yahooinc.com/error-codes",
+		"builtin:yahoo-deferred", ActionSuspend, "provider:yahoo", false},
+	{"AOL TS01", false, aolMX, "421 4.7.0 [TS01] Messages from 203.0.113.9 temporarily deferred due to user complaints - 4.16.55.1; see https://help.yahoo.com/kb/postmaster/SLN3434.html",
+		"builtin:yahoo-deferred", ActionSuspend, "provider:yahoo", false},
+	{"Yahoo TSS09 bounces", false, yahooMX, "421 4.7.0 [TSS09] All messages from 203.0.113.9 will be permanently deferred; Retrying will NOT succeed. See https://postmaster.yahooinc.com/error-codes",
+		"builtin:yahoo-permanently-deferred", ActionBounce, "provider:yahoo", true},
+	{"iCloud shedding load", false, icloudMX, "451 4.7.1 Service unavailable - try again later",
+		"builtin:icloud-unavailable", ActionThrottle, "provider:icloud", false},
+	{"GMX too many messages", false, gmxMX, "421-gmx.net (mxgmx017) Nemesis ESMTP Service not available\r\n421-Service unavailable\r\n421-Reject due to policy restrictions.\r\n421 Too many messages have been received in a short period of time. Please try again in a few hours and reduce the sending rate.",
+		"builtin:gmx-too-many-messages", ActionSuspend, "provider:gmx", false},
+	{"WEB.DE, same system", false, webdeMX, "421 web.de (mxweb113) Nemesis ESMTP Service not available Service unavailable Reject due to policy restrictions Please try again later. Too many messages have been received in a short period of time.",
+		"builtin:gmx-too-many-messages", ActionSuspend, "provider:gmx", false},
+	{"Mail.ru rate limit", false, mailruMX, "421 4.7.0 Ratelimit exceeded for mailbox, try again later",
+		"builtin:mailru-rate-limited", ActionSuspend, "provider:mailru", false},
+	{"a Google text from a host that is not Google: no built-in rule", false, otherMX,
+		"421 4.7.28 Our system has detected an unusual rate of unsolicited mail", "", 0, "", false},
+	{"user rule first: mailbox unavailable as a 4xx bounces", true, gmailMX, "450 4.2.0 Mailbox unavailable",
+		"rules[0]", ActionBounce, "provider:google", true},
+	{"a bounce rule on a 5xx changes nothing", true, otherMX, "550 5.1.1 Mailbox does not exist",
+		"rules[0]", ActionBounce, "domain:example.com", false},
+	{"user throttle, scope domain, before the built-in yahoo rule", true, yahooMX, "421 4.7.0 [TS02] Messages from 203.0.113.9 temporarily deferred due to user complaints",
+		"rules[1]", ActionThrottle, "domain:example.com", false},
+	{"a user rule with scope provider and no provider: the domain", true, otherMX, "421 4.7.0 Messages temporarily deferred",
+		"rules[1]", ActionThrottle, "domain:example.com", false},
+	{"greylisting matches nothing", false, otherMX, "451 4.7.1 Greylisted, please retry later", "", 0, "", false},
+	{"success never matches", false, gmailMX, "250 2.0.0 OK mailbox unavailable rate limit", "", 0, "", false},
+}
+
 func TestRulesMatchProviderReplies(t *testing.T) {
 	builtinOnly := mustPolicy(t, Config{Builtin: true})
 	withUser := mustPolicy(t, Config{
@@ -141,64 +201,7 @@ func TestRulesMatchProviderReplies(t *testing.T) {
 			{Match: `4\.7\.0 .*temporarily deferred`, Action: ActionThrottle, Duration: 30 * time.Minute, Scope: ScopeDomain},
 		},
 	})
-	tests := []struct {
-		name   string
-		user   bool // with the user's rules (checked first)
-		hosts  []string
-		wire   string
-		rule   string // "" = no rule matches
-		action Action
-		scope  string
-		perm   bool
-	}{
-		{"gmail unsolicited rate (IP)", false, gmailMX,
-			"421-4.7.28 [203.0.113.42] Our system has detected an unusual rate of\r\n421-4.7.28 unsolicited mail originating from your IP address. To protect our\r\n421-4.7.28 users from spam, mail sent from your IP address has been temporarily\r\n421 4.7.28 rate limited. Please visit https://support.google.com/mail/?p=UnsolicitedRateLimitError - gsmtp",
-			"builtin:google-rate-limited", ActionSuspend, "provider:google", false},
-		{"gmail unsolicited rate (DKIM domain), Workspace MX", false, wsMX,
-			"421 4.7.28 Gmail has detected an unusual rate of unsolicited mail originating from your DKIM domain. To protect our users from spam, mail sent from your domain has been temporarily rate limited. - gsmtp",
-			"builtin:google-rate-limited", ActionSuspend, "provider:google", false},
-		{"gmail try again later", false, gmailMX, "421 4.7.0 Try again later, closing connection. - gsmtp",
-			"builtin:google-try-later", ActionThrottle, "provider:google", false},
-		{"gmail receiving too fast is one user's problem", false, gmailMX,
-			"450-4.2.1 The user you are trying to contact is receiving mail at a rate that\r\n450 4.2.1 prevents additional messages from being delivered. - gsmtp", "", 0, "", false},
-		{"gmail 550 5.7.28 is already permanent", false, gmailMX,
-			"550 5.7.28 Our system has detected an unusual rate of unsolicited mail originating from your IP address. - gsmtp", "", 0, "", false},
-		{"Exchange Online server busy", false, m365MX, "451 4.7.500 Server busy. Please try again later from [203.0.113.9]. (S77719) [BN1NAM02FT064.eop-nam02.prod.protection.outlook.com]",
-			"builtin:microsoft-server-busy", ActionSuspend, "provider:microsoft", false},
-		{"Exchange Online AS code", false, m365MX, "451 4.7.650 The mail server [203.0.113.9] has been temporarily rate limited due to IP reputation.",
-			"builtin:microsoft-server-busy", ActionSuspend, "provider:microsoft", false},
-		{"Outlook.com RP-001", false, outlookMX, "421 RP-001 (BAY004-MC1F15) Unfortunately, some messages from 203.0.113.9 weren't sent. Please try again. We have limits for how many messages can be sent per hour and per day.",
-			"builtin:microsoft-rate-limited", ActionThrottle, "provider:microsoft", false},
-		{"Exchange concurrent connections", false, m365MX, "421 4.3.2 The maximum number of concurrent connections has exceeded a limit, closing transmission channel",
-			"builtin:microsoft-too-many-connections", ActionThrottle, "provider:microsoft", false},
-		{"Yahoo TSS04", false, yahooMX, "421 4.7.0 [TSS04] Messages from 203.0.113.9 temporarily deferred due to unexpected volume or user complaints - 4.16.55.1; see https://postmaster.yahooinc.com/error-codes",
-			"builtin:yahoo-deferred", ActionSuspend, "provider:yahoo", false},
-		{"AOL TS01", false, aolMX, "421 4.7.0 [TS01] Messages from 203.0.113.9 temporarily deferred due to user complaints - 4.16.55.1; see https://help.yahoo.com/kb/postmaster/SLN3434.html",
-			"builtin:yahoo-deferred", ActionSuspend, "provider:yahoo", false},
-		{"Yahoo TSS09 bounces", false, yahooMX, "421 4.7.0 [TSS09] All messages from 203.0.113.9 will be permanently deferred; Retrying will NOT succeed. See https://postmaster.yahooinc.com/error-codes",
-			"builtin:yahoo-permanently-deferred", ActionBounce, "provider:yahoo", true},
-		{"iCloud shedding load", false, icloudMX, "451 4.7.1 Service unavailable - try again later",
-			"builtin:icloud-unavailable", ActionThrottle, "provider:icloud", false},
-		{"GMX too many messages", false, gmxMX, "421-gmx.net (mxgmx017) Nemesis ESMTP Service not available\r\n421-Service unavailable\r\n421-Reject due to policy restrictions.\r\n421 Too many messages have been received in a short period of time. Please try again in a few hours and reduce the sending rate.",
-			"builtin:gmx-too-many-messages", ActionSuspend, "provider:gmx", false},
-		{"WEB.DE, same system", false, webdeMX, "421 web.de (mxweb113) Nemesis ESMTP Service not available Service unavailable Reject due to policy restrictions Please try again later. Too many messages have been received in a short period of time.",
-			"builtin:gmx-too-many-messages", ActionSuspend, "provider:gmx", false},
-		{"Mail.ru rate limit", false, mailruMX, "421 4.7.0 Ratelimit exceeded for mailbox, try again later",
-			"builtin:mailru-rate-limited", ActionSuspend, "provider:mailru", false},
-		{"a Google text from a host that is not Google: no built-in rule", false, otherMX,
-			"421 4.7.28 Our system has detected an unusual rate of unsolicited mail", "", 0, "", false},
-		{"user rule first: mailbox unavailable as a 4xx bounces", true, gmailMX, "450 4.2.0 Mailbox unavailable",
-			"rules[0]", ActionBounce, "provider:google", true},
-		{"a bounce rule on a 5xx changes nothing", true, otherMX, "550 5.1.1 Mailbox does not exist",
-			"rules[0]", ActionBounce, "domain:example.com", false},
-		{"user throttle, scope domain, before the built-in yahoo rule", true, yahooMX, "421 4.7.0 [TS02] Messages from 203.0.113.9 temporarily deferred due to user complaints",
-			"rules[1]", ActionThrottle, "domain:example.com", false},
-		{"a user rule with scope provider and no provider: the domain", true, otherMX, "421 4.7.0 Messages temporarily deferred",
-			"rules[1]", ActionThrottle, "domain:example.com", false},
-		{"greylisting matches nothing", false, otherMX, "451 4.7.1 Greylisted, please retry later", "", 0, "", false},
-		{"success never matches", false, gmailMX, "250 2.0.0 OK mailbox unavailable rate limit", "", 0, "", false},
-	}
-	for _, tt := range tests {
+	for _, tt := range providerReplyTests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := builtinOnly
 			if tt.user {
