@@ -12,7 +12,7 @@ BUILDDATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
 BI        := github.com/relayq/relayq/internal/buildinfo
 LDFLAGS   := -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(BUILDDATE)
 
-.PHONY: image dist install all build run test fmt-check vet staticcheck deadcode test-race fuzz fuzz-short bench bench-go bench-postfix demo clean
+.PHONY: image dist install all build run test fmt-check vet staticcheck deadcode test-race fuzz fuzz-short bench bench-go bench-postfix bench-production demo clean
 
 all: build
 
@@ -35,6 +35,16 @@ install: build
 
 run: build
 	./$(BIN)/relayq serve
+
+# try: the quick start. fakemx, a fake MX on this machine (its page on
+# http://$(TRY_MX_HTTP)), and the relay on its defaults but routed to it,
+# so that the first messages stay here. Ctrl-C stops both.
+TRY_MX      ?= 127.0.0.1:2526
+TRY_MX_HTTP ?= 127.0.0.1:8026
+.PHONY: try
+try: build
+	@$(BIN)/fakemx --listen $(TRY_MX) --http $(TRY_MX_HTTP) & mx=$$!; trap 'kill $$mx' EXIT INT TERM; \
+	RELAYQ_DELIVERY_ROUTES='*=$(TRY_MX)' RELAYQ_DELIVERY_TLS=none $(BIN)/relayq serve
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -59,10 +69,44 @@ deadcode:
 	@out=$$($(GO) run $(DEADCODE) -test $(PKGS)) || exit 1; \
 	if [ -n "$$out" ]; then echo "$$out"; echo "deadcode: remove these, or test them if they are public API"; exit 1; fi
 
+# test-race prints the five slowest packages after the run, where the time
+# of `make test` goes; its exit status is go test's.
 test-race: build
-	$(GO) test -race -count=1 $(PKGS)
+	@log=$$(mktemp); rc=$$(mktemp); trap 'rm -f "$$log" "$$rc"' EXIT; \
+	{ $(GO) test -race -count=1 $(PKGS); echo $$? >"$$rc"; } 2>&1 | tee "$$log"; \
+	echo "slowest packages:"; \
+	awk '$$1 == "ok" || $$1 == "FAIL" { t = $$3; sub(/s$$/, "", t); if (t + 0 > 0) print "  " t "s", $$2 }' "$$log" | sort -rn | head -5; \
+	exit $$(cat "$$rc")
 
-test: fmt-check vet staticcheck deadcode test-race fuzz-short
+# test-short: the edit-compile loop: gofmt, vet and every test but the
+# end-to-end ones (-short) and fuzzing; a minute or two where make test takes
+# ten or more.
+.PHONY: test-short
+test-short: fmt-check vet
+	$(GO) test -race -short -count=1 $(PKGS)
+
+# man: man pages for relayq and each of its commands, from the same help
+# text as --help, in $(BIN)/man (man -l $(BIN)/man/relayq.1).
+.PHONY: man
+man: build
+	$(BIN)/relayq man --dir $(BIN)/man
+
+test: fmt-check vet staticcheck deadcode test-race test-patched fuzz-short
+
+# test-patched: the patched copies under third_party are modules of their
+# own, so ./... above does not reach them; their tests (the patches' own
+# and upstream's) and fuzz targets run here.
+PATCHED := third_party/go-smtp
+.PHONY: test-patched
+test-patched:
+	@set -e; for m in $(PATCHED); do \
+	  (cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 ./...); \
+	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$m/*_test.go 2>/dev/null | sed 's/^func //'); do \
+	    echo "fuzz $$m $$f ($(FUZZTIME))"; \
+	    (cd $$m && $(GO) test -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s . >/dev/null 2>&1) || \
+	      (cd $$m && $(GO) test -run='^$$' -fuzz="^$$f\$$" -fuzztime=100x -fuzzminimizetime=2s .); \
+	  done; \
+	done
 
 # fuzz-short runs every fuzz target briefly (CI); `make fuzz FUZZTIME=2m` runs longer.
 fuzz-short:
@@ -101,6 +145,15 @@ bench-go:
 bench-postfix: build
 	bench/compare-postfix.sh --install --rounds 3
 
+# bench-production: the same as deployed (docs/performance.md): both relays
+# sign with one RSA-2048 key (Postfix through OpenDKIM), relayq with events,
+# history, a webhook and built-in shaping; then relayq with Ed25519
+# against OpenDKIM's RSA. Installs postfix, opendkim and python3-dkim
+# (dkimpy verifies a sample of each relay's signatures); needs root.
+bench-production: build
+	bench/compare-postfix.sh --install --profile production --rounds 5
+	bench/compare-postfix.sh --profile production-ed25519 --rounds 5
+
 # demo: fakemx greylists one recipient and refuses another; watch relayq retry and bounce.
 demo: build
 	./docs/demo.sh
@@ -116,8 +169,10 @@ dist:
 	  echo "$(DIST)/relayq-$(VERSION)-linux-$$arch"; \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -buildvcs=false \
 	    -ldflags "-s -w -buildid= $(LDFLAGS)" -o $(DIST)/relayq-$(VERSION)-linux-$$arch ./cmd/relayq; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -buildvcs=false \
+	    -ldflags "-s -w -buildid= $(LDFLAGS)" -o $(DIST)/fakemx-$(VERSION)-linux-$$arch ./cmd/fakemx; \
 	done
-	@cd $(DIST) && sha256sum relayq-* > SHA256SUMS && cat SHA256SUMS
+	@cd $(DIST) && sha256sum relayq-* fakemx-* > SHA256SUMS && cat SHA256SUMS
 
 # image: the container image (relayq and fakemx) from local static
 # binaries, FROM scratch, so no registry is needed
@@ -126,11 +181,14 @@ dist:
 IMAGE       ?= localhost/relayq:$(VERSION)
 IMAGE_BUILD ?= podman build --format docker
 IMAGE_CTX   ?= $(BIN)/image
+# fakemx's own image: the Containerfile's fakemx stage (docs/fakemx.md).
+IMAGE_FAKEMX ?= localhost/fakemx:$(VERSION)
 image:
 	@rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/state
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid= $(LDFLAGS)" -o $(IMAGE_CTX)/ ./cmd/relayq ./cmd/fakemx
 	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_CTX)/ 2>/dev/null || : > $(IMAGE_CTX)/ca-certificates.crt
 	$(IMAGE_BUILD) -f packaging/container/Containerfile -t $(IMAGE) $(IMAGE_CTX)
+	$(IMAGE_BUILD) -f packaging/container/Containerfile --target fakemx -t $(IMAGE_FAKEMX) $(IMAGE_CTX)
 
 clean:
 	rm -rf $(BIN) $(DIST)

@@ -30,7 +30,7 @@ func benchAdmit(b *testing.B, st shaping.State, rate, parallel bool) {
 	t := s.Resolve("gmail.com", []string{"gmail-smtp-in.l.google.com"})
 	var refused atomic.Int64
 	admit := func() {
-		l, w := s.Admit(t, false)
+		l, w := s.Admit(t, shaping.Ask{})
 		if w.Reason != 0 {
 			refused.Add(1)
 			return

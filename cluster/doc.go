@@ -55,6 +55,11 @@
 //     logs and counts (relayq_shaping_suspended) each suspension once as it
 //     begins (within a second of it, with by="another node" when it began
 //     elsewhere) and once as it ends.
+//   - Learned rates (adaptive pacing, paces.go): one record per scope in
+//     Redis for the whole cluster; a change is one script that writes only
+//     if the record is still the one the node read, so one burst seen on
+//     several nodes lowers the rate once. Node reads its view, reloaded
+//     within Config.Refresh of a change; Admit costs no Redis call for it.
 //   - Every Redis call is bounded by Config.Timeout (250 ms) with no retry.
 //     The first failure switches the node to node-local limits (a
 //     shaping.Memory for buckets with each interval multiplied by

@@ -53,8 +53,9 @@ type Node struct {
 	sending map[string]bool // scopes of the flush on its way, if any
 	sent    chan struct{}   // closed when that flush ends
 
-	sus suspensions
-	tok tokens
+	sus   suspensions
+	tok   tokens
+	paces paceView // learned rates (paces.go)
 }
 
 // NewState returns the shaping.State for cfg and what to close at
@@ -207,6 +208,9 @@ func (n *Node) recover() error {
 		return err
 	}
 	if err := n.reload(); err != nil {
+		return err
+	}
+	if err := n.reloadPaces(); err != nil {
 		return err
 	}
 	n.up.Store(true)

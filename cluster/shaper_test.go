@@ -33,11 +33,14 @@ func (c *changes) String() string {
 	return strings.Join(c.got, ", ")
 }
 
-// shaperOn is a Shaper over st with the built-in provider rules, the fake
-// clock clk (nil: the real one), obs and a log into logs (either may be nil).
+// shaperOn is a Shaper over st with the built-in provider rules and a
+// rule that suspends Google's scope on 421 4.7.28 (the built-in one slows
+// it, where adaptive pacing is on), the fake clock clk (nil: the real
+// one), obs and a log into logs (either may be nil).
 func shaperOn(t *testing.T, st shaping.State, clk clock.Clock, obs shaping.Observer, logs *logBuf) *shaping.Shaper {
 	t.Helper()
-	pol, err := shaping.NewPolicy(shaping.Config{Builtin: true, Defaults: shaping.Limits{MaxConnections: 10}})
+	suspend := shaping.Rule{Name: "google-rate-limited", Match: `^421 4\.7\.28\b`, Action: shaping.ActionSuspend, Duration: 10 * time.Minute, Scope: shaping.ScopeProvider}
+	pol, err := shaping.NewPolicy(shaping.Config{Builtin: true, Defaults: shaping.Limits{MaxConnections: 10}, Rules: []shaping.Rule{suspend}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +59,7 @@ func TestShaperReplyOnOneNodeSuspendsTheOther(t *testing.T) {
 	_, n := cluster(t, nil, "a", "b")
 	sa, sb := shaperOn(t, n[0], nil, nil, nil), shaperOn(t, n[1], nil, nil, nil)
 	ta, tb := sa.Resolve("gmail.com", gmailMX), sb.Resolve("example-workspace.com", gmailMX)
-	if _, w := sb.Admit(tb, false); w.Reason != 0 {
+	if _, w := sb.Admit(tb, shaping.Ask{}); w.Reason != 0 {
 		t.Fatalf("b refused before any reply: %+v", w)
 	}
 	reply := parseReply(t, "421 4.7.28 Our system has detected an unusual rate of unsolicited mail")
@@ -64,7 +67,7 @@ func TestShaperReplyOnOneNodeSuspendsTheOther(t *testing.T) {
 		t.Fatalf("a: no suspend verdict for %v: %+v", reply, v)
 	}
 	var w shaping.Wait
-	if !poll(time.Second, func() bool { _, w = sb.Admit(tb, false); return w.Reason == shaping.WaitSuspended }) {
+	if !poll(time.Second, func() bool { _, w = sb.Admit(tb, shaping.Ask{}); return w.Reason == shaping.WaitSuspended }) {
 		t.Fatalf("b: Admit = %+v; want suspended within 1s", w)
 	}
 	if w.Scope.String() != "provider:google" {
@@ -124,12 +127,12 @@ func TestRefusedNodeLogsAnotherNodesSuspensionAtOnce(t *testing.T) {
 	obsB, logB := &changes{}, &logBuf{}
 	sa, sb := shaperOn(t, n[0], clk, nil, nil), shaperOn(t, n[1], clk, obsB, logB)
 	tb := sb.Resolve("example-workspace.com", gmailMX)
-	if _, w := sb.Admit(tb, false); w.Reason != 0 { // b looked for ended suspensions now
+	if _, w := sb.Admit(tb, shaping.Ask{}); w.Reason != 0 { // b looked for ended suspensions now
 		t.Fatalf("b refused before any reply: %+v", w)
 	}
 	sa.React(sa.Resolve("gmail.com", gmailMX), parseReply(t, "421 4.7.28 unusual rate"))
 	var w shaping.Wait
-	if !poll(time.Second, func() bool { _, w = sb.Admit(tb, false); return w.Reason == shaping.WaitSuspended }) {
+	if !poll(time.Second, func() bool { _, w = sb.Admit(tb, shaping.Ask{}); return w.Reason == shaping.WaitSuspended }) {
 		t.Fatalf("b: Admit = %+v; want suspended within 1s", w)
 	}
 	if !strings.Contains(logB.String(), `by="another node"`) || obsB.String() != "suspended provider:google" {

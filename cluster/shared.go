@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/relayq/relayq/delivery/shaping"
@@ -98,21 +100,45 @@ func (n *Node) removeShared(ms []string) (map[string]entry, int64, error) {
 	return decodeEntries(res[1:]), ver, nil
 }
 
-// refresh reloads the view when the suspensions changed in Redis.
+// refresh reloads what changed in Redis since this node's views were
+// taken, the suspensions or the learned rates (paces.go): both versions in
+// one round trip, which is all a refresh costs when nothing changed.
 func (n *Node) refresh() error {
 	ctx, cancel := n.ctx()
 	defer cancel()
-	ver, err := n.rdb.Get(ctx, n.prefix+"sus:version").Int64()
-	if err != nil && !isNil(err) {
+	vals, err := n.rdb.MGet(ctx, n.prefix+"sus:version", n.prefix+"paces:version").Result()
+	if err != nil {
+		return fmt.Errorf("cluster: refresh: %w", err)
+	}
+	sus, err1 := versionOf(vals[0])
+	paces, err2 := versionOf(vals[1])
+	if err := errors.Join(err1, err2); err != nil {
 		return fmt.Errorf("cluster: refresh: %w", err)
 	}
 	n.sus.mu.RLock()
-	same := ver == n.sus.snapVer
+	susSame := sus == n.sus.snapVer
 	n.sus.mu.RUnlock()
-	if same {
-		return nil
+	n.paces.mu.RLock()
+	pacesSame := paces == n.paces.ver
+	n.paces.mu.RUnlock()
+	if !susSame {
+		if err := n.reload(); err != nil {
+			return err
+		}
 	}
-	return n.reload()
+	if !pacesSame {
+		return n.reloadPaces()
+	}
+	return nil
+}
+
+// versionOf reads a version counter MGET returned: nil (never bumped) is 0.
+func versionOf(v any) (int64, error) {
+	if v == nil {
+		return 0, nil
+	}
+	s, _ := v.(string)
+	return strconv.ParseInt(s, 10, 64)
 }
 
 // reload replaces the snapshot with what Redis holds. Local changes of a

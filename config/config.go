@@ -31,6 +31,11 @@ type Config struct {
 	// Events and Suppression: see events.go.
 	Events      Events
 	Suppression Suppression
+	// Bounces is the return path (bounces.go).
+	Bounces Bounces
+	// Streams are the configured streams (streams.go); never empty after
+	// Load.
+	Streams []Stream
 	// File is the path Load read, "" when only defaults and environment apply.
 	File string
 }
@@ -67,10 +72,19 @@ type Submission struct {
 	// AddMissingHeaders adds Message-ID and Date to mail from authenticated
 	// and trusted clients that lacks them, as Postfix does for local mail.
 	AddMissingHeaders bool
+	// IdempotencyWindow is how long an Idempotency-Key is kept; 0 turns keys off.
+	IdempotencyWindow time.Duration
+	// MaxHold is the furthest a submission may ask to be released
+	// (FUTURERELEASE, send_at); 0 accepts no hold.
+	MaxHold time.Duration
+	// DefaultStream is the stream of a message neither its credential nor
+	// its X-Relayq-Stream header places (see Config.Streams).
+	DefaultStream string
 }
 
-// TLSFiles names a PEM certificate chain and its private key. Either both
-// are set and Load has checked that they load as a key pair, or neither is.
+// TLSFiles names a PEM certificate chain and its private key (submission.tls,
+// admin.tls). Either both are set and Load has checked that they load as a
+// key pair, or neither is.
 type TLSFiles struct {
 	CertFile string
 	KeyFile  string
@@ -84,12 +98,19 @@ type User struct {
 	Username string
 	// PasswordHash is a bcrypt hash ($2a$, $2b$ or $2y$); Load checked its form.
 	PasswordHash string
+	// Stream is the stream of every message the user submits; "" leaves
+	// it to the X-Relayq-Stream header or default_stream.
+	Stream string
 }
 
 // Queue configures the durable message store.
 type Queue struct {
 	// Path is the bbolt file, created with its directory if missing.
 	Path string
+	// ReserveBytes is the room kept on the queue's disk for the mail
+	// already queued: below it new mail is refused (452 4.3.1, HTTP 503)
+	// and /readyz fails, while delivery and pruning go on. 0: none.
+	ReserveBytes int64
 }
 
 // Admin configures the HTTP admin API.
@@ -98,14 +119,19 @@ type Admin struct {
 	Listen string
 	// Token is the required bearer token, or "" for none.
 	Token string
-	// ReadToken, when set, is a second token (for monitoring) valid only
-	// for /metrics and listing the queue's envelopes, never for bodies,
-	// events or history; Token must then be set too.
+	// ReadToken, when set, is a second token (monitoring, the console's
+	// look-only login) valid only for reading metadata: /metrics, the
+	// queue's envelopes, counts and shape, the shaping in force, events,
+	// history, suppressions and TLS reports; never a body or raw headers,
+	// never a change. Token must then be set too.
 	ReadToken string
 	// AllowedHosts are host names ("name" for any port, "name:port") the
 	// API answers in the Host header besides IP addresses and localhost;
 	// any other name is refused (DNS rebinding, see package admin).
 	AllowedHosts []string
+	// TLS, when enabled, makes the admin listener serve HTTPS only (the
+	// API and the console); Load has checked that the pair loads.
+	TLS TLSFiles
 }
 
 // Retry is the backoff schedule for transient delivery failures: the n-th
@@ -217,8 +243,11 @@ func Default() *Config {
 			AuthMaxFailures:     5,
 			AuthLockout:         5 * time.Minute,
 			AddMissingHeaders:   true,
+			IdempotencyWindow:   24 * time.Hour,
+			MaxHold:             168 * time.Hour,
+			DefaultStream:       "default",
 		},
-		Queue: Queue{Path: "./relayq-data/queue.db"},
+		Queue: Queue{Path: "./relayq-data/queue.db", ReserveBytes: 50 << 20},
 		Admin: Admin{Listen: "127.0.0.1:8025", AllowedHosts: []string{}},
 		Retry: Retry{
 			InitialDelay: 2 * time.Second,
@@ -248,11 +277,14 @@ func Default() *Config {
 			Providers: []shaping.Provider{},
 			Domains:   map[string]shaping.Limits{},
 			Rules:     []shaping.Rule{},
+			Adaptive:  defaultAdaptive(),
 		},
 		DKIM:        DKIM{Keys: []DKIMKey{}, Headers: []string{}},
 		Cluster:     Cluster{NodeName: host, ExpectedNodes: 1},
 		Log:         Log{Format: "text", Level: "info"},
 		Events:      Events{Retention: 168 * time.Hour, Webhooks: []Webhook{}},
-		Suppression: Suppression{Auto: true, Codes: []string{}},
+		Suppression: Suppression{Auto: true, DomainExpire: 24 * time.Hour, Codes: []string{}},
+		Bounces:     Bounces{Listen: []string{}, Forward: true, MaxMessageBytes: 10 << 20},
+		Streams:     []Stream{{Name: "default", Weight: 1}},
 	}
 }

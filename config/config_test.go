@@ -57,6 +57,9 @@ func TestLoadFullFile(t *testing.T) {
 	}
 	dir := t.TempDir()
 	writeKeyPair(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, "verp.key"), []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Chdir(dir) // full.yaml names cert.pem and key.pem relative to the working directory
 
 	got, err := Load(path)
@@ -81,8 +84,9 @@ func fullFileWant(path string) *Config {
 		Hostname:        "mail.example.net",
 		ShutdownTimeout: 45 * time.Second,
 		Submission:      fullFileSubmission(),
-		Queue:           Queue{Path: "/var/lib/relayq/queue.db"},
-		Admin:           Admin{Listen: "127.0.0.1:9025", Token: "s3cret-token", AllowedHosts: []string{"relay1.example.net", "relayq-a:9025"}},
+		Queue:           Queue{Path: "/var/lib/relayq/queue.db", ReserveBytes: 50 << 20},
+		Admin: Admin{Listen: "127.0.0.1:9025", Token: "s3cret-token", AllowedHosts: []string{"relay1.example.net", "relayq-a:9025"},
+			TLS: TLSFiles{CertFile: "cert.pem", KeyFile: "key.pem"}},
 		Retry: Retry{
 			InitialDelay: 30 * time.Second,
 			Multiplier:   1.5,
@@ -101,8 +105,11 @@ func fullFileWant(path string) *Config {
 			{URL: "https://app.example.org/hooks/relayq", Secret: "hook secret", Types: []string{"bounced", "expired"}, Batch: 10},
 			{URL: "http://127.0.0.1:9000/h", Secret: "s2", Types: []string{}, Batch: 100},
 		}},
-		Suppression: Suppression{Codes: []string{"5.7.1"}, Expire: 720 * time.Hour, ExemptAuthenticated: true, ExemptTrusted: true},
-		File:        path,
+		Suppression: Suppression{Codes: []string{"5.7.1"}, Expire: 720 * time.Hour, DomainExpire: 24 * time.Hour, ExemptAuthenticated: true, ExemptTrusted: true},
+		Bounces: Bounces{Domain: "bounces.example.net", Listen: []string{"127.0.0.1:2525"}, SecretFile: "verp.key",
+			Forward: false, ComplaintExpire: 8760 * time.Hour, MaxMessageBytes: 1 << 20},
+		Streams: []Stream{{Name: "transactional", Weight: 10}, {Name: "bulk", Weight: 1}},
+		File:    path,
 	}
 }
 
@@ -120,10 +127,10 @@ func fullFileSubmission() Submission {
 		},
 		Users: []User{
 			{Username: "alice", PasswordHash: aliceHash},
-			{Username: "bob", PasswordHash: bobHash},
+			{Username: "bob", PasswordHash: bobHash, Stream: "transactional"},
 		},
 		HTTPListen:          "127.0.0.1:8587",
-		APIKeys:             []APIKey{{Name: "billing", KeyHash: aliceHash}},
+		APIKeys:             []APIKey{{Name: "billing", KeyHash: aliceHash, Stream: "bulk"}},
 		AllowInsecureAuth:   true,
 		MaxMessageBytes:     10 << 20,
 		MaxRecipients:       500,
@@ -134,6 +141,9 @@ func fullFileSubmission() Submission {
 		SessionTimeout:      time.Hour,
 		AuthMaxFailures:     3,
 		AuthLockout:         15 * time.Minute,
+		IdempotencyWindow:   time.Hour,
+		MaxHold:             48 * time.Hour,
+		DefaultStream:       "transactional",
 	}
 }
 
@@ -181,6 +191,7 @@ func fullFileShaping() shaping.Config {
 			{Match: `4\.7\.0 .*temporarily deferred`, Action: shaping.ActionThrottle, Duration: 30 * time.Minute, Scope: shaping.ScopeProvider},
 			{Match: "mailbox does not exist", Action: shaping.ActionBounce, Scope: shaping.ScopeDomain},
 		},
+		Adaptive: defaultAdaptive(),
 	}
 }
 
@@ -276,7 +287,7 @@ var envOverrideTests = []struct {
 			"RELAYQ_SUBMISSION_ALLOW_INSECURE_AUTH": "1",
 		},
 		check: func(c *Config) any { return c.Submission.Users },
-		want:  []User{{"alice", aliceHash}, {"bob", bobHash}},
+		want:  []User{{Username: "alice", PasswordHash: aliceHash}, {Username: "bob", PasswordHash: bobHash}},
 	},
 	{
 		name:  "nested smarthost key",

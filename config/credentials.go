@@ -11,14 +11,17 @@ type APIKey struct {
 	Name string
 	// KeyHash is a bcrypt hash of the whole key; Load checked its form.
 	KeyHash string
+	// Stream is the stream of every message submitted with the key; ""
+	// leaves it to the X-Relayq-Stream header or default_stream.
+	Stream string
 }
 
-// apiKeys reads submission.api_keys: a list of {name, key_hash}, or
-// "name:hash,..." from the environment.
+// apiKeys reads submission.api_keys: a list of {name, key_hash, stream},
+// or "name:hash[:stream],..." from the environment.
 func (l *loader) apiKeys(key string) []APIKey {
 	out := []APIKey{}
 	for _, p := range l.pairs(key, "name", "key_hash") {
-		out = append(out, APIKey{Name: p[0], KeyHash: p[1]})
+		out = append(out, APIKey{Name: p[0], KeyHash: p[1], Stream: p[2]})
 	}
 	return out
 }

@@ -18,12 +18,16 @@ func (l *loader) decode() *Config {
 		Hostname:        strings.TrimSpace(l.str("hostname")),
 		ShutdownTimeout: l.duration("shutdown_timeout"),
 		Submission:      l.submission(),
-		Queue:           Queue{Path: l.str("queue.path")},
+		Queue:           Queue{Path: l.str("queue.path"), ReserveBytes: l.integer("queue.reserve_bytes")},
 		Admin: Admin{
 			Listen:       l.str("admin.listen"),
 			Token:        l.str("admin.token"),
 			ReadToken:    l.str("admin.read_token"),
 			AllowedHosts: l.strList("admin.allowed_hosts"),
+			TLS: TLSFiles{
+				CertFile: l.str("admin.tls.cert_file"),
+				KeyFile:  l.str("admin.tls.key_file"),
+			},
 		},
 		Retry:       l.retry(),
 		Delivery:    l.delivery(),
@@ -32,6 +36,8 @@ func (l *loader) decode() *Config {
 		Cluster:     l.cluster(),
 		Events:      l.events(),
 		Suppression: l.suppression(),
+		Bounces:     l.bounces(),
+		Streams:     l.streams(),
 		Log: Log{
 			Format: strings.ToLower(l.str("log.format")),
 			Level:  strings.ToLower(l.str("log.level")),
@@ -83,6 +89,9 @@ func (l *loader) submission() Submission {
 		AuthMaxFailures:     l.intKey("submission.auth_max_failures"),
 		AuthLockout:         l.duration("submission.auth_lockout"),
 		AddMissingHeaders:   l.boolean("submission.add_missing_headers"),
+		IdempotencyWindow:   l.duration("submission.idempotency_window"),
+		MaxHold:             l.duration("submission.max_hold"),
+		DefaultStream:       strings.TrimSpace(l.str("submission.default_stream")),
 	}
 }
 

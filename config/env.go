@@ -5,14 +5,17 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/relayq/relayq/internal/suggest"
 )
 
 // clientEnv are RELAYQ_ variables that are not configuration keys: the
 // command-line tools read them. A name here is never reported as misspelt.
 // Add a client variable here when a subcommand starts reading one.
 var clientEnv = map[string]bool{
-	"RELAYQ_ADMIN_URL":  true, // relayq queue/healthcheck: where the admin API is
-	"RELAYQ_DRAIN_AUTH": true, // relayq queue drain: USER:PASS for the peer
+	"RELAYQ_ADMIN_URL":     true, // relayq queue/healthcheck: where the admin API is
+	"RELAYQ_ADMIN_CA_FILE": true, // and the certificates trusted for an https one
+	"RELAYQ_DRAIN_AUTH":    true, // relayq queue drain: USER:PASS for the peer
 	// relayq sendmail (package sendmail): where to submit, and AUTH.
 	"RELAYQ_SENDMAIL_SERVER":   true,
 	"RELAYQ_SENDMAIL_USERNAME": true,
@@ -54,7 +57,7 @@ func (l *loader) checkEnvNames() {
 func suggestEnv(name string, known map[string]bool) string {
 	best, bestDist := "", 4 // a few typos in a long name, not a different word
 	for cand := range known {
-		if d := editDistance(name, cand); d < bestDist || (d == bestDist && cand < best) {
+		if d := suggest.Distance(name, cand); d < bestDist || (d == bestDist && cand < best) {
 			best, bestDist = cand, d
 		}
 	}

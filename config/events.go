@@ -33,7 +33,11 @@ type Suppression struct {
 	// or whose status is listed in Codes.
 	Auto   bool
 	Expire time.Duration
-	Codes  []string
+	// DomainExpire bounds the entries a 5.1.2 bounce added (the domain does
+	// not resolve or has no mail server): such a domain often resolves
+	// again tomorrow. 0 leaves them to Expire.
+	DomainExpire time.Duration
+	Codes        []string
 	// ExemptAuthenticated and ExemptTrusted let SASL-authenticated clients
 	// and trusted networks send to suppressed addresses.
 	ExemptAuthenticated bool
@@ -43,7 +47,7 @@ type Suppression struct {
 // eventTypes are the names GET /api/v1/events and webhooks know: those of
 // queue.EventTypes, in its order (events_test.go checks; config does not
 // import queue).
-var eventTypes = []string{"queued", "delivered", "deferred", "bounced", "expired", "delayed", "suppressed", "dsn_sent"}
+var eventTypes = []string{"queued", "delivered", "deferred", "bounced", "expired", "delayed", "suppressed", "dsn_sent", "scheduled", "complained", "auto_replied", "deleted", "held", "released"}
 
 func (l *loader) events() Events {
 	ev := Events{Retention: l.duration("events.retention"), Webhooks: []Webhook{}}
@@ -75,6 +79,7 @@ func (l *loader) suppression() Suppression {
 	return Suppression{
 		Auto:                l.boolean("suppression.auto"),
 		Expire:              l.duration("suppression.expire"),
+		DomainExpire:        l.duration("suppression.domain_expire"),
 		Codes:               l.strList("suppression.codes"),
 		ExemptAuthenticated: l.boolean("suppression.exempt_authenticated"),
 		ExemptTrusted:       l.boolean("suppression.exempt_trusted"),
@@ -103,6 +108,9 @@ func (l *loader) validateEvents(ev *Events, sp *Suppression) {
 	}
 	if sp.Expire < 0 {
 		l.failf("suppression.expire", "%v is negative (0 keeps entries forever)", sp.Expire)
+	}
+	if sp.DomainExpire < 0 {
+		l.failf("suppression.domain_expire", "%v is negative (0 leaves 5.1.2 entries to suppression.expire)", sp.DomainExpire)
 	}
 	for i, c := range sp.Codes {
 		p := strings.Split(c, ".")

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/relayq/relayq/internal/suggest"
 	"github.com/spf13/viper"
 )
 
@@ -227,33 +228,12 @@ func (l *loader) suggest(k string) string {
 	best, bestDist := "", 3 // more than two edits is a different word
 	for _, set := range []map[string]bool{l.leaves, l.sections} {
 		for cand := range set {
-			if d := editDistance(k, cand); d < bestDist || (d == bestDist && cand < best) {
+			if d := suggest.Distance(k, cand); d < bestDist || (d == bestDist && cand < best) {
 				best, bestDist = cand, d
 			}
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // dotted turns an internal key into the form users write: retry.max_delay.

@@ -238,7 +238,7 @@ var badSubmissions = []badConfig{
 	{
 		name: "environment: user without hash",
 		env:  map[string]string{"RELAYQ_SUBMISSION_USERS": "alice"},
-		want: `environment RELAYQ_SUBMISSION_USERS: "alice" is not username:password_hash`,
+		want: `environment RELAYQ_SUBMISSION_USERS: "alice" is not username:password_hash or username:password_hash:stream`,
 	},
 }
 
@@ -246,7 +246,7 @@ func TestLoadRejectsBadSubmission(t *testing.T) {
 	wantRejected(t, badSubmissions)
 }
 
-// Mistakes in the admin section: tokens and allowed hosts.
+// Mistakes in the admin section: tokens, allowed hosts and the TLS pair.
 func TestLoadRejectsBadAdmin(t *testing.T) {
 	wantRejected(t, []badConfig{
 		{
@@ -273,6 +273,37 @@ func TestLoadRejectsBadAdmin(t *testing.T) {
 			name: "allowed host wildcard",
 			file: "admin:\n  allowed_hosts: [\"*\"]\n",
 			want: `config $FILE: admin.allowed_hosts[0]: "*" is not a host name or host:port (e.g. relay.example.net or relay.example.net:8025): bad host name "*"`,
+		},
+		{
+			name: "admin cert file missing",
+			file: "admin:\n  tls:\n    cert_file: $DIR/nope.pem\n    key_file: $DIR/key.pem\n",
+			want: `config $FILE: admin.tls.cert_file: open $DIR/nope.pem: no such file or directory`,
+		},
+		{
+			name: "admin key file missing",
+			file: "admin:\n  tls:\n    cert_file: $DIR/cert.pem\n    key_file: $DIR/nope.pem\n",
+			want: `config $FILE: admin.tls.key_file: open $DIR/nope.pem: no such file or directory`,
+		},
+		{
+			name: "admin cert without key",
+			file: "admin:\n  tls:\n    cert_file: $DIR/cert.pem\n",
+			want: `config $FILE: admin.tls.key_file: empty, but admin.tls.cert_file is set; set both or neither`,
+		},
+		{
+			name: "environment: admin cert file missing",
+			env:  map[string]string{"RELAYQ_ADMIN_TLS_CERT_FILE": "nope.pem", "RELAYQ_ADMIN_TLS_KEY_FILE": "nope-key.pem"},
+			want: `environment RELAYQ_ADMIN_TLS_CERT_FILE: open nope.pem: no such file or directory`,
+		},
+		{
+			name: "admin key without cert",
+			file: "admin:\n  tls:\n    key_file: $DIR/key.pem\n",
+			want: `config $FILE: admin.tls.cert_file: empty, but admin.tls.key_file is set; set both or neither`,
+		},
+		{
+			name:       "admin key of another certificate",
+			file:       "admin:\n  tls:\n    cert_file: $DIR/cert.pem\n    key_file: $DIR/other-key.pem\n",
+			want:       `config $FILE: admin.tls.key_file: $DIR/other-key.pem does not fit certificate $DIR/cert.pem: `,
+			wantPrefix: true,
 		},
 	})
 }
@@ -383,12 +414,17 @@ func TestLoadRejectsBadEventsAndLog(t *testing.T) {
 		{
 			name: "webhook with an unknown event type",
 			file: "events:\n  webhooks:\n    - {url: 'https://x/h', secret: s, types: [sent]}\n",
-			want: `config $FILE: events.webhooks[0].types[0]: "sent" is not an event type (queued, delivered, deferred, bounced, expired, delayed, suppressed, dsn_sent)`,
+			want: `config $FILE: events.webhooks[0].types[0]: "sent" is not an event type (queued, delivered, deferred, bounced, expired, delayed, suppressed, dsn_sent, scheduled, complained, auto_replied, deleted, held, released)`,
 		},
 		{
 			name: "zero retention",
 			file: "events:\n  retention: 0\n",
 			want: `config $FILE: events.retention: 0s: must be positive (events and finished messages are kept this long)`,
+		},
+		{
+			name: "negative 5.1.2 expiry",
+			file: "suppression:\n  domain_expire: -1h\n",
+			want: `config $FILE: suppression.domain_expire: -1h0m0s is negative (0 leaves 5.1.2 entries to suppression.expire)`,
 		},
 		{
 			name: "suppression code not permanent",

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/relayq/relayq/internal/suggest"
 )
 
 // Source says where a setting's value came from.
@@ -124,4 +126,16 @@ func render(val any) string {
 		}
 		return fmt.Sprint(x)
 	}
+}
+
+// SuggestKey is the key of set closest to a misspelt key (at most two
+// edits away), or "".
+func SuggestKey(key string, set []Setting) string {
+	best, bestDist := "", 3
+	for _, s := range set {
+		if d := suggest.Distance(key, s.Key); d < bestDist {
+			best, bestDist = s.Key, d
+		}
+	}
+	return best
 }

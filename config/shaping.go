@@ -15,13 +15,15 @@ import (
 // shaping.rules, as the file spells them.
 var (
 	limitKeys    = []string{"max_connections", "max_message_rate", "max_messages_per_connection"}
-	providerKeys = append([]string{"name", "mx_suffixes"}, limitKeys...)
+	domainKeys   = append([]string{adaptiveKey}, limitKeys...)
+	providerKeys = append([]string{"name", "mx_suffixes"}, domainKeys...)
 	ruleKeys     = []string{"match", "action", "duration", "scope"}
 )
 
 // shaping reads the shaping: section into the shaping
 // package's plain values; validateShaping checks them.
 func (l *loader) shaping() shaping.Config {
+	a := l.adaptive()
 	return shaping.Config{
 		Builtin: l.boolean("shaping.builtin"),
 		Defaults: shaping.Limits{
@@ -29,9 +31,10 @@ func (l *loader) shaping() shaping.Config {
 			MaxMessageRate:           l.rate("shaping.defaults.max_message_rate"),
 			MaxMessagesPerConnection: l.intKey("shaping.defaults.max_messages_per_connection"),
 		},
-		Providers: l.shapingProviders("shaping.providers"),
-		Domains:   l.shapingDomains("shaping.domains"),
+		Providers: l.shapingProviders("shaping.providers", a.Off),
+		Domains:   l.shapingDomains("shaping.domains", a.Off),
 		Rules:     l.shapingRules("shaping.rules"),
+		Adaptive:  a,
 	}
 }
 
@@ -177,7 +180,7 @@ func (l *loader) entries(key, what string, keys []string) []entry {
 	return out
 }
 
-func (l *loader) shapingProviders(key string) []shaping.Provider {
+func (l *loader) shapingProviders(key string, off map[shaping.Scope]bool) []shaping.Provider {
 	out := []shaping.Provider{}
 	for _, e := range l.entries(key, "provider", providerKeys) {
 		var suffixes []string
@@ -198,14 +201,18 @@ func (l *loader) shapingProviders(key string) []shaping.Provider {
 			e.fail("mx_suffixes", "%s is not a list of host name suffixes", describe(x))
 			return nil
 		}
-		out = append(out, shaping.Provider{Name: strings.TrimSpace(e.str("name")), MXSuffixes: suffixes, Limits: e.limits()})
+		name := strings.TrimSpace(e.str("name"))
+		if !e.adapts() {
+			off[shaping.Scope{Kind: shaping.ScopeProvider, Name: name}] = true
+		}
+		out = append(out, shaping.Provider{Name: name, MXSuffixes: suffixes, Limits: e.limits()})
 	}
 	return out
 }
 
 // shapingDomains reads domain: {limits}. Domains are lower-cased without
 // a trailing dot, as delivery.routes.
-func (l *loader) shapingDomains(key string) map[string]shaping.Limits {
+func (l *loader) shapingDomains(key string, off map[shaping.Scope]bool) map[string]shaping.Limits {
 	out := map[string]shaping.Limits{}
 	raw := l.structured(key)
 	if raw == nil {
@@ -226,7 +233,7 @@ func (l *loader) shapingDomains(key string) map[string]shaping.Limits {
 			return nil
 		}
 		e := entry{l: l, leaf: key, at: "." + dom, m: sec}
-		if !e.known(limitKeys) {
+		if !e.known(domainKeys) {
 			return nil
 		}
 		norm := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(dom)), ".")
@@ -235,6 +242,9 @@ func (l *loader) shapingDomains(key string) map[string]shaping.Limits {
 			return nil
 		}
 		out[norm] = e.limits()
+		if !e.adapts() {
+			off[shaping.Scope{Kind: shaping.ScopeDomain, Name: norm}] = true
+		}
 	}
 	return out
 }
@@ -245,7 +255,7 @@ func (l *loader) shapingRules(key string) []shaping.Rule {
 		r := shaping.Rule{Match: e.str("match")}
 		var err error
 		if a := e.str("action"); strings.TrimSpace(a) == "" {
-			e.fail("action", "missing; want suspend, throttle or bounce")
+			e.fail("action", "missing; want suspend, throttle, bounce or slow")
 		} else if r.Action, err = shaping.ParseAction(a); err != nil {
 			e.fail("action", "%w", err)
 		}
@@ -282,7 +292,9 @@ func (l *loader) validateShaping(c *Config) {
 		return
 	}
 	var fe *shaping.FieldError
-	if err := s.Check(); errors.As(err, &fe) {
+	if err := s.Check(); errors.As(err, &fe) && fe.Key == "adaptive" {
+		l.failf("shaping.adaptive"+fe.Detail, "%w", fe.Err) // a leaf: its environment variable is named
+	} else if fe != nil {
 		l.failAt("shaping."+fe.Key, fe.Detail, "%w", fe.Err)
 	} else if err != nil {
 		l.failf("shaping", "%w", err)

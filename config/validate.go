@@ -26,6 +26,9 @@ func (l *loader) validate(c *Config) {
 	if strings.TrimSpace(c.Queue.Path) == "" {
 		l.failf("queue.path", "must not be empty")
 	}
+	if c.Queue.ReserveBytes < 0 {
+		l.failf("queue.reserve_bytes", "must be 0 (no reserve) or more")
+	}
 	if c.Admin.Listen != "" {
 		l.listenAddr("admin.listen", "", c.Admin.Listen)
 	}
@@ -38,12 +41,15 @@ func (l *loader) validate(c *Config) {
 	for i, h := range c.Admin.AllowedHosts {
 		l.allowedHost("admin.allowed_hosts", fmt.Sprintf("[%d]", i), h)
 	}
+	l.validateTLSFiles("admin.tls", c.Admin.TLS)
 	l.validateRetry(&c.Retry)
 	l.validateDelivery(&c.Delivery)
 	l.validateShaping(c)
 	l.validateDKIM(&c.DKIM)
 	l.validateCluster(&c.Cluster)
 	l.validateEvents(&c.Events, &c.Suppression)
+	l.validateBounces(&c.Bounces)
+	l.validateStreams(c)
 	l.oneOf("log.format", c.Log.Format, "text", "json")
 	l.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 }
@@ -58,7 +64,7 @@ func (l *loader) validateSubmission(s *Submission) {
 	for i, a := range s.TLSListen {
 		l.listenAddr("submission.tls_listen", fmt.Sprintf("[%d]", i), a)
 	}
-	l.validateTLSFiles(s.TLS)
+	l.validateTLSFiles("submission.tls", s.TLS)
 	if len(s.TLSListen) > 0 && !s.TLS.Enabled() {
 		l.failf("submission.tls_listen", "needs submission.tls.cert_file and key_file")
 	}
@@ -90,20 +96,22 @@ func (l *loader) validateSubmission(s *Submission) {
 	l.positive("submission.session_timeout", s.SessionTimeout)
 	l.atLeast("submission.auth_max_failures", int64(s.AuthMaxFailures), 1)
 	l.positive("submission.auth_lockout", s.AuthLockout)
+	l.validateHolds(s)
 }
 
-// validateTLSFiles loads the pair now so that a wrong path or a key that
-// does not belong to the certificate is reported with its key and file.
-func (l *loader) validateTLSFiles(t TLSFiles) {
-	const cert, key = "submission.tls.cert_file", "submission.tls.key_file"
+// validateTLSFiles loads the pair under section (submission.tls,
+// admin.tls) now, so that a wrong path or a key that does not belong to
+// the certificate is reported with its key and file.
+func (l *loader) validateTLSFiles(section string, t TLSFiles) {
+	cert, key := section+".cert_file", section+".key_file"
 	switch {
 	case t.CertFile == "" && t.KeyFile == "":
 		return
 	case t.CertFile == "":
-		l.failf(cert, "empty, but submission.tls.key_file is set; set both or neither")
+		l.failf(cert, "empty, but %s is set; set both or neither", key)
 		return
 	case t.KeyFile == "":
-		l.failf(key, "empty, but submission.tls.cert_file is set; set both or neither")
+		l.failf(key, "empty, but %s is set; set both or neither", cert)
 		return
 	}
 	_, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)

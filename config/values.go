@@ -250,51 +250,36 @@ func (l *loader) strList(key string) []string {
 func (l *loader) users(key string) []User {
 	out := []User{}
 	for _, p := range l.pairs(key, "username", "password_hash") {
-		out = append(out, User{Username: p[0], PasswordHash: p[1]})
+		out = append(out, User{Username: p[0], PasswordHash: p[1], Stream: p[2]})
 	}
 	return out
 }
 
-// pairs reads a list of two-key sections {k1, k2}, or "v1:v2,v1:v2" from
-// the environment (bcrypt hashes contain neither ':' nor ',').
-func (l *loader) pairs(key, k1, k2 string) [][2]string {
-	out := [][2]string{}
+// pairs reads a list of sections {k1, k2, stream} (stream optional), or
+// "v1:v2[:stream],..." from the environment (bcrypt hashes contain
+// neither ':' nor ',').
+func (l *loader) pairs(key, k1, k2 string) [][3]string {
+	out := [][3]string{}
 	switch x := l.get(key).(type) {
 	case string:
 		for i, item := range strings.Split(x, ",") {
 			if item = strings.TrimSpace(item); item == "" {
 				continue
 			}
-			a, b, ok := strings.Cut(item, ":")
-			if !ok {
-				l.failAt(key, fmt.Sprintf("[%d]", i), "%q is not %s:%s", item, k1, k2)
+			parts := strings.Split(item, ":")
+			if len(parts) < 2 || len(parts) > 3 {
+				l.failAt(key, fmt.Sprintf("[%d]", i), "%q is not %s:%s or %s:%s:stream", item, k1, k2, k1, k2)
 				return nil
 			}
-			out = append(out, [2]string{a, b})
+			var p [3]string
+			copy(p[:], parts)
+			out = append(out, p)
 		}
 	case []any:
 		for i, item := range x {
-			at := fmt.Sprintf("[%d]", i)
-			m, ok := stringMap(item)
+			p, ok := l.pair(key, fmt.Sprintf("[%d]", i), item, k1, k2)
 			if !ok {
-				l.failAt(key, at, "%s is not a section with %s and %s", describe(item), k1, k2)
 				return nil
-			}
-			var p [2]string
-			for _, k := range sortedKeys(m) {
-				s, isStr := m[k].(string)
-				switch {
-				case k != k1 && k != k2:
-					l.failAt(key, at, "unknown key %q", k)
-					return nil
-				case !isStr:
-					l.failAt(key, at+"."+k, "%s is not a string; put it in quotes", describe(m[k]))
-					return nil
-				case k == k1:
-					p[0] = s
-				default:
-					p[1] = s
-				}
 			}
 			out = append(out, p)
 		}
@@ -303,6 +288,35 @@ func (l *loader) pairs(key, k1, k2 string) [][2]string {
 		return nil
 	}
 	return out
+}
+
+// pair reads one section of pairs: k1, k2 and an optional stream, all
+// strings.
+func (l *loader) pair(key, at string, item any, k1, k2 string) ([3]string, bool) {
+	var p [3]string
+	m, ok := stringMap(item)
+	if !ok {
+		l.failAt(key, at, "%s is not a section with %s and %s", describe(item), k1, k2)
+		return p, false
+	}
+	for _, k := range sortedKeys(m) {
+		s, isStr := m[k].(string)
+		switch {
+		case k != k1 && k != k2 && k != streamKey:
+			l.failAt(key, at, "unknown key %q", k)
+			return p, false
+		case !isStr:
+			l.failAt(key, at+"."+k, "%s is not a string; put it in quotes", describe(m[k]))
+			return p, false
+		case k == k1:
+			p[0] = s
+		case k == k2:
+			p[1] = s
+		default:
+			p[2] = strings.TrimSpace(s)
+		}
+	}
+	return p, true
 }
 
 // routes reads delivery.routes: a section of domain: host:port, or

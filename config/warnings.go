@@ -75,6 +75,17 @@ func loopbackListen(addr string) bool {
 	return err == nil && a.IsLoopback()
 }
 
+// probeDir creates and removes an empty directory in dir: access(2)
+// says yes to root everywhere, also where nothing can be created (/proc,
+// /sys, a full or read-only file system the kernel reports late).
+func probeDir(dir string) error {
+	p, err := os.MkdirTemp(dir, ".relayq-check-")
+	if err != nil {
+		return fmt.Errorf("cannot create anything in %s: %w", dir, errors.Unwrap(err))
+	}
+	return os.Remove(p)
+}
+
 // writableDir checks that relayq could create or write the queue in dir:
 // dir itself when it exists, else the nearest existing parent (relayq
 // creates the missing directories).
@@ -88,7 +99,7 @@ func writableDir(dir string) error {
 			if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
 				return fmt.Errorf("directory %s is not writable by this user: %w", dir, err)
 			}
-			return nil
+			return probeDir(dir)
 		case !errors.Is(err, os.ErrNotExist):
 			return err
 		}

@@ -47,6 +47,9 @@ func (a *attempter) run(ctx context.Context, j *job) result {
 	r := a.attempt(ctx, j)
 	a.free(release{job: j})
 	if r.unwritten == nil {
+		// Written, abandoned or never to be written: no longer in flight
+		// for an operator's bounce (queue.Store.Bounce).
+		a.store.EndAttempt(j.id, j.addrs)
 		r = a.settle(r)
 	}
 	return r
@@ -77,7 +80,7 @@ func (a *attempter) attempt(ctx context.Context, j *job) result {
 	start := a.clock.Now()
 	env := j.env
 
-	if j.expired || (set.Policy.MaxAge > 0 && start.After(env.Created.Add(set.Policy.MaxAge))) {
+	if j.expired || (set.Policy.MaxAge > 0 && start.After(env.AgeStart().Add(set.Policy.MaxAge))) {
 		// It waited out its whole life behind a suspended destination.
 		return a.giveUpUnattempted(j, set, start)
 	}
@@ -114,7 +117,7 @@ func (a *attempter) attempt(ctx context.Context, j *job) result {
 		// (due again at retryAt) rather than count a failure we caused.
 		return result{job: j, recorded: true, next: earliest(env)}
 	}
-	a.react(j.target, results)
+	trail, slowed := a.react(j.target, rcpts, results)
 	allDown := true
 	for _, r := range results {
 		if r.Reply.SuspendsDestination() || (r.Reply.Class == smtpcodes.Transient && !r.Reply.Remote() && isConnTrouble(r.Reply)) {
@@ -124,23 +127,38 @@ func (a *attempter) attempt(ctx context.Context, j *job) result {
 	}
 	// The conversation is over: the slot goes back now, the outcome is
 	// written after.
-	a.free(release{job: j, suspend: len(results) > 0 && allDown, alive: len(results) == 0 || !allDown})
+	// A throttle signal is paced by the scope's learned rate instead of
+	// a suspension of the destination.
+	rel := release{job: j, suspend: len(results) > 0 && allDown && !slowed, alive: len(results) == 0 || !allDown}
+	if rel.suspend {
+		rel.cause = results[0].Reply.String()
+	}
+	a.free(rel)
 
-	return a.conclude(j, set, env, a.judge(set, env, rcpts, results, end), end, end.Sub(start))
+	return a.conclude(j, set, env, a.judge(set, env, rcpts, results, trail, end), end, end.Sub(start))
 }
 
-// conclude records v, with the reports it calls for in the same
-// transaction, or, while another job of the message is in flight (or has
-// left marks), with those reports marked as owed: the job that finishes
-// last queues one report for the whole pass (group.go).
+// conclude records v with the reports it calls for in the same
+// transaction; while another job of the message is in flight, with those
+// reports marked as owed instead; and as the last job of a pass that left
+// marks, with one report for them and its own (group.go).
 func (a *attempter) conclude(j *job, set *Settings, env *queue.Envelope, v verdict, end time.Time, took time.Duration) result {
-	var notices []queue.Notice
-	if env.From != "" && a.flights.hold(j.id) {
-		v.hold()
-	} else {
-		notices = a.reports.forVerdict(set, env, v, end)
+	var hold bool
+	var left []queue.Recipient
+	if env.From != "" {
+		hold, left = a.flights.turn(j.id)
 	}
-	return a.record(j, v.outcomes, notices, end, took)
+	relayed := a.reports.relayed(env, v.relayed, end)
+	if hold {
+		v.hold()
+		return a.record(pendingRecord{job: j, outcomes: v.outcomes, relayed: relayed, end: end, took: took})
+	}
+	var clears []queue.Mark
+	if len(left) > 0 {
+		v, clears = v.withLeft(env, left)
+	}
+	notices := a.reports.forVerdict(set, env, v, end)
+	return a.record(pendingRecord{job: j, outcomes: v.outcomes, notices: notices, clears: clears, relayed: relayed, end: end, took: took})
 }
 
 // claim records the job's attempt: the first attempt's claim made when the
@@ -167,11 +185,11 @@ func (a *attempter) claim(j *job, set *Settings, start time.Time) (queue.Claimed
 // must look at next (see result). An outcome the queue could not take (a
 // full disk) goes back to the scheduler to keep in memory and write later:
 // the delivery was made and must not be made again.
-func (a *attempter) record(j *job, outcomes []queue.Outcome, notices []queue.Notice, end time.Time, took time.Duration) result {
-	p := pendingRecord{job: j, outcomes: a.outlog.tally(j, outcomes, end), notices: notices, end: end, took: took}
+func (a *attempter) record(p pendingRecord) result {
+	p.outcomes = a.outlog.tally(p.job, p.outcomes, p.end)
 	res, ok := a.recordNow(p)
 	if !ok {
-		return result{job: j, unwritten: &p}
+		return result{job: p.job, unwritten: &p}
 	}
 	return res
 }
@@ -181,7 +199,13 @@ func (a *attempter) record(j *job, outcomes []queue.Outcome, notices []queue.Not
 func (a *attempter) recordNow(p pendingRecord) (result, bool) {
 	j := p.job
 	before := a.clock.Now() // no later than the reports' due time
-	after, err := a.store.Record(j.id, p.outcomes, p.notices...)
+	after, err := a.store.RecordReporting(j.id, p.outcomes, p.clears, append(p.notices[:len(p.notices):len(p.notices)], p.relayed...)...)
+	if errors.Is(err, queue.ErrMarksMoved) {
+		// Another reporter took the marks: this job's reports become
+		// marks in turn, for the job that ends last (settle).
+		p = p.alone()
+		after, err = a.store.Record(j.id, p.outcomes, p.relayed...)
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, queue.ErrNotFound):
@@ -196,9 +220,12 @@ func (a *attempter) recordNow(p pendingRecord) (result, bool) {
 		a.log.Error("recording outcome failed; the recipients stay due", "id", j.id, "err", err)
 		return result{job: j}, true
 	}
-	res := result{job: j, recorded: true, next: earliest(after), marked: owes(p.outcomes)}
+	if len(p.clears) > 0 {
+		a.flights.reported(j.id, p.clears)
+	}
+	res := result{job: j, recorded: true, next: earliest(after), left: marked(after, p.outcomes)}
 	a.outlog.written(j, p.outcomes, p.end, p.took)
-	if len(p.notices) > 0 {
+	if len(p.notices) > 0 || len(p.relayed) > 0 {
 		res.notices = before
 		a.inbox.wake()
 	}
@@ -237,6 +264,48 @@ func (a *attempter) transact(ctx context.Context, set *Settings, j *job, env *qu
 	for _, r := range rcpts {
 		denv.Recipients = append(denv.Recipients, smtpclient.RcptReq{Address: r.Address, ORCPT: r.ORCPT, Notify: r.Notify})
 	}
+	if set.ReturnPath != nil && env.From != "" {
+		return a.transactVERP(ctx, set, j, env, hops, denv)
+	}
+	return a.deliver(ctx, set, j, env, hops, denv)
+}
+
+// transactVERP runs one transaction per recipient, each with its own
+// envelope sender (Settings.ReturnPath); after the first they go over the
+// connection the first left in the cache.
+func (a *attempter) transactVERP(ctx context.Context, set *Settings, j *job, env *queue.Envelope, hops []smtpclient.Hop, denv smtpclient.Envelope) []smtpclient.RcptResult {
+	all := denv.Recipients
+	out := make([]smtpclient.RcptResult, 0, len(all))
+	for _, r := range all {
+		one := denv
+		one.Recipients = []smtpclient.RcptReq{r}
+		from, err := set.ReturnPath(env.ID, recipientIndex(env, r.Address))
+		if err != nil {
+			// No signed sender can be made (not a queue ID of ours): the
+			// application's, as without bounces.domain, rather than no mail.
+			a.log.Warn("no VERP sender; using the original", "id", env.ID, "err", err)
+			from = env.From
+		}
+		one.From = from
+		out = append(out, a.deliver(ctx, set, j, env, hops, one)...)
+	}
+	return out
+}
+
+// recipientIndex is addr's index among env's recipients, the one the VERP
+// address carries (the history keeps the same order).
+func recipientIndex(env *queue.Envelope, addr string) int {
+	for i, r := range env.Recipients {
+		if r.Address == addr {
+			return i
+		}
+	}
+	return -1
+}
+
+// deliver hands one envelope to the courier, with the job's shaping lease
+// for the connection when it still has one.
+func (a *attempter) deliver(ctx context.Context, set *Settings, j *job, env *queue.Envelope, hops []smtpclient.Hop, denv smtpclient.Envelope) []smtpclient.RcptResult {
 	body := func() (io.ReadCloser, error) { return a.store.BodyOf(env), nil }
 	if c, ok := set.Courier.(heldCourier); ok && j.lease != nil {
 		// The connection holds the lease, in the cache too, until it closes.
@@ -250,8 +319,17 @@ func (a *attempter) transact(ctx context.Context, set *Settings, j *job, env *qu
 // giveUpUnattempted bounces the job's recipients whose max_age passed while
 // their destination was suspended, with the last reply they had.
 func (a *attempter) giveUpUnattempted(j *job, set *Settings, now time.Time) result {
+	// As stored, and in flight for an operator's bounce: j.env may predate one.
+	env, err := a.store.BeginAttempt(j.id, j.addrs)
+	if errors.Is(err, queue.ErrNotFound) {
+		return result{job: j, recorded: true}
+	}
+	if err != nil {
+		a.log.Error("reading an expired message failed", "id", j.id, "err", err)
+		return result{job: j, failed: StorageClaim}
+	}
 	var v verdict
-	for _, r := range j.env.Recipients {
+	for _, r := range env.Recipients {
 		if !contains(j.addrs, r.Address) || r.Status.Final() {
 			continue
 		}
@@ -264,7 +342,10 @@ func (a *attempter) giveUpUnattempted(j *job, set *Settings, now time.Time) resu
 		v.rcpts = append(v.rcpts, r)
 		v.failed = append(v.failed, r)
 	}
-	return a.conclude(j, set, j.env, v, now, 0)
+	if len(v.outcomes) == 0 {
+		return result{job: j} // bounced by an operator meanwhile
+	}
+	return a.conclude(j, set, env, v, now, 0)
 }
 
 // earliest is when env is next due: its earliest non-final recipient's

@@ -79,7 +79,7 @@ func heldElsewhere(t *testing.T, wrap func(*shaping.Shaper, *clock.Fake) Shaper)
 		return shaping.New(shaping.Options{Policy: p, State: state, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 	}
 	other := shaperOn()
-	lease, w := other.Admit(other.Resolve("*", nil), false)
+	lease, w := other.Admit(other.Resolve("*", nil), shaping.Ask{})
 	if w.Reason != 0 {
 		t.Fatalf("the other node was refused: %+v", w)
 	}
@@ -123,8 +123,8 @@ type slowShaper struct {
 	took time.Duration
 }
 
-func (s slowShaper) Admit(t shaping.Target, force bool) (*shaping.Lease, shaping.Wait) {
-	l, w := s.Shaper.Admit(t, force)
+func (s slowShaper) Admit(t shaping.Target, a shaping.Ask) (*shaping.Lease, shaping.Wait) {
+	l, w := s.Shaper.Admit(t, a)
 	if w.Reason != 0 {
 		s.clk.Advance(s.took)
 	}

@@ -7,10 +7,12 @@ import (
 
 // cursor is the scheduler's position in the queue's schedule index. It
 // keeps one rule: every schedule entry due before from is already in
-// memory (a complete scan up to that time saw them all), so a scan starts
-// at from instead of stepping over the mail in flight again and again.
-// Whoever may write an entry due before from must move from back (rewind)
-// or start over (reset).
+// memory, or parked behind a destination that holds it and knows how early
+// its parked mail starts (park.go), since a complete scan up to that time
+// saw them all; so a scan starts at from instead of stepping over the
+// mail in flight again and again. Whoever may write an entry due before
+// from, or let parked mail out, must move from back (rewind) or start over
+// (reset).
 //
 // It also remembers the earliest entry on disk that is not in memory
 // (next), kept up to date from what the scheduler itself writes (expect),

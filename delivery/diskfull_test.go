@@ -237,12 +237,6 @@ func (r *diskRig) run() {
 	r.t.Cleanup(r.stop)
 }
 
-// queueMessages commits n messages (due now) without handing them over.
-func (r *diskRig) queueMessages(n int, domain string) []string {
-	r.t.Helper()
-	return r.queueWith(n, 1000, "", func(i int) []string { return []string{fmt.Sprintf("u%d@%s", i, domain)} })
-}
-
 // queueWith commits n messages of about size bytes, RET ret, to the
 // recipients rcpts(i).
 func (r *diskRig) queueWith(n, size int, ret string, rcpts func(i int) []string) []string {
@@ -299,13 +293,21 @@ func fillingDialer(d *disk) Courier {
 // reset the scan, which found the same mail due and failed again: 75-134
 // failures a second and a CPU busy until space was freed. Now a failed
 // write backs off (counted by the observer) and the scheduler sleeps.
+// Each message also has a recipient at a second dead destination, so it
+// is moved forward on disk (a whole envelope per message), not parked by
+// tag, which fits in the pages bbolt has free.
 func TestDiskFullSuspendedDestinationBacksOff(t *testing.T) {
 	r := newDiskRig(t, "16m", fillingDialer, smtptest.DownAddr(t), func(o *Options) {
-		o.MaxConnsPerDest = 1
+		// Connections never refuse a job (their 100 ms re-check would be
+		// a timer of its own): the slow-start window bounds the attempts.
+		o.MaxConnsPerDest = 10
+		o.Router = route.NewRouter(route.Options{Routes: map[string]string{"*": smtptest.DownAddr(t), "other.example": smtptest.DownAddr(t)}})
 		// The suspension outlasts the storage back-off.
 		o.Policy.Backoff = queue.Backoff{Initial: 10 * time.Minute, Multiplier: 2, Max: time.Hour}
 	})
-	ids := r.queueMessages(200, "dead.example")
+	ids := r.queueWith(200, 1000, "", func(i int) []string {
+		return []string{fmt.Sprintf("u%d@dead.example", i), fmt.Sprintf("u%d@other.example", i)}
+	})
 	r.run()
 	// The first attempt is refused: the destination is suspended, and the
 	// 199 other messages cannot be postponed on the full disk.

@@ -37,6 +37,17 @@ type job struct {
 	freed bool
 	// tls is how the last attempt's connection was secured.
 	tls smtpclient.TLSInfo
+	// lane is the job's stream and whether it is a retry (streams.go).
+	lane lane
+}
+
+// ask is what shaping is told of j when it asks for admission.
+func (j *job) ask() shaping.Ask {
+	a := shaping.Ask{Force: j.force}
+	if j.env != nil {
+		a.Stream = j.env.Stream
+	}
+	return a
 }
 
 // release gives a job's worker and destination slot back to the scheduler
@@ -50,6 +61,8 @@ type release struct {
 	// alive: some server answered for the recipients (any reply other than
 	// a destination-wide failure), so the destination works again.
 	alive bool
+	// cause is the reply that suspends, shown with the back-off.
+	cause string
 }
 
 // result is what an attempt reports back to the scheduler when it is
@@ -72,10 +85,12 @@ type result struct {
 	// unwritten, when set, is the attempt's outcome that the queue could
 	// not take: the scheduler keeps it and writes it later.
 	unwritten *pendingRecord
-	// marked: the outcome written marks reports its recipients are owed
-	// (group.go); dsnLater: this job was to queue its message's marked
-	// reports and could not, so the scheduler retries (writeOwedDSNs).
-	marked, dsnLater bool
+	// left: the recipients whose reports the outcome written marks as
+	// owed (group.go), as recorded.
+	left []queue.Recipient
+	// dsnLater: this job was to queue its message's marked reports and
+	// could not, so the scheduler retries (writeOwedDSNs).
+	dsnLater bool
 }
 
 // dest is the scheduler's view of one destination: the unit of concurrency
@@ -105,6 +120,10 @@ type dest struct {
 	targetUntil time.Time
 	hasTarget   bool
 	resolving   bool
+	// turns: whose turn it is among the streams and kinds waiting (streams.go).
+	turns turns
+	// park: its mail parked on disk while it is suspended (park.go).
+	park parking
 }
 
 // start launches attempts while workers and destination limits allow,
@@ -130,7 +149,8 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 			if !now.Before(d.recheck) {
 				d.recheck = time.Time{}
 			}
-			j := d.queue[0]
+			i := d.pick()
+			j := d.queue[i]
 			if !j.expired && (d.active >= e.sched.limitOf(d, share) || (!j.force && (now.Before(d.until) || now.Before(d.notBefore)))) {
 				continue
 			}
@@ -138,10 +158,10 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 				d.refusedIn = e.sched.starts
 				continue
 			}
-			d.queue[0] = nil
-			d.queue = d.queue[1:]
+			d.take(i, e.sched.streams.cost)
 			d.active++
 			e.sched.active++
+			e.inflight.add(j.dest, 1)
 			e.sched.pending--
 			started = true
 			e.sched.running++
@@ -177,12 +197,12 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 	if !known {
 		return false
 	}
-	w, known := e.sched.refusedScope(d.target, j.force)
+	w, known := e.sched.refusedScope(d.target, j)
 	if !known {
 		if w = e.gate.ask(d, j); w.Reason == 0 {
 			return true
 		}
-		e.sched.refusals[w.Scope] = w
+		e.sched.refused(w, j)
 	}
 	if w.Reason == shaping.WaitConnections {
 		// Admit is asked first, as every node asks it, so that nodes
@@ -194,7 +214,7 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 				return true
 			}
 			w = rw // a connection is there; a token is not yet
-			e.sched.refusals[w.Scope] = w
+			e.sched.refused(w, j)
 		} else {
 			e.gate.closeIdleIn(w.Scope, d.target)
 		}
@@ -206,10 +226,13 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 		if w.Until.After(d.until) {
 			d.until = w.Until
 		}
-		e.postpone(e.sched.parkable(d), e.clock.Now())
+		e.postpone(e.sched.parkable(e.settings.Load(), d), e.clock.Now())
 	case shaping.WaitRate:
 		d.notBefore = w.Until
 		e.parkOverflow(d, w)
+	case shaping.WaitShare:
+		d.notBefore = w.Until
+		d.turns.yield(j.lane)
 	}
 	return false
 }
@@ -217,6 +240,7 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 // released books a slot given back and adjusts the destination's back-off.
 func (e *Engine) released(r release) {
 	e.sched.active--
+	e.inflight.add(r.job.dest, -1)
 	if e.obs != nil {
 		e.obs.Active(e.sched.active)
 	}
@@ -236,8 +260,9 @@ func (e *Engine) released(r release) {
 			d.until = u
 		}
 		e.log.Warn("destination suspended", "destination", d.name, "until", d.until.Format(time.RFC3339), "strikes", d.strikes, "waiting", len(d.queue))
+		e.backoffs.set(Backoff{Destination: d.name, Cause: r.cause, Since: now, Until: d.until})
 		d.window = initialWindow
-		e.postpone(e.sched.parkable(d), e.clock.Now())
+		e.postpone(e.sched.parkable(e.settings.Load(), d), e.clock.Now())
 	case r.suspend:
 	case r.alive:
 		if d.strikes > 0 {
@@ -245,6 +270,7 @@ func (e *Engine) released(r release) {
 		}
 		d.strikes = 0
 		d.until = time.Time{}
+		e.backoffs.clear(d.name)
 		if d.window < e.sched.workers {
 			d.window = max(d.window, initialWindow) + 1
 		}
@@ -283,19 +309,23 @@ func (e *Engine) nextWake(now time.Time) (time.Time, bool) {
 	// With the in-memory queue full, a finishing attempt is what makes room;
 	// waking for due mail before that would only spin.
 	if e.sched.pending >= maxPending {
-		return e.sched.suspensionEnd(now, time.Time{}, false)
+		at, ok := e.sched.parkedWake(now, time.Time{}, false)
+		return e.sched.suspensionEnd(now, at, ok)
 	}
 	// The cursor reads the earliest schedule entry from a time on whose
 	// message is not in memory, when it must.
 	nextDue := func(from time.Time) (time.Time, string, bool) {
-		at, id, ok, err := e.store.NextDueSince(from, func(id string) bool { return e.sched.busy[id] > 0 })
+		en, ok, err := e.store.NextEntry(from, func(en queue.Entry) bool {
+			return e.sched.busy[en.ID] > 0 || e.sched.parkedSkip(en, now, false)
+		})
 		if err != nil {
 			e.log.Error("queue scan failed", "err", err)
 			e.storage.failed(StorageScan, e.clock.Now())
 			return time.Time{}, "", false
 		}
-		return at, id, ok
+		return en.At, en.ID, ok
 	}
 	at, ok := e.sched.cursor.wake(now, nextDue)
+	at, ok = e.sched.parkedWake(now, at, ok)
 	return e.sched.suspensionEnd(now, at, ok)
 }

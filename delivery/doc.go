@@ -15,6 +15,9 @@
 //     (warm.go); turning a due message into jobs.
 //   - storageBackoff (storage.go): the back-off after queue errors and
 //     what it left to write, outcomes and reports owed.
+//   - turns (streams.go): which job of a destination asks next: the
+//     stream that used least of its weighted share, retries and new mail
+//     taking turns; streamTable, the configured streams.
 //   - gate (shape.go): shaping on the scheduler's side: a destination's
 //     target, the Shaper's admission, idle connections to reuse or close.
 //   - jobPool (pool.go): the job goroutines, at most Workers.
@@ -28,7 +31,8 @@
 //     one inbox, whose outside sends never block; flights (group.go), the
 //     jobs of each message in flight; draws (draws.go), the random draws;
 //     requests (shape.go), operators' forced and resumed sets and a
-//     reshape after Update; pauseState (pause.go).
+//     reshape after Update; owing (group.go), the messages whose reports
+//     an operator's bounce marked (ReportOwed); pauseState (pause.go).
 //
 // Invariants:
 //   - One scheduler goroutine owns all scheduling state. It sleeps on one
@@ -56,7 +60,11 @@
 //     made is never made again (storage.go).
 //   - A worker and destination slot is held only while talking SMTP; the
 //     message stays in flight (never scheduled twice) until its outcome is
-//     on disk.
+//     on disk. The store knows the attempt in flight from its claim until
+//     then (or until it is abandoned: the worker says so, EndAttempt), so
+//     an operator's bounce never ends a recipient an attempt may deliver;
+//     an expiry without an attempt begins one too (BeginAttempt), so a
+//     recipient never gets both the operator's report and the expiry's.
 //   - A TLS policy (DANE, MTA-STS) is attached by the Router to MX hops
 //     only (route.Options.TLSPolicy); every attempt's log line says which
 //     applied (tls=) and its TLS version, and DANE and MTA-STS results
@@ -73,7 +81,13 @@
 //     by the backoff (or the reply's own wait, up to 30 minutes) until
 //     max_attempts or max_age. A 421, or a destination that cannot be reached
 //     at all, suspends the whole destination for its backoff; then a single
-//     probe goes first.
+//     probe goes first. A reply shaping takes as a throttle signal (an
+//     ActionSlow verdict: adaptive pacing) does not: the scope's learned
+//     rate holds its mail back instead.
+//   - Mail for a suspended destination is parked (park.go): its schedule
+//     entries tagged and the destination's hold stored once, never its
+//     envelopes rewritten per suspension; scans step over it unread while
+//     the destination holds it. A hold outlives a restart.
 //   - Traffic shaping (Shaper, delivery/shape.go) admits every attempt
 //     before it starts: a suspended scope's mail waits on disk until the
 //     suspension ends, a rate-limited one's in memory until the next
@@ -88,7 +102,8 @@
 //     on its committer goroutine right after their write commits, before
 //     any later write runs (queue.Store.SetForceHook), and a park written
 //     after that leaves the forced mail due (forceSet.has).
-//     Every failure reply goes to Shaper.React.
+//     Every failure reply goes to Shaper.React, and every attempt that
+//     delivered to a recipient to Shaper.Delivered.
 //   - A destination not proven recently has at most two attempts in
 //     flight, one more per attempt a server answered, and never more than
 //     an even share of the workers, so silent servers cannot take them all.

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
@@ -86,6 +87,10 @@ type Options struct {
 	TLSReport TLSRecorder
 	// Suppress: see Settings.Suppress.
 	Suppress func(smtpcodes.Reply) bool
+	// ReturnPath: see Settings.ReturnPath.
+	ReturnPath func(queueID string, rcpt int) (string, error)
+	// Streams: see Settings.Streams.
+	Streams []shaping.Stream
 }
 
 // Settings are the parts of Options a SIGHUP may replace while running.
@@ -98,6 +103,17 @@ type Settings struct {
 	// recipient on the suppression list (suppression.auto): it is then
 	// added in the transaction that records the bounce.
 	Suppress func(smtpcodes.Reply) bool
+	// ReturnPath, if set, is the envelope sender for the recipient at
+	// index rcpt of message queueID (VERP on bounces.domain): each
+	// recipient then gets a transaction of its own, so a later bounce
+	// names it by the address it comes back to. Mail from <> keeps <>,
+	// and relayq's own reports still go to the original sender.
+	ReturnPath func(queueID string, rcpt int) (string, error)
+	// Streams are the configured streams, the default first (mail of a
+	// stream not listed counts as it); each destination's next job comes
+	// from the stream that used least of its weighted share (streams.go).
+	// Empty: one stream.
+	Streams []shaping.Stream
 }
 
 // Engine delivers queued mail: one scheduler goroutine finds due messages
@@ -116,6 +132,11 @@ type Engine struct {
 	pause   pauseState // Pause and Resume (pause.go)
 	draws   draws      // backoff delays and jitter (draws.go)
 	flights flights    // the jobs of each message in flight (group.go)
+	owing   owedIDs    // reports an operator's bounce marked (ReportOwed, group.go)
+	// backoffs publishes the destinations' back-offs (backoffs.go).
+	backoffs backoffs
+	// inflight publishes their attempts under way (inflight.go).
+	inflight inFlight
 
 	// The scheduler goroutine's own.
 	sched   schedState     // destinations, jobs, cursor (sched.go)
@@ -176,11 +197,12 @@ func New(o Options) (*Engine, error) {
 		o.Logger.Info("queuing reports left pending by the last stop", "messages", len(ids))
 		e.storage.owed = ids
 	}
-	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress})
+	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress, ReturnPath: o.ReturnPath, Streams: o.Streams})
 	// An operator's retry or flush is known to the engine from inside the
 	// write that makes the mail due, so parking never undoes it
 	// (forceSet.has).
 	o.Store.SetForceHook(e.Force)
+	e.restoreHolds(o.Clock.Now())
 	return e, nil
 }
 

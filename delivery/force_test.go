@@ -78,8 +78,7 @@ func TestFlushForcesASuspendedScope(t *testing.T) {
 	// timer it set before is no sign of that).
 	r.waitScheduler(5*time.Second, func() bool {
 		for _, id := range ids {
-			env, err := r.store.Get(id)
-			if err != nil || !env.Recipients[0].NextAttempt.After(r.clk.Now()) {
+			if r.parkedBehind(id) == "" {
 				return false
 			}
 		}
@@ -103,6 +102,14 @@ func TestFlushForcesASuspendedScope(t *testing.T) {
 // park leaves forced mail due, for the next pass to send. The pass is
 // played by hand here (the engine is not running) to fix the order.
 func TestFlushWhileParkingIsNotUndone(t *testing.T) {
+	for _, sole := range []bool{true, false} {
+		t.Run(fmt.Sprintf("parked by tag %v", sole), func(t *testing.T) { flushWhileParking(t, sole) })
+	}
+}
+
+// flushWhileParking plays TestFlushWhileParkingIsNotUndone with mail parked
+// by tag (sole: its one destination is the suspended one) or moved forward.
+func flushWhileParking(t *testing.T, sole bool) {
 	clk := clock.NewFake(t0)
 	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk})
 	if err != nil {
@@ -133,11 +140,18 @@ func TestFlushWhileParkingIsNotUndone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return env.Recipients[0].NextAttempt.Equal(until)
+		if !sole {
+			return env.Recipients[0].NextAttempt.Equal(until)
+		}
+		en, _, err := st.NextEntry(time.Time{}, func(en queue.Entry) bool { return en.ID != id })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return en.Parked == "down.example"
 	}
 	park := func(id string) {
 		batch := postponements{}
-		batch.add("down.example", id, []string{"a@down.example"})
+		batch.add("down.example", id, []string{"a@down.example"}, sole)
 		if !e.postpone(batch, clk.Now()) {
 			t.Fatal("postpone failed")
 		}

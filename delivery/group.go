@@ -1,8 +1,11 @@
 package delivery
 
 import (
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/relayq/relayq/queue"
 )
 
 // One report per message per pass. A message whose
@@ -14,9 +17,16 @@ import (
 //     in flight, or after one left marks, records the reports it causes as
 //     marks on its recipients (queue.Outcome.Report), in the outcome's own
 //     transaction, and queues none.
-//   - The job whose outcome is on disk last (flights.end) reads the
-//     message and queues one "failed" report and one "delayed" warning for
-//     every mark, clearing the marks in that same transaction
+//   - The job that records its outcome last, with no other job of the
+//     message in flight, queues one "failed" report and one "delayed"
+//     warning for its own recipients and every mark left, clearing the
+//     marks in its outcome's transaction (queue.Store.RecordReporting):
+//     the flights remember the marked recipients as the jobs recorded
+//     them, so the pass's report costs neither a read nor a write of its
+//     own.
+//   - Should the marks have moved all the same, or a job of the message
+//     begun meanwhile have left marks after that, the job that ends last
+//     reads the message and queues their report
 //     (queue.Store.QueueGroupedDSN), before the scheduler hears it is done.
 //   - A job alone in flight with no marks pending queues its reports with
 //     its outcome, as before: a message with one destination costs no
@@ -37,8 +47,10 @@ import (
 // if one is gone, so no report is queued twice.
 
 // flights counts, per message, the jobs in flight (of which the last
-// queues one DSN for every mark) and whether any left marks. The scheduler begins a job; the worker (or the scheduler, for an
-// outcome written late) ends it. Guarded by its mutex: workers ask it.
+// queues one DSN for every mark) and the recipients whose reports they
+// left marked. The scheduler begins a job; the worker (or the scheduler,
+// for an outcome written late) ends it. Guarded by its mutex: workers
+// ask it.
 type flights struct {
 	mu sync.Mutex
 	m  map[string]*flight
@@ -46,7 +58,9 @@ type flights struct {
 
 type flight struct {
 	running int
-	marked  bool
+	// left: the marked recipients, as the jobs that marked them recorded
+	// them (the last job's report names them).
+	left []queue.Recipient
 	// jit is the backoff draw every job of the message in flight together
 	// uses (drawn says it is set): recipients of one message deferred in
 	// one pass, whatever their destinations, come due together again, are
@@ -86,33 +100,55 @@ func (f *flights) begin(id string) {
 	g.running++
 }
 
-// hold reports whether a job of message id about to record its outcome
-// must mark the reports it causes instead of queueing them: another job
-// of the message is in flight, or one left marks.
-func (f *flights) hold(id string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	g := f.m[id]
-	return g != nil && (g.running > 1 || g.marked)
-}
-
-// end notes a job of message id done, its outcome on disk (or never to
-// be); marked says it left marks. It reports whether the job was the
-// last of its message in flight and marks wait for their report.
-func (f *flights) end(id string, marked bool) bool {
+// turn says how a job of message id about to record its outcome reports
+// what it causes: hold, when another job of the message is in flight (it
+// marks them); else left lists the recipients earlier jobs of the pass
+// marked, for one report with its own.
+func (f *flights) turn(id string) (hold bool, left []queue.Recipient) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	g := f.m[id]
 	if g == nil {
-		return marked
+		return false, nil
+	}
+	if g.running > 1 {
+		return true, nil
+	}
+	return false, append([]queue.Recipient(nil), g.left...)
+}
+
+// reported notes that marks of message id were reported (with a job's
+// outcome): nobody need report them again.
+func (f *flights) reported(id string, marks []queue.Mark) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := f.m[id]
+	if g == nil {
+		return
+	}
+	g.left = slices.DeleteFunc(g.left, func(r queue.Recipient) bool {
+		return slices.Contains(marks, queue.Mark{Address: r.Address, Report: r.Report})
+	})
+}
+
+// end notes a job of message id done, its outcome on disk (or never to
+// be); left are the recipients it marked. When the job was the last of
+// its message in flight it returns the marked recipients of the pass,
+// which wait for their report.
+func (f *flights) end(id string, left []queue.Recipient) []queue.Recipient {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := f.m[id]
+	if g == nil {
+		return left
 	}
 	g.running--
-	g.marked = g.marked || marked
+	g.left = append(g.left, left...)
 	if g.running > 0 {
-		return false
+		return nil
 	}
 	delete(f.m, id)
-	return g.marked
+	return g.left
 }
 
 // settle ends a job whose outcome is on disk (or never will be) and, if
@@ -120,11 +156,12 @@ func (f *flights) end(id string, marked bool) bool {
 // their report. A report that could not be written is left to the
 // scheduler (result.dsnLater).
 func (a *attempter) settle(r result) result {
-	if !a.flights.end(r.job.id, r.marked) {
+	left := a.flights.end(r.job.id, r.left)
+	if len(left) == 0 {
 		return r
 	}
 	before := a.clock.Now() // no later than the report's due time
-	queued, err := a.reports.queueMarked(a.settings.Load(), r.job.id)
+	queued, err := a.reports.queueMarked(a.settings.Load(), r.job.id, r.job.env, left)
 	if queued {
 		a.inbox.wake()
 	}
@@ -142,11 +179,42 @@ func (a *attempter) settle(r result) result {
 	return r
 }
 
+// ReportOwed has the scheduler queue the reports marked on messages ids
+// by an operator's bounce (queue.Store.Bounce), as it queues those a stop
+// left: one per message, at its next pass, once no job of the message is
+// in flight. It never blocks.
+func (e *Engine) ReportOwed(ids ...string) {
+	e.owing.add(ids)
+	e.inbox.wake()
+}
+
+// owedIDs are the messages ReportOwed named, until the scheduler takes them.
+type owedIDs struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (o *owedIDs) add(ids []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ids = append(o.ids, ids...)
+}
+
+func (o *owedIDs) take() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ids := o.ids
+	o.ids = nil
+	return ids
+}
+
 // writeOwedDSNs queues the reports of messages left marked: by a stop
-// (queue.Store.Marked, at start) or by a report write that failed. It
-// reports false when a write failed again (the scheduler backs off). A
-// message in flight is left for later: its pass may report it.
+// (queue.Store.Marked, at start), by a report write that failed, or by an
+// operator's bounce (ReportOwed). It reports false when a write failed
+// again (the scheduler backs off). A message in flight is left for later:
+// its pass may report it.
 func (e *Engine) writeOwedDSNs(now time.Time) bool {
+	e.storage.owed = append(e.storage.owed, e.owing.take()...)
 	keep := e.storage.owed[:0]
 	ok := true
 	for _, id := range e.storage.owed {
@@ -155,7 +223,7 @@ func (e *Engine) writeOwedDSNs(now time.Time) bool {
 			continue
 		}
 		before := e.clock.Now() // no later than the report's due time
-		queued, err := e.att.reports.queueMarked(e.settings.Load(), id)
+		queued, err := e.att.reports.queueMarked(e.settings.Load(), id, nil, nil)
 		if queued {
 			e.inbox.wake()
 		}

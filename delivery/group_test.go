@@ -299,3 +299,55 @@ func TestDiskFullGroupedReportOnce(t *testing.T) {
 	t.Logf("outcome writes failed %d times, the grouped report %d, pending reports retried and failed %d",
 		r.logs.matching("recording outcome failed"), r.logs.matching("queuing a grouped report failed"), r.logs.matching("queuing a pending report failed"))
 }
+
+// The last job of a pass reports the whole pass with its own outcome:
+// a@one is refused first and its job ends; b@two's refusal is held back
+// until then. b's outcome, the one report naming both, and the marks
+// cleared go in one write, so the pass costs no read and no write for
+// its report (before: a Get and a QueueGroupedDSN after b's outcome).
+func TestLastJobReportsThePassWithItsOutcome(t *testing.T) {
+	release := make(chan struct{})
+	slow := []smtptest.Option{smtptest.Reply("rcpt=550 5.1.1 No such user"), smtptest.OnEvent(func(e smtptest.Event) {
+		if e.Stage == smtptest.StageRcpt {
+			<-release
+		}
+	})}
+	refuse := []smtptest.Option{smtptest.Reply("rcpt=550 5.1.1 No such user")}
+	r, sink := groupRig(t, map[string][]smtptest.Option{"one.example": refuse, "two.example": slow}, nil)
+	id := r.submit("app@example.org", "a@one.example", "b@two.example")
+	r.failures(1) // a's
+	waitFor(t, "a's job to end", func() bool {
+		r.eng.flights.mu.Lock()
+		defer r.eng.flights.mu.Unlock()
+		g := r.eng.flights.m[id]
+		return g != nil && g.running == 1 && len(g.left) == 1
+	})
+	before := r.store.Stats().CommittedWrites
+	close(release)
+	r.failures(1) // b's
+	r.settleTo(0)
+	reports := reportsAt(sink)
+	if len(reports) != 1 || !names(reports[0], "failed", "a@one.example", "b@two.example") {
+		t.Fatalf("want one report naming a and b, got %d:\n%s", len(reports), strings.Join(reports, "\n----\n"))
+	}
+	// b's outcome with the report, then the report's own attempt: its
+	// claim and its outcome.
+	if got := r.store.Stats().CommittedWrites - before; got != 3 {
+		t.Errorf("%d writes from b's outcome to the report's delivery, want 3", got)
+	}
+}
+
+// waitFor waits up to 10 s for cond, which another goroutine makes true.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("no %s within 10s", what)
+		}
+	}
+}

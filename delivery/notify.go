@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/relayq/relayq/delivery/dsn"
@@ -49,12 +50,25 @@ func (w dsnWriter) bounce(env *queue.Envelope, failed []queue.Recipient, now tim
 	return w.build(env, rs, now, env.RET == "FULL", "bounce")
 }
 
+// relayed builds the "relayed" report for recipients delivered, with
+// NOTIFY=SUCCESS, to a next hop that does not offer DSN: RFC 3461 section
+// 5.2.2.1 makes the relaying MTA say so, since no success report will
+// come from further on. Like the failure report, it carries the headers
+// only. It is not grouped with the other jobs of the pass (group.go).
+func (w dsnWriter) relayed(env *queue.Envelope, relayed []queue.Recipient, now time.Time) []queue.Notice {
+	var rs []dsn.Recipient
+	for _, r := range relayed {
+		rs = append(rs, dsnRecipient(r, dsn.ActionRelayed, now, time.Time{}))
+	}
+	return w.build(env, rs, now, false, "relay report")
+}
+
 // delayed builds the one "delayed" warning for recipients still
 // deferred after warn_after, so mail is never stuck silently.
 func (w dsnWriter) delayed(env *queue.Envelope, delayed []queue.Recipient, now time.Time, set *Settings) []queue.Notice {
 	var until time.Time
 	if set.Policy.MaxAge > 0 {
-		until = env.Created.Add(set.Policy.MaxAge)
+		until = env.AgeStart().Add(set.Policy.MaxAge)
 	}
 	var rs []dsn.Recipient
 	for _, r := range delayed {
@@ -70,6 +84,12 @@ func dsnRecipient(r queue.Recipient, action string, now, until time.Time) dsn.Re
 	}
 	if s, ok := smtpcodes.StatusOf(r.LastReply); ok {
 		status = s
+	}
+	if action == "delayed" && strings.HasPrefix(status, "5.") {
+		// Still being retried (a 552 at RCPT, a 5xx at the greeting): RFC
+		// 3463 section 3.1 and RFC 3464 section 2.3.3 want 4.x.x for a
+		// delay, though the Diagnostic-Code quotes the server's 5.x.x.
+		status = "4." + status[2:]
 	}
 	// Remote-MTA names the host that reported the status (RFC 3464
 	// section 2.3.5): only when the last reply is one a server sent. For
@@ -143,29 +163,19 @@ var errMarksMoving = errors.New("delivery: pending reports changed while being r
 
 // queueMarked queues one "failed" report and one "delayed" warning for
 // every pending mark of message id, and reports whether it queued any. A
-// message gone (deleted by an operator) has nothing left to report.
-func (w dsnWriter) queueMarked(set *Settings, id string) (bool, error) {
+// message gone (deleted by an operator) has nothing left to report. When
+// the caller knows the message (env, as its job claimed it) and the
+// marked recipients as they were recorded (left), the first try reads
+// nothing; should the marks have moved, it reads them.
+func (w dsnWriter) queueMarked(set *Settings, id string, env *queue.Envelope, left []queue.Recipient) (bool, error) {
 	for range 3 {
-		env, err := w.store.Get(id)
-		if errors.Is(err, queue.ErrNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		marks := env.Marks()
-		if len(marks) == 0 {
-			return false, nil
-		}
-		var v verdict
-		for _, r := range env.Recipients {
-			switch r.Report {
-			case queue.ReportFailed:
-				v.failed = append(v.failed, r)
-			case queue.ReportDelayed:
-				v.delayed = append(v.delayed, r)
+		if env == nil {
+			var err error
+			if env, left, err = w.readMarked(id); env == nil || err != nil {
+				return false, err
 			}
 		}
+		v, marks := verdict{}.withLeft(env, left)
 		notices := w.forVerdict(set, env, v, w.clock.Now())
 		done, err := w.store.QueueGroupedDSN(id, marks, notices...)
 		if errors.Is(err, queue.ErrNotFound) {
@@ -178,6 +188,29 @@ func (w dsnWriter) queueMarked(set *Settings, id string) (bool, error) {
 			return len(notices) > 0, nil
 		}
 		// Another reporter cleared some of these marks first: read again.
+		env = nil
 	}
 	return false, errMarksMoving
+}
+
+// readMarked reads message id and its marked recipients; nil when it is
+// gone or has none.
+func (w dsnWriter) readMarked(id string) (*queue.Envelope, []queue.Recipient, error) {
+	env, err := w.store.Get(id)
+	if errors.Is(err, queue.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var left []queue.Recipient
+	for _, r := range env.Recipients {
+		if r.Report != queue.ReportNone {
+			left = append(left, r)
+		}
+	}
+	if len(left) == 0 {
+		return nil, nil, nil
+	}
+	return env, left, nil
 }

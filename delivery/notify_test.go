@@ -316,13 +316,13 @@ func TestDSNWriterBuildsAndQueues(t *testing.T) {
 	if _, err := st.Record(env.ID, []queue.Outcome{{Address: failed.Address, Status: queue.StatusBounced, Reply: failed.LastReply, Report: queue.ReportFailed}}); err != nil {
 		t.Fatal(err)
 	}
-	if queued, err := w.queueMarked(set, env.ID); !queued || err != nil {
+	if queued, err := w.queueMarked(set, env.ID, nil, nil); !queued || err != nil {
 		t.Fatalf("marked report: queued %v, %v", queued, err)
 	}
-	if queued, err := w.queueMarked(set, env.ID); queued || err != nil {
+	if queued, err := w.queueMarked(set, env.ID, nil, nil); queued || err != nil {
 		t.Fatalf("marks reported twice: queued %v, %v", queued, err)
 	}
-	if queued, err := w.queueMarked(set, "0000000000000000abcd"); queued || err != nil {
+	if queued, err := w.queueMarked(set, "0000000000000000abcd", nil, nil); queued || err != nil {
 		t.Fatalf("a message gone: queued %v, %v", queued, err)
 	}
 }

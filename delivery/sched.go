@@ -27,20 +27,25 @@ type schedState struct {
 	forceIDs  map[string]bool
 	forceScan bool
 	starts    uint64 // start calls, for dest.refusedIn
+	fills     uint64 // fill calls, for parking.probeIn
 	// scanBehind: the last scan stopped before it reached now (the
 	// in-memory queue was full, or a write failed), so the next fill
 	// scans whatever the cursor knows.
 	scanBehind bool
-	// refusals are the scopes shaping refused in the current start call
-	// (refusedScope).
-	refusals map[shaping.Scope]shaping.Wait
+	// refusals are the scopes shaping refused in the current start call,
+	// by stream (refusedScope).
+	refusals map[scopeStream]shaping.Wait
 	// warm remembers the slow-start window of destinations forgotten
 	// while idle, for warmFor (warm.go).
 	warm map[string]warmth
+	// streams are the configured streams, from the settings streamsOf
+	// (useStreams, streams.go).
+	streams   streamTable
+	streamsOf *Settings
 }
 
 func newSchedState(workers int) schedState {
-	return schedState{workers: workers, busy: map[string]int{}, dests: map[string]*dest{}, refusals: map[shaping.Scope]shaping.Wait{}}
+	return schedState{workers: workers, busy: map[string]int{}, dests: map[string]*dest{}, refusals: map[scopeStream]shaping.Wait{}, streams: newStreamTable(nil)}
 }
 
 // inMemory reports whether a job of message id is in memory.
@@ -64,6 +69,8 @@ func (s *schedState) enqueue(j *job, now time.Time) {
 		s.dests[j.dest] = d
 	}
 	d.queue = append(d.queue, j)
+	d.turns.fit(len(s.streams.names))
+	d.turns.add(j.lane)
 	if j.force {
 		forcedFirst(d.queue)
 		d.notBefore = time.Time{}
@@ -114,7 +121,7 @@ func (s *schedState) withWork() int {
 // forget drops a destination with nothing to remember, so the map does not
 // grow with every domain ever seen.
 func (s *schedState) forget(d *dest, now time.Time) {
-	if d.active == 0 && len(d.queue) == 0 && !now.Before(d.until) && d.strikes == 0 && !d.resolving {
+	if d.active == 0 && len(d.queue) == 0 && !now.Before(d.until) && d.strikes == 0 && !d.resolving && !d.park.on {
 		s.keepWarm(d, now)
 		delete(s.dests, d.name)
 	}
@@ -125,12 +132,14 @@ func (s *schedState) forget(d *dest, now time.Time) {
 // (a provider's many domains) cost one Admit per call, not one each: with
 // a shared state every Admit is a round trip to Redis on the scheduler
 // goroutine. A forced job ignores suspensions and rates, not connections.
-func (s *schedState) refusedScope(t shaping.Target, force bool) (shaping.Wait, bool) {
+// Each stream asks once per call: shaping hears that it waits, so the
+// scope's next slot can be kept for it (shaping.WaitShare).
+func (s *schedState) refusedScope(t shaping.Target, j *job) (shaping.Wait, bool) {
 	if len(s.refusals) == 0 {
 		return shaping.Wait{}, false
 	}
 	for _, b := range t.Bounds {
-		if w, ok := s.refusals[b.Scope]; ok && (!force || w.Reason == shaping.WaitConnections) {
+		if w, ok := s.refusals[scopeStream{b.Scope, j.lane.stream()}]; ok && (!j.force || w.Reason == shaping.WaitConnections) {
 			return w, true
 		}
 	}
@@ -218,25 +227,26 @@ func (s *schedState) booked(r result) {
 }
 
 // parkable takes out of memory the jobs waiting for a destination that was
-// just suspended, but forced and expired ones, for the caller to postpone:
+// just suspended, but forced and expired ones, for the caller to park:
 // they wait on disk for the suspension to end.
-func (s *schedState) parkable(d *dest) postponements {
-	if len(d.queue) == 0 {
-		return nil
-	}
-	jobs := map[string][]string{}
+//
+// The result names d even when nothing waits in memory: d's hold is
+// stored again if it has mail parked on disk, whose wait grew too.
+func (s *schedState) parkable(set *Settings, d *dest) postponements {
+	p := postponements{d.name: &parkOrMove{tag: map[string][]string{}, move: map[string][]string{}}}
 	keep := d.queue[:0]
 	for _, j := range d.queue {
 		if j.expired || j.force {
 			keep = append(keep, j)
 			continue
 		}
-		jobs[j.id] = append(jobs[j.id], j.addrs...)
+		p.add(d.name, j.id, j.addrs, soleDest(set, j.env, d.name))
+		d.turns.drop(j.lane)
 		s.pending--
 		s.unbusy(j.id)
 	}
 	d.queue = keep
-	return postponements{d.name: jobs}
+	return p
 }
 
 // loadEnvelope turns a due message into one job per destination, or
@@ -250,7 +260,7 @@ func (s *schedState) loadEnvelope(set *Settings, env *queue.Envelope, now time.T
 	if env.Held {
 		return
 	}
-	expired := set.Policy.MaxAge > 0 && now.After(env.Created.Add(set.Policy.MaxAge))
+	expired := set.Policy.MaxAge > 0 && now.After(env.AgeStart().Add(set.Policy.MaxAge))
 	groups := map[string][]string{}
 	var order []string
 	preclaimed := false
@@ -272,10 +282,12 @@ func (s *schedState) loadEnvelope(set *Settings, env *queue.Envelope, now time.T
 		groups[d] = append(groups[d], r.Address)
 	}
 	force := s.forceScan || s.forceIDs[id]
+	s.useStreams(set)
 	for _, name := range order {
 		j := &job{id: id, env: env, dest: name, addrs: groups[name], expired: expired, preclaimed: preclaimed, force: force}
+		j.lane = s.streams.laneOf(env, j.addrs)
 		if d := s.dests[name]; d != nil && now.Before(d.until) && !expired && !force {
-			postpone.add(name, id, j.addrs)
+			postpone.add(name, id, j.addrs, soleDest(set, env, name))
 			continue
 		}
 		s.enqueue(j, now)

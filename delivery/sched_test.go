@@ -68,15 +68,20 @@ func TestSchedStateRefusedScope(t *testing.T) {
 	s := newSchedState(32)
 	sc := shaping.Scope{Kind: shaping.ScopeProvider, Name: "p"}
 	target := shaping.Target{Bounds: []shaping.Bound{{Scope: sc}}}
-	if _, ok := s.refusedScope(target, false); ok {
+	plain, forced := &job{}, &job{force: true}
+	if _, ok := s.refusedScope(target, plain); ok {
 		t.Fatal("refused before any refusal")
 	}
-	s.refusals[sc] = shaping.Wait{Scope: sc, Reason: shaping.WaitRate}
-	if _, ok := s.refusedScope(target, false); !ok {
+	s.refused(shaping.Wait{Scope: sc, Reason: shaping.WaitRate}, plain)
+	if _, ok := s.refusedScope(target, plain); !ok {
 		t.Fatal("a rate refusal does not answer for the scope")
 	}
-	if _, ok := s.refusedScope(target, true); ok {
+	if _, ok := s.refusedScope(target, forced); ok {
 		t.Fatal("a rate refusal holds back a forced job")
+	}
+	// Another stream asks for itself, so shaping hears that it waits.
+	if _, ok := s.refusedScope(target, &job{lane: laneOf(1, false)}); ok {
+		t.Fatal("a refusal of one stream answers for another")
 	}
 }
 
@@ -88,8 +93,9 @@ func (domainRouter) Destination(domain string) string { return domain }
 
 // loadEnvelope makes one job per destination of a message's due
 // recipients and puts the part for a suspended destination aside to be
-// postponed; parkable takes a suspended destination's waiting jobs out
-// of memory, forced ones excepted.
+// moved forward (the message has other destinations: it cannot be parked
+// by tag); parkable takes a suspended destination's waiting jobs out of
+// memory, forced ones excepted.
 func TestSchedStateLoadsAndParks(t *testing.T) {
 	s := newSchedState(4)
 	s.dests["down.example"] = &dest{name: "down.example", until: t0.Add(time.Hour)}
@@ -104,7 +110,7 @@ func TestSchedStateLoadsAndParks(t *testing.T) {
 	if up == nil || len(up.queue) != 1 || strings.Join(up.queue[0].addrs, ",") != "a@up.example,c@up.example" {
 		t.Fatalf("up.example's queue: %+v", up)
 	}
-	if got := postpone["down.example"]["m1"]; len(got) != 1 || got[0] != "b@down.example" {
+	if got := postpone["down.example"].move["m1"]; len(got) != 1 || got[0] != "b@down.example" {
 		t.Fatalf("postponed %v", postpone)
 	}
 	if s.pending != 1 || !s.inMemory("m1") {
@@ -113,8 +119,8 @@ func TestSchedStateLoadsAndParks(t *testing.T) {
 	up.queue = append(up.queue, &job{id: "m2", addrs: []string{"e@up.example"}, force: true})
 	s.busy["m2"]++
 	s.pending++
-	p := s.parkable(up)
-	if len(up.queue) != 1 || up.queue[0].id != "m2" || len(p["up.example"]["m1"]) != 2 || s.inMemory("m1") || s.pending != 1 {
+	p := s.parkable(set, up)
+	if len(up.queue) != 1 || up.queue[0].id != "m2" || len(p["up.example"].move["m1"]) != 2 || s.inMemory("m1") || s.pending != 1 {
 		t.Fatalf("after parkable: queue %d, parked %v, pending %d", len(up.queue), p, s.pending)
 	}
 	s.booked(result{job: up.queue[0], recorded: true})

@@ -115,22 +115,10 @@ func (e *Engine) windDown(grace time.Duration, cancel context.CancelFunc) {
 	}
 }
 
-// postponements are the jobs a fill or a suspension moves forward on disk:
-// destination → message ID → addresses.
-type postponements map[string]map[string][]string
-
-// add notes addrs of message id for the destination dest.
-func (p postponements) add(dest, id string, addrs []string) {
-	if p[dest] == nil {
-		p[dest] = map[string][]string{}
-	}
-	p[dest][id] = append(p[dest][id], addrs...)
-}
-
 // fill moves due messages from the store into destination queues and starts
-// what the limits allow. Mail for a suspended destination is postponed on
-// disk to the end of the suspension rather than held in memory, so scans
-// stay short however much mail waits.
+// what the limits allow. Mail for a suspended destination is parked on
+// disk (park.go) rather than held in memory, and scans step over it
+// without reading it, so they stay short however much mail waits.
 func (e *Engine) fill(ctx context.Context) {
 	if e.pause.paused() {
 		return // Pause: nothing new starts, nothing is read
@@ -148,17 +136,25 @@ func (e *Engine) fill(ctx context.Context) {
 			d.hasTarget = false
 		}
 	}
+	e.sched.fills++
 	e.sched.markForced(e.asks.forced.take())
 	e.applyResumes(now)
+	e.openParked(now)
 	postpone := postponements{}
 	for _, env := range e.sched.arrived {
+		if env.Scheduled() {
+			// Held until its release (FUTURERELEASE, send_at): only the
+			// index has it, so the cursor must wake for it.
+			e.sched.cursor.expect(env.Release)
+			continue
+		}
 		if e.sched.busy[env.ID] == 0 {
 			e.sched.loadEnvelope(e.settings.Load(), env, now, postpone, true)
 		}
 	}
 	e.sched.arrived = e.sched.arrived[:0]
 	from := e.sched.cursor.start()
-	skip := func(id string) bool { return e.sched.busy[id] > 0 }
+	skip := e.scanSkip(now)
 	complete := false
 	if e.sched.cursor.quiet(now) && !e.sched.scanBehind && !e.sched.forceScan && len(e.sched.forceIDs) == 0 {
 		// Nothing on disk that is not in memory is due yet: under load a
@@ -166,7 +162,7 @@ func (e *Engine) fill(ctx context.Context) {
 		complete = true
 	}
 	for !complete && e.sched.pending < maxPending {
-		ids, err := e.store.DueSince(from, now, scanBatch, skip)
+		ids, err := e.store.DueEntries(from, now, scanBatch, skip)
 		if err != nil {
 			e.log.Error("queue scan failed", "err", err)
 			e.storage.failed(StorageScan, now)
@@ -191,6 +187,7 @@ func (e *Engine) fill(ctx context.Context) {
 	if !e.postpone(postpone, now) {
 		complete = false
 	}
+	e.probesGone(now)
 	e.sched.scanBehind = !complete
 	if complete {
 		e.sched.cursor.scanned(now)
@@ -200,38 +197,6 @@ func (e *Engine) fill(ctx context.Context) {
 		return
 	}
 	e.start(ctx, now)
-}
-
-// postpone writes waiting mail for suspended destinations forward to the
-// end of their suspension, one transaction per destination, except mail an
-// operator forced since this pass took the forced set (forceSet.has). It
-// reports false when a write failed (or was not tried while backing off
-// after an earlier one): that mail is then left due on disk, out of
-// memory, and a scan after the back-off finds it again.
-func (e *Engine) postpone(batch postponements, now time.Time) bool {
-	ok := true
-	for name, jobs := range batch {
-		d := e.sched.dests[name]
-		if d == nil || len(jobs) == 0 {
-			continue
-		}
-		if e.storage.waiting(now) {
-			e.sched.cursor.reset()
-			ok = false
-			continue
-		}
-		if err := e.store.Postpone(jobs, d.until, e.asks.forced.has); err != nil {
-			e.log.Error("postponing mail for a suspended destination failed", "destination", name, "err", err)
-			e.sched.cursor.reset()
-			e.storage.failed(StoragePostpone, now)
-			ok = false
-			continue
-		}
-		e.storage.ok()
-		e.sched.cursor.expect(d.until)
-		e.log.Debug("postponed mail for a suspended destination", "destination", name, "messages", len(jobs), "until", d.until)
-	}
-	return ok
 }
 
 // load reads one due message and turns it into jobs.

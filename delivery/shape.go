@@ -24,15 +24,20 @@ type Shaper interface {
 	// recipient domain with its MX host names, or a route's key and nil).
 	Resolve(key string, hosts []string) shaping.Target
 	// Admit takes a connection and a token for one attempt, or says why
-	// not and until when. force (an operator's retry or flush) ignores
+	// not and until when. a.Force (an operator's retry or flush) ignores
 	// suspensions and rates but not connection limits.
-	Admit(t shaping.Target, force bool) (*shaping.Lease, shaping.Wait)
+	Admit(t shaping.Target, a shaping.Ask) (*shaping.Lease, shaping.Wait)
 	// Reuse is Admit for a connection that already holds its slots (an
 	// idle one): a token, no connection.
-	Reuse(t shaping.Target, force bool) shaping.Wait
+	Reuse(t shaping.Target, a shaping.Ask) shaping.Wait
 	// React applies the rules to a failure reply; a Permanent verdict
 	// fails the recipient now.
 	React(t shaping.Target, r smtpcodes.Reply) (shaping.Verdict, bool)
+	// Match says what React would, and applies nothing.
+	Match(t shaping.Target, r smtpcodes.Reply) (shaping.Verdict, bool)
+	// Delivered counts a message delivered to t: the rate a scope was
+	// delivering at when its first throttle signal came.
+	Delivered(t shaping.Target)
 }
 
 // heldCourier is a Courier that keeps an attempt's shaping lease with the
@@ -60,7 +65,7 @@ type gate struct {
 // ask asks the Shaper to admit j to d's target now; admitted, j holds
 // the target and the lease.
 func (g *gate) ask(d *dest, j *job) shaping.Wait {
-	lease, w := g.shaper.Admit(d.target, j.force)
+	lease, w := g.shaper.Admit(d.target, j.ask())
 	if w.Reason == 0 {
 		j.target, j.lease = d.target, lease
 	}
@@ -99,7 +104,7 @@ func (g *gate) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool) 
 	if idle == nil {
 		return false, shaping.Wait{}, false
 	}
-	if w := g.shaper.Reuse(d.target, j.force); w.Reason != 0 {
+	if w := g.shaper.Reuse(d.target, j.ask()); w.Reason != 0 {
 		idle.Return(h)
 		return false, w, true
 	}
@@ -206,18 +211,36 @@ func (g *gate) resolved(d *dest, r resolved) {
 
 // react hands every distinct failure reply of an attempt to the shaper
 // and makes the recipients whose reply a bounce rule matched permanent.
-func (a *attempter) react(t shaping.Target, results []smtpclient.RcptResult) {
+// slowed reports a throttle signal: the scope's learned rate holds the
+// destination's mail back, so the engine does not suspend it as well.
+// trail has, per result, the end of the suspension its reply began or
+// extended (zero for none): that recipient must not be the first message
+// the scope is tried with when it ends (see judge). A recipient that drew
+// the same suspending reply on its last attempt, though the scope was
+// tried with other mail since, has trouble of its own: it is deferred,
+// and does not suspend the scope again. Else one message the receiver
+// keeps refusing would stop its whole scope, suspension after
+// suspension.
+func (a *attempter) react(t shaping.Target, rcpts []queue.Recipient, results []smtpclient.RcptResult) (trail []time.Time, slowed bool) {
 	seen := map[string]shaping.Verdict{}
+	delivered := false
 	for i := range results {
 		r := &results[i].Reply
+		if r.Class == smtpcodes.Success {
+			delivered = true
+		}
 		if r.Class == smtpcodes.Success || r.Class == 0 {
 			continue
 		}
 		key := r.String()
+		if i < len(rcpts) && rcpts[i].LastReply == key && a.suspends(t, *r) {
+			continue
+		}
 		v, ok := seen[key]
 		if !ok {
 			v, _ = a.shaper.React(t, *r)
 			seen[key] = v
+			slowed = slowed || v.Action == shaping.ActionSlow
 		}
 		if v.Permanent && r.Class == smtpcodes.Transient {
 			r.Class = smtpcodes.Permanent
@@ -225,7 +248,23 @@ func (a *attempter) react(t shaping.Target, results []smtpclient.RcptResult) {
 				r.Enhanced = "5" + r.Enhanced[1:]
 			}
 		}
+		if v.Action == shaping.ActionSuspend && !v.Until.IsZero() {
+			if trail == nil {
+				trail = make([]time.Time, len(results))
+			}
+			trail[i] = v.Until
+		}
 	}
+	if delivered {
+		a.shaper.Delivered(t)
+	}
+	return trail, slowed
+}
+
+// suspends reports whether a rule suspends a scope of t for reply r.
+func (a *attempter) suspends(t shaping.Target, r smtpcodes.Reply) bool {
+	v, ok := a.shaper.Match(t, r)
+	return ok && v.Action == shaping.ActionSuspend
 }
 
 // forceSet is what operators asked to go now whatever the shaping says:
@@ -327,8 +366,10 @@ type requests struct {
 }
 
 // applyResumes ends the engine's hold on the destinations of resumed
-// scopes and makes their parked mail due (a queue scan per domain: an
-// operator's action, rare).
+// scopes and makes their waiting mail due: parked mail is let out by
+// openParked, and the domain's mail moved forward on disk or deferred past
+// the suspension by the reply that began it is made due now (a queue scan
+// per domain: an operator's action, rare).
 func (e *Engine) applyResumes(now time.Time) {
 	for _, sc := range e.asks.resumes.take() {
 		for _, d := range e.sched.dests {
@@ -336,6 +377,7 @@ func (e *Engine) applyResumes(now time.Time) {
 				continue
 			}
 			d.until, d.notBefore, d.strikes = time.Time{}, time.Time{}, 0
+			e.backoffs.clear(d.name)
 			domain := d.target.Domain().Name
 			if domain == "*" {
 				continue // the wildcard route or the smarthost: no filter names its mail
@@ -362,41 +404,56 @@ func inTarget(t shaping.Target, sc shaping.Scope) bool {
 // that every other destination needs.
 const rateKeep = 64
 
-// parkOverflow postpones on disk the jobs of d beyond the first rateKeep,
-// in batches of rateKeep, each to about when the rate will reach it: the
-// next token w.Until plus one interval per message ahead of it. A message
-// is then written forward about once, not once per token.
+// parkOverflow postpones on disk the jobs of d beyond the first rateKeep
+// of each lane, in batches of rateKeep, each to about when the rate will
+// reach it: the next token w.Until plus one interval per message ahead of
+// it in its lane. A message is then written forward about once, not once
+// per token (a lane that gets less than the whole rate is reached later,
+// and its parked mail, due early, is parked again once).
+// A learned rate (one slower than the scope's configured rate) rises step
+// by step while the mail waits, so its mail is parked to when twice that
+// rate would reach it: back early and parked again, rather than late with
+// the scope idle below its rate.
 func (e *Engine) parkOverflow(d *dest, w shaping.Wait) {
 	if len(d.queue) <= rateKeep {
 		return
 	}
-	var interval time.Duration
+	interval := w.Interval
 	for _, b := range d.target.Bounds {
-		if b.Scope == w.Scope {
-			interval = b.Limits.MaxMessageRate.Interval()
+		if b.Scope != w.Scope {
+			continue
+		}
+		if configured := b.Limits.MaxMessageRate.Interval(); interval <= 0 {
+			interval = configured
+		} else if interval > configured {
+			interval /= 2
 		}
 	}
 	if interval <= 0 {
 		return
 	}
-	var stay, taken []*job
-	for _, j := range d.queue[rateKeep:] {
-		if j.expired || j.force {
-			stay = append(stay, j)
-		} else {
-			taken = append(taken, j)
-		}
+	// Each lane (stream, retry or new) keeps its first rateKeep jobs and
+	// parks the rest to about when the rate reaches them in that lane:
+	// parked in one line, a transactional message that came after a bulk
+	// backlog would wait behind it on disk.
+	for _, taken := range d.overflow(rateKeep) {
+		e.parkLane(d, taken, w.Until, interval)
 	}
-	d.queue = append(d.queue[:rateKeep:rateKeep], stay...)
+}
+
+// parkLane postpones the jobs of one lane taken out of d's queue, in
+// batches of rateKeep, the i-th to from + (rateKeep+i) intervals.
+func (e *Engine) parkLane(d *dest, taken []*job, from time.Time, interval time.Duration) {
 	for i := 0; i < len(taken); i += rateKeep {
 		chunk := taken[i:min(i+rateKeep, len(taken))]
 		batch := map[string][]string{}
 		for _, j := range chunk {
 			batch[j.id] = append(batch[j.id], j.addrs...)
+			d.turns.drop(j.lane)
 			e.sched.pending--
 			e.sched.unbusy(j.id)
 		}
-		until := w.Until.Add(time.Duration(rateKeep+i) * interval)
+		until := from.Add(time.Duration(rateKeep+i) * interval)
 		if err := e.store.Postpone(batch, until, e.asks.forced.has); err != nil {
 			e.log.Error("postponing mail for a rate-limited destination failed", "destination", d.name, "err", err)
 			e.sched.cursor.reset()

@@ -61,8 +61,30 @@ type pendingRecord struct {
 	job      *job
 	outcomes []queue.Outcome
 	notices  []queue.Notice
-	end      time.Time
-	took     time.Duration
+	// clears: the marks that notices report beside the outcomes' own
+	// (queue.Store.RecordReporting).
+	clears []queue.Mark
+	// relayed: "relayed" reports (dsnWriter.relayed), never grouped, so
+	// alone keeps them.
+	relayed []queue.Notice
+	end     time.Time
+	took    time.Duration
+}
+
+// alone is p as a job that does not report its pass would record it: its
+// own reports marked as owed (group.go), no notices, no marks cleared.
+func (p pendingRecord) alone() pendingRecord {
+	outcomes := append([]queue.Outcome(nil), p.outcomes...)
+	for i := range outcomes {
+		for _, r := range p.job.env.Recipients {
+			if r.Address == outcomes[i].Address {
+				markOwed(&outcomes[i], r.Notify)
+				break
+			}
+		}
+	}
+	p.outcomes, p.notices, p.clears = outcomes, nil, nil
+	return p
 }
 
 // failed notes a failed queue operation: count it, and back off.
@@ -123,6 +145,8 @@ func (e *Engine) writeUnwritten(now time.Time) bool {
 		}
 		e.storage.unwritten[0] = pendingRecord{}
 		e.storage.unwritten = e.storage.unwritten[1:]
+		// Written, or never will be: no longer in flight for a bounce.
+		e.store.EndAttempt(p.job.id, p.job.addrs)
 		res = e.att.settle(res) // its job is done only now (group.go)
 		if res.dsnLater {
 			e.storage.owe(res.job.id, now)

@@ -172,22 +172,7 @@ func TestAdminRefusesAWebPageInABrowser(t *testing.T) {
 		t.Fatalf("queued %d messages, want 2", len(ids))
 	}
 
-	target, _ := url.Parse("http://" + addr)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	var (
-		mu   sync.Mutex
-		seen []seenRequest
-	)
-	rp.ModifyResponse = func(resp *http.Response) error {
-		r := resp.Request
-		mu.Lock()
-		seen = append(seen, seenRequest{r.Method, r.URL.Path, r.Header.Get("Content-Type"), r.Header.Get("Sec-Fetch-Site"), resp.StatusCode})
-		mu.Unlock()
-		return nil
-	}
-	proxy := httptest.NewServer(rp)
-	t.Cleanup(proxy.Close)
-
+	proxy, seen := recordingProxy(t, addr)
 	api := proxy.URL // http://127.0.0.1:Q
 	page := fmt.Sprintf(`<!doctype html><title>cat pictures</title>
 <iframe name="sink"></iframe>
@@ -217,10 +202,48 @@ document.getElementById("f").submit();
 	// What reached the API: the bulk delete and the form post, each refused.
 	// The DELETE's preflight (OPTIONS) may arrive; the DELETE itself never
 	// may, because no answer grants it.
-	mu.Lock()
-	got := slices.Clone(seen)
-	mu.Unlock()
+	got := seen()
 	t.Logf("the page's requests as they reached the API: %+v", got)
+	checkAllRefused(t, got, ids[0])
+	if _, after := adminState(t, c); after != before {
+		t.Fatalf("the page changed the relay:\nbefore\n%s\nafter\n%s", before, after)
+	}
+}
+
+// recordingProxy puts a reverse proxy before the admin API at addr that
+// records each request that reached it with the answer; seen returns
+// them so far.
+func recordingProxy(t *testing.T, addr string) (proxy *httptest.Server, seen func() []seenRequest) {
+	t.Helper()
+	target, _ := url.Parse("http://" + addr)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	var (
+		mu  sync.Mutex
+		got []seenRequest
+	)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		r := resp.Request
+		mu.Lock()
+		got = append(got, seenRequest{r.Method, r.URL.Path, r.Header.Get("Content-Type"), r.Header.Get("Sec-Fetch-Site"), resp.StatusCode})
+		mu.Unlock()
+		return nil
+	}
+	proxy = httptest.NewServer(rp)
+	t.Cleanup(proxy.Close)
+
+	return proxy, func() []seenRequest {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+}
+
+// checkAllRefused checks what reached the API from the page: the bulk
+// delete and the form post, each refused. The DELETE's preflight
+// (OPTIONS) may arrive; the DELETE of id itself never may, because no
+// answer grants it.
+func checkAllRefused(t *testing.T, got []seenRequest, id string) {
+	t.Helper()
 	reached := map[string]seenRequest{}
 	for _, s := range got {
 		if s.status < 400 {
@@ -238,10 +261,7 @@ document.getElementById("f").submit();
 			t.Errorf("%s: %d, want 403 or 415", want, s.status)
 		}
 	}
-	if _, ok := reached["DELETE /api/v1/queue/"+ids[0]]; ok {
+	if _, ok := reached["DELETE /api/v1/queue/"+id]; ok {
 		t.Errorf("the browser sent the DELETE: a preflight was granted (saw %v)", got)
-	}
-	if _, after := adminState(t, c); after != before {
-		t.Fatalf("the page changed the relay:\nbefore\n%s\nafter\n%s", before, after)
 	}
 }

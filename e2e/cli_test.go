@@ -50,6 +50,14 @@ func TestCommandLineTraps(t *testing.T) {
 		{"strict warnings", []string{"RELAYQ_SUBMISSION_TRUSTED_NETWORKS=0.0.0.0/0"}, []string{"check-config", "--strict"}, 1, "an open relay"},
 		{"version", nil, []string{"version"}, 0, "relayq "},
 		{"completion", nil, []string{"completion", "bash"}, 0, "complete -F _relayq relayq"},
+		{"apikey new --help", nil, []string{"apikey", "new", "--help"}, 0, "usage: relayq apikey new NAME"},
+		{"dkim --help", nil, []string{"dkim", "--help"}, 0, "usage: relayq dkim"},
+		{"dkim check --help", nil, []string{"dkim", "check", "--help"}, 0, "usage: relayq dkim check"},
+		{"sendmail --help", nil, []string{"sendmail", "--help"}, 0, "usage: relayq sendmail"},
+		{"queue suspensions --help", nil, []string{"queue", "suspensions", "--help"}, 0, "usage: relayq queue suspensions"},
+		{"queue resume --help", nil, []string{"queue", "resume", "--help"}, 0, "usage: relayq queue resume"},
+		{"queue lst", nil, []string{"queue", "lst"}, 1, "(did you mean list?)"},
+		{"unknown command", nil, []string{"qeue"}, 2, "(did you mean queue?)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -71,6 +71,7 @@ func TestContainerImageRelaysMail(t *testing.T) {
 	p := newPodman(t)
 	image := fmt.Sprintf("localhost/relayq-e2e:%d", time.Now().UnixNano())
 	build := exec.Command("make", "--no-print-directory", "image", "IMAGE="+image,
+		"IMAGE_FAKEMX="+image+"-fakemx", // make image also builds fakemx's own image
 		"IMAGE_CTX="+filepath.Join(t.TempDir(), "ctx"),
 		"IMAGE_BUILD="+p.bin+" --runtime runc --cgroup-manager=cgroupfs build --format docker")
 	build.Dir = moduleRoot(t)
@@ -78,7 +79,7 @@ func TestContainerImageRelaysMail(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("make image: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { p.cmd("rmi", "-f", image).Run() })
+	t.Cleanup(func() { p.cmd("rmi", "-f", image, image+"-fakemx").Run() })
 
 	if user := p.run("image", "inspect", "--format", "{{.Config.User}}", image); user != "65532:65532" {
 		t.Errorf("image user %q, want the unprivileged 65532:65532", user)

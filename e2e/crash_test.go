@@ -4,14 +4,11 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/relayq/relayq/smtptest"
 )
 
 // Crash test shape. Kept small enough for about 30 s on two cores.
@@ -116,204 +113,48 @@ func TestCrashSafety(t *testing.T) {
 		t.Skip("end-to-end crash test skipped with -short")
 	}
 	rng := seededRand(t, "kill timing")
-
-	var (
-		dmu       sync.Mutex
-		delivered = map[string]int{}
-		badBytes  []string
-	)
-	deliverArmed := atomic.Bool{}
-	deliverHit := make(chan chan struct{}, 1)
-	mx := smtptest.NewServer(t, smtptest.DiscardEvents(), smtptest.OnMessage(func(m smtptest.Message) {
-		tok := tokenOf(m.Data)
-		dmu.Lock()
-		delivered[tok]++
-		if bareNewline(m.Data) || tok == "" || !hasSuffix(m.Data, testMessage(tok)) {
-			badBytes = append(badBytes, fmt.Sprintf("%q", m.Data))
-		}
-		dmu.Unlock()
-		// OnMessage runs before the 250 goes back to the relay, so killing
-		// the relay here is a kill in the middle of a delivery.
-		if deliverArmed.CompareAndSwap(true, false) {
-			done := make(chan struct{})
-			deliverHit <- done
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-			}
-		}
-	}))
-
-	r := newRelay(t, mx.Addr(), "", "shutdown_timeout: 5s\n")
+	sink := newCrashSink(t)
+	r := newRelay(t, sink.mx.Addr(), "", "shutdown_timeout: 5s\n")
 	if err := r.start(); err != nil {
 		t.Fatal(err)
 	}
-	state := newUpState()
-	state.markUp()
-	led := &ledger{outcome: map[string]outcome{}, progress: make(chan struct{}, 1)}
-	commitArmed := atomic.Bool{}
-	commitHit := make(chan struct{}, 1)
-	beforeDot := func() {
-		if commitArmed.CompareAndSwap(true, false) {
-			commitHit <- struct{}{}
-		}
+	c := &crashRun{
+		r: r, sink: sink, state: newUpState(),
+		led:       &ledger{outcome: map[string]outcome{}, progress: make(chan struct{}, 1)},
+		commitHit: make(chan struct{}, 1),
+		errs:      make(chan error, crashClients+1),
 	}
-
-	errs := make(chan error, crashClients+1)
-	var next atomic.Int64
-	var clients sync.WaitGroup
-	clientsDone := make(chan struct{})
-	for w := 0; w < crashClients; w++ {
-		clients.Add(1)
-		go func() {
-			defer clients.Done()
-			if err := submitAll(r.addr, state, led, &next, beforeDot); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	go func() { clients.Wait(); close(clientsDone) }()
-
-	// The killer: at randomly chosen points of submission progress, arm one
-	// of the kill modes, then kill, restart and tell the clients.
-	thresholds := make([]int64, crashKills)
-	for i := range thresholds {
-		thresholds[i] = int64(100 + rng.Intn(crashMessages-400))
-	}
-	sort.Slice(thresholds, func(i, j int) bool { return thresholds[i] < thresholds[j] })
-	var kills int
-	var modes []string
+	c.state.markUp()
+	clientsDone := c.startClients()
 	killerDone := make(chan struct{})
-	go func() {
-		defer close(killerDone)
-		for i, th := range thresholds {
-			for led.accepted.Load() < th {
-				select {
-				case <-led.progress:
-				case <-clientsDone:
-				case <-time.After(30 * time.Second):
-					errs <- fmt.Errorf("no submission progress for 30s at %d accepted", led.accepted.Load())
-					return
-				}
-				if isClosed(clientsDone) {
-					break
-				}
-			}
-			mode := killMode(i % 3)
-			var release chan struct{}
-			switch mode {
-			case killSubmitting:
-				wait := time.NewTimer(time.Duration(rng.Intn(50)) * time.Millisecond)
-				<-wait.C
-			case killCommitting:
-				commitArmed.Store(true)
-				select {
-				case <-commitHit:
-				case <-time.After(3 * time.Second): // no one submitting any more: kill anyway
-					commitArmed.Store(false)
-				}
-			case killDelivering:
-				deliverArmed.Store(true)
-				select {
-				case release = <-deliverHit:
-				case <-time.After(3 * time.Second):
-					deliverArmed.Store(false)
-				}
-			}
-			state.down()
-			r.kill()
-			kills++
-			modes = append(modes, mode.String())
-			if release != nil {
-				close(release)
-			}
-			if err := r.start(); err != nil {
-				errs <- fmt.Errorf("restart after kill %d: %w", kills, err)
-				return
-			}
-			state.markUp()
-		}
-	}()
+	go func() { defer close(killerDone); c.killAt(rng, killThresholds(rng), clientsDone) }()
 
 	select {
 	case <-clientsDone:
-	case err := <-errs:
+	case err := <-c.errs:
 		t.Fatal(err)
 	case <-time.After(90 * time.Second):
-		t.Fatalf("clients not done after 90s: %d accepted", led.accepted.Load())
+		t.Fatalf("clients not done after 90s: %d accepted", c.led.accepted.Load())
 	}
 	<-killerDone
 	select {
-	case err := <-errs:
+	case err := <-c.errs:
 		t.Fatal(err)
 	default:
 	}
 
 	// Every accepted token must arrive; wait for that, bounded.
-	led.mu.Lock()
-	outcomes := make(map[string]outcome, len(led.outcome))
-	for k, v := range led.outcome {
-		outcomes[k] = v
-	}
-	led.mu.Unlock()
-	allAcceptedDelivered := func() bool {
-		dmu.Lock()
-		defer dmu.Unlock()
-		for tok, o := range outcomes {
-			if o == accepted && delivered[tok] == 0 {
-				return false
-			}
-		}
-		return true
-	}
-	mx.WaitFor(t, 45*time.Second, allAcceptedDelivered)
-
+	outcomes := c.led.snapshot()
+	sink.mx.WaitFor(t, 45*time.Second, func() bool { return sink.allArrived(outcomes) })
 	code, err := r.term(10 * time.Second)
 	if err != nil || code != 0 {
 		t.Errorf("SIGTERM after the run: exit %d, %v", code, err)
 	}
-
-	dmu.Lock()
-	defer dmu.Unlock()
-	counts := map[outcome]int{}
-	var acceptedN, duplicates, inDoubtDelivered, deliveredTotal int
-	for tok, o := range outcomes {
-		counts[o]++
-		n := delivered[tok]
-		switch o {
-		case accepted:
-			acceptedN++
-		case refused, lostBeforeDot:
-			if n > 0 {
-				t.Errorf("token %s (%s) was delivered %d times", tok, o, n)
-			}
-		case inDoubt:
-			if n > 0 {
-				inDoubtDelivered++
-			}
-		}
+	sink.check(t, outcomes)
+	if c.kills < 5 {
+		t.Errorf("only %d kills", c.kills)
 	}
-	for tok, n := range delivered {
-		deliveredTotal += n
-		if n > 1 {
-			duplicates += n - 1
-		}
-		if _, ok := outcomes[tok]; !ok {
-			t.Errorf("delivered a message no client sent: token %q", tok)
-		}
-	}
-	if acceptedN != crashMessages {
-		t.Errorf("%d messages accepted, want %d", acceptedN, crashMessages)
-	}
-	if kills < 5 {
-		t.Errorf("only %d kills", kills)
-	}
-	for _, b := range badBytes {
-		t.Errorf("delivered message altered or with a bare CR/LF: %s", b)
-	}
-	t.Logf("kills %d (%v); tokens sent %d: accepted %d, refused %d, lost before dot %d, in doubt %d (of which delivered %d)",
-		kills, modes, len(outcomes), acceptedN, counts[refused], counts[lostBeforeDot], counts[inDoubt], inDoubtDelivered)
-	t.Logf("delivered %d messages (%d distinct tokens), duplicates %d", deliveredTotal, len(delivered), duplicates)
+	t.Logf("kills %d (%v)", c.kills, c.modes)
 }
 
 // submitAll takes message numbers from next until all are accepted. A

@@ -63,6 +63,14 @@ func TestMakeDistIsReproducibleAndStatic(t *testing.T) {
 	if want := "relayq v9.9.9-test commit 0123456789abcdef built 2026-01-02T03:04:05Z"; !bytes.HasPrefix(out, []byte(want)) {
 		t.Errorf("version = %q, want it to start with %q", out, want)
 	}
+	// fakemx ships beside relayq, with its checksum, and says its version.
+	if !strings.Contains(a, "fakemx-v9.9.9-test-linux-amd64") {
+		t.Errorf("SHA256SUMS has no fakemx:\n%s", a)
+	}
+	out, err = exec.Command(filepath.Join(distA, "fakemx-v9.9.9-test-linux-amd64"), "--version").Output()
+	if want := "fakemx v9.9.9-test commit 0123456789abcdef"; err != nil || !bytes.HasPrefix(out, []byte(want)) {
+		t.Errorf("fakemx --version = %q (%v), want it to start with %q", out, err, want)
+	}
 }
 
 // moduleRoot is the directory of go.mod.

@@ -89,20 +89,7 @@ func TestEventsSurviveKill9(t *testing.T) {
 	if err := r.start(); err != nil {
 		t.Fatal(err)
 	}
-	queueID := map[string]string{} // token -> queue ID from the 250
-	for i := range total {
-		tok := fmt.Sprintf("tok-ev-%02d", i)
-		c, err := dialClient(r.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, line, err := c.send("app@example.org", "rcpt@example.net", testMessage(tok), nil)
-		c.close()
-		if o != accepted {
-			t.Fatalf("submission of %s: %s %q %v", tok, o, line, err)
-		}
-		queueID[tok] = line[strings.LastIndex(line, " ")+1:]
-	}
+	queueID := submitEach(t, r.addr, total)
 	select {
 	case <-stalled:
 	case <-time.After(30 * time.Second):
@@ -124,6 +111,37 @@ func TestEventsSurviveKill9(t *testing.T) {
 		}
 		return n >= total
 	})
+	checkOneEventEach(t, evs, queueID, deliveredTokens(mx), total)
+}
+
+// submitEach submits n test messages, each in a session of its own, and
+// returns the queue ID of each token from its 250.
+func submitEach(t *testing.T, addr string, n int) map[string]string {
+	t.Helper()
+	queueID := map[string]string{}
+	for i := range n {
+		tok := fmt.Sprintf("tok-ev-%02d", i)
+		c, err := dialClient(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, line, err := c.send("app@example.org", "rcpt@example.net", testMessage(tok), nil)
+		c.close()
+		if o != accepted {
+			t.Fatalf("submission of %s: %s %q %v", tok, o, line, err)
+		}
+		queueID[tok] = line[strings.LastIndex(line, " ")+1:]
+	}
+	return queueID
+}
+
+// checkOneEventEach holds the event stream evs against the queue IDs
+// (queueID, by token) and what the receiver got (delivered, by token):
+// IDs gapless and increasing, one queued and one delivered event per
+// message, the delivered one with its details; the receiver alone may
+// see a message twice, and must have, once (the attempt in flight).
+func checkOneEventEach(t *testing.T, evs []streamEvent, queueID map[string]string, delivered map[string]int, total int) {
+	t.Helper()
 	byType := map[string]map[string]int{}
 	for i, e := range evs {
 		if byType[e.Type] == nil {
@@ -142,13 +160,13 @@ func TestEventsSurviveKill9(t *testing.T) {
 			t.Errorf("%s (%s): %d queued and %d delivered events, want 1 and 1", tok, id, byType["queued"][id], byType["delivered"][id])
 		}
 	}
-	for tok, n := range deliveredTokens(mx) {
+	for tok, n := range delivered {
 		if byType["delivered"][queueID[tok]] != 1 {
 			t.Errorf("the receiver has %s (%d times) but the stream has no delivered event for it", tok, n)
 		}
 	}
 	dups := 0
-	for _, n := range deliveredTokens(mx) {
+	for _, n := range delivered {
 		dups += n - 1
 	}
 	if len(byType["queued"]) != total || len(byType["delivered"]) != total {

@@ -62,14 +62,41 @@ func startPostfixWith(t *testing.T, next string, set map[string]string) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	nextHost, nextPort, err := net.SplitHostPort(next)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, d := range []string{"queue", "data"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	writeMainCF(t, dir, next, set)
+	run := func(args ...string) error {
+		out, err := exec.Command(bin, append([]string{"-c", dir}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("postfix %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	addr := startOnFreePort(t, dir, run)
+	t.Cleanup(func() {
+		if err := run("stop"); err != nil {
+			t.Log(err)
+		}
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(dir, "maillog"))
+			t.Logf("postfix maillog:\n%s", log)
+		}
+		os.RemoveAll(dir)
+	})
+	waitListening(t, addr, 20*time.Second)
+	return addr
+}
+
+// writeMainCF writes the instance's main.cf in dir: the base below,
+// relaying to next, with the keys of set replaced.
+func writeMainCF(t *testing.T, dir, next string, set map[string]string) {
+	t.Helper()
+	nextHost, nextPort, err := net.SplitHostPort(next)
+	if err != nil {
+		t.Fatal(err)
 	}
 	mainCF := fmt.Sprintf(`compatibility_level = 3.6
 queue_directory = %[1]s/queue
@@ -110,22 +137,20 @@ maillog_file_prefixes = %[1]s
 	if err := os.WriteFile(filepath.Join(dir, "main.cf"), []byte(mainCF), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startOnFreePort writes master.cf with a free loopback port for smtpd
+// and starts the instance in dir; run runs a postfix command on it. A
+// free port can be taken by another process between our probe and
+// Postfix's bind (tests run in parallel): then it tries another.
+func startOnFreePort(t *testing.T, dir string, run func(args ...string) error) string {
+	t.Helper()
 	master, err := os.ReadFile("/etc/postfix/master.cf")
 	if err != nil {
 		t.Fatalf("Debian's /etc/postfix/master.cf: %v", err)
 	}
-	run := func(args ...string) error {
-		out, err := exec.Command(bin, append([]string{"-c", dir}, args...)...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("postfix %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return nil
-	}
-	// A free port can be taken by another process between our probe and
-	// Postfix's bind (tests run in parallel): then try another.
-	var addr string
 	for try := 1; ; try++ {
-		addr = smtptest.ClosedAddr(t)
+		addr := smtptest.ClosedAddr(t)
 		_, port, _ := net.SplitHostPort(addr)
 		if err := os.WriteFile(filepath.Join(dir, "master.cf"), privateMaster(string(master), port), 0o644); err != nil {
 			t.Fatal(err)
@@ -136,7 +161,7 @@ maillog_file_prefixes = %[1]s
 		}
 		err := run("start")
 		if err == nil {
-			break
+			return addr
 		}
 		log, _ := os.ReadFile(filepath.Join(dir, "maillog"))
 		if try < 3 && strings.Contains(string(log), "Address already in use") {
@@ -145,18 +170,6 @@ maillog_file_prefixes = %[1]s
 		}
 		t.Fatalf("%v\nmaillog:\n%s", err, log)
 	}
-	t.Cleanup(func() {
-		if err := run("stop"); err != nil {
-			t.Log(err)
-		}
-		if t.Failed() {
-			log, _ := os.ReadFile(filepath.Join(dir, "maillog"))
-			t.Logf("postfix maillog:\n%s", log)
-		}
-		os.RemoveAll(dir)
-	})
-	waitListening(t, addr, 20*time.Second)
-	return addr
 }
 
 // privateMaster is Debian's master.cf with smtpd on our loopback port

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -24,42 +23,7 @@ func TestShapingSuspendRetryResume(t *testing.T) {
 	}
 	limited := smtptest.NewServer(t, smtptest.Reply("mail=421 4.7.28 Our system has detected an unusual rate of mail"))
 	other := smtptest.NewServer(t)
-	r := newRelay(t, other.Addr(), "", "")
-	adminAddr := smtptest.ClosedAddr(t)
-	cfg := fmt.Sprintf(`hostname: relay.test
-submission:
-  listen: [%q]
-  trusted_networks: ["127.0.0.0/8"]
-queue:
-  path: %q
-admin:
-  listen: %q
-delivery:
-  tls: none
-  connect_timeout: 5s
-  command_timeout: 10s
-  routes:
-    limited.test: %q
-    other.test: %q
-retry:
-  initial_delay: 100ms
-  max_delay: 1s
-  jitter: 50ms
-shaping:
-  rules:
-    - match: '4\.7\.28'
-      action: suspend
-      duration: 10m
-      scope: domain
-log:
-  level: info
-`, r.addr, filepath.Join(r.dir, "queue.db"), adminAddr, limited.Addr(), other.Addr())
-	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r, adminAddr := startSuspendingRelay(t, limited.Addr(), other.Addr())
 	queue := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command(relayqBin, append([]string{"queue", "--admin", "http://" + adminAddr}, args...)...).CombinedOutput()
@@ -73,18 +37,7 @@ log:
 		t.Fatal(err)
 	}
 	defer c.close()
-	submit := func(to, tok string) string {
-		t.Helper()
-		o, line, err := c.send("app@example.org", to, testMessage(tok), nil)
-		if err != nil || o != accepted {
-			t.Fatalf("submit to %s: %v %s %v", to, o, line, err)
-		}
-		m := regexp.MustCompile(`queued as ([0-9A-F]+)`).FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("no queue ID in %q", line)
-		}
-		return m[1]
-	}
+	submit := func(to, tok string) string { t.Helper(); return submitForID(t, c, to, tok) }
 
 	submit("a@limited.test", "tok-first")
 	if err := r.log.waitFor(`msg="shaping: scope suspended" scope=domain:limited.test rule=rules[0] reply="421 4.7.28 Our system has detected an unusual rate of mail"`, 10*time.Second); err != nil {
@@ -116,4 +69,63 @@ log:
 	if err := r.log.waitFor(`msg="shaping: scope resumed" scope=domain:limited.test ended=suspend by=operator`, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startSuspendingRelay starts the built relay routing limited.test to
+// limited and other.test to other, with a rule that suspends a domain
+// for 10 minutes on 4.7.28; it returns the relay and its admin address.
+func startSuspendingRelay(t *testing.T, limited, other string) (*relay, string) {
+	t.Helper()
+	r := newRelay(t, other, "", "")
+	adminAddr := smtptest.ClosedAddr(t)
+	cfg := fmt.Sprintf(`hostname: relay.test
+submission:
+  listen: [%q]
+  trusted_networks: ["127.0.0.0/8"]
+queue:
+  path: %q
+admin:
+  listen: %q
+delivery:
+  tls: none
+  connect_timeout: 5s
+  command_timeout: 10s
+  routes:
+    limited.test: %q
+    other.test: %q
+retry:
+  initial_delay: 100ms
+  max_delay: 1s
+  jitter: 50ms
+shaping:
+  rules:
+    - match: '4\.7\.28'
+      action: suspend
+      duration: 10m
+      scope: domain
+log:
+  level: info
+`, r.addr, filepath.Join(r.dir, "queue.db"), adminAddr, limited, other)
+	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	return r, adminAddr
+}
+
+// submitForID submits a test message with token tok to one recipient
+// over c and returns its queue ID.
+func submitForID(t *testing.T, c *client, to, tok string) string {
+	t.Helper()
+	o, line, err := c.send("app@example.org", to, testMessage(tok), nil)
+	if err != nil || o != accepted {
+		t.Fatalf("submit to %s: %v %s %v", to, o, line, err)
+	}
+	m := queuedAs.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("no queue ID in %q", line)
+	}
+	return m[1]
 }

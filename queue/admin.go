@@ -41,8 +41,9 @@ func (s *Store) List(o ListOptions) (msgs []Envelope, next string, err error) {
 		limit = defaultListLimit
 	}
 	var bad [][2]string
+	read := 0
 	err = s.view(func(tx *bolt.Tx) error {
-		msgs, next, bad = nil, "", nil
+		msgs, next, bad, read = nil, "", nil, 0
 		b := tx.Bucket(bucketEnvelopes)
 		if b == nil {
 			return nil
@@ -53,6 +54,7 @@ func (s *Store) List(o ListOptions) (msgs []Envelope, next string, err error) {
 			k, v = c.Next()
 		}
 		for ; k != nil; k, v = c.Next() {
+			read += len(v)
 			env, err := decodeEnvelope(v)
 			if err != nil {
 				// Damaged: quarantined below, not listed.
@@ -70,6 +72,7 @@ func (s *Store) List(o ListOptions) (msgs []Envelope, next string, err error) {
 		}
 		return nil
 	})
+	s.scannedBytes(read)
 	for _, b := range bad {
 		s.quarantine(b[0], b[1])
 	}
@@ -117,6 +120,7 @@ func domainOf(addr string) string {
 // stays held. The force hook hears of it (SetForceHook).
 func (s *Store) Retry(id string, now time.Time) error {
 	return s.modify("retry", id, func(w *writeTx, env *Envelope) {
+		releaseNow(env, now)
 		dueNow(env, now)
 		w.force(id)
 	})
@@ -185,6 +189,31 @@ func (s *Store) Hold(id string) error {
 	return s.modify("hold", id, func(_ *writeTx, env *Envelope) { env.Held = true })
 }
 
+// operatorWrite is what an operator's hold, release or delete of one
+// message writes besides the change itself: an event per waiting
+// recipient (By ByOperator) and, for a delete, the history entry that
+// lists the message as deleted.
+func (w *writeTx) operatorWrite(a BulkAction, env *Envelope) error {
+	switch a {
+	case BulkHold:
+		return w.operatorEvents(EventHeld, env)
+	case BulkRelease:
+		return w.operatorEvents(EventReleased, env)
+	case BulkDelete:
+		if err := w.operatorEvents(EventDeleted, env); err != nil {
+			return err
+		}
+		gone := cloneEnvelope(env)
+		for i := range gone.Recipients {
+			if r := &gone.Recipients[i]; !r.Status.Final() {
+				r.Status, r.NextAttempt = StatusDeleted, time.Time{}
+			}
+		}
+		return w.keepHistory(gone)
+	}
+	return nil
+}
+
 // Release puts a held message back in the schedule, every non-final
 // recipient due at now (its old next attempt may be long past or far off;
 // the operator releasing it wants it tried).
@@ -204,7 +233,10 @@ func (s *Store) Delete(id string) error {
 			return fmt.Errorf("queue: delete: %w", err)
 		}
 		w.intervene()
-		return w.remove(env)
+		if err := w.remove(env); err != nil {
+			return err
+		}
+		return w.operatorWrite(BulkDelete, env)
 	})
 }
 
@@ -238,6 +270,11 @@ func (s *Store) Flush(now time.Time) (int, error) {
 			}
 			env := cloneEnvelope(old)
 			if !dueNow(env, now) {
+				// Due already, perhaps parked: unparked, so the flush
+				// holds after a restart too.
+				if err := w.reschedule(scheduleKey(old), scheduleKey(env)); err != nil {
+					return err
+				}
 				continue
 			}
 			if err := w.put(old, env); err != nil {
@@ -251,12 +288,14 @@ func (s *Store) Flush(now time.Time) (int, error) {
 }
 
 // dueNow sets NextAttempt=now on every non-final recipient due later and
-// reports whether any changed.
+// reports whether any changed. Scheduled recipients keep their release:
+// a flush, a bulk retry or the end of a hold is not a request to send
+// tomorrow's mail today (Retry of the one message is, releaseNow).
 func dueNow(env *Envelope, now time.Time) bool {
 	changed := false
 	for i := range env.Recipients {
 		r := &env.Recipients[i]
-		if !r.Status.Final() && r.NextAttempt.After(now) {
+		if !r.Status.Final() && r.Status != StatusScheduled && r.NextAttempt.After(now) {
 			r.NextAttempt = now
 			changed = true
 		}
@@ -275,6 +314,15 @@ func (s *Store) modify(op, id string, f func(w *writeTx, env *Envelope)) error {
 		env := cloneEnvelope(old)
 		f(w, env)
 		w.intervene()
-		return w.put(old, env)
+		if err := w.put(old, env); err != nil {
+			return err
+		}
+		switch op {
+		case "hold":
+			return w.operatorWrite(BulkHold, env)
+		case "release":
+			return w.operatorWrite(BulkRelease, env)
+		}
+		return nil
 	})
 }

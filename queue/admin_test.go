@@ -71,31 +71,7 @@ func TestRetryHoldReleaseDeleteFlush(t *testing.T) {
 	s, _ := openTemp(t, testOpts(clock))
 	now := clock.Now()
 	later := now.Add(time.Hour)
-	a := enqueue(t, s, []byte("a"), "a1@example.net", "a2@example.net")
-	b := enqueue(t, s, []byte("b"), "b@example.net")
-	c := enqueue(t, s, []byte("c"), "c@example.net")
-	for _, id := range []string{a, b, c} {
-		env, _ := s.Get(id)
-		var addrs []string
-		for _, r := range env.Recipients {
-			addrs = append(addrs, r.Address)
-		}
-		if _, err := s.Claim(id, addrs, now, later); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.Record(a, []Outcome{
-		{Address: "a1@example.net", Status: StatusDelivered},
-		{Address: "a2@example.net", Status: StatusDeferred, NextAttempt: later},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Record(b, []Outcome{{Address: "b@example.net", Status: StatusDeferred, NextAttempt: later}}); err != nil {
-		t.Fatal(err)
-	}
-	if ids, _ := s.Due(now, 0, nil); len(ids) != 0 {
-		t.Fatalf("nothing should be due yet: %v", ids)
-	}
+	a, b, c := threeWaiting(t, s, now, later)
 
 	// Retry: due now, attempts untouched, final recipient untouched.
 	if err := s.Retry(a, now); err != nil {
@@ -144,23 +120,62 @@ func TestRetryHoldReleaseDeleteFlush(t *testing.T) {
 	if err := s.Delete(c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(c); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Get after Delete: %v", err)
-	}
+	checkGone(t, s, c, rel)
 	if ids, _ := s.Due(rel, 0, nil); !slices.Equal(ids, []string{a, b}) {
 		t.Errorf("after Delete Due = %v", ids)
 	}
+	if st := s.Stats(); st.Messages != 2 {
+		t.Errorf("Stats.Messages = %d, want 2", st.Messages)
+	}
+}
+
+// threeWaiting queues three messages, all attempted at now: a with one
+// recipient delivered and one deferred to later, b deferred to later, c
+// still claimed (due at later). Nothing is due at now.
+func threeWaiting(t *testing.T, s *Store, now, later time.Time) (a, b, c string) {
+	t.Helper()
+	a = enqueue(t, s, []byte("a"), "a1@example.net", "a2@example.net")
+	b = enqueue(t, s, []byte("b"), "b@example.net")
+	c = enqueue(t, s, []byte("c"), "c@example.net")
+	for _, id := range []string{a, b, c} {
+		env, _ := s.Get(id)
+		var addrs []string
+		for _, r := range env.Recipients {
+			addrs = append(addrs, r.Address)
+		}
+		if _, err := s.Claim(id, addrs, now, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Record(a, []Outcome{
+		{Address: "a1@example.net", Status: StatusDelivered},
+		{Address: "a2@example.net", Status: StatusDeferred, NextAttempt: later},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Record(b, []Outcome{{Address: "b@example.net", Status: StatusDeferred, NextAttempt: later}}); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := s.Due(now, 0, nil); len(ids) != 0 {
+		t.Fatalf("nothing should be due yet: %v", ids)
+	}
+	return a, b, c
+}
+
+// checkGone checks that deleted message id is found by no operation.
+func checkGone(t *testing.T, s *Store, id string, now time.Time) {
+	t.Helper()
+	if _, err := s.Get(id); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get after Delete: %v", err)
+	}
 	for name, err := range map[string]error{
-		"Delete":  s.Delete(c),
-		"Hold":    s.Hold(c),
-		"Retry":   s.Retry(c, now),
-		"Release": s.Release(c, now),
+		"Delete":  s.Delete(id),
+		"Hold":    s.Hold(id),
+		"Retry":   s.Retry(id, now),
+		"Release": s.Release(id, now),
 	} {
 		if !errors.Is(err, ErrNotFound) {
 			t.Errorf("%s of deleted message: %v, want ErrNotFound", name, err)
 		}
-	}
-	if st := s.Stats(); st.Messages != 2 {
-		t.Errorf("Stats.Messages = %d, want 2", st.Messages)
 	}
 }

@@ -78,6 +78,9 @@ func (s *Store) Select(f Filter, ids []string) ([]string, error) {
 		out, err = selectIn(tx.Bucket(bucketEnvelopes), f, ids)
 		return err
 	})
+	if len(ids) == 0 {
+		s.scannedAll()
+	}
 	return out, err
 }
 
@@ -124,7 +127,10 @@ func bulkOne(w *writeTx, a BulkAction, id string, now time.Time) error {
 		return fmt.Errorf("queue: bulk %s: %w", a, err)
 	}
 	if a == BulkDelete {
-		return w.remove(old)
+		if err := w.remove(old); err != nil {
+			return err
+		}
+		return w.operatorWrite(a, old)
 	}
 	env := cloneEnvelope(old)
 	switch a {
@@ -136,7 +142,10 @@ func bulkOne(w *writeTx, a BulkAction, id string, now time.Time) error {
 		env.Held = false
 		dueNow(env, now)
 	}
-	return w.put(old, env)
+	if err := w.put(old, env); err != nil {
+		return err
+	}
+	return w.operatorWrite(a, env)
 }
 
 // selectIn finds the matching IDs in the envelopes bucket (nil: none).

@@ -31,9 +31,10 @@ type Claimed struct {
 // ClaimFirst records the first attempt of a message about to be committed
 // (Created set, nothing tried yet): every recipient gets Attempts 1,
 // LastAttempt = Created and NextAttempt = retryAt. Draft.Commit keeps such
-// a claim. A zero Created leaves env unchanged: the claim must be dated.
+// a claim. A zero Created leaves env unchanged: the claim must be dated;
+// so does a release time (Scheduled): the first attempt waits for it.
 func (e *Envelope) ClaimFirst(retryAt time.Time) {
-	if e.Created.IsZero() {
+	if e.Created.IsZero() || e.Scheduled() {
 		return
 	}
 	for i := range e.Recipients {
@@ -52,7 +53,8 @@ func (e *Envelope) FirstClaimed(r Recipient) bool {
 // env named in addrs, so the first attempt may start without a write. It
 // does so only when every named non-final recipient carries that claim,
 // the claim still protects them at now (their retry time is ahead) and the
-// store still has env as it is (not held, deleted or rescheduled since).
+// store still has env as it is (not held, deleted or rescheduled since),
+// and no operator's bounce began since its commit (inflight.go).
 // Otherwise it returns a Claimed with no addresses, and the caller Claims.
 //
 // The last condition costs no read while no operator's change or park
@@ -72,8 +74,12 @@ func (s *Store) UseFirstClaim(env *Envelope, addrs []string, now time.Time) Clai
 	if len(out) == 0 {
 		return Claimed{}
 	}
+	if !s.attempts.beginFirst(env.ID, out) {
+		return Claimed{} // an operator's bounce began since its commit: Claim reads
+	}
 	if s.mayHaveIntervened(env.ID) {
 		if ok, err := s.Scheduled(env); err != nil || !ok {
+			s.attempts.end(env.ID, out)
 			return Claimed{} // Claim will say what happened (held, deleted, ...)
 		}
 	}

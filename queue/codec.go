@@ -150,7 +150,7 @@ func nanosSafe(env *Envelope) bool {
 	ok := func(t time.Time) bool {
 		return t.IsZero() || (!t.Before(minNanos) && !t.After(maxNanos))
 	}
-	if !ok(env.Created) {
+	if !ok(env.Created) || !ok(env.Release) {
 		return false
 	}
 	for i := range env.Recipients {
@@ -180,7 +180,7 @@ func validate(env *Envelope) error {
 			return errors.New("recipient without address")
 		}
 		switch r.Status {
-		case StatusQueued, StatusDeferred, StatusDelivered, StatusBounced:
+		case StatusQueued, StatusDeferred, StatusDelivered, StatusBounced, StatusScheduled:
 		default:
 			return fmt.Errorf("recipient %s: unknown status %q", r.Address, r.Status)
 		}
@@ -197,7 +197,10 @@ func unixNanos(t time.Time) uint64 {
 	if t.IsZero() || t.Unix() < 0 {
 		return 0
 	}
-	if t.Unix() >= math.MaxInt64/int64(time.Second) {
+	// UnixNano overflows past 2262-04-11 23:47:16.854775807; clamp there,
+	// to the nanosecond, so every time up to it reads back exactly.
+	const maxSec, maxNsec = math.MaxInt64 / int64(time.Second), math.MaxInt64 % int64(time.Second)
+	if s := t.Unix(); s > maxSec || s == maxSec && int64(t.Nanosecond()) > maxNsec {
 		return math.MaxInt64
 	}
 	return uint64(t.UnixNano())

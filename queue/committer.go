@@ -139,6 +139,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 		var ws []*writeTx
 		err := s.update(func(tx *bolt.Tx) error {
 			delta, events, ws = counts{}, 0, ws[:0]
+			s.dict.startBatch()
 			for i, r := range live {
 				w := &writeTx{tx: tx, s: s, arena: &s.arena, batch: &ws}
 				if err := runOne(r.fn, w); err != nil {
@@ -153,7 +154,9 @@ func (s *Store) runBatch(batch []*writeReq) {
 			return nil
 		})
 		if err == nil {
+			s.dict.committed()
 			s.stats.apply(delta, oldest, len(live))
+			s.shape.apply(ws)
 			if events > 0 {
 				s.eventsCommitted()
 			}
@@ -161,6 +164,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 			for _, r := range live {
 				r.done <- nil
 			}
+			s.committedPages()
 			return
 		}
 		if failed < 0 {
@@ -220,6 +224,7 @@ func (c *counts) merge(o counts) {
 	for i, n := range o.recipients {
 		c.recipients[i] += n
 	}
+	c.streams.merge(&o.streams)
 }
 
 // oldestCreated is the Created time of the lowest-ID envelope.

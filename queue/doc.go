@@ -17,7 +17,11 @@
 //   - A message that is not held and has a non-final recipient has exactly
 //     one schedule entry, keyed by its earliest non-final NextAttempt; held
 //     and finished messages have none. Every transaction that changes an
-//     envelope moves its entry (writeTx.put/remove are the only writers).
+//     envelope moves its entry (writeTx.put/remove are the only writers)
+//     and writes it unparked. Park alone tags entries, without writing
+//     their envelopes (but to drop an unused acceptance claim), in the
+//     transaction that stores the destination's hold: a crash keeps both
+//     or neither.
 //   - Claim pushes NextAttempt forward before the attempt is made, so a
 //     crash mid-attempt causes at most one duplicate delivery, never a loss
 //     and never a hot loop. The first attempt's claim may instead be made
@@ -31,8 +35,9 @@
 //     crash can neither lose a bounce nor enqueue it twice. An outcome may
 //     instead mark its recipient as owing a report (Outcome.Report, for
 //     reports grouped across attempts, groupdsn.go): the mark is written
-//     with the outcome, cleared only by the QueueGroupedDSN call that
-//     queues the report (which does nothing if a mark it names is gone),
+//     with the outcome, cleared only by the QueueGroupedDSN or
+//     RecordReporting call that queues the report (which does nothing if
+//     a mark it names is gone),
 //     and Open lists the messages still marked (Marked). So a grouped
 //     report is neither lost nor queued twice either, and its message
 //     keeps its body until then. An outcome's TLS-RPT count
@@ -40,8 +45,28 @@
 //   - The force hook (SetForceHook) hears of an operator's retry once per
 //     committed write, after the commit: never for a write that failed,
 //     never twice for a write the committer redid.
+//   - An idempotency key (Draft.KeepKey) is written in the transaction
+//     that stores its message, or, when the key is kept already and not
+//     expired, nothing of the draft is: a crash after the reply and a
+//     retry give one message (idempotency.go).
+//   - A message with a Release after its arrival is stored with every
+//     recipient StatusScheduled and its schedule entry at the release, so
+//     nothing claims it earlier (no first claim either); its first Claim
+//     makes it StatusQueued. Only Retry of the message moves the release
+//     forward (release.go).
+//   - Shape reads an in-memory index (shapeindex.go), kept as Stats'
+//     counters are: rebuilt at Open from the envelopes, changed only with
+//     what writeTx.put, remove and quarantine write, and applied once the
+//     transaction has committed, before its writers hear of it. So it
+//     counts what a scan of the committed envelopes counts (scanShape).
 //   - Bulk applies one action to its whole selection in one transaction:
 //     every selected message changes, or none does.
+//   - An operator's Bounce never ends a recipient an attempt is in flight
+//     for, so none is both delivered and bounced: the store remembers the
+//     recipients claimed (Claim and BeginAttempt register inside their
+//     write, UseFirstClaim against the bounce floor) until their outcome
+//     is written or the attempt is given up (EndAttempt), and Bounce, one transaction, leaves
+//     those and returns them (inflight.go, bounce.go).
 //   - Every recipient outcome writes its event (events.go) in the same
 //     transaction as the outcome: queued in Commit; delivered, deferred,
 //     bounced, expired, delayed and dsn_sent in Record (dsn_sent in
@@ -51,6 +76,11 @@
 //     A finished message leaves its envelope (no body) in history, and a
 //     bounce marked Suppress puts the address on the suppression list, in
 //     that same transaction. Prune removes both after the retention.
+//   - A finished message's history record sits in the events tree, and the
+//     events that name it instead of repeating its fields are written in
+//     its transaction and dated no later: Prune, oldest key first, never
+//     leaves such an event without its record. A dictionary entry a record
+//     names is written in the same transaction and never removed.
 //   - Suppressed reads no page while the store knows the list is empty:
 //     the flag is set at Open from the bucket and by every write that adds
 //     an entry, before that write commits; it is never cleared while open.
@@ -60,15 +90,20 @@
 //	envelopes         ID -> 0x03 + CRC-32C + binary(Envelope) (see codec.go)
 //	small_bodies_sum  ID -> CRC-32C + bytes                 (bodies up to 16 KiB)
 //	bodies            ID -> bucket: uint32 BE chunk index -> bucket: 0x01 -> bytes, 0x02 -> CRC-32C
-//	schedule          uint64 BE unix nanos + ID -> empty
+//	schedule          uint64 BE unix nanos + ID -> empty, or the destination it is parked behind (park.go)
+//	holds             destination -> uint64 BE until nanos + uint64 BE strikes (park.go)
 //	drafts            ID -> empty (spilled chunks not yet committed)
 //	quarantine, quarantine_bodies, quarantine_info: damaged messages
 //	tls_policies      domain -> CRC-32C + bytes             (MTA-STS policy cache, tlsdata.go)
 //	tls_results       domain 0x00 YYYY-MM-DD -> CRC-32C + JSON counts (TLS-RPT)
-//	events            uint64 BE sequence -> binary event record  (eventcodec.go)
-//	history           uint64 BE finish nanos + ID -> binary record  (historycodec.go)
+//	events            uint64 BE sequence -> binary event record  (eventcodec.go, eventshared.go)
+//	                  uint64 BE sequence + 'h' + packed ID -> finished message (eventshared.go)
+//	strings           uint32 BE entry -> CRC-32C + string  (dictionary of repeated strings, dict.go)
+//	history           uint64 BE finish nanos + ID -> binary record  (files written before the shared tree; historycodec.go)
 //	suppressions      lower-cased address -> CRC-32C + JSON(Suppression)
 //	webhook_cursors   webhook name -> last acknowledged event ID
+//	idempotency       client scope NUL key -> CRC-32C + expiry, queue ID, fingerprint, answer (idempotency.go)
+//	idempotency_expiry uint64 BE expiry nanos + scoped key -> empty
 //
 // Envelopes written before pending reports have no "report" field on their
 // recipients and are read as owing none; a value other than "failed" or
@@ -109,8 +144,10 @@
 //  4. when a DSN is due, the original's body for the report (Body).
 //
 // The retry times it hands Claim and Record are computed outside the
-// store (internal/backoff). A grouped report costs the last job of the
-// message one more read and write (Get, QueueGroupedDSN).
+// store (internal/backoff). A grouped report goes with the last job's
+// outcome (RecordReporting: the marks cleared in the same write); only
+// when another job of the message left marks after that job's outcome
+// does the job that ends last write it apart (QueueGroupedDSN).
 //
 // IDs are 20 upper-case hex digits: 16 of the creation time in Unix
 // nanoseconds, strictly increasing within the process and above every
@@ -143,6 +180,21 @@
 // max(InlineLimit, ChunkSize) bytes. Body readers copy one chunk at a time
 // out of short read transactions. A 25 MiB message thus costs about one
 // chunk of memory, not several copies of the body.
+//
+// Waiting mail costs little memory: nothing reads an envelope or a body
+// before it is due (the scheduler reads the index; Stats and the
+// suppression flag are in memory; Prune looks before it writes). The
+// shape index holds about 35 bytes per waiting message (55 when they
+// spread over many domains; measured at 100,000), so Shape reads no page. bbolt
+// reads through a map of the file, and pages read stay counted in the
+// process's RSS until released, so the store releases the map
+// (mapping.go) after Open's scan, after a full scan of the envelopes and
+// after every releaseEvery pages written: it keeps mapped the pages in
+// use plus at most that many.
+//
+// The time-ordered buckets (envelopes, small bodies, the schedule) are
+// packed full when bbolt splits a page (fillFor, writetx.go): their new
+// keys go at the end, and bbolt's default left them half full.
 //
 // # Durability settings
 //

@@ -28,6 +28,7 @@ type Draft struct {
 	done     bool
 	err      error
 	stored   Envelope // what Commit wrote
+	key      *IdempotencyKey
 }
 
 // NewDraft starts a message with a fresh ID (see id.go for the format).
@@ -126,7 +127,8 @@ func (d *Draft) spill(chunk []byte) error {
 // unless the caller recorded the first attempt already (Envelope.ClaimFirst,
 // so FirstClaimed holds, with a retry time after it): then that claim is
 // kept, as if Claim had been called in the same transaction, and the
-// recipient is due again at its NextAttempt.
+// recipient is due again at its NextAttempt. A Release after Created
+// makes every recipient StatusScheduled, due at the release (release.go).
 // It returns only after the commit is fsync'd, so the caller may answer 250.
 // After an error nothing of the draft remains on disk (best effort: if the
 // disk itself fails, Open removes the leftovers).
@@ -156,24 +158,45 @@ func (d *Draft) Commit(env Envelope) error {
 		}
 		r.LastReply, r.RemoteMTA, r.Warned = "", "", false
 	}
+	scheduled := scheduleRecipients(&env)
 	first, body, chunk := d.next, d.buf, d.s.opts.ChunkSize
+	var dup *Replay
 	err := d.s.submit(func(w *writeTx) error {
+		dup = nil
+		if d.key != nil {
+			r, err := w.keepKey(d.key, d.id)
+			if err != nil || r != nil {
+				dup = r
+				return err
+			}
+		}
 		e := env
+		var err error
+		if e.Events, err = w.nextEventSeq(); err != nil {
+			return err
+		}
 		if err := w.insert(&e, first, body, chunk); err != nil {
 			return err
 		}
 		for i := range e.Recipients {
 			ev := recipientEvent(EventQueued, &e, &e.Recipients[i])
 			ev.Attempt = 0 // a first attempt claimed with the message has not been made
-			if err := w.event(ev); err != nil {
+			if err := w.pendingEvent(ev, &e, i); err != nil {
 				return err
 			}
+		}
+		if scheduled {
+			return w.scheduledEvents(&e)
 		}
 		return nil
 	})
 	if err != nil {
 		d.discard()
 		return fmt.Errorf("queue: commit %s: %w", d.id, err)
+	}
+	if dup != nil {
+		d.discard()
+		return &DuplicateError{Key: d.key.Key, Replay: *dup}
 	}
 	putBuffer(d.buf)
 	d.done, d.buf, d.stored = true, nil, env

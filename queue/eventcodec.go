@@ -14,13 +14,17 @@ import (
 // of them (issue 15's budget: 1M events in under 200 MiB):
 //
 //	0x01 (format) | CRC-32C of the rest (4 bytes, big-endian) |
-//	kind (1 byte: bits 0-3 the index in EventTypes, bit 4 queue_id packed,
-//	bit 5 enhanced_code left out because it is the reply's) |
+//	kind (1 byte: bits 0-3 the index in EventTypes, or kindOperatorBounce
+//	for a bounced event by an operator, bit 4 queue_id packed,
+//	bit 5 enhanced_code left out because it is the reply's, bit 6 async,
+//	bit 7 feedback_type and stream follow the others) |
 //	time, next_attempt (uvarint Unix milliseconds each, 0 = none) |
 //	attempt (uvarint) | queue_id packed: 10 bytes (a queue ID is 20
 //	upper-case hex digits) | strings, each uvarint length + bytes:
 //	queue_id (unless packed), message_id, from, recipient, reply,
-//	enhanced_code (unless left out), remote_mta, tls, bounce_queue_id
+//	enhanced_code (unless left out), remote_mta, tls, bounce_queue_id,
+//	then, with bit 7 only, feedback_type and stream (records without
+//	either are as before they existed)
 //
 // Times keep milliseconds, as the wire form does. The event ID is the
 // record's key. Event.MarshalJSON is the wire form.
@@ -31,6 +35,12 @@ var errBadEvent = errors.New("queue: event record damaged")
 const (
 	kindPackedID = 1 << 4
 	kindDerived  = 1 << 5
+	kindAsync    = 1 << 6
+	kindMore     = 1 << 7
+	// kindOperatorBounce, in bits 0-3, is a bounced event with By
+	// ByOperator (relayq queue bounce): the last code, which EventTypes,
+	// appended to from 0, must never reach.
+	kindOperatorBounce = 0x0f
 )
 
 // appendEvent appends the record of ev to b; the record starts at len(b).
@@ -44,13 +54,28 @@ func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	if t < 0 {
 		return nil, fmt.Errorf("queue: event type %q unknown", ev.Type)
 	}
+	if ev.By != "" && (ev.By != ByOperator || !byOperator(ev.Type) && ev.Type != EventBounced) {
+		return nil, fmt.Errorf("queue: event %s by %q unknown", ev.Type, ev.By)
+	}
+	if t >= kindOperatorBounce {
+		return nil, fmt.Errorf("queue: event type %q has no code left", ev.Type)
+	}
 	kind := byte(t)
+	if ev.Type == EventBounced && ev.By == ByOperator {
+		kind = kindOperatorBounce
+	}
 	packed, ok := packID(ev.QueueID)
 	if ok {
 		kind |= kindPackedID
 	}
 	if ev.EnhancedCode == enhancedCode(ev.Reply) {
 		kind |= kindDerived
+	}
+	if ev.Async {
+		kind |= kindAsync
+	}
+	if ev.FeedbackType != "" || ev.Stream != "" {
+		kind |= kindMore
 	}
 	if b == nil {
 		b = make([]byte, 0, 64+len(ev.MessageID)+len(ev.From)+len(ev.Recipient)+len(ev.Reply)+len(ev.RemoteMTA))
@@ -63,7 +88,11 @@ func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	if ok {
 		b = append(b, packed...)
 	}
-	for i, s := range ev.strings() {
+	strs := ev.strings()
+	if kind&kindMore != 0 {
+		strs = append(strs, ev.more()...)
+	}
+	for i, s := range strs {
 		if (i == 0 && ok) || (i == 5 && kind&kindDerived != 0) {
 			continue
 		}
@@ -80,6 +109,9 @@ func (ev *Event) strings() []*string {
 		&ev.EnhancedCode, &ev.RemoteMTA, &ev.TLS, &ev.BounceQueueID}
 }
 
+// more lists the string fields that follow with kindMore.
+func (ev *Event) more() []*string { return []*string{&ev.FeedbackType, &ev.Stream} }
+
 // decodeEvent reads a record; any damage is errBadEvent.
 func decodeEvent(v []byte) (Event, error) {
 	var ev Event
@@ -87,10 +119,15 @@ func decodeEvent(v []byte) (Event, error) {
 		return ev, errBadEvent
 	}
 	kind := v[5]
-	if int(kind&0x0f) >= len(EventTypes) {
+	switch code := int(kind & 0x0f); {
+	case code == kindOperatorBounce:
+		ev.Type, ev.By = EventBounced, ByOperator
+	case code >= len(EventTypes):
 		return ev, errBadEvent
+	default:
+		ev.Type = EventTypes[code]
 	}
-	ev.Type = EventTypes[kind&0x0f]
+	ev.Async = kind&kindAsync != 0
 	p := v[6:]
 	var nums [3]uint64
 	for i := range nums {
@@ -110,7 +147,11 @@ func decodeEvent(v []byte) (Event, error) {
 		}
 		ev.QueueID, p = strings.ToUpper(hex.EncodeToString(p[:10])), p[10:]
 	}
-	for i, s := range ev.strings() {
+	strs := ev.strings()
+	if kind&kindMore != 0 {
+		strs = append(strs, ev.more()...)
+	}
+	for i, s := range strs {
 		if (i == 0 && kind&kindPackedID != 0) || (i == 5 && kind&kindDerived != 0) {
 			continue
 		}
@@ -126,7 +167,16 @@ func decodeEvent(v []byte) (Event, error) {
 	if kind&kindDerived != 0 {
 		ev.EnhancedCode = enhancedCode(ev.Reply)
 	}
+	if byOperator(ev.Type) {
+		ev.By = ByOperator
+	}
 	return ev, nil
+}
+
+// byOperator reports whether events of type t are an operator's (By is
+// then ByOperator, and is not stored: the type says it).
+func byOperator(t EventType) bool {
+	return t == EventDeleted || t == EventHeld || t == EventReleased
 }
 
 // packID packs a queue ID (20 upper-case hex digits) into 10 bytes.

@@ -107,3 +107,28 @@ func FuzzEnhancedCode(f *testing.F) {
 		}
 	})
 }
+
+// An event carries its message's stream through the record and the wire
+// form; one without a stream is stored as before streams.
+func TestEventStreamRoundTrip(t *testing.T) {
+	ev := Event{Type: EventQueued, QueueID: "18ECD0DD3A64807D4687", Recipient: "a@example.net", Time: time.UnixMilli(1700000000000).UTC()}
+	plain, err := appendEvent(nil, &ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Stream = "bulk"
+	withStream, err := appendEvent(nil, &ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(withStream) != len(plain)+2+len("bulk") || plain[5]&kindMore != 0 { // an empty feedback_type, then the stream
+		t.Fatalf("records %x and %x", plain, withStream)
+	}
+	got, err := decodeEvent(withStream)
+	if err != nil || got.Stream != "bulk" {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+	if js := string(got.AppendJSON(nil)); !strings.Contains(js, `"stream":"bulk"`) {
+		t.Fatalf("wire form %s", js)
+	}
+}

@@ -31,6 +31,12 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	b = appendJSONField(b, "remote_mta", e.RemoteMTA)
 	b = appendJSONField(b, "tls", e.TLS)
 	b = appendJSONField(b, "bounce_queue_id", e.BounceQueueID)
+	if e.Async {
+		b = append(b, `,"async":true`...)
+	}
+	b = appendJSONField(b, "feedback_type", e.FeedbackType)
+	b = appendJSONField(b, "by", e.By)
+	b = appendJSONField(b, "stream", e.Stream)
 	if !e.Time.IsZero() {
 		b = append(b, `,"time":"`...)
 		b = e.Time.UTC().AppendFormat(b, eventTimeLayout)

@@ -26,11 +26,30 @@ const (
 	EventDelayed    EventType = "delayed"
 	EventSuppressed EventType = "suppressed"
 	EventDSNSent    EventType = "dsn_sent"
+	// EventScheduled: accepted with a release time (its NextAttempt).
+	EventScheduled EventType = "scheduled"
+	// EventComplained: a feedback report (RFC 5965) about a delivered
+	// message came back to its VERP address.
+	EventComplained EventType = "complained"
+	// EventAutoReplied: an automatic response (RFC 3834) came back.
+	EventAutoReplied EventType = "auto_replied"
+	// EventDeleted, EventHeld and EventReleased are an operator's actions on
+	// a recipient still waiting (By is ByOperator): a webhook consumer's
+	// last word on a deleted message is then deleted, not deferred.
+	EventDeleted  EventType = "deleted"
+	EventHeld     EventType = "held"
+	EventReleased EventType = "released"
 )
 
 // EventTypes lists every type, in the order the documentation gives them.
+// A type's index is its code in event records: append, never reorder.
 var EventTypes = []EventType{EventQueued, EventDelivered, EventDeferred, EventBounced,
-	EventExpired, EventDelayed, EventSuppressed, EventDSNSent}
+	EventExpired, EventDelayed, EventSuppressed, EventDSNSent, EventScheduled, EventComplained, EventAutoReplied,
+	EventDeleted, EventHeld, EventReleased}
+
+// ByOperator is Event.By for what an operator did (admin API, CLI) rather
+// than a delivery attempt.
+const ByOperator = "operator"
 
 // Valid reports whether t is one of EventTypes.
 func (t EventType) Valid() bool { return slices.Contains(EventTypes, t) }
@@ -54,6 +73,17 @@ type Event struct {
 	TLS           string    `json:"tls,omitempty"`
 	NextAttempt   time.Time `json:"-"`
 	BounceQueueID string    `json:"bounce_queue_id,omitempty"`
+	// Async marks an outcome reported by mail after the next hop's 250
+	// (a bounce, delay warning, complaint or auto-reply to the VERP
+	// address), not seen in the SMTP conversation.
+	Async bool `json:"async,omitempty"`
+	// FeedbackType is a complaint's RFC 5965 Feedback-Type (abuse, fraud, ...).
+	FeedbackType string `json:"feedback_type,omitempty"`
+	// By is ByOperator for an operator's action, "" for the relay's own.
+	By string `json:"by,omitempty"`
+	// Stream is the message's stream ("" for events written before
+	// streams, and for suppressed, which has no message).
+	Stream string `json:"stream,omitempty"`
 }
 
 // eventWire is Event's wire form for UnmarshalJSON: the same fields, with
@@ -138,35 +168,24 @@ func EventKey(id string) ([]byte, bool) {
 // event appends ev to the stream in this transaction, giving it its ID and
 // (if unset) the time.
 func (w *writeTx) event(ev Event) error {
-	b := w.evBucket
-	if b == nil {
-		var err error
-		if b, err = w.bucket(bucketEvents); err != nil {
-			return err
-		}
-		// Keys only ever grow: full pages, not bbolt's half-full default.
-		b.FillPercent = 1.0
-		w.evBucket = b
+	b, err := w.eventsBucket()
+	if err != nil {
+		return err
 	}
 	seq, err := b.NextSequence()
 	if err != nil {
 		return fmt.Errorf("queue: event sequence: %w", err)
 	}
-	if seq == 1 {
-		// A copied file (salvage) lost the bucket's sequence, which then
-		// starts again at 1: never reuse an ID.
-		if k, _ := b.Cursor().Last(); len(k) == 8 && binary.BigEndian.Uint64(k) >= seq {
-			seq = binary.BigEndian.Uint64(k) + 1
-			if err := b.SetSequence(seq); err != nil {
-				return err
-			}
-		}
-	}
 	// The key is the event ID (EventKey); the record does not repeat it.
 	key := w.record(func(a []byte) []byte { return binary.BigEndian.AppendUint64(a, seq) })
+	h, share := w.shared[ev.QueueID]
 	if ev.Time.IsZero() {
 		ev.Time = w.s.now()
+		if share {
+			ev.Time = h.finished
+		}
 	}
+	share = share && h.seq <= seq && !ev.Time.After(h.finished)
 	if ev.EnhancedCode == "" {
 		ev.EnhancedCode = enhancedCode(ev.Reply)
 	}
@@ -174,6 +193,11 @@ func (w *writeTx) event(ev Event) error {
 		var r []byte
 		if r, err = appendEvent(a, &ev); err != nil {
 			return a
+		}
+		if share {
+			// The same record, sharing its message's fields with the
+			// history record this write put before it.
+			r = appendSharedEvent(r[:len(a)], &ev, h, seq, r[len(a)+5])
 		}
 		return r
 	})
@@ -188,9 +212,26 @@ func (w *writeTx) event(ev Event) error {
 }
 
 // recipientEvent builds the event of one recipient of env.
+// operatorEvents records an operator's action t on every recipient of env
+// still waiting, in this transaction.
+func (w *writeTx) operatorEvents(t EventType, env *Envelope) error {
+	for i := range env.Recipients {
+		r := &env.Recipients[i]
+		if r.Status.Final() {
+			continue
+		}
+		ev := recipientEvent(t, env, r)
+		ev.By = ByOperator
+		if err := w.event(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func recipientEvent(t EventType, env *Envelope, r *Recipient) Event {
 	return Event{Type: t, QueueID: env.ID, MessageID: env.MessageID, From: env.From,
-		Recipient: r.Address, Attempt: r.Attempts}
+		Recipient: r.Address, Attempt: r.Attempts, Stream: env.Stream}
 }
 
 // EventQuery selects events: those after the cursor After (an event ID, ""
@@ -227,6 +268,7 @@ func (s *Store) Events(q EventQuery) (evs []Event, last string, err error) {
 			return nil
 		}
 		c := b.Cursor()
+		l := historyLookup{b: b, dict: s.dictOf(tx), envs: tx.Bucket(bucketEnvelopes)}
 		var k, v []byte
 		if start == nil {
 			k, v = c.First()
@@ -235,8 +277,11 @@ func (s *Store) Events(q EventQuery) (evs []Event, last string, err error) {
 		}
 		for n := 0; k != nil && len(evs) < limit && n < maxScan; k, v = c.Next() {
 			n++
+			if len(k) != 8 {
+				continue // a finished message (eventshared.go)
+			}
 			last = hex.EncodeToString(k)
-			ev, err := decodeEvent(v)
+			ev, err := decodeStored(k, v, &l)
 			ev.ID = last
 			if err != nil {
 				s.opts.Logger.Warn("queue: skipping a damaged event", "event_id", last, "err", err)
@@ -256,7 +301,7 @@ func (s *Store) LastEventID() (string, error) {
 	var id string
 	err := s.view(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketEvents); b != nil {
-			if k, _ := b.Cursor().Last(); k != nil {
+			if k := lastEventKey(b.Cursor()); k != nil {
 				id = hex.EncodeToString(k)
 			}
 		}
@@ -283,9 +328,7 @@ func (s *Store) EventBacklog(id string) (int, error) {
 		if b == nil {
 			return nil
 		}
-		c := b.Cursor()
-		first, _ := c.First()
-		last, _ := c.Last()
+		first, last := firstEventKey(b.Cursor()), lastEventKey(b.Cursor())
 		if len(first) != 8 || len(last) != 8 {
 			return nil
 		}
@@ -296,6 +339,35 @@ func (s *Store) EventBacklog(id string) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// firstEventKey and lastEventKey are the keys of the oldest and newest
+// event, past the finished messages the tree also holds.
+func firstEventKey(c *bolt.Cursor) []byte {
+	k, _ := c.First()
+	for k != nil && len(k) != 8 {
+		k, _ = c.Next()
+	}
+	return k
+}
+
+func lastEventKey(c *bolt.Cursor) []byte {
+	k, _ := c.Last()
+	for k != nil && len(k) != 8 {
+		k, _ = c.Prev()
+	}
+	return k
+}
+
+// decodeStored reads the event stored under k, in either format.
+func decodeStored(k, v []byte, l *historyLookup) (Event, error) {
+	if len(v) > 0 && v[0] == eventShared {
+		return decodeSharedEvent(v, binary.BigEndian.Uint64(k), l)
+	}
+	if len(v) > 0 && v[0] == eventPending {
+		return decodePendingEvent(v, binary.BigEndian.Uint64(k), l)
+	}
+	return decodeEvent(v)
 }
 
 // AddEvents appends events that belong to no queued message (a recipient

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 )
 
@@ -11,6 +12,9 @@ import (
 // marks are on disk with the outcomes, so a crash in between loses no
 // report: Open lists the messages that still carry marks (Marked) for the
 // caller to report. A message is not deleted while a mark is pending.
+
+// ErrMarksMoved: a mark RecordReporting was to clear is no longer pending.
+var ErrMarksMoved = errors.New("queue: the pending reports changed")
 
 // Mark names one recipient's pending report, as QueueGroupedDSN clears it.
 type Mark struct {

@@ -141,3 +141,42 @@ func TestReportMarkValidation(t *testing.T) {
 		t.Errorf("unknown pending report decoded: %v", err)
 	}
 }
+
+// The last attempt of a pass records its outcome and the pass's one
+// report, clearing the marks the others left, in one commit: the
+// message is then finished and the report queued once. Marks already
+// reported make it change nothing (ErrMarksMoved): the outcome is not
+// half written.
+func TestRecordReportingClearsMarksWithTheOutcome(t *testing.T) {
+	c := newClock()
+	s, _ := openTemp(t, testOpts(c))
+	id := enqueue(t, s, []byte("body\r\n"), "a@one.test", "b@two.test")
+	if _, err := s.Record(id, []Outcome{{Address: "a@one.test", Status: StatusBounced, Reply: "550 5.1.1 No", Report: ReportFailed}}); err != nil {
+		t.Fatal(err)
+	}
+	env, _ := s.Get(id)
+	marks := env.Marks()
+	n := Notice{Envelope: Envelope{Recipients: []Recipient{{Address: "sender@example.org"}}}, Body: []byte("report on a and b\r\n")}
+	last := []Outcome{{Address: "b@two.test", Status: StatusBounced, Reply: "550 5.1.1 No"}}
+
+	if _, err := s.RecordReporting(id, last, []Mark{{Address: "b@two.test", Report: ReportFailed}}, n); !errors.Is(err, ErrMarksMoved) {
+		t.Fatalf("RecordReporting with a mark nobody left = %v, want ErrMarksMoved", err)
+	}
+	if got, _ := s.Get(id); got.Recipients[1].Status.Final() {
+		t.Fatalf("b's outcome written though the marks had moved: %+v", got.Recipients[1])
+	}
+	after, err := s.RecordReporting(id, last, marks, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Marked() || !after.Done() {
+		t.Errorf("after = %+v, want every recipient final and no mark left", after.Recipients)
+	}
+	if _, err := s.Get(id); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get after the last outcome = %v, want the message finished", err)
+	}
+	msgs, _, _ := s.List(ListOptions{})
+	if len(msgs) != 1 || msgs[0].From != "" {
+		t.Fatalf("queue = %+v, want the one report alone", msgs)
+	}
+}

@@ -16,14 +16,24 @@ import (
 var bucketHistory = []byte("history")
 
 // Finished is a message that left the queue: every recipient delivered or
-// bounced.
+// bounced, or an operator deleted it (its waiting recipients then
+// StatusDeleted).
 type Finished struct {
 	Envelope
 	Finished time.Time `json:"finished"`
+	// Late are outcomes reported by mail after delivery, oldest first.
+	Late []Late `json:"late,omitempty"`
 }
 
-// keepHistory records env, now final, in the history bucket.
+// keepHistory records env, now final, in the events tree (or, when its
+// ID does not pack, in the history bucket).
 func (w *writeTx) keepHistory(env *Envelope) error {
+	if ok, err := w.keepSharedHistory(env, w.s.now()); ok || err != nil {
+		if err != nil {
+			return fmt.Errorf("queue: history %s: %w", env.ID, err)
+		}
+		return nil
+	}
 	b, err := w.bucket(bucketHistory)
 	if err != nil {
 		return err
@@ -41,14 +51,18 @@ func (w *writeTx) keepHistory(env *Envelope) error {
 
 // HistoryQuery selects finished messages: finished at or after Since, with
 // a recipient, sender or Message-ID equal (case-insensitively) to the ones
-// given; at most Limit (default 100), newest first.
+// given, and the queue ID ID if given; at most Limit (default 100), newest
+// first.
 type HistoryQuery struct {
-	Recipient, Sender, MessageID string
-	Since                        time.Time
-	Limit                        int
+	Recipient, Sender, MessageID, ID string
+	Since                            time.Time
+	Limit                            int
 }
 
 func (q HistoryQuery) matches(f *Finished) bool {
+	if q.ID != "" && q.ID != f.ID {
+		return false
+	}
 	if q.Sender != "" && !strings.EqualFold(q.Sender, f.From) {
 		return false
 	}
@@ -70,6 +84,35 @@ func (s *Store) History(q HistoryQuery) ([]Finished, error) {
 	var out []Finished
 	since := binary.BigEndian.AppendUint64(nil, unixNanos(q.Since))
 	err := s.view(func(tx *bolt.Tx) error {
+		// The events tree holds the newer messages, the history bucket of
+		// older files the others.
+		if b := tx.Bucket(bucketEvents); b != nil && q.ID != "" {
+			// One message: its record lies after its arrival, which the
+			// ID holds (findShared); older files' bucket follows.
+			if k, v := findShared(b, q.ID); k != nil {
+				if f, err := decodeSharedHistory(k, v, s.dictOf(tx)); err == nil && q.matches(&f) {
+					out = append(out, f)
+					return nil
+				}
+			}
+		} else if b != nil {
+			c := b.Cursor()
+			for k, v := c.Last(); k != nil && len(out) < limit; k, v = c.Prev() {
+				if !isHistoryKey(k) {
+					continue
+				}
+				f, err := decodeSharedHistory(k, v, s.dictOf(tx))
+				if err != nil {
+					continue
+				}
+				if !q.Since.IsZero() && f.Finished.Before(q.Since) {
+					return nil
+				}
+				if q.matches(&f) {
+					out = append(out, f)
+				}
+			}
+		}
 		b := tx.Bucket(bucketHistory)
 		if b == nil {
 			return nil
@@ -95,14 +138,22 @@ func (s *Store) History(q HistoryQuery) ([]Finished, error) {
 // it deleted: call it again until it returns 0. Small transactions keep
 // the committer free for mail.
 func (s *Store) Prune(before time.Time, max int) (int, error) {
+	// A commit writes pages even when it changes nothing (the meta page,
+	// the freelist): look first, so a queue with nothing past the retention
+	// causes no disk write (the pruner asks once a minute).
+	due, err := s.pruneDue(before)
+	if err != nil || !due {
+		return 0, err
+	}
 	var n int
-	err := s.submit(func(w *writeTx) error {
+	err = s.submit(func(w *writeTx) error {
 		n = 0
 		if b := w.tx.Bucket(bucketEvents); b != nil {
 			c := b.Cursor()
-			for k, v := c.First(); k != nil && n < max; k, v = c.First() {
-				ev, err := decodeEvent(v)
-				if err == nil && !ev.Time.Before(before) {
+			// The events that share a finished message's record follow it
+			// and go with it, past max.
+			for k, v := c.First(); k != nil && (n < max || len(k) == 8 && len(v) > 0 && v[0] == eventShared); k, v = c.First() {
+				if t, ok := recordTime(k, v); ok && !t.Before(before) {
 					break
 				}
 				if err := c.Delete(); err != nil {
@@ -124,4 +175,26 @@ func (s *Store) Prune(before time.Time, max int) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// pruneDue reports whether the oldest event or history record is older
+// than before (or an event does not decode: Prune deletes it).
+func (s *Store) pruneDue(before time.Time) (bool, error) {
+	due := false
+	err := s.view(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketEvents); b != nil {
+			if k, v := b.Cursor().First(); k != nil {
+				t, ok := recordTime(k, v)
+				due = !ok || t.Before(before)
+			}
+		}
+		if b := tx.Bucket(bucketHistory); b != nil && !due {
+			limit := binary.BigEndian.AppendUint64(nil, unixNanos(before))
+			if k, _ := b.Cursor().First(); k != nil {
+				due = string(k[:min(8, len(k))]) < string(limit)
+			}
+		}
+		return nil
+	})
+	return due, err
 }

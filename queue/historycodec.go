@@ -13,15 +13,23 @@ import (
 // writes one in the committer's transaction (issue 15's rate budget):
 //
 //	0x01 (format) | CRC-32C of the rest (4 bytes, big-endian) |
-//	flags (1 byte: bit 0 SMTPUTF8, bit 1 Held) |
+//	flags (1 byte: bit 0 SMTPUTF8, bit 1 Held, bit 2 a release time
+//	follows the recipients, bit 3 a stream follows) |
 //	created (varint Unix nanos) | size (varint) |
 //	strings, each uvarint length + bytes: from, ret, envid, body,
 //	auth_user, client_addr, helo, message_id, subject |
+//	stream (uvarint length + bytes; only with flag bit 2, so a record
+//	without a stream is byte for byte what it was before streams) |
 //	recipient count (uvarint), then per recipient: status (1 byte: index
 //	in recordStatuses), flags (bit 0 Warned, bit 1 a failed report owed,
 //	bit 2 a delayed warning owed), attempts (uvarint),
 //	next_attempt, last_attempt (varint Unix nanos), notify count (uvarint)
-//	and its strings, then address, orcpt, last_reply, remote_mta
+//	and its strings, then address, orcpt, last_reply, remote_mta |
+//	release (varint Unix nanos, only with flag bit 2) |
+//	events (uvarint Envelope.Events, only with flag bit 4: envelopes
+//	whose queued events are in the pending form) |
+//	dkim (a string, only with flag bit 6); flag bit 5 is TLS
+//	optionally the late outcomes (historylate.go)
 //
 // Times are UTC nanoseconds; the zero time is math.MinInt64. The key holds
 // the ID and finish time, so the record repeats neither; Prefix is never
@@ -40,6 +48,11 @@ var recordStatuses = [...]Status{StatusQueued, StatusDeferred, StatusDelivered, 
 const (
 	histUTF8 = 1 << iota
 	histHeld
+	histRelease
+	histStream
+	histEvents
+	histTLS
+	histDKIM
 )
 
 // A recipient's flags byte: Warned, and the pending report (Report), if
@@ -53,23 +66,46 @@ const (
 // appendHistory appends the record of env (without its ID, Prefix and
 // finish time) to b, which must be empty or hold what the caller wants
 // in front; the record starts at len(b).
-func appendHistory(b []byte, env *Envelope) []byte {
+func appendHistory(b []byte, env *Envelope, late ...Late) []byte {
 	start := len(b)
 	b = append(b, historyFormat, 0, 0, 0, 0)
 	b = appendFields(b, env)
+	b = appendLate(b, late)
 	binary.BigEndian.PutUint32(b[start+1:start+5], crc32.Checksum(b[start+5:], castagnoli))
 	return b
 }
 
-// appendFields appends every field of env but ID and Prefix in the binary
-// form shared by history records and version-3 envelope records.
-func appendFields(b []byte, env *Envelope) []byte {
+// sharedFlags are the flag bits 0-3 that both binary forms (appendFields
+// and the finished form, appendFinished) give the same meaning.
+func sharedFlags(env *Envelope) byte {
 	var flags byte
 	if env.SMTPUTF8 {
 		flags |= histUTF8
 	}
 	if env.Held {
 		flags |= histHeld
+	}
+	if !env.Release.IsZero() {
+		flags |= histRelease
+	}
+	if env.Stream != "" {
+		flags |= histStream
+	}
+	return flags
+}
+
+// appendFields appends every field of env but ID and Prefix in the binary
+// form shared by history records and version-3 envelope records.
+func appendFields(b []byte, env *Envelope) []byte {
+	flags := sharedFlags(env)
+	if env.Events != 0 {
+		flags |= histEvents
+	}
+	if env.TLS {
+		flags |= histTLS
+	}
+	if env.DKIM != "" {
+		flags |= histDKIM
 	}
 	b = append(b, flags)
 	b = binary.AppendVarint(b, nanosOf(env.Created))
@@ -78,9 +114,21 @@ func appendFields(b []byte, env *Envelope) []byte {
 		env.Helo, env.MessageID, env.Subject} {
 		b = appendString(b, s)
 	}
+	if env.Stream != "" {
+		b = appendString(b, env.Stream)
+	}
 	b = binary.AppendUvarint(b, uint64(len(env.Recipients)))
 	for i := range env.Recipients {
 		b = appendRecipient(b, &env.Recipients[i])
+	}
+	if flags&histRelease != 0 {
+		b = binary.AppendVarint(b, nanosOf(env.Release))
+	}
+	if flags&histEvents != 0 {
+		b = binary.AppendUvarint(b, env.Events)
+	}
+	if flags&histDKIM != 0 {
+		b = appendString(b, env.DKIM)
 	}
 	return b
 }
@@ -147,6 +195,7 @@ func decodeHistory(k, v []byte) (Finished, error) {
 	if len(v) >= 6 && v[0] == historyFormat && crc32.Checksum(v[5:], castagnoli) == binary.BigEndian.Uint32(v[1:5]) {
 		r := histReader{p: v[5:]}
 		r.envelope(&f.Envelope)
+		f.Late = r.late()
 		if r.bad || len(r.p) != 0 {
 			return Finished{}, errBadHistory
 		}
@@ -168,16 +217,22 @@ func decodeHistory(k, v []byte) (Finished, error) {
 type histReader struct {
 	p   []byte
 	bad bool
+	// dict reads dictionary entries (dict.go), for finished messages in
+	// the events tree.
+	dict func(uint32) (string, bool)
 }
 
 func (r *histReader) envelope(e *Envelope) {
 	flags := r.byte()
-	e.SMTPUTF8, e.Held = flags&histUTF8 != 0, flags&histHeld != 0
+	e.SMTPUTF8, e.Held, e.TLS = flags&histUTF8 != 0, flags&histHeld != 0, flags&histTLS != 0
 	e.Created = timeOf(r.varint())
 	e.Size = r.varint()
 	for _, s := range [...]*string{&e.From, &e.RET, &e.EnvID, &e.Body, &e.AuthUser, &e.ClientAddr,
 		&e.Helo, &e.MessageID, &e.Subject} {
 		*s = r.string()
+	}
+	if flags&histStream != 0 {
+		e.Stream = r.string()
 	}
 	n := r.count()
 	if n > 0 {
@@ -186,17 +241,36 @@ func (r *histReader) envelope(e *Envelope) {
 	for i := range e.Recipients {
 		r.recipient(&e.Recipients[i])
 	}
-	if flags&^(histUTF8|histHeld) != 0 {
+	if flags&histRelease != 0 {
+		e.Release = timeOf(r.varint())
+	}
+	if flags&histEvents != 0 {
+		if e.Events = r.uvarint(); e.Events == 0 {
+			r.bad = true
+		}
+	}
+	if flags&histDKIM != 0 {
+		if e.DKIM = r.string(); e.DKIM == "" {
+			r.bad = true
+		}
+	}
+	if flags&^(histUTF8|histHeld|histRelease|histStream|histEvents|histTLS|histDKIM) != 0 {
 		r.bad = true
 	}
 }
 
-func (r *histReader) recipient(rc *Recipient) {
-	st, flags := int(r.byte()), r.byte()
-	if st >= len(recordStatuses) || flags&^(rcptWarned|rcptReportFailed|rcptReportDelayed) != 0 ||
+// recipientHead reads what both recipient forms begin with: the status,
+// the flags (known lists those the form may carry), the report owed and
+// the attempt count. It returns the flags, whether the status is spelled
+// out after the fields (one the table lacks), and false (r.bad set) when
+// they are not of the form.
+func (r *histReader) recipientHead(rc *Recipient, known byte) (flags byte, spelled, ok bool) {
+	st := int(r.byte())
+	flags = r.byte()
+	if st >= len(recordStatuses) || flags&^known != 0 ||
 		flags&(rcptReportFailed|rcptReportDelayed) == rcptReportFailed|rcptReportDelayed {
 		r.bad = true
-		return
+		return 0, false, false
 	}
 	rc.Status, rc.Warned = recordStatuses[st], flags&rcptWarned != 0
 	switch {
@@ -210,6 +284,14 @@ func (r *histReader) recipient(rc *Recipient) {
 		r.bad = true
 	}
 	rc.Attempts = int(att)
+	return flags, st == len(recordStatuses)-1, true
+}
+
+func (r *histReader) recipient(rc *Recipient) {
+	_, spelled, ok := r.recipientHead(rc, rcptWarned|rcptReportFailed|rcptReportDelayed)
+	if !ok {
+		return
+	}
 	rc.NextAttempt, rc.LastAttempt = timeOf(r.varint()), timeOf(r.varint())
 	if n := r.count(); n > 0 {
 		rc.Notify = make([]string, n)
@@ -220,7 +302,7 @@ func (r *histReader) recipient(rc *Recipient) {
 	for _, s := range [...]*string{&rc.Address, &rc.ORCPT, &rc.LastReply, &rc.RemoteMTA} {
 		*s = r.string()
 	}
-	if st == len(recordStatuses)-1 {
+	if spelled {
 		// A status the table lacks is spelled out; a known one never is.
 		if rc.Status = Status(r.string()); statusIndex(rc.Status) >= 0 {
 			r.bad = true
@@ -245,6 +327,19 @@ func (r *histReader) byte() byte {
 	c := r.p[0]
 	r.p = r.p[1:]
 	return c
+}
+
+func (r *histReader) uvarint() uint64 {
+	if r.bad {
+		return 0
+	}
+	x, n := binary.Uvarint(r.p)
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.p = r.p[n:]
+	return x
 }
 
 func (r *histReader) varint() int64 {

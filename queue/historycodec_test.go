@@ -77,14 +77,58 @@ func FuzzDecodeHistory(f *testing.F) {
 	js, _ := json.Marshal(&s)
 	f.Add(key, append(binary.BigEndian.AppendUint32(nil, crc32.Checksum(js, castagnoli)), js...))
 	f.Add([]byte("12345678"), []byte{1, 0, 0, 0, 0, 0})
+	f.Add(key, appendHistory(nil, &s.Envelope, Late{Recipient: "a@b.example", Type: EventComplained, FeedbackType: "abuse", Time: s.Finished}))
 	f.Fuzz(func(t *testing.T, k, v []byte) {
 		got, err := decodeHistory(k, v)
 		if err != nil || len(k) < 8 || v[0] != historyFormat {
 			return
 		}
-		back, err := decodeHistory(k, appendHistory(nil, &got.Envelope))
+		back, err := decodeHistory(k, appendHistory(nil, &got.Envelope, got.Late...))
 		if err != nil || !reflect.DeepEqual(back, got) {
 			t.Fatalf("re-encoded record differs:\n got %+v %v\nwant %+v", back, err, got)
 		}
 	})
+}
+
+// How a message was accepted (over TLS, signed with which keys) stays in
+// its history once it finished, with or without the dictionary.
+func TestFinishedKeepsHowItWasAccepted(t *testing.T) {
+	_, _, _, env := sharedSample()
+	env.TLS, env.DKIM = true, "example.org/sel1 example.org/ed1"
+	packed, _ := packID(env.ID)
+	key := sharedHistoryKey(5, packed)
+	for name, in := range map[string]interner{"inline": nil, "dictionary": func(string) (uint32, bool) { return 1, true }} {
+		rec := appendSharedHistory(nil, env, env.Created.Add(time.Minute), in)
+		f, err := decodeSharedHistory(key, rec, func(uint32) (string, bool) { return env.DKIM, true })
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !f.TLS || f.DKIM != env.DKIM {
+			t.Errorf("%s: TLS %v, DKIM %q; want true, %q", name, f.TLS, f.DKIM, env.DKIM)
+		}
+	}
+}
+
+// One finished message is found by its queue ID among others.
+func TestHistoryByQueueID(t *testing.T) {
+	c := newClock()
+	s, _ := openTemp(t, testOpts(c))
+	var ids []string
+	for range 5 {
+		id := enqueue(t, s, []byte("x\r\n"), "a@example.net")
+		c.Advance(time.Second)
+		if _, err := s.Record(id, []Outcome{{Address: "a@example.net", Status: StatusDelivered, Reply: "250 ok"}}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	waiting := enqueue(t, s, []byte("x\r\n"), "b@example.net")
+	for _, id := range []string{ids[0], ids[2], ids[4]} {
+		if h, err := s.History(HistoryQuery{ID: id}); err != nil || len(h) != 1 || h[0].ID != id {
+			t.Errorf("History(ID %s) = %+v, %v", id, h, err)
+		}
+	}
+	if h, err := s.History(HistoryQuery{ID: waiting}); err != nil || len(h) != 0 {
+		t.Errorf("a waiting message has history: %+v, %v", h, err)
+	}
 }

@@ -5,4 +5,4 @@ package queue
 import bolt "go.etcd.io/bbolt"
 
 // releaseMapping is a Linux-only refinement (see mapping_linux.go).
-func releaseMapping(db *bolt.DB, path string) error { return nil }
+func releaseMapping(tx *bolt.Tx) error { return nil }

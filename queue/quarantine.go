@@ -99,6 +99,7 @@ func (w *writeTx) quarantine(id, reason string, now time.Time) (bool, error) {
 	}
 	if env, err := parseLoose(v); err == nil {
 		w.delta.add(env, -1)
+		w.shape.change(env, nil)
 	}
 	if err := quarantineTx(w.tx, key, isBucket, reason, now); err != nil {
 		return false, err

@@ -110,11 +110,21 @@ func TestOpenRepairsScheduleIndex(t *testing.T) {
 		if err := sched.Delete(bKey); err != nil {
 			return err
 		}
-		return sched.Put(append(make([]byte, 8), "FFFFFFFFFFFFFFFF0000"...), nil)
+		// And stale ones before and after every real entry (the repair
+		// walks both sides in key order).
+		if err := sched.Put(append(make([]byte, 8), "FFFFFFFFFFFFFFFF0000"...), nil); err != nil {
+			return err
+		}
+		return sched.Put(append(bytes.Repeat([]byte{0xff}, 8), "FFFFFFFFFFFFFFFF0001"...), nil)
 	})
 	s = openAt(t, path, o)
 	if ids, _ := s.Due(clock.Now(), 0, nil); !slices.Equal(ids, []string{a, b}) {
 		t.Errorf("Due after repair = %v, want a, b", ids)
+	}
+	var left int
+	s.view(func(tx *bolt.Tx) error { left = tx.Bucket(bucketSchedule).Stats().KeyN; return nil })
+	if left != 2 {
+		t.Errorf("schedule index has %d entries after repair, want 2 (a, b)", left)
 	}
 }
 

@@ -22,6 +22,7 @@ func (s *Store) Claim(id string, addrs []string, now, retryAt time.Time) (Claime
 		want[a] = true
 	}
 	var out Claimed
+	var mine []string // registered in flight by this call (inflight.go)
 	err := s.submit(func(w *writeTx) error {
 		out = Claimed{} // a redo of the batch starts afresh
 		old, err := w.load(id)
@@ -37,11 +38,17 @@ func (s *Store) Claim(id string, addrs []string, now, retryAt time.Time) (Claime
 			if r.Status.Final() || !want[r.Address] || r.NextAttempt.After(now) {
 				continue
 			}
+			if r.Status == StatusScheduled {
+				r.Status = StatusQueued // released: its first attempt
+			}
 			r.Attempts++
 			r.LastAttempt = now
 			r.NextAttempt = retryAt
 			out.Addrs = append(out.Addrs, r.Address)
 		}
+		// In flight from inside the write: a bounce later in the committer's
+		// order leaves these recipients alone.
+		mine = append(mine, w.s.attempts.begin(id, out.Addrs)...)
 		if err := w.put(old, env); err != nil {
 			return err
 		}
@@ -49,6 +56,7 @@ func (s *Store) Claim(id string, addrs []string, now, retryAt time.Time) (Claime
 		return nil
 	})
 	if err != nil {
+		s.attempts.end(id, mine)
 		return Claimed{}, err
 	}
 	return out, nil
@@ -63,6 +71,16 @@ func (s *Store) Claim(id string, addrs []string, now, retryAt time.Time) (Claime
 // unless a recipient still owes a report (Outcome.Report;
 // QueueGroupedDSN deletes it then); Record returns its last state.
 func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envelope, error) {
+	return s.RecordReporting(id, outcomes, nil, notices...)
+}
+
+// RecordReporting is Record for the last attempt of a message's pass: it
+// also clears marks, which other attempts left and which notices report
+// together with this attempt's own, in the same transaction (see
+// QueueGroupedDSN), so the pass's report costs no write of its own. If any
+// of marks is no longer pending nothing changes and it returns
+// ErrMarksMoved: another caller reported it first.
+func (s *Store) RecordReporting(id string, outcomes []Outcome, marks []Mark, notices ...Notice) (*Envelope, error) {
 	for _, o := range outcomes {
 		switch o.Status {
 		case StatusDelivered, StatusBounced:
@@ -79,12 +97,22 @@ func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envel
 	}
 	prepared := s.prepareNotices(notices)
 	var out *Envelope
+	moved := false
 	err := s.submit(func(w *writeTx) error {
+		out, moved = nil, false // a redo of the batch starts afresh
 		old, err := w.load(id)
 		if err != nil {
 			return err
 		}
 		env := cloneEnvelope(old)
+		for _, m := range marks {
+			r := pendingFor(env, m)
+			if r == nil {
+				moved = true
+				return nil
+			}
+			r.Report = ReportNone
+		}
 		var evs []Event
 		for _, o := range outcomes {
 			if o.TLSRPT != nil {
@@ -95,7 +123,7 @@ func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envel
 			if r := applyOutcome(env, o); r != nil {
 				evs = append(evs, outcomeEvents(env, r, o)...)
 				if o.Suppress && o.Status == StatusBounced {
-					sp := Suppression{Address: r.Address, Reply: o.Reply, Source: "auto", Since: w.s.now()}
+					sp := Suppression{Address: r.Address, Reply: o.Reply, Source: SourceAuto, Since: w.s.now()}
 					if err := w.putSuppression(sp); err != nil {
 						return err
 					}
@@ -114,10 +142,25 @@ func (s *Store) Record(id string, outcomes []Outcome, notices ...Notice) (*Envel
 		out = env
 		return nil
 	})
+	if (err == nil && !moved) || errors.Is(err, ErrNotFound) {
+		s.endOutcomes(id, outcomes) // on disk, or nothing is left to write
+	}
 	if err != nil {
 		return nil, err
 	}
+	if moved {
+		return nil, fmt.Errorf("queue: record %s: %w", id, ErrMarksMoved)
+	}
 	return out, nil
+}
+
+// endOutcomes ends the attempts whose outcomes were just written.
+func (s *Store) endOutcomes(id string, outcomes []Outcome) {
+	addrs := make([]string, len(outcomes))
+	for i, o := range outcomes {
+		addrs[i] = o.Address
+	}
+	s.attempts.end(id, addrs)
 }
 
 // applyOutcome updates the first non-final recipient with o's address and

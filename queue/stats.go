@@ -2,6 +2,7 @@ package queue
 
 import (
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,17 +36,78 @@ type Stats struct {
 	// carried. CommittedWrites/Commits is the mean batch size. Body chunks
 	// spilled by a Draft are written outside the committer and not counted.
 	Commits, CommittedWrites uint64
+	// Streams counts stored messages by stream (those stored before
+	// streams, without one, are not counted here).
+	Streams map[string]int
 }
+
+// countedStatuses are the statuses Stats counts, by index.
+var countedStatuses = [...]Status{StatusQueued, StatusDeferred, StatusDelivered, StatusBounced, StatusScheduled}
 
 // counts is what one envelope contributes to Stats, or, summed, the change a
 // transaction makes to them.
 type counts struct {
 	messages, held int
-	// recipients counts by status, indexed as recordStatuses (statusIndex):
-	// an array, not a map, because every write request has its own counts.
-	recipients [len(recordStatuses) - 1]int
+	// recipients counts by status, indexed as countedStatuses: an array,
+	// not a map, because every write request has its own counts.
+	recipients [len(countedStatuses)]int
 	// quarantined counts messages in quarantine (see quarantine.go).
 	quarantined int
+	// streams counts messages by stream.
+	streams streamCounts
+}
+
+// streamCounts counts by stream name without allocating for the first
+// few names (every write request has its own counts; streams are a
+// handful, configured).
+type streamCounts struct {
+	names [4]string
+	n     [4]int
+	more  map[string]int
+}
+
+func (s *streamCounts) add(name string, d int) {
+	for i := range s.names {
+		switch s.names[i] {
+		case name:
+			s.n[i] += d
+			return
+		case "":
+			s.names[i], s.n[i] = name, d
+			return
+		}
+	}
+	if s.more == nil {
+		s.more = map[string]int{}
+	}
+	s.more[name] += d
+}
+
+func (s *streamCounts) merge(o *streamCounts) {
+	for i, name := range o.names {
+		if name != "" && o.n[i] != 0 {
+			s.add(name, o.n[i])
+		}
+	}
+	for name, n := range o.more {
+		s.add(name, n)
+	}
+}
+
+// counted returns the counts that are not zero.
+func (s *streamCounts) counted() map[string]int {
+	out := map[string]int{}
+	for i, name := range s.names {
+		if name != "" && s.n[i] != 0 {
+			out[name] = s.n[i]
+		}
+	}
+	for name, n := range s.more {
+		if n != 0 {
+			out[name] = n
+		}
+	}
+	return out
 }
 
 // add adds sign times env's contribution.
@@ -57,8 +119,11 @@ func (c *counts) add(env *Envelope, sign int) {
 	if env.Held {
 		c.held += sign
 	}
+	if env.Stream != "" {
+		c.streams.add(env.Stream, sign)
+	}
 	for _, r := range env.Recipients {
-		if i := statusIndex(r.Status); i >= 0 { // validated: always
+		if i := slices.Index(countedStatuses[:], r.Status); i >= 0 { // validated: always
 			c.recipients[i] += sign
 		}
 	}
@@ -94,7 +159,7 @@ func (s *stats) snapshot() Stats {
 	rc := make(map[Status]int, len(s.c.recipients))
 	for i, n := range s.c.recipients {
 		if n != 0 {
-			rc[recordStatuses[i]] = n
+			rc[countedStatuses[i]] = n
 		}
 	}
 	return Stats{
@@ -107,6 +172,7 @@ func (s *stats) snapshot() Stats {
 
 		Quarantined:          s.c.quarantined,
 		QuarantinedSinceOpen: s.quarantinedNew,
+		Streams:              s.c.streams.counted(),
 	}
 }
 
@@ -137,4 +203,12 @@ func (s *Store) space() (file, free int64) {
 		free += file - used
 	}
 	return file, free
+}
+
+// PageBytes is how many bytes of pages the commits since Open wrote
+// (bbolt's page allocations, freelist and meta pages aside): what a test
+// asserts on to show that waiting mail is not rewritten.
+func (s *Store) PageBytes() int64 {
+	st := s.db.Stats()
+	return st.TxStats.GetPageAlloc()
 }

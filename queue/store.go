@@ -56,6 +56,9 @@ type Options struct {
 	ChunkSize int
 	// Logger receives recovery and quarantine reports; default slog.Default().
 	Logger *slog.Logger
+	// Reserve is the room (bytes) kept for the writes of mail already
+	// queued: below it, Low says so and intake stops (room.go). 0: none.
+	Reserve int64
 }
 
 const (
@@ -94,6 +97,9 @@ type Store struct {
 	opts  Options
 	ids   idGen
 	stats stats
+	// shape is what Shape counts, kept as stats is (shapeindex.go).
+	shape shapeIndex
+	room  roomCache
 
 	// mu guards closed and sends on reqs, so Close can close reqs safely.
 	// broken is set when a commit faulted or panicked inside bbolt: the
@@ -111,10 +117,19 @@ type Store struct {
 	// (SetForceHook).
 	forced atomic.Pointer[func(ids ...string)]
 
+	// mapPages counts pages read into the file's map since it was last
+	// released, and pagesWritten bbolt's count of pages written at the
+	// committer's last look; mapLimit is releaseEvery (mapping.go).
+	mapPages     atomic.Int64
+	pagesWritten int64
+	mapLimit     int64
+
 	// intervened is the newest ID time at the last operator's change, park
 	// or quarantine (see intervene): messages with newer IDs are untouched
 	// by any of those since their commit.
 	intervened atomic.Int64
+	// attempts are the recipients with an attempt in flight (inflight.go).
+	attempts inFlight
 
 	// markedAtOpen are the messages recover found with pending reports
 	// (Marked); set before the committer starts, read-only after.
@@ -124,6 +139,8 @@ type Store struct {
 	// EventsChanged).
 	evMu sync.Mutex
 	evCh chan struct{}
+	// dict is the dictionary of repeated strings (dict.go).
+	dict stringDict
 
 	mu     sync.RWMutex
 	closed bool
@@ -175,6 +192,8 @@ func Open(path string, opts Options) (*Store, error) {
 		ids:  idGen{clock: opts.Clock},
 		reqs: make(chan *writeReq, 1024),
 		done: make(chan struct{}),
+
+		mapLimit: releaseEvery,
 	}
 	if err := guarded(s.recover); err != nil {
 		db.Close()
@@ -190,7 +209,7 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("queue: open %s: suppression list: %w", path, err)
 	}
-	if err := releaseMapping(db, path); err != nil {
+	if err := s.releaseNow(); err != nil {
 		opts.Logger.Debug("queue: could not release pages read at start-up", "file", path, "err", err)
 	}
 	go s.commitLoop()

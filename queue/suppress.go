@@ -25,9 +25,18 @@ type Suppression struct {
 	// Reply is the bounce that caused it ("550 5.1.1 no such user"), or an
 	// operator's note.
 	Reply string `json:"reply,omitempty"`
-	// Source is "auto" (added by a bounce), "api" or "import".
+	// Source is one of the Source constants.
 	Source string `json:"source,omitempty"`
 }
+
+// Where a suppression entry came from (Suppression.Source).
+const (
+	SourceAuto        = "auto"         // a permanent refusal during delivery
+	SourceAPI         = "api"          // an operator, by CLI or API
+	SourceImport      = "import"       // relayq suppressions import
+	SourceAsyncBounce = "async_bounce" // a bounce that came back by mail after the 250
+	SourceComplaint   = "complaint"    // a feedback report (RFC 5965)
+)
 
 // SuppressionKey is the one form an address has on the suppression list:
 // trimmed and lower-cased. Every copy of the list (a shared one in Redis

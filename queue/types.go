@@ -17,6 +17,13 @@ const (
 	StatusDelivered Status = "delivered"
 	// StatusBounced: failed permanently or gave up retrying. Final.
 	StatusBounced Status = "bounced"
+	// StatusScheduled: accepted with a release time (Envelope.Release:
+	// FUTURERELEASE, send_at), not attempted before it; queued from its
+	// first attempt on.
+	StatusScheduled Status = "scheduled"
+	// StatusDeleted is only in the history: an operator deleted the
+	// message while this recipient was still waiting.
+	StatusDeleted Status = "deleted"
 )
 
 // Final reports whether no further attempt will ever be made in this state.
@@ -80,6 +87,12 @@ type Envelope struct {
 	Body     string `json:"body,omitempty"`
 	// AuthUser is the SASL identity that submitted the message, if any.
 	AuthUser string `json:"auth_user,omitempty"`
+	// TLS says the client submitted it over TLS (STARTTLS, implicit TLS
+	// or HTTPS).
+	TLS bool `json:"tls,omitempty"`
+	// DKIM names the signatures added at acceptance, "domain/selector"
+	// each, space-separated; "" for none.
+	DKIM string `json:"dkim,omitempty"`
 	// ClientAddr is the submitting client's IP address.
 	ClientAddr string `json:"client_addr,omitempty"`
 	// Helo is the name the client gave at HELO/EHLO.
@@ -95,10 +108,23 @@ type Envelope struct {
 	Prefix string `json:"prefix,omitempty"`
 	// Held messages are never attempted until released.
 	Held bool `json:"held,omitempty"`
+	// Release is when a message the client asked to hold (RFC 4865
+	// FUTURERELEASE, send_at) may first be attempted; zero for none. Its
+	// age (retry.max_age, warn_after) counts from then (AgeStart).
+	Release time.Time `json:"release,omitzero"`
 	// MessageID and Subject are the message's header fields, as the
 	// client sent them (or as added at acceptance), for events and history.
 	MessageID string `json:"message_id,omitempty"`
 	Subject   string `json:"subject,omitempty"`
+	// Stream is the configured stream the message belongs to (submission
+	// decides it); the scheduler shares each scope between streams by
+	// weight. "" in files written before streams: the default stream.
+	Stream string `json:"stream,omitempty"`
+	// Events is the sequence number of the message's first event in the
+	// events tree, its queued (then scheduled) events, one per recipient,
+	// when they were written in the pending form (eventpending.go); 0 for
+	// none. The message's finish points them at its history record.
+	Events uint64 `json:"events,omitempty"`
 }
 
 // Done reports whether every recipient is in a final state.

@@ -9,18 +9,23 @@ import (
 )
 
 // writeTx wraps a bolt write transaction with the only operations that may
-// change a message, so the schedule index and the Stats delta stay in step
-// with the envelopes in every transaction.
+// change a message, so the schedule index, the Stats delta and the shape
+// index's stay in step with the envelopes in every transaction.
 type writeTx struct {
 	tx    *bolt.Tx
 	s     *Store
 	delta counts
+	// shape is what this write changes in the shape index (shapeindex.go).
+	shape shapeDelta
 	// events counts the events this write added (see event).
 	events int
 	// evBucket is the events bucket once event has opened it: a message's
 	// outcome adds several events, and each lookup costs a seek and an
 	// allocation in the committer.
 	evBucket *bolt.Bucket
+	// shared are the history records this write put in the events tree,
+	// by message ID, for its events to share (eventshared.go).
+	shared map[string]sharedHistory
 	// arena, when set, is the committer's buffer for the keys and records
 	// this transaction puts (see record).
 	arena *[]byte
@@ -46,9 +51,31 @@ func (w *writeTx) record(add func([]byte) []byte) []byte {
 	return a[n:len(a):len(a)]
 }
 
-// bucket returns a top-level bucket, creating it if needed.
+// bucket returns a top-level bucket, creating it if needed, with the
+// page fill its keys call for (see fillFor).
 func (w *writeTx) bucket(name []byte) (*bolt.Bucket, error) {
-	return w.tx.CreateBucketIfNotExists(name)
+	b, err := w.tx.CreateBucketIfNotExists(name)
+	if err == nil {
+		b.FillPercent = fillFor(name)
+	}
+	return b, err
+}
+
+// fillFor is how full bbolt packs a bucket's pages when it splits them.
+// Its default, half full, suits random inserts; the queue's big buckets
+// are keyed by time-ordered IDs and times, so new keys land on the last
+// page, and half-full pages stayed half full: a 1 KiB body's value (about
+// 1.25 KB) went two to a 4 KiB page instead of three. Envelopes keep a
+// tenth free, because a claim or an outcome makes a record a little
+// longer: a full page would split at the next such write.
+func fillFor(name []byte) float64 {
+	switch {
+	case bytes.Equal(name, bucketSmallBodiesSum):
+		return 1.0
+	case bytes.Equal(name, bucketEnvelopes), bytes.Equal(name, bucketSchedule):
+		return 0.9
+	}
+	return bolt.DefaultFillPercent
 }
 
 // load reads and decodes one envelope.
@@ -91,17 +118,23 @@ func (w *writeTx) put(old, env *Envelope) error {
 	}
 	w.delta.add(old, -1)
 	w.delta.add(env, +1)
+	w.shape.change(old, env)
 	return nil
 }
 
 // reschedule replaces index entry oldKey by newKey (either may be nil).
+// The new entry is never parked (Park): whoever changed the message, the
+// scheduler judges it again.
 func (w *writeTx) reschedule(oldKey, newKey []byte) error {
-	if bytes.Equal(oldKey, newKey) {
-		return nil
-	}
 	b, err := w.bucket(bucketSchedule)
 	if err != nil {
 		return err
+	}
+	if bytes.Equal(oldKey, newKey) {
+		if newKey == nil || len(b.Get(newKey)) == 0 {
+			return nil
+		}
+		return b.Put(newKey, nil)
 	}
 	if oldKey != nil {
 		if err := b.Delete(oldKey); err != nil {
@@ -130,6 +163,7 @@ func (w *writeTx) remove(env *Envelope) error {
 		return fmt.Errorf("queue: unschedule %s: %w", env.ID, err)
 	}
 	w.delta.add(env, -1)
+	w.shape.change(env, nil)
 	return nil
 }
 

@@ -69,11 +69,13 @@ func Classify(stage Stage, err error) Reply {
 func classifyServer(stage Stage, e *smtp.SMTPError) Reply {
 	c, derived := serverClass(stage, e.Code)
 	ec := e.EnhancedCode
-	enh := enhanced{ec[0], ec[1], ec[2]}
-	if !enh.valid() {
+	enh, sent := enhanced{ec[0], ec[1], ec[2]}, ""
+	if enh.valid() {
+		sent = enh.String()
+	} else {
 		enh = derived
 	}
-	return Reply{Class: c, Code: e.Code, Enhanced: enh.withClass(c).String(), Text: OneLine(e.Message)}
+	return Reply{Class: c, Code: e.Code, Enhanced: enh.withClass(c).String(), Text: OneLine(e.Message), Sent: sent}
 }
 
 // serverClass maps a reply code at a stage to a class, and gives the

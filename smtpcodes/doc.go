@@ -10,7 +10,9 @@
 //     (2 success, 4 transient, 5 permanent), even when the server's own
 //     enhanced code disagreed: a 552 at RCPT is transient, so 5.2.2 becomes
 //     4.2.2. A DSN built from Reply.Enhanced therefore never says "5.x.x"
-//     for a recipient that is still being retried.
+//     for a recipient that is still being retried. Reply.Quote gives
+//     the reply as the server sent it (Reply.Sent: "552 5.2.2 ...", or
+//     "500 ..." with no code when it gave none), never a code of ours.
 //   - Reply.Text is one line of valid UTF-8 with no control characters:
 //     multi-line server replies are joined with single spaces, so the text can
 //     go straight into a log line or a DSN field.

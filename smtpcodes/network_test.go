@@ -157,11 +157,11 @@ func TestClassifyGoSMTPReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	full := Classify(StageRcpt, c.Rcpt("full@example.com", nil))
-	if want := (Reply{Transient, 552, "4.2.2", "Mailbox full, try later"}); full != want {
+	if want := (Reply{Transient, 552, "4.2.2", "Mailbox full, try later", "5.2.2"}); full != want {
 		t.Errorf("552 at RCPT: got %#v, want %#v", full, want)
 	}
 	nobody := Classify(StageRcpt, c.Rcpt("nobody@example.com", nil))
-	if want := (Reply{Permanent, 550, "5.1.1", "No such user"}); nobody != want {
+	if want := (Reply{Permanent, 550, "5.1.1", "No such user", "5.1.1"}); nobody != want {
 		t.Errorf("550 at RCPT: got %#v, want %#v", nobody, want)
 	}
 }

@@ -48,7 +48,10 @@ func ParseReply(s string) (Reply, error) {
 			return Reply{}, fmt.Errorf("smtpcodes: parse reply line %d: continued line must have '-' after the code", i+1)
 		}
 		if len(line) > 4 {
-			texts = append(texts, line[4:])
+			// Cleaned before the enhanced code is looked for, so that what
+			// the code is told apart from is the text Reply keeps:
+			// "2.0.0\v" is a code, as its quote "2.0.0" would be.
+			texts = append(texts, OneLine(line[4:]))
 		} else {
 			texts = append(texts, "")
 		}
@@ -61,9 +64,10 @@ func ParseReply(s string) (Reply, error) {
 	case 5:
 		c = Permanent
 	}
-	enh := enhanced{}
+	enh, sent := enhanced{}, ""
 	if token, rest, ok := enhancedPrefix(texts[0]); ok {
 		enh, _ = parseEnhanced(token)
+		sent = token
 		texts[0] = rest
 		for i := 1; i < len(texts); i++ {
 			if t, r, ok := enhancedPrefix(texts[i]); ok && t == token {
@@ -76,6 +80,7 @@ func ParseReply(s string) (Reply, error) {
 		Code:     code,
 		Enhanced: enh.withClass(c).String(),
 		Text:     OneLine(strings.Join(texts, " ")),
+		Sent:     sent,
 	}, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/emersion/go-smtp"
 )
 
 func TestParseReply(t *testing.T) {
@@ -12,23 +14,23 @@ func TestParseReply(t *testing.T) {
 		in   string
 		want Reply
 	}{
-		{"451 4.7.1 Greylisted", Reply{Transient, 451, "4.7.1", "Greylisted"}},
-		{"451 4.7.1 Greylisted\r\n", Reply{Transient, 451, "4.7.1", "Greylisted"}},
-		{"250 ok", Reply{Success, 250, "2.0.0", "ok"}},
-		{"250", Reply{Success, 250, "2.0.0", ""}},
-		{"354 End data with <CR><LF>.<CR><LF>", Reply{Success, 354, "2.0.0", "End data with <CR><LF>.<CR><LF>"}},
-		{"550 5.1.1 <bob@example.com>: Recipient address rejected: User unknown", Reply{Permanent, 550, "5.1.1", "<bob@example.com>: Recipient address rejected: User unknown"}},
-		{"250-a\r\n250 b", Reply{Success, 250, "2.0.0", "a b"}},
-		{"250-a\n250 b\n", Reply{Success, 250, "2.0.0", "a b"}},
-		{"550-5.7.1 Our system has detected\r\n550-5.7.1 an unusual rate\r\n550 5.7.1 of mail.", Reply{Permanent, 550, "5.7.1", "Our system has detected an unusual rate of mail."}},
-		{"421-4.7.0 Try again later,\r\n421 4.7.0 closing connection.", Reply{Transient, 421, "4.7.0", "Try again later, closing connection."}},
-		{"250-\r\n250 x", Reply{Success, 250, "2.0.0", "x"}},
-		{"451 5.7.1 class disagrees", Reply{Transient, 451, "4.7.1", "class disagrees"}},
-		{"451 4.7.1", Reply{Transient, 451, "4.7.1", ""}},
-		{"451 4.7.1x text", Reply{Transient, 451, "4.0.0", "4.7.1x text"}},
-		{"451 4.1234.1 text", Reply{Transient, 451, "4.0.0", "4.1234.1 text"}},
-		{"451 tab\there", Reply{Transient, 451, "4.0.0", "tab here"}},
-		{"550 5.7.1 naïve ünïcode", Reply{Permanent, 550, "5.7.1", "naïve ünïcode"}},
+		{"451 4.7.1 Greylisted", Reply{Transient, 451, "4.7.1", "Greylisted", "4.7.1"}},
+		{"451 4.7.1 Greylisted\r\n", Reply{Transient, 451, "4.7.1", "Greylisted", "4.7.1"}},
+		{"250 ok", Reply{Success, 250, "2.0.0", "ok", ""}},
+		{"250", Reply{Success, 250, "2.0.0", "", ""}},
+		{"354 End data with <CR><LF>.<CR><LF>", Reply{Success, 354, "2.0.0", "End data with <CR><LF>.<CR><LF>", ""}},
+		{"550 5.1.1 <bob@example.com>: Recipient address rejected: User unknown", Reply{Permanent, 550, "5.1.1", "<bob@example.com>: Recipient address rejected: User unknown", "5.1.1"}},
+		{"250-a\r\n250 b", Reply{Success, 250, "2.0.0", "a b", ""}},
+		{"250-a\n250 b\n", Reply{Success, 250, "2.0.0", "a b", ""}},
+		{"550-5.7.1 Our system has detected\r\n550-5.7.1 an unusual rate\r\n550 5.7.1 of mail.", Reply{Permanent, 550, "5.7.1", "Our system has detected an unusual rate of mail.", "5.7.1"}},
+		{"421-4.7.0 Try again later,\r\n421 4.7.0 closing connection.", Reply{Transient, 421, "4.7.0", "Try again later, closing connection.", "4.7.0"}},
+		{"250-\r\n250 x", Reply{Success, 250, "2.0.0", "x", ""}},
+		{"451 5.7.1 class disagrees", Reply{Transient, 451, "4.7.1", "class disagrees", "5.7.1"}},
+		{"451 4.7.1", Reply{Transient, 451, "4.7.1", "", "4.7.1"}},
+		{"451 4.7.1x text", Reply{Transient, 451, "4.0.0", "4.7.1x text", ""}},
+		{"451 4.1234.1 text", Reply{Transient, 451, "4.0.0", "4.1234.1 text", ""}},
+		{"451 tab\there", Reply{Transient, 451, "4.0.0", "tab here", ""}},
+		{"550 5.7.1 naïve ünïcode", Reply{Permanent, 550, "5.7.1", "naïve ünïcode", "5.7.1"}},
 	}
 	for _, tt := range tests {
 		got, err := ParseReply(tt.in)
@@ -60,13 +62,35 @@ func TestReplyString(t *testing.T) {
 		r    Reply
 		want string
 	}{
-		{Reply{Transient, 451, "4.7.1", "Greylisted"}, "451 4.7.1 Greylisted"},
-		{Reply{Transient, 0, "4.4.1", "connection refused"}, "4.4.1 connection refused"},
-		{Reply{Success, 250, "2.0.0", ""}, "250 2.0.0"},
+		{Reply{Transient, 451, "4.7.1", "Greylisted", "4.7.1"}, "451 4.7.1 Greylisted"},
+		{Reply{Transient, 0, "4.4.1", "connection refused", ""}, "4.4.1 connection refused"},
+		{Reply{Success, 250, "2.0.0", "", "2.0.0"}, "250 2.0.0"},
 	}
 	for _, tt := range tests {
 		if got := tt.r.String(); got != tt.want {
 			t.Errorf("%#v.String() = %q, want %q", tt.r, got, tt.want)
+		}
+	}
+}
+
+// Quote gives the reply as sent: a 552 at RCPT is transient (4.2.2) but
+// said 5.2.2, and a server that gave no enhanced code gets none.
+func TestReplyQuote(t *testing.T) {
+	tests := []struct {
+		r           Reply
+		quote, text string
+	}{
+		{Classify(StageRcpt, serverErr(552, smtp.EnhancedCode{5, 2, 2}, "Mailbox full")), "552 5.2.2 Mailbox full", "552 4.2.2 Mailbox full"},
+		{Classify(StageData, serverErr(500, smtp.NoEnhancedCode, "what")), "500 what", "500 5.0.0 what"},
+		{Classify(StageRcpt, serverErr(451, smtp.EnhancedCode{5, 1, 1}, "odd")), "451 5.1.1 odd", "451 4.1.1 odd"},
+		{Classify(StageConnect, Transientf("4.4.1", "connection refused")), "4.4.1 connection refused", "4.4.1 connection refused"},
+	}
+	for _, tt := range tests {
+		if got := tt.r.Quote(); got != tt.quote {
+			t.Errorf("%#v.Quote() = %q, want %q", tt.r, got, tt.quote)
+		}
+		if got := tt.r.String(); got != tt.text {
+			t.Errorf("%#v.String() = %q, want %q", tt.r, got, tt.text)
 		}
 	}
 }
@@ -83,8 +107,12 @@ func checkReplyInvariants(t *testing.T, in string, r Reply) {
 	if !utf8.ValidString(r.Text) || strings.IndexFunc(r.Text, unicode.IsControl) >= 0 || strings.TrimSpace(r.Text) != r.Text {
 		t.Fatalf("ParseReply(%q): text %q is not one clean line", in, r.Text)
 	}
-	again, err := ParseReply(r.String())
+	again, err := ParseReply(r.Quote())
 	if err != nil || again != r {
+		t.Fatalf("ParseReply(%q) = %#v, but its Quote %q parses to %#v, %v", in, r, r.Quote(), again, err)
+	}
+	again, err = ParseReply(r.String())
+	if again.Sent = r.Sent; err != nil || again != r {
 		t.Fatalf("ParseReply(%q) = %#v, but its String %q parses to %#v, %v", in, r, r.String(), again, err)
 	}
 }

@@ -18,19 +18,39 @@ type Reply struct {
 	// Text is the server's text (multi-line replies joined by spaces), or a
 	// description of the local error. One line, no control characters.
 	Text string
+	// Sent is the enhanced code exactly as the server sent it ("5.2.2" for
+	// a 552 at RCPT, whose Enhanced is 4.2.2), or "" when it sent none (or
+	// an invalid one). Quote uses it: a log line or a DSN Diagnostic-Code
+	// must never show a code the server did not send.
+	Sent string
 }
 
-// String renders the reply the way logs and DSN Diagnostic-Code fields want
-// it: "451 4.7.1 Greylisted" for a server reply, "4.4.1 connection refused"
-// for a local one. It is our canonical form, not necessarily the verbatim
-// wire text (an enhanced code derived by us is included too); ParseReply
-// reads it back to an equal Reply.
-func (r Reply) String() string {
+// String renders the reply the way shaping rules and suspension causes
+// see it: "451 4.7.1 Greylisted" for a server reply, with Enhanced (our
+// status, class digit agreeing with Class, derived when the server sent
+// none), and "4.4.1 connection refused" for a local one. ParseReply
+// reads it back to an equal Reply (but for Sent). Quote is the form for
+// logs and reports.
+func (r Reply) String() string { return r.render(r.Enhanced) }
+
+// Quote renders the reply as the server sent it, for the log, the stored
+// last reply and a DSN Diagnostic-Code: its own enhanced code if it gave
+// one ("552 5.2.2 Mailbox full", though a 552 at RCPT is transient and its
+// Enhanced 4.2.2), none if it did not ("500 what"), never a code of ours.
+// A local error reads as in String ("4.4.1 connection refused").
+func (r Reply) Quote() string {
+	if r.Code == 0 {
+		return r.String()
+	}
+	return r.render(r.Sent)
+}
+
+func (r Reply) render(enh string) string {
 	s := ""
 	if r.Code != 0 {
 		s = strconv.Itoa(r.Code)
 	}
-	for _, part := range []string{r.Enhanced, r.Text} {
+	for _, part := range []string{enh, r.Text} {
 		if part == "" {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net"
 	"strings"
 	"time"
 )
@@ -38,6 +39,14 @@ type Config struct {
 	RateLimits []RateRule
 	// ConnLimit refuses connections at greeting beyond a number open per IP.
 	ConnLimit ConnLimit
+	// Personas play providers (see Persona); PersonaFiles add personas to
+	// the built-in ones.
+	Personas     []string
+	PersonaFiles []string
+	// ReturnTo is the next hop ("host:port") through which reports that
+	// rules schedule with "then" (bounces, complaints) are sent by SMTP to
+	// the message's sender; empty means they are recorded as not sent.
+	ReturnTo string
 
 	// StartTLS offers STARTTLS with a self-signed certificate made at start.
 	StartTLS bool
@@ -89,6 +98,11 @@ func (cfg *Config) validate() error {
 	if cfg.No8BitMIME && (cfg.StartTLS || cfg.ImplicitTLS) {
 		return errors.New("smtptest: No8BitMIME cannot be combined with TLS")
 	}
+	if cfg.ReturnTo != "" {
+		if _, _, err := net.SplitHostPort(cfg.ReturnTo); err != nil {
+			return fmt.Errorf("smtptest: return-to %q: want host:port", cfg.ReturnTo)
+		}
+	}
 	for u := range cfg.Users {
 		if u == "" || strings.ContainsAny(u, "\x00") {
 			return fmt.Errorf("smtptest: bad user name %q", u)
@@ -106,6 +120,7 @@ func (cfg *Config) script() Script {
 		Rules:          cfg.Rules,
 		RateLimits:     cfg.RateLimits,
 		ConnLimit:      cfg.ConnLimit,
+		Personas:       cfg.Personas,
 	}
 }
 
@@ -204,6 +219,12 @@ func MaxConnsPerIP(spec string) Option {
 		c.ConnLimit = l
 		return err
 	}
+}
+
+// ReturnTo sends the reports of "then bounce" and "then complain" rules
+// through the SMTP server at addr ("host:port"), to the message's sender.
+func ReturnTo(addr string) Option {
+	return func(c *Config) error { c.ReturnTo = addr; return nil }
 }
 
 // StartTLS offers STARTTLS with a certificate generated at start.

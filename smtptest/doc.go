@@ -15,8 +15,13 @@
 //   - A 421 reply at any stage is followed by closing the connection
 //     (RFC 5321 section 3.8); go-smtp alone would keep reading commands.
 //   - Rules are tried in order and the first that applies wins; scripted
-//     replies come before rate limits, which come before greylisting, which
-//     comes before acceptance. The connection limit comes first of all.
+//     replies come before rate limits, which come before personas, which
+//     come before greylisting, which comes before acceptance. A matching
+//     2xx rule overrides the personas. The connection limit comes first.
+//   - Reports a rule schedules after the 250 ("then bounce", "then
+//     complain") are due by the injected clock, looked for every 20ms of
+//     real time, sent from <> through ReturnTo and recorded as events of
+//     their own; a message from <> is never answered.
 //   - The script (rules, rate limits, greylisting settings, connection
 //     limit) is replaced whole and atomically: each command sees one script,
 //     and a replacement never drops a connection.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -101,6 +102,8 @@ func commandOf(e Event) string {
 		return "RCPT TO:<" + e.Arg + ">"
 	case StageData:
 		return "DATA (" + e.Arg + ")"
+	case StageBounce, StageComplaint:
+		return "(" + string(e.Stage) + " " + e.Arg + " about <" + strings.Join(e.To, ",") + "> to <" + e.From + ">)"
 	}
 	return string(e.Stage) + " " + e.Arg
 }

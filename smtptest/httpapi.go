@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -29,19 +31,21 @@ func (s *Server) HTTPHandler() http.Handler {
 
 func (a *api) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/v1/messages", a.list)
-	mux.HandleFunc("DELETE /api/v1/messages", a.reset)
-	mux.HandleFunc("GET /api/v1/messages/wait", a.wait)
-	mux.HandleFunc("GET /api/v1/messages/{id}", a.detail)
-	mux.HandleFunc("GET /api/v1/messages/{id}/raw", a.raw)
-	mux.HandleFunc("GET /api/v1/messages/{id}/html", a.html)
-	mux.HandleFunc("GET /api/v1/messages/{id}/attachments/{n}", a.attachment)
-	mux.HandleFunc("GET /api/v1/attempts", a.attempts)
-	mux.HandleFunc("GET /api/v1/script", a.getScript)
-	mux.HandleFunc("PUT /api/v1/script", a.putScript)
-	mux.HandleFunc("GET /api/v1/events", a.events)
+	mux.HandleFunc("GET /api/v1/messages", strict(a.list, append(filterParams, paramLimit)...))
+	mux.HandleFunc("DELETE /api/v1/messages", strict(a.remove, filterParams...))
+	mux.HandleFunc("GET /api/v1/messages/wait", strict(a.wait, append(filterParams, paramTimeout)...))
+	mux.HandleFunc("GET /api/v1/messages/{id}", strict(a.detail))
+	mux.HandleFunc("DELETE /api/v1/messages/{id}", strict(a.removeOne))
+	mux.HandleFunc("GET /api/v1/messages/{id}/raw", strict(a.raw))
+	mux.HandleFunc("GET /api/v1/messages/{id}/html", strict(a.html))
+	mux.HandleFunc("GET /api/v1/messages/{id}/attachments/{n}", strict(a.attachment))
+	mux.HandleFunc("GET /api/v1/messages/{id}/attachments/{n}/inline", strict(a.inline))
+	mux.HandleFunc("GET /api/v1/attempts", strict(a.attempts, paramClient, paramRcpt, paramBy))
+	mux.HandleFunc("GET /api/v1/script", strict(a.getScript))
+	mux.HandleFunc("PUT /api/v1/script", strict(a.putScript))
+	mux.HandleFunc("GET /api/v1/events", strict(a.events))
 	webRoutes(mux)
-	return mux
+	return jsonErrors{mux}
 }
 
 type api struct {
@@ -103,58 +107,14 @@ func detailOf(m Message) MessageDetail {
 	return d
 }
 
-// filter selects messages by the query parameters to, from, subject (each a
-// case-insensitive substring), since (RFC 3339 time) and after (an ID).
-type filter struct {
-	to, from, subject string
-	since             time.Time
-	after             int
-}
-
-func parseFilter(r *http.Request) (filter, error) {
-	q := r.URL.Query()
-	f := filter{to: q.Get("to"), from: q.Get("from"), subject: q.Get("subject")}
-	if v := q.Get("since"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			return f, fmt.Errorf("since=%q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", v)
-		}
-		f.since = t
-	}
-	if v := q.Get("after"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return f, fmt.Errorf("after=%q: want a message ID", v)
-		}
-		f.after = n
-	}
-	return f, nil
-}
-
-func (f filter) match(m Message) bool {
-	if id, _ := strconv.Atoi(m.ID); id <= f.after {
-		return false
-	}
-	if !f.since.IsZero() && m.Time.Before(f.since) {
-		return false
-	}
-	if f.from != "" && !containsFold(m.From, f.from) {
-		return false
-	}
-	if f.to != "" && !slices.ContainsFunc(m.To, func(to string) bool { return containsFold(to, f.to) }) {
-		return false
-	}
-	return f.subject == "" || containsFold(subjectOf(m.Data), f.subject)
-}
-
-func (a *api) list(w http.ResponseWriter, r *http.Request) {
-	f, err := parseFilter(r)
+func (a *api) list(w http.ResponseWriter, r *http.Request, q url.Values) {
+	f, err := parseFilter(q)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	limit := defaultListLimit
-	if v := r.URL.Query().Get("limit"); v != "" {
+	if v := q.Get(paramLimit); v != "" {
 		limit, err = strconv.Atoi(v)
 		if err != nil || limit < 1 || limit > maxListLimit {
 			httpError(w, http.StatusBadRequest, fmt.Sprintf("limit=%q: want a number from 1 to %d", v, maxListLimit))
@@ -173,14 +133,14 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 
 // wait answers with the first message matching the filter, waiting for one
 // to arrive until the timeout (408) or until the server closes (503).
-func (a *api) wait(w http.ResponseWriter, r *http.Request) {
-	f, err := parseFilter(r)
+func (a *api) wait(w http.ResponseWriter, r *http.Request, q url.Values) {
+	f, err := parseFilter(q)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	timeout := defaultWait
-	if v := r.URL.Query().Get("timeout"); v != "" {
+	if v := q.Get(paramTimeout); v != "" {
 		timeout, err = time.ParseDuration(v)
 		if err != nil || timeout < 0 || timeout > maxWait {
 			httpError(w, http.StatusBadRequest, fmt.Sprintf("timeout=%q: want a duration from 0s to %v, e.g. 10s", v, maxWait))
@@ -214,9 +174,43 @@ func (a *api) wait(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (a *api) reset(w http.ResponseWriter, r *http.Request) {
-	a.s.Reset()
-	w.WriteHeader(http.StatusNoContent)
+// deleted is the answer to a DELETE: how many messages it removed.
+type deleted struct {
+	Deleted int `json:"deleted"`
+}
+
+// remove deletes the messages matching the filter. Without a filter it is
+// Reset: messages, attempts, greylisting, counters and pending reports.
+func (a *api) remove(w http.ResponseWriter, r *http.Request, q url.Values) {
+	f, err := parseFilter(q)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if !f.any() {
+		n := a.s.MessageCount()
+		a.s.Reset()
+		writeJSON(w, http.StatusOK, deleted{n})
+		return
+	}
+	// Matching parses MIME, so it runs on a copy, outside the recorder's lock.
+	ids := map[string]bool{}
+	for _, m := range a.s.Messages() {
+		if f.match(m) {
+			ids[m.ID] = true
+		}
+	}
+	writeJSON(w, http.StatusOK, deleted{a.s.rec.deleteMessages(ids)})
+}
+
+// removeOne deletes one message; its attempts stay, as they happened.
+func (a *api) removeOne(w http.ResponseWriter, r *http.Request, _ url.Values) {
+	m, ok := a.message(w, r)
+	if !ok {
+		return
+	}
+	a.s.rec.deleteMessages(map[string]bool{m.ID: true})
+	writeJSON(w, http.StatusOK, deleted{1})
 }
 
 // message finds the message named by the {id} path value or answers 404.
@@ -235,13 +229,13 @@ func (a *api) message(w http.ResponseWriter, r *http.Request) (Message, bool) {
 	return Message{}, false
 }
 
-func (a *api) detail(w http.ResponseWriter, r *http.Request) {
+func (a *api) detail(w http.ResponseWriter, r *http.Request, _ url.Values) {
 	if m, ok := a.message(w, r); ok {
 		writeJSON(w, http.StatusOK, detailOf(m))
 	}
 }
 
-func (a *api) raw(w http.ResponseWriter, r *http.Request) {
+func (a *api) raw(w http.ResponseWriter, r *http.Request, _ url.Values) {
 	m, ok := a.message(w, r)
 	if !ok {
 		return
@@ -256,7 +250,7 @@ func (a *api) raw(w http.ResponseWriter, r *http.Request) {
 // response is opened outside the page's sandboxed iframe.
 const htmlPolicy = "default-src 'none'; img-src data: cid:; style-src 'unsafe-inline'; font-src data:; frame-ancestors 'self'; sandbox"
 
-func (a *api) html(w http.ResponseWriter, r *http.Request) {
+func (a *api) html(w http.ResponseWriter, r *http.Request, _ url.Values) {
 	m, ok := a.message(w, r)
 	if !ok {
 		return
@@ -268,21 +262,57 @@ func (a *api) html(w http.ResponseWriter, r *http.Request) {
 	w.Write([]byte(p.HTML))
 }
 
-func (a *api) attachment(w http.ResponseWriter, r *http.Request) {
+// attachmentAt finds the attachment named by the {id} and {n} path values
+// or answers 400/404.
+func (a *api) attachmentAt(w http.ResponseWriter, r *http.Request) (Attachment, []byte, bool) {
 	m, ok := a.message(w, r)
 	if !ok {
-		return
+		return Attachment{}, nil, false
 	}
 	n, err := strconv.Atoi(r.PathValue("n"))
 	if err != nil || n < 0 {
 		httpError(w, http.StatusBadRequest, "attachment index must be a number from 0")
-		return
+		return Attachment{}, nil, false
 	}
 	att, body, err := attachmentOf(m.Data, n)
 	if errors.Is(err, errNoAttachment) || body == nil {
 		httpError(w, http.StatusNotFound, fmt.Sprintf("message %s has no attachment %d", m.ID, n))
+		return Attachment{}, nil, false
+	}
+	return att, body, true
+}
+
+// inlineTypes are the images the page shows inline: raster formats only,
+// as SVG can carry scripts.
+var inlineTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// inlinePolicy sandboxes an image opened on its own, like htmlPolicy.
+const inlinePolicy = "default-src 'none'; sandbox"
+
+// inline serves an image attachment with its own type, for the page's
+// <img>; anything else is refused, so a message cannot make the page's
+// origin serve its HTML or script.
+func (a *api) inline(w http.ResponseWriter, r *http.Request, _ url.Values) {
+	att, body, ok := a.attachmentAt(w, r)
+	if !ok {
 		return
 	}
+	if !slices.Contains(inlineTypes, att.ContentType) {
+		httpError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("%s is not shown inline (only %s)", att.ContentType, strings.Join(inlineTypes, ", ")))
+		return
+	}
+	w.Header().Set("Content-Security-Policy", inlinePolicy)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Type", att.ContentType)
+	w.Write(body)
+}
+
+func (a *api) attachment(w http.ResponseWriter, r *http.Request, _ url.Values) {
+	att, body, ok := a.attachmentAt(w, r)
+	if !ok {
+		return
+	}
+	n := att.Index
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	name := att.Filename
@@ -311,7 +341,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-// httpError answers with {"error": msg}.
+// httpError answers with {"error": msg}, the body of every API error.
 func httpError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg})
+	writeJSON(w, status, apiError{msg})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -12,13 +13,15 @@ import (
 const maxScriptBytes = 1 << 20
 
 // attempts answers with every recorded event, oldest first, filtered by
-// client (an IP, or "ip:port") and rcpt (a case-insensitive substring of a
-// recipient the command concerned).
-func (a *api) attempts(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	client, rcpt := q.Get("client"), q.Get("rcpt")
+// client (an IP, or "ip:port"), rcpt (a case-insensitive substring of a
+// recipient the command concerned) and by (what answered, exactly).
+func (a *api) attempts(w http.ResponseWriter, r *http.Request, q url.Values) {
+	client, rcpt, by := q.Get(paramClient), q.Get(paramRcpt), Answerer(q.Get(paramBy))
 	out := []AttemptRecord{}
 	for _, e := range a.s.Events() {
+		if by != "" && e.By != by {
+			continue
+		}
 		if client != "" && e.Client != client && hostOf(e.Client) != client {
 			continue
 		}
@@ -30,17 +33,18 @@ func (a *api) attempts(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"attempts": out})
 }
 
-func (a *api) getScript(w http.ResponseWriter, r *http.Request) {
+func (a *api) getScript(w http.ResponseWriter, r *http.Request, _ url.Values) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	io.WriteString(w, a.s.Script().String())
 }
 
 // putScript replaces the script with the request body; a bad script is
-// refused with 400 and one line naming the first bad line.
-func (a *api) putScript(w http.ResponseWriter, r *http.Request) {
+// refused with 400 and a JSON error of one line naming the first bad line
+// (an unknown setting among them).
+func (a *api) putScript(w http.ResponseWriter, r *http.Request, _ url.Values) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxScriptBytes))
 	if err != nil {
-		scriptError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("script larger than %d bytes", maxScriptBytes))
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("script larger than %d bytes", maxScriptBytes))
 		return
 	}
 	sc, err := ParseScript(string(body))
@@ -48,25 +52,18 @@ func (a *api) putScript(w http.ResponseWriter, r *http.Request) {
 		err = a.s.SetScript(sc)
 	}
 	if err != nil {
-		scriptError(w, http.StatusBadRequest, err.Error())
+		httpError(w, http.StatusBadRequest, strings.ReplaceAll(err.Error(), "\n", " "))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	io.WriteString(w, a.s.Script().String())
 }
 
-// scriptError answers a script request with msg as one line of text.
-func scriptError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(status)
-	io.WriteString(w, strings.ReplaceAll(msg, "\n", " ")+"\n")
-}
-
 // events streams Server-Sent Events: one "change" event at once and one
 // after every change to messages, attempts or the script, so that a page
 // can refresh without polling. It ends when the client goes away or the
 // server closes.
-func (a *api) events(w http.ResponseWriter, r *http.Request) {
+func (a *api) events(w http.ResponseWriter, r *http.Request, _ url.Values) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		httpError(w, http.StatusInternalServerError, "streaming unsupported")

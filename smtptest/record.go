@@ -120,6 +120,24 @@ func (r *recorder) reset() {
 	r.notifyLocked()
 }
 
+// deleteMessages forgets the messages with the given IDs and returns how
+// many it found; events stay, and IDs keep counting up.
+func (r *recorder) deleteMessages(ids map[string]bool) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	keep := r.messages[:0:0]
+	for _, m := range r.messages {
+		if !ids[m.ID] {
+			keep = append(keep, m)
+		}
+	}
+	n := len(r.messages) - len(keep)
+	r.messages = keep
+	r.nMessages -= n
+	r.notifyLocked()
+	return n
+}
+
 func (r *recorder) addConn() {
 	r.conns.Add(1)
 	r.mu.Lock()
@@ -152,6 +170,18 @@ func (s *Server) Messages() []Message {
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
 	return append([]Message(nil), s.rec.messages...)
+}
+
+// messageByID returns the recorded message with id.
+func (s *Server) messageByID(id string) (Message, bool) {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	for _, m := range s.rec.messages {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return Message{}, false
 }
 
 // MessageCount returns how many messages were accepted, without copying them.

@@ -23,6 +23,10 @@ const (
 	StageMail     Stage = "mail"
 	StageRcpt     Stage = "rcpt"
 	StageData     Stage = "data"
+	// StageBounce and StageComplaint record the reports a rule's "then"
+	// sent after the 250 (never scripted themselves).
+	StageBounce    Stage = "bounce"
+	StageComplaint Stage = "complaint"
 )
 
 // maxRuleDelay bounds a scripted delay so that a typo cannot hang a test run.
@@ -55,6 +59,9 @@ type Rule struct {
 	Enhanced smtp.EnhancedCode
 	// Text is the reply text; empty means a generic text.
 	Text string
+	// Then, at rcpt with a 2xx code, schedules a report about the recipient
+	// once its message is accepted: "250 then bounce 5.1.1 after 2s".
+	Then Then
 }
 
 // ParseRule parses `STAGE[:MATCH][#N]=ACTION`, where ACTION is
@@ -66,6 +73,11 @@ type Rule struct {
 //	rcpt:bob@#1=421 4.3.2 Try later
 //	data=delay 30s 250 OK
 //	data:carol@=drop
+//	rcpt:gone@=250 then bounce 5.1.1 after 2s
+//	rcpt:angry@=250 then complain abuse after 2s
+//
+// A 2xx reply at rcpt may be followed by `then bounce STATUS [TEXT] [after
+// DURATION]` or `then complain FEEDBACK-TYPE [after DURATION]` (see Then).
 func ParseRule(s string) (Rule, error) {
 	r, err := parseRule(s)
 	if err != nil {
@@ -147,6 +159,13 @@ func parseAction(r *Rule, s string) error {
 		rest = after
 	}
 	r.Text = strings.TrimSpace(rest)
+	if text, then, ok := splitThen(r.Text); ok {
+		t, err := parseThen(then)
+		if err != nil {
+			return err
+		}
+		r.Text, r.Then = text, t
+	}
 	return nil
 }
 
@@ -192,6 +211,12 @@ func (r Rule) Validate() error {
 	}
 	if r.Delay < 0 || r.Delay > maxRuleDelay {
 		return fmt.Errorf("delay %v out of range (0..%v)", r.Delay, maxRuleDelay)
+	}
+	if err := r.Then.validate(); err != nil {
+		return err
+	}
+	if r.Then.Report != ReportNone && (r.Stage != StageRcpt || r.Code/100 != 2) {
+		return errors.New("then bounce/complain follows only a 2xx reply at rcpt")
 	}
 	if r.Drop && r.Code != 0 {
 		return errors.New("a rule cannot both drop and reply")
@@ -261,6 +286,9 @@ func (r Rule) String() string {
 		if r.Text != "" {
 			parts = append(parts, r.Text)
 		}
+	}
+	if r.Then.Report != ReportNone {
+		parts = append(parts, "then", r.Then.String())
 	}
 	b.WriteString(strings.Join(parts, " "))
 	return b.String()

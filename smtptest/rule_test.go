@@ -22,6 +22,10 @@ func TestParseRule(t *testing.T) {
 		{"data:carol@=delay 2s drop", Rule{Stage: StageData, Match: "carol@", Delay: 2 * time.Second, Drop: true}},
 		{"ehlo=DROP", Rule{Stage: StageEHLO, Drop: true}},
 		{"data=delay 30s 250 2.0.0 Queued as X", Rule{Stage: StageData, Delay: 30 * time.Second, Code: 250, Enhanced: smtp.EnhancedCode{2, 0, 0}, Text: "Queued as X"}},
+		{"rcpt:gone@=250 then bounce 5.1.1 after 2s", Rule{Stage: StageRcpt, Match: "gone@", Code: 250, Then: Then{Report: ReportBounce, Status: smtp.EnhancedCode{5, 1, 1}, After: 2 * time.Second}}},
+		{"rcpt:gone@=250 2.1.5 OK then bounce 5.2.2 Mailbox full", Rule{Stage: StageRcpt, Match: "gone@", Code: 250, Enhanced: smtp.EnhancedCode{2, 1, 5}, Text: "OK", Then: Then{Report: ReportBounce, Status: smtp.EnhancedCode{5, 2, 2}, Text: "Mailbox full"}}},
+		{"rcpt:angry@=250 then complain abuse after 2s", Rule{Stage: StageRcpt, Match: "angry@", Code: 250, Then: Then{Report: ReportComplaint, Feedback: FeedbackAbuse, After: 2 * time.Second}}},
+		{"rcpt=250 THEN Complain Not-Spam", Rule{Stage: StageRcpt, Code: 250, Then: Then{Report: ReportComplaint, Feedback: FeedbackNotSpam}}},
 	}
 	for _, tc := range tests {
 		got, err := ParseRule(tc.in)
@@ -58,6 +62,16 @@ func TestParseRuleErrors(t *testing.T) {
 		"rcpt=delay 2h",
 		"rcpt=delay soon",
 		"rcpt:a b=550",
+		"rcpt=250 then bounce 4.1.1",
+		"rcpt=250 then bounce",
+		"rcpt=250 then bounce 5.1.1 after soon",
+		"rcpt=250 then bounce 5.1.1 after 48h",
+		"rcpt=250 then complain",
+		"rcpt=250 then complain spam",
+		"rcpt=250 then complain abuse now",
+		"rcpt=550 then bounce 5.1.1",
+		"data=250 then bounce 5.1.1",
+		"mail=250 then complain abuse",
 		"rcpt=550 5.1.1 bad\rtext",
 	} {
 		if r, err := ParseRule(in); err == nil {
@@ -97,6 +111,8 @@ func FuzzParseRule(f *testing.F) {
 		"mail=451",
 		"rcpt#1=5x0",
 		"rcpt:#=",
+		"rcpt:gone@=250 then bounce 5.1.1 after 2s",
+		"rcpt:angry@=250 then complain abuse after 2s",
 	} {
 		f.Add(s)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/relayq/relayq/smtptest/internal/persona"
 )
 
 // Script is the part of a server's behaviour that can be replaced while it
@@ -25,6 +27,10 @@ type Script struct {
 	Rules          []Rule
 	RateLimits     []RateRule
 	ConnLimit      ConnLimit
+	// Personas are provider personas, NAME[,KEY=VALUE...] each
+	// ("gmail,rate=10/min"); they answer after the rate limits and before
+	// greylisting, in order.
+	Personas []string
 }
 
 // Script flag names, shared with cmd/fakemx.
@@ -35,6 +41,7 @@ const (
 	FlagReply          = "reply"
 	FlagRateLimit      = "rate-limit"
 	FlagMaxConnsPerIP  = "max-conns-per-ip"
+	FlagPersona        = "persona"
 )
 
 // ParseScript parses a script's text. The error names the first bad line,
@@ -105,9 +112,14 @@ func (sc *Script) set(name, value string) error {
 		}
 	case FlagMaxConnsPerIP:
 		sc.ConnLimit, err = parseConnLimit(value)
+	case FlagPersona:
+		var sp persona.Spec
+		if sp, err = persona.ParseSpec(value); err == nil {
+			sc.Personas = append(sc.Personas, sp.String())
+		}
 	default:
-		return fmt.Errorf("unknown setting (want %s, %s, %s, %s, %s or %s)", FlagGreylist,
-			FlagGreylistExpiry, FlagGreylistText, FlagReply, FlagRateLimit, FlagMaxConnsPerIP)
+		return fmt.Errorf("unknown setting (want %s, %s, %s, %s, %s, %s or %s)", FlagGreylist,
+			FlagGreylistExpiry, FlagGreylistText, FlagReply, FlagRateLimit, FlagMaxConnsPerIP, FlagPersona)
 	}
 	return err
 }
@@ -134,6 +146,9 @@ func (sc Script) String() string {
 	if sc.ConnLimit.Max > 0 {
 		line(FlagMaxConnsPerIP, sc.ConnLimit.String())
 	}
+	for _, p := range sc.Personas {
+		line(FlagPersona, p)
+	}
 	return b.String()
 }
 
@@ -158,6 +173,11 @@ func (sc Script) Validate() error {
 	if err := sc.ConnLimit.Validate(); err != nil {
 		return fmt.Errorf("connection limit: %w", err)
 	}
+	for _, p := range sc.Personas {
+		if _, err := persona.ParseSpec(p); err != nil {
+			return fmt.Errorf("persona %q: %w", p, err)
+		}
+	}
 	return nil
 }
 
@@ -166,14 +186,21 @@ func (sc Script) Validate() error {
 // always sees one script, never half of two.
 type scriptState struct {
 	Script
-	rules  *ruleSet
-	limits *rateLimiter
+	rules    *ruleSet
+	limits   *rateLimiter
+	personas []*persona.Instance
 }
 
-func newScriptState(sc Script) *scriptState {
+// newScriptState compiles sc; personas are looked up in cat.
+func newScriptState(sc Script, cat persona.Catalog) (*scriptState, error) {
 	sc.Rules = append([]Rule(nil), sc.Rules...)
 	sc.RateLimits = append([]RateRule(nil), sc.RateLimits...)
-	return &scriptState{Script: sc, rules: newRuleSet(sc.Rules), limits: newRateLimiter(sc.RateLimits)}
+	sc.Personas = append([]string(nil), sc.Personas...)
+	ps, err := compilePersonas(cat, sc.Personas)
+	if err != nil {
+		return nil, err
+	}
+	return &scriptState{Script: sc, rules: newRuleSet(sc.Rules), limits: newRateLimiter(sc.RateLimits), personas: ps}, nil
 }
 
 // script returns the state in force now.
@@ -184,6 +211,7 @@ func (s *Server) Script() Script {
 	sc := s.script().Script
 	sc.Rules = append([]Rule(nil), sc.Rules...)
 	sc.RateLimits = append([]RateRule(nil), sc.RateLimits...)
+	sc.Personas = append([]string(nil), sc.Personas...)
 	return sc
 }
 
@@ -195,7 +223,11 @@ func (s *Server) SetScript(sc Script) error {
 	if err := sc.Validate(); err != nil {
 		return fmt.Errorf("smtptest: script: %w", err)
 	}
-	s.state.Store(newScriptState(sc))
+	st, err := newScriptState(sc, s.catalog)
+	if err != nil {
+		return fmt.Errorf("smtptest: script: %w", err)
+	}
+	s.state.Store(st)
 	s.rec.touch()
 	return nil
 }
@@ -206,10 +238,12 @@ func (s *Server) SetScript(sc Script) error {
 func (s *Server) Reset() {
 	for {
 		old := s.state.Load()
-		if s.state.CompareAndSwap(old, newScriptState(old.Script)) {
+		fresh, _ := newScriptState(old.Script, s.catalog) // compiled before, so it compiles
+		if s.state.CompareAndSwap(old, fresh) {
 			break
 		}
 	}
 	s.grey.reset()
+	s.reports.reset()
 	s.rec.reset()
 }

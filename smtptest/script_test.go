@@ -32,7 +32,7 @@ func TestScriptErrorsAreOneLine(t *testing.T) {
 		"--greylist 3s\n--reply rcpt=hello\n": `line 2: --reply "rcpt=hello": bad reply code "hello"`,
 		"--rate-limit rcpt=10/min":            `line 1: --rate-limit "rcpt=10/min": missing '=REPLY' after the rate`,
 		"--greylist soon":                     `line 1: --greylist "soon": time: invalid duration "soon"`,
-		"--replies rcpt=550":                  `line 1: --replies "rcpt=550": unknown setting (want greylist, greylist-expiry, greylist-text, reply, rate-limit or max-conns-per-ip)`,
+		"--replies rcpt=550":                  `line 1: --replies "rcpt=550": unknown setting (want greylist, greylist-expiry, greylist-text, reply, rate-limit, max-conns-per-ip or persona)`,
 	} {
 		_, err := ParseScript(in)
 		if err == nil || err.Error() != want {
@@ -55,7 +55,7 @@ func TestHTTPScriptGetAndPut(t *testing.T) {
 		t.Fatalf("script in force:\n%s", got)
 	}
 	status, body = do(t, "PUT", base+"/api/v1/script", "--reply rcpt=550\n--reply quit=421\n")
-	if status != 400 || body != "line 2: --reply \"quit=421\": unknown stage \"quit\" (want greeting, ehlo, mail, rcpt or data)\n" {
+	if status != 400 || apiErrorOf(t, body) != "line 2: --reply \"quit=421\": unknown stage \"quit\" (want greeting, ehlo, mail, rcpt or data)" {
 		t.Fatalf("bad PUT: %d %q, want 400 and one line", status, body)
 	}
 	if got := srv.Script().String(); got != sampleScript {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/relayq/relayq/smtptest/internal/persona"
 )
 
 // Server is a running scriptable SMTP server. Create it with NewServer in
@@ -25,10 +27,12 @@ type Server struct {
 	now      func() time.Time
 	hostname string
 
-	state atomic.Pointer[scriptState] // replaced whole by SetScript and Reset
-	grey  *greylist
-	rec   *recorder
-	cert  *Cert // nil without TLS
+	state   atomic.Pointer[scriptState] // replaced whole by SetScript and Reset
+	catalog persona.Catalog             // the personas a script may name
+	grey    *greylist
+	rec     *recorder
+	reports *reports
+	cert    *Cert // nil without TLS
 
 	smtp *smtp.Server
 	tl   *trackListener
@@ -74,6 +78,7 @@ func Start(cfg Config) (*Server, error) {
 		hostname: cfg.Hostname,
 		grey:     newGreylist(),
 		rec:      newRecorder(cfg.DiscardBodies, cfg.DiscardEvents),
+		reports:  newReports(),
 		done:     make(chan struct{}),
 		served:   make(chan struct{}),
 	}
@@ -83,7 +88,9 @@ func Start(cfg Config) (*Server, error) {
 	if s.hostname == "" {
 		s.hostname = "fakemx.localhost"
 	}
-	s.state.Store(newScriptState(cfg.script()))
+	if err := s.initScript(cfg); err != nil {
+		return nil, err
+	}
 	addr := cfg.Addr
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -124,6 +131,8 @@ func Start(cfg Config) (*Server, error) {
 		inner = tls.NewListener(s.tl, srv.TLSConfig)
 	}
 	s.gl = newGreetListener(inner, s)
+	s.wg.Add(1)
+	go s.runReports()
 	go func() {
 		defer close(s.served)
 		var ln net.Listener = s.gl
@@ -133,6 +142,21 @@ func Start(cfg Config) (*Server, error) {
 		srv.Serve(ln) // returns once the listeners are closed by Close
 	}()
 	return s, nil
+}
+
+// initScript loads the personas and compiles the first script.
+func (s *Server) initScript(cfg Config) error {
+	cat, err := loadPersonas(cfg.PersonaFiles)
+	if err != nil {
+		return err
+	}
+	s.catalog = cat
+	st, err := newScriptState(cfg.script(), cat)
+	if err != nil {
+		return fmt.Errorf("smtptest: %w", err)
+	}
+	s.state.Store(st)
+	return nil
 }
 
 // Addr returns the listening address, "127.0.0.1:port".
@@ -229,6 +253,16 @@ func (s *Server) greet(c net.Conn) bool {
 	if l, limited := st.limits.take(s.now(), StageGreeting, ip, "", ip); limited {
 		return refuse(l.smtpError(), ByRateLimit)
 	}
+	seen := s.seenAt(StageGreeting, ip)
+	seen.Conns = s.tl.openFrom(ip)
+	e, by, open := s.askPersonas(st, seen)
+	switch {
+	case !open:
+		c.Close()
+		return false
+	case e != nil:
+		return refuse(e, by)
+	}
 	s.record(Event{Client: client, Stage: StageGreeting, Reply: fmt.Sprintf("220 %s ESMTP Service Ready", s.hostname)})
 	return true
 }
@@ -236,8 +270,8 @@ func (s *Server) greet(c net.Conn) bool {
 // replyDropped is the Event.Reply of a connection closed without a reply.
 const replyDropped = "(dropped)"
 
-// writeReplyAndClose writes one reply line and closes c. go-smtp writes and
-// flushes each reply as it goes, so nothing of its own is left unsent.
+// writeReplyAndClose writes one reply line and closes c: the greeting's
+// refusal, before go-smtp has written anything to c.
 func writeReplyAndClose(c net.Conn, e *smtp.SMTPError) {
 	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	io.WriteString(c, replyLine(e)+"\r\n")

@@ -61,6 +61,8 @@ type session struct {
 	from     string
 	mail     smtp.MailOptions
 	to       []string
+	thens    []Then // what follows the 250 for each of to
+	data     []byte // the message, while data is decided
 }
 
 var _ smtp.AuthSession = (*session)(nil)
@@ -79,14 +81,12 @@ func (ss *session) event(stage Stage, arg, reply string, by Answerer) {
 	ss.srv.record(e)
 }
 
-// refuse records the refusal e and returns it for go-smtp to write; a 421
-// is written here and the connection closed (RFC 5321 section 3.8: 421
-// means the server is closing the channel, and go-smtp would keep reading).
+// refuse records the refusal e and returns it for go-smtp to write. After
+// a 421 the patched go-smtp closes the connection once its buffered
+// replies are sent (RFC 5321 section 3.8); writing the 421 here would put
+// it ahead of the replies to commands pipelined before it.
 func (ss *session) refuse(stage Stage, arg string, e *smtp.SMTPError, by Answerer) error {
 	ss.event(stage, arg, replyLine(e), by)
-	if e.Code == 421 {
-		writeReplyAndClose(ss.nc, e)
-	}
 	return e
 }
 
@@ -116,6 +116,24 @@ func (ss *session) decide(stage Stage, arg string, matchArgs ...string) (Rule, b
 	if l, limited := st.limits.take(ss.srv.now(), stage, ss.ip, sender, matchArgs...); limited {
 		return r, true, ss.refuse(stage, arg, l.smtpError(), ByRateLimit)
 	}
+	if stage == StageEHLO || ok && r.Code/100 == 2 {
+		// Personas answer at greeting, mail, rcpt and data, and a matching
+		// 2xx rule overrides them: "everyone is unknown but vip@".
+		return r, false, nil
+	}
+	seen := ss.srv.seenAt(stage, ss.ip)
+	seen.From, seen.Data = sender, ss.data
+	if stage == StageRcpt {
+		seen.Rcpt = arg
+	}
+	e, by, open := ss.srv.askPersonas(st, seen)
+	switch {
+	case !open:
+		ss.nc.Close()
+		return r, true, errServerClosed
+	case e != nil:
+		return r, true, ss.refuse(stage, arg, e, by)
+	}
 	return r, false, nil
 }
 
@@ -136,7 +154,8 @@ func (ss *session) Mail(from string, opts *smtp.MailOptions) error {
 }
 
 func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
-	if _, done, err := ss.decide(StageRcpt, to, to); done {
+	rule, done, err := ss.decide(StageRcpt, to, to)
+	if done {
 		return err
 	}
 	if st := ss.srv.script(); st.Greylist > 0 {
@@ -150,6 +169,7 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 		}
 	}
 	ss.to = append(ss.to, to)
+	ss.thens = append(ss.thens, rule.Then)
 	ss.event(StageRcpt, to, fmt.Sprintf("250 2.0.0 I'll make sure <%s> gets this", to), ByDefault)
 	return nil
 }
@@ -174,7 +194,9 @@ func (ss *session) Data(r io.Reader) error {
 		ss.event(StageData, arg, "(read error: "+err.Error()+")", ByDefault)
 		return err
 	}
+	ss.data = body
 	rule, done, serr := ss.decide(StageData, arg, append([]string{ss.from}, ss.to...)...)
+	ss.data = nil
 	if done {
 		return serr
 	}
@@ -191,6 +213,7 @@ func (ss *session) Data(r io.Reader) error {
 		BodyType: string(ss.mail.Body),
 		UTF8:     ss.mail.UTF8,
 	})
+	ss.scheduleReports(id)
 	reply, by, result := "250 2.0.0 OK: queued", ByDefault, error(nil)
 	if rule.Code/100 == 2 {
 		e := rule.smtpError()
@@ -201,10 +224,23 @@ func (ss *session) Data(r io.Reader) error {
 	return result
 }
 
+// scheduleReports schedules the reports that rules asked for with "then"
+// for the recipients of message id, now that it is recorded.
+func (ss *session) scheduleReports(id string) {
+	for i, t := range ss.thens {
+		if t.Report == ReportNone {
+			continue
+		}
+		m, _ := ss.srv.messageByID(id)
+		ss.srv.reports.schedule(pendingReport{due: m.Time.Add(t.After), msg: m, rcpt: ss.to[i], then: t})
+	}
+}
+
 func (ss *session) Reset() {
 	ss.from = ""
 	ss.mail = smtp.MailOptions{}
 	ss.to = nil
+	ss.thens = nil
 }
 
 func (ss *session) Logout() error { return nil }

@@ -48,6 +48,9 @@ type Client struct {
 	// With overrides the protocol named in the Received header ("HTTP",
 	// "HTTPS"); "" means the ESMTP keyword of RFC 3848.
 	With string
+	// Stream is the authenticated credential's stream (UserStream,
+	// KeyStream), "" when it names none.
+	Stream string
 }
 
 // Transaction is one message's envelope as the client gave it.
@@ -57,6 +60,10 @@ type Transaction struct {
 	UTF8       bool
 	RET, EnvID string
 	Body       string // "7BIT", "8BITMIME" or ""
+	// Idem is the protocol's idempotency key, or nil (idempotency.go).
+	Idem *Idempotency
+	// Hold is the requested release (futurerelease.go), checked already.
+	Hold Hold
 }
 
 // MayRelay is the whole relay policy: relayq has no local domains, so a
@@ -123,6 +130,9 @@ func (a Acceptor) CheckSender(c Client, from string) error {
 	if a.s.Draining() {
 		return a.reject(c, RejectDraining, errDraining, "from", from)
 	}
+	if a.s.low() {
+		return a.reject(c, RejectStorage, errNoRoom, "from", from)
+	}
 	if !a.MayRelay(c) {
 		return a.reject(c, RejectRelay, ErrAuthRequired, "from", from)
 	}
@@ -164,14 +174,16 @@ var errTooManyRecipients = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.Enhance
 // (already checked by the caller for size and line endings), then Commit
 // or Abort. Used by one goroutine.
 type Incoming struct {
-	a   Acceptor
-	c   Client
-	t   Transaction
-	d   *queue.Draft
-	sig MessageSigner // the Signer's, or nil: sees every byte d does
-	out io.Writer     // d, and sig beside it
-	hs  *headerScan   // in front of out after the trace header
-	now time.Time     // when the message arrived (Received, Created)
+	a      Acceptor
+	c      Client
+	t      Transaction
+	d      *queue.Draft
+	sig    MessageSigner // the Signer's, or nil: sees every byte d does
+	hs     *headerScan   // in front of lines after the trace header
+	lines  *lineWatch    // in front of d and sig beside it
+	traced int64         // length of the trace header
+	now    time.Time     // when the message arrived (Received, Created)
+	key    string        // the idempotency key kept with the message, or ""
 }
 
 // Open starts storing a message for t's recipients: it allocates the queue
@@ -179,24 +191,38 @@ type Incoming struct {
 // Received header (RFC 5321 section 4.4).
 func (a Acceptor) Open(c Client, t Transaction) (*Incoming, error) {
 	srv := a.s
-	d := srv.opts.Queue.NewDraft()
-	m := &Incoming{a: a, c: c, t: t, d: d, out: d, now: srv.opts.Clock.Now()}
-	if srv.opts.Signer != nil {
-		if m.sig = srv.opts.Signer(); m.sig != nil {
-			m.out = io.MultiWriter(d, m.sig)
-		}
-	}
-	hdr := receivedHeader(receivedInfo{
-		Helo: c.Helo, IP: c.IP, Hostname: srv.opts.Hostname, ID: d.ID(), With: c.With,
-		TLS: c.TLS, Auth: c.AuthUser != "", Rcpts: t.Recipients, UTF8: t.UTF8, Now: m.now,
-	})
-	if _, err := m.out.Write(hdr); err != nil {
+	m := &Incoming{a: a, c: c, t: t, d: srv.opts.Queue.NewDraft(), now: srv.opts.Clock.Now()}
+	out := m.startDraft()
+	hdr := m.trace()
+	if _, err := out.Write(hdr); err != nil {
 		m.Abort()
 		srv.log.Error("queue write failed", "err", err)
 		return nil, a.reject(c, RejectStorage, errQueueUnavailable)
 	}
-	m.hs = a.headerScan(c, m.out, d.ID(), m.now)
+	m.traced = int64(len(hdr))
+	m.lines = &lineWatch{w: out}
+	m.hs = a.headerScan(c, m.lines, m.d.ID(), m.now)
 	return m, nil
+}
+
+// startDraft starts the Signer's MessageSigner for m.d and returns where
+// the message goes: the draft, and the signer beside it.
+func (m *Incoming) startDraft() io.Writer {
+	if m.a.s.opts.Signer != nil {
+		if m.sig = m.a.s.opts.Signer(); m.sig != nil {
+			return io.MultiWriter(m.d, m.sig)
+		}
+	}
+	return m.d
+}
+
+// trace is the Received header for m.d (RFC 5321 section 4.4).
+func (m *Incoming) trace() []byte {
+	c, t := m.c, m.t
+	return receivedHeader(receivedInfo{
+		Helo: c.Helo, IP: c.IP, Hostname: m.a.s.opts.Hostname, ID: m.d.ID(), With: c.With,
+		TLS: c.TLS, Auth: c.AuthUser != "", Rcpts: t.Recipients, UTF8: t.UTF8, Now: m.now,
+	})
 }
 
 // Write appends body bytes to the queued message (and its signer).
@@ -227,6 +253,15 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 		srv.log.Error("queue write failed", "err", err)
 		return queue.Envelope{}, m.a.reject(c, RejectStorage, errQueueUnavailable)
 	}
+	if m.lines.finish(); m.lines.long {
+		if err := m.encodeLongLines(); err != nil {
+			return queue.Envelope{}, err
+		}
+	}
+	if err := m.keepKey(); err != nil {
+		m.Abort()
+		return queue.Envelope{}, m.a.reject(c, RejectSyntax, errBadIdempotencyKey)
+	}
 	env := queue.Envelope{
 		From:       m.t.From,
 		Recipients: append([]queue.Recipient(nil), m.t.Recipients...),
@@ -235,11 +270,14 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 		SMTPUTF8:   m.t.UTF8,
 		Body:       m.t.Body,
 		AuthUser:   c.AuthUser,
+		TLS:        c.TLS,
 		ClientAddr: c.IP.String(),
 		Helo:       c.Helo,
 		Created:    m.now,
+		Release:    m.t.Hold.releaseAt(m.now),
 		MessageID:  m.hs.messageID,
 		Subject:    m.hs.subject,
+		Stream:     m.a.streamOf(c, m.hs.stream),
 	}
 	if m.sig != nil {
 		prefix, err := m.sig.Finish()
@@ -249,7 +287,7 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 			srv.log.Error("signing failed, message refused", "client", c.IP.String(), "id", m.d.ID(), "err", err)
 			return queue.Envelope{}, m.a.reject(c, RejectSigning, errSigningFailed)
 		}
-		env.Prefix = string(prefix)
+		env.Prefix, env.DKIM = string(prefix), signatureNames(prefix)
 	}
 	if srv.opts.BeforeCommit != nil {
 		srv.opts.BeforeCommit(&env)
@@ -262,6 +300,9 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 	}
 	if err := m.d.Commit(env); err != nil {
 		m.d.Abort()
+		if dup, ok := m.duplicate(err); ok {
+			return queue.Envelope{}, dup
+		}
 		srv.log.Error("queue commit failed", "err", err)
 		return queue.Envelope{}, m.a.reject(c, RejectStorage, errQueueUnavailable)
 	}
@@ -270,9 +311,12 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 	for i, r := range env.Recipients {
 		rcpts[i] = r.Address
 	}
-	logbuf.Info(srv.log, "queued", "client", c.IP.String(), "id", env.ID, "from", env.From, "to", strings.Join(rcpts, ","), "size", env.Size, "auth", c.AuthUser, "message_id", env.MessageID)
+	logbuf.Info(srv.log, "queued", "client", c.IP.String(), "id", env.ID, "from", env.From, "to", strings.Join(rcpts, ","), "size", env.Size, "auth", c.AuthUser, "message_id", env.MessageID, "stream", env.Stream)
 	if o := srv.opts.Observer; o != nil {
 		o.Accepted(env.Size)
+		if so, ok := o.(StreamObserver); ok {
+			so.QueuedIn(env.Stream)
+		}
 	}
 	if srv.opts.OnQueued != nil {
 		srv.opts.OnQueued(&env)
@@ -403,7 +447,7 @@ func (v *verifiedSecrets) add(sum [32]byte, hash string) {
 
 // session side: the facts of an SMTP session as a Client.
 func (s *session) client() Client {
-	return Client{IP: s.ip, Helo: s.conn.Hostname(), AuthUser: s.authUser, TLS: s.tls}
+	return Client{IP: s.ip, Helo: s.conn.Hostname(), AuthUser: s.authUser, TLS: s.tls, Stream: s.authStream}
 }
 
 // transaction is the session's open mail transaction.
@@ -411,5 +455,6 @@ func (s *session) transaction() Transaction {
 	return Transaction{
 		From: *s.from, Recipients: s.rcpts, UTF8: s.mailOpts.UTF8,
 		RET: string(s.mailOpts.Return), EnvID: s.mailOpts.EnvelopeID, Body: string(s.mailOpts.Body),
+		Hold: mailHold(&s.mailOpts),
 	}
 }

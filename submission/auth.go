@@ -34,6 +34,7 @@ func (s *session) checkPassword(username, password string) error {
 		return err
 	}
 	s.authUser = username
+	s.authStream = s.srv.Acceptor().UserStream(username)
 	s.log.Info("authenticated", "user", username)
 	return nil
 }

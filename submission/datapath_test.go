@@ -15,18 +15,16 @@ import (
 
 // The server-side DATA path alone, in memory: go-smtp parses a scripted,
 // pipelined conversation (no sockets, no queue) and hands each body to a
-// session that reads it either with relayq's reader (copyBody: takeOver and
-// dotBody) or through go-smtp's own DATA reader.
+// session that reads it either with relayq's reader (copyBody: dotBody over
+// go-smtp's raw DATA stream) or through go-smtp's own DATA reader.
 
 // pathSession reads each body and keeps the last one.
 type pathSession struct {
 	ownReader bool
 	mu        *sync.Mutex
 	bodies    *[]string
-	tookOver  *int
-	tapped    *int // bodies read below go-smtp's buffer (lineTap)
+	raw       *int // bodies read raw (smtp.RawDataReader)
 	keep      bool
-	conn      *smtp.Conn
 }
 
 func (s pathSession) Mail(string, *smtp.MailOptions) error { return nil }
@@ -44,16 +42,12 @@ func (s pathSession) Data(r io.Reader) error {
 		// What relayq did before: go-smtp's reader, then bodyWriter.
 		return copyChecked(w, r, 64<<20)
 	}
-	if br := takeOver(r); br != nil {
-		_, tapped := tap(s.conn, br)
+	if _, ok := r.(smtp.RawDataReader); ok {
 		s.mu.Lock()
-		*s.tookOver++
-		if tapped && s.tapped != nil {
-			*s.tapped++
-		}
+		*s.raw++
 		s.mu.Unlock()
 	}
-	if err := copyBody(s.conn, w, r, 64<<20); err != nil {
+	if err := copyBody(w, r, 64<<20); err != nil {
 		return err
 	}
 	if s.keep {
@@ -126,7 +120,7 @@ func runDataPath(tb testing.TB, sess pathSession, body []byte, n int) string {
 // replies.
 func runScript(tb testing.TB, sess pathSession, script io.Reader) string {
 	conn := &scriptConn{script: script, closed: make(chan struct{})}
-	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) { sess.conn = c; return sess, nil }))
+	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return sess, nil }))
 	srv.Domain = "relay.test"
 	srv.MaxMessageBytes = 64 << 20
 	srv.ErrorLog = nopLog{}
@@ -163,24 +157,20 @@ func testBody(size int) (wire, plain []byte) {
 	return w.Bytes(), p.Bytes()
 }
 
-// TestDataTakenOver: with the go-smtp version in go.mod, every DATA body is
-// read by dotBody straight from go-smtp's buffer (not byte by byte through
+// TestDataReadRaw: with the go-smtp in go.mod, every DATA body is read by
+// dotBody from go-smtp's raw DATA stream (not byte by byte through
 // go-smtp's reader), arrives unstuffed and intact, and the commands after
 // it are read where they start.
-func TestDataTakenOver(t *testing.T) {
+func TestDataReadRaw(t *testing.T) {
 	var (
-		mu       sync.Mutex
-		bodies   []string
-		tookOver int
-		tapped   int
+		mu     sync.Mutex
+		bodies []string
+		raw    int
 	)
 	wire, plain := testBody(20 << 10)
-	replies := runDataPath(t, pathSession{ownReader: true, mu: &mu, bodies: &bodies, tookOver: &tookOver, tapped: &tapped, keep: true}, wire, 3)
-	if tookOver != 3 {
-		t.Fatalf("relayq read %d of 3 bodies itself; go-smtp's DATA reader changed shape? (see takeOver)", tookOver)
-	}
-	if tapped != 3 {
-		t.Fatalf("relayq read %d of 3 bodies below go-smtp's buffer; go-smtp's line limiter changed shape? (see lineTap)", tapped)
+	replies := runDataPath(t, pathSession{ownReader: true, mu: &mu, bodies: &bodies, raw: &raw, keep: true}, wire, 3)
+	if raw != 3 {
+		t.Fatalf("relayq read %d of 3 bodies itself; go-smtp's DATA reader is no smtp.RawDataReader? (third_party/go-smtp)", raw)
 	}
 	if got := strings.Count(replies, "250 2.0.0 OK: queued"); got != 3 {
 		t.Fatalf("%d of 3 messages acknowledged; replies:\n%s", got, replies)
@@ -202,10 +192,9 @@ func TestDataTakenOver(t *testing.T) {
 // body arrives whole, including bodies that start in bytes given back.
 func TestDataReadAheadGivenBack(t *testing.T) {
 	var (
-		mu       sync.Mutex
-		bodies   []string
-		tookOver int
-		tapped   int
+		mu     sync.Mutex
+		bodies []string
+		raw    int
 	)
 	var script bytes.Buffer
 	script.WriteString("EHLO client.test\r\n")
@@ -218,9 +207,9 @@ func TestDataReadAheadGivenBack(t *testing.T) {
 		want = append(want, string(plain))
 	}
 	script.WriteString("QUIT\r\n")
-	replies := runScript(t, pathSession{ownReader: true, mu: &mu, bodies: &bodies, tookOver: &tookOver, tapped: &tapped, keep: true}, &script)
-	if tapped != 12 || len(bodies) != 12 {
-		t.Fatalf("%d of 12 bodies read below go-smtp's buffer, %d stored; replies:\n%s", tapped, len(bodies), replies)
+	replies := runScript(t, pathSession{ownReader: true, mu: &mu, bodies: &bodies, raw: &raw, keep: true}, &script)
+	if raw != 12 || len(bodies) != 12 {
+		t.Fatalf("%d of 12 bodies read raw, %d stored; replies:\n%s", raw, len(bodies), replies)
 	}
 	for i := range want {
 		if bodies[i] != want[i] {
@@ -246,7 +235,7 @@ func BenchmarkDataPath(b *testing.B) {
 				b.SetBytes(int64(len(wire)))
 				b.ReportAllocs()
 				b.ResetTimer()
-				runDataPath(b, pathSession{ownReader: own, mu: new(sync.Mutex), bodies: new([]string), tookOver: new(int)}, wire, b.N)
+				runDataPath(b, pathSession{ownReader: own, mu: new(sync.Mutex), bodies: new([]string), raw: new(int)}, wire, b.N)
 			})
 		}
 	}

@@ -30,11 +30,18 @@
 //   - Bare CR and bare LF inside DATA are refused (550 5.7.0), never stored:
 //     relayq forwards only CRLF-clean messages, which closes the SMTP
 //     smuggling family of attacks (CVE-2023-51764) at the door. relayq
-//     reads DATA bodies itself (dotBody, from go-smtp's buffer: takeOver,
-//     then from the connection below it: lineTap, which gives back what it
-//     read past the body and keeps go-smtp's line-length limit), so it sees
+//     reads DATA bodies itself (dotBody, over the raw DATA stream of the
+//     patched go-smtp, smtp.RawDataReader, which gives back what was read
+//     past the body and keeps go-smtp's line-length limit), so it sees
 //     every byte, ".\r" at a line start included, and is the one that
 //     decides where a body ends: only at CRLF "." CRLF.
+//   - No line over 998 octets (RFC 5322 section 2.1.1) is stored, on any
+//     path: a message with one is re-encoded before it is signed and
+//     committed (longlines.go: the parts with such lines become
+//     quoted-printable or base64, mime7bit.ScanLongLines), and one whose
+//     long line encoding cannot reach (a header field, a signed part) is
+//     refused with 554 5.6.0 naming where it is. SMTP DATA lines over
+//     go-smtp's 2,000 octets still end the session (552 5.6.0).
 //   - Limits (size, recipients, connections, timeouts) answer with the right
 //     reply code and affect only the offending session. One connLimiter
 //     counts the connections of every listener (SMTP; HTTP and admin
@@ -54,6 +61,20 @@
 //     sends a UTF-8 recipient as rfc822 with +C3+AB), is stored as
 //     "type;address"; only malformed xtext or control characters get 501.
 //     go-smtp v0.26.0 refused 8-bit xtext, hence third_party/go-smtp.
+//   - An Idempotency-Key (an HTTP header, or the message header field,
+//     idempotency.go) that the queue already keeps for the same client
+//     within Options.IdempotencyWindow gets the first answer (250 with the
+//     first queue ID; over HTTP the first 202, byte for byte) and queues
+//     nothing; the header field is removed before the signer and the
+//     queue see the message. A submission without a key reads nothing more
+//     from the queue than before.
+//   - A hold (FUTURERELEASE's HOLDFOR/HOLDUNTIL, RFC 4865; send_at) beyond
+//     Options.MaxHold is refused with 501 5.5.4 at MAIL (HTTP 400), never
+//     queued; one in the past is no hold (futurerelease.go).
+//   - A path without a domain ("MAIL FROM:<root>", from cron) is qualified
+//     with the hostname for a client that may relay (qualify.go, through
+//     go-smtp's patched AllowMailboxWithoutDomain); anyone else is refused
+//     as before.
 //   - SetDraining(true) (drain.go) refuses MAIL with 421 4.3.2 on every
 //     path and a transaction opened before it with 451 4.3.2 at its end,
 //     and returns only after a commit under way has finished: from then on

@@ -25,6 +25,15 @@ type headerScan struct {
 	add func() (messageID string, date time.Time)
 
 	messageID, subject string
+	// stripKey removes the Idempotency-Key field (idempotency.go); idemKey
+	// is its value, idemSeen whether it was found (and removed).
+	stripKey bool
+	idemKey  string
+	idemSeen bool
+	// stream is the X-Relayq-Stream field's value; the field itself is
+	// not passed on (relayqOnly).
+	stream    string
+	hasStream bool
 }
 
 func (h *headerScan) Write(p []byte) (int, error) {
@@ -47,6 +56,7 @@ func (h *headerScan) Write(p []byte) (int, error) {
 	}
 	if end < 0 {
 		h.parse(buf) // too long to be headers we should touch
+		h.passThrough()
 		h.done = true
 		h.buf = nil
 		if _, err := h.w.Write(buf); err != nil {
@@ -65,6 +75,11 @@ func (h *headerScan) Write(p []byte) (int, error) {
 func (h *headerScan) flush(buf []byte, end int) error {
 	h.done = true
 	hasDate := h.parse(buf[:end])
+	h.idemSeen = h.idemSeen && h.stripKey
+	if h.idemSeen || h.hasStream {
+		sec := withoutFields(buf[:end], h.relayqOnly)
+		buf, end = append(sec, buf[end:]...), len(sec)
+	}
 	var extra []byte
 	if h.add != nil {
 		id, date := h.add()
@@ -88,6 +103,42 @@ func (h *headerScan) flush(buf []byte, end int) error {
 	return err
 }
 
+// passThrough gives up the fields meant for relayq alone (the
+// idempotency key, the stream) in a header section too long to touch: it
+// goes on as it came, and those fields count as absent.
+func (h *headerScan) passThrough() {
+	h.idemSeen, h.hasStream, h.stream = false, false, ""
+}
+
+// relayqOnly reports whether a field is relayq's own and not passed on:
+// the idempotency key (when kept) and the stream.
+func (h *headerScan) relayqOnly(f headerField) bool {
+	return (f == idempotencyKeyField && h.idemSeen) || (f == streamField && h.hasStream)
+}
+
+// withoutFields returns the header section sec without the fields drop
+// names, continuation lines included.
+func withoutFields(sec []byte, drop func(headerField) bool) []byte {
+	out := make([]byte, 0, len(sec))
+	dropping := false
+	for rest := sec; len(rest) > 0; {
+		line := rest
+		if i := bytes.Index(rest, crlfBytes); i >= 0 {
+			line, rest = rest[:i+2], rest[i+2:]
+		} else {
+			rest = nil
+		}
+		if line[0] != ' ' && line[0] != '\t' {
+			name, _, ok := bytes.Cut(line, []byte(":"))
+			dropping = ok && drop(whichField(bytes.TrimRight(name, " \t")))
+		}
+		if !dropping {
+			out = append(out, line...)
+		}
+	}
+	return out
+}
+
 // finish passes on what is still held: a message that is all header
 // section (no empty line) ends here.
 func (h *headerScan) finish() error {
@@ -98,8 +149,13 @@ func (h *headerScan) finish() error {
 	if !bytes.HasSuffix(h.buf, []byte("\r\n")) && end > 0 {
 		// An unterminated last line: add nothing after it.
 		h.parse(h.buf)
+		h.idemSeen = false // a key is kept only from a whole header section
 		h.done = true
-		_, err := h.w.Write(h.buf)
+		out := h.buf
+		if h.hasStream {
+			out = withoutFields(out, h.relayqOnly)
+		}
+		_, err := h.w.Write(out)
 		return err
 	}
 	return h.flush(h.buf, end)
@@ -136,6 +192,15 @@ func (h *headerScan) parse(sec []byte) (hasDate bool) {
 			}
 		case dateField:
 			hasDate = true
+		case idempotencyKeyField:
+			if !h.idemSeen {
+				h.idemSeen, h.idemKey = true, string(val)
+			}
+		case streamField:
+			if !h.hasStream {
+				h.stream = trimField(string(val))
+			}
+			h.hasStream = true
 		}
 		field, val = otherField, val[:0]
 	}
@@ -146,14 +211,14 @@ func (h *headerScan) parse(sec []byte) (hasDate bool) {
 			line, rest = rest[:i], rest[i+2:]
 		}
 		if len(line) > 0 && (line[0] == ' ' || line[0] == '\t') {
-			if (field == messageIDField || field == subjectField) && len(val) < 998 {
+			if field.kept() && len(val) < 998 {
 				val = append(val, line...)
 			}
 		} else {
 			done()
 			if n, v, ok := bytes.Cut(line, []byte(":")); ok && !bytes.ContainsAny(n, " \t") {
 				field = whichField(n)
-				if field == messageIDField || field == subjectField {
+				if field.kept() {
 					val = append(val, v...)
 				}
 			}
@@ -176,7 +241,14 @@ const (
 	messageIDField
 	subjectField
 	dateField
+	idempotencyKeyField
+	streamField
 )
+
+// kept reports whether parse keeps the field's value.
+func (f headerField) kept() bool {
+	return f == messageIDField || f == subjectField || f == idempotencyKeyField || f == streamField
+}
 
 // whichField matches a field name as strings.ToLower would, without
 // allocating for an ASCII name (a non-ASCII one may still lower-case to
@@ -194,6 +266,10 @@ func whichField(name []byte) headerField {
 		return subjectField
 	case asciiEqualFold(name, "date"):
 		return dateField
+	case asciiEqualFold(name, idempotencyField):
+		return idempotencyKeyField
+	case asciiEqualFold(name, streamHeader):
+		return streamField
 	}
 	return otherField
 }
@@ -206,6 +282,10 @@ func fieldNamed(lower string) headerField {
 		return subjectField
 	case "date":
 		return dateField
+	case idempotencyField:
+		return idempotencyKeyField
+	case streamHeader:
+		return streamField
 	}
 	return otherField
 }

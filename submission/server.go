@@ -24,6 +24,9 @@ type User struct {
 	Username string
 	// PasswordHash is a bcrypt hash; passwords are never stored in clear.
 	PasswordHash string
+	// Stream is the stream of the user's messages; "" leaves it to the
+	// header or DefaultStream (stream.go).
+	Stream string
 }
 
 // Policy is the part of the configuration that can change while the server
@@ -33,6 +36,10 @@ type Policy struct {
 	Users   []User
 	// APIKeys authenticate HTTP submissions (Acceptor.LoginKey).
 	APIKeys []APIKey
+	// Streams are the configured stream names and DefaultStream the one
+	// a message gets when nothing else names one (stream.go).
+	Streams       []string
+	DefaultStream string
 }
 
 // APIKey is one HTTP API key. The key itself is "NAME.SECRET", so the
@@ -41,6 +48,8 @@ type APIKey struct {
 	Name string
 	// KeyHash is a bcrypt hash of the whole key.
 	KeyHash string
+	// Stream is the stream of the key's messages, as User.Stream.
+	Stream string
 }
 
 // Options configure a Server. Zero values get the documented defaults.
@@ -96,6 +105,16 @@ type Options struct {
 	// AddMissingHeaders adds Message-ID and Date to mail from
 	// authenticated clients and trusted networks that lacks them.
 	AddMissingHeaders bool
+	// IdempotencyWindow is how long an idempotency key is kept
+	// (idempotency.go); 0 turns keys off.
+	IdempotencyWindow time.Duration
+	// MaxHold is the furthest ahead a message may ask to be released
+	// (futurerelease.go); 0 accepts no hold.
+	MaxHold time.Duration
+	// Inbound, if set, makes the server an MX for one domain instead of a
+	// submission server (inbound.go); Policy, Signer and Suppressions are
+	// then unused.
+	Inbound Inbound
 }
 
 // Suppressions decides whether a recipient is refused because it is on
@@ -134,6 +153,7 @@ type Server struct {
 	// verified remembers credentials that passed bcrypt (Acceptor.Login*).
 	verified verifiedSecrets
 	drain    drainGate // SetDraining (drain.go)
+	inflight inflight  // idempotency keys in flight (idempotency.go)
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -199,9 +219,9 @@ func New(o Options) (*Server, error) {
 	// EHLO advertises SIZE as exactly the limit, MAIL SIZE= up to it is
 	// accepted, and so is a body of exactly that size: relayq reads DATA
 	// bodies itself (dotBody, exact limit), and go-smtp's BDAT check is
-	// exact. Only go-smtp's own DATA reader, used if takeOver ever cannot
-	// be, would refuse a body of exactly the limit (it needs one more byte
-	// to see the end).
+	// exact. Only go-smtp's own DATA reader, which relayq does not use
+	// (copyBody reads DATA raw), would refuse a body of exactly the limit
+	// (it needs one more byte to see the end).
 	srv.MaxMessageBytes = o.MaxMessageBytes
 	srv.MaxRecipients = o.MaxRecipients
 	srv.AllowInsecureAuth = o.AllowInsecureAuth
@@ -209,6 +229,9 @@ func New(o Options) (*Server, error) {
 	srv.WriteTimeout = o.WriteTimeout
 	srv.EnableSMTPUTF8 = true
 	srv.EnableDSN = true
+	srv.FutureRelease = s.futureRelease()
+	// Paths without a domain reach session.qualify (patched go-smtp).
+	srv.AllowMailboxWithoutDomain = true
 	srv.ErrorLog = slogAdapter{o.Logger}
 	if o.TLS != nil {
 		srv.TLSConfig = s.serverTLS()
@@ -321,6 +344,6 @@ func (s *Server) Close() error {
 type slogAdapter struct{ l *slog.Logger }
 
 func (a slogAdapter) Printf(format string, v ...interface{}) {
-	a.l.Warn("smtp server", "msg", fmt.Sprintf(format, v...))
+	a.l.Warn("smtp server", "error", fmt.Sprintf(format, v...))
 }
-func (a slogAdapter) Println(v ...interface{}) { a.l.Warn("smtp server", "msg", fmt.Sprint(v...)) }
+func (a slogAdapter) Println(v ...interface{}) { a.l.Warn("smtp server", "error", fmt.Sprint(v...)) }

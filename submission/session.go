@@ -1,6 +1,7 @@
 package submission
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,8 @@ type session struct {
 	log      *slog.Logger
 	tls      bool
 	authUser string
+	// authStream is authUser's configured stream (Acceptor.UserStream).
+	authStream string
 
 	// current transaction
 	from     *string
@@ -72,16 +75,23 @@ func (s *session) reject(reason RejectReason, err *smtp.SMTPError, args ...any) 
 }
 
 func (s *session) Mail(from string, opts *smtp.MailOptions) error {
+	if s.srv.opts.Inbound != nil {
+		return s.inboundMail(from, opts)
+	}
 	if s.from != nil && s.mayRelay() {
 		// RFC 5321 section 4.1.4: MAIL must not be sent while a
 		// transaction is open; go-smtp would let it replace the sender.
 		return s.reject(RejectSequence, errNestedMail, "from", from)
 	}
+	from = s.qualify(from)
 	if err := s.srv.Acceptor().CheckSender(s.client(), from); err != nil {
 		return err
 	}
 	if opts != nil && opts.Size > s.srv.opts.MaxMessageBytes {
 		return s.reject(RejectSize, ErrTooBig, "declared_size", opts.Size)
+	}
+	if err := s.srv.Acceptor().CheckHold(s.client(), mailHold(opts)); err != nil {
+		return err
 	}
 	f := from
 	s.from = &f
@@ -93,10 +103,14 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) error {
 }
 
 func (s *session) Rcpt(to string, opts *smtp.RcptOptions) error {
+	if s.srv.opts.Inbound != nil {
+		return s.inboundRcpt(to)
+	}
 	from := ""
 	if s.from != nil {
 		from = *s.from
 	}
+	to = s.qualify(to)
 	if err := s.srv.Acceptor().CheckRecipientFrom(s.client(), from, to, len(s.rcpts)); err != nil {
 		return err
 	}
@@ -150,6 +164,9 @@ func (s *session) Data(r io.Reader) error {
 	// go-smtp's ReadTimeout is set once per command and is not refreshed
 	// during DATA, so it would bound the whole upload; give DATA its own budget.
 	_ = s.conn.Conn().SetReadDeadline(srv.opts.Clock.Now().Add(srv.opts.DataTimeout))
+	if srv.opts.Inbound != nil {
+		return s.inboundData(func(w *bytes.Buffer) error { return s.bodyError(copyBody(w, r, srv.opts.MaxMessageBytes)) })
+	}
 
 	m, err := srv.Acceptor().Open(s.client(), s.transaction())
 	if err != nil {
@@ -158,8 +175,29 @@ func (s *session) Data(r io.Reader) error {
 	// The body goes into the queue draft (and the signer beside it, see
 	// Acceptor.Open) here, after the trace header: straight from go-smtp's
 	// buffer for DATA (copyBody).
-	if err := copyBody(s.conn, m, r, srv.opts.MaxMessageBytes); err != nil {
+	if err := copyBody(m, r, srv.opts.MaxMessageBytes); err != nil {
 		m.Abort()
+		return s.bodyError(err)
+	}
+	env, err := m.Commit()
+	var dup *Duplicate
+	if errors.As(err, &dup) {
+		// A repeat of a key (idempotency.go): the first message's reply.
+		env.ID, err = dup.ID, nil
+	}
+	if err != nil {
+		return err
+	}
+	_ = s.conn.Conn().SetReadDeadline(time.Time{})
+	// RFC 5321 section 4.2: the text is free; "queued as ID" is what Postfix
+	// users grep for.
+	return &smtp.SMTPError{Code: 250, EnhancedCode: smtp.EnhancedCode{2, 0, 0}, Message: "Ok: queued as " + env.ID}
+}
+
+// bodyError is the reply to a body that could not be read whole (nil for
+// none).
+func (s *session) bodyError(err error) error {
+	if err != nil {
 		var se *smtp.SMTPError
 		switch {
 		case errors.Is(err, errBareNewlineFound):
@@ -184,14 +222,7 @@ func (s *session) Data(r io.Reader) error {
 			return errIncomplete
 		}
 	}
-	env, err := m.Commit()
-	if err != nil {
-		return err
-	}
-	_ = s.conn.Conn().SetReadDeadline(time.Time{})
-	// RFC 5321 section 4.2: the text is free; "queued as ID" is what Postfix
-	// users grep for.
-	return &smtp.SMTPError{Code: 250, EnhancedCode: smtp.EnhancedCode{2, 0, 0}, Message: "Ok: queued as " + env.ID}
+	return nil
 }
 
 // hangUp writes e as the last reply and closes the socket, so that nothing
@@ -221,7 +252,7 @@ func (s *session) Logout() error { return nil }
 // AuthMechanisms implements smtp.AuthSession. go-smtp offers them only on TLS
 // connections unless AllowInsecureAuth (RFC 4954 section 4).
 func (s *session) AuthMechanisms() []string {
-	if len(s.srv.policy.Load().Users) == 0 {
+	if len(s.srv.policy.Load().Users) == 0 || s.srv.opts.Inbound != nil {
 		return nil
 	}
 	return []string{sasl.Plain, sasl.Login}
@@ -248,33 +279,15 @@ func (s *session) Auth(mech string) (sasl.Server, error) {
 }
 
 // copyBody writes the message body from go-smtp's reader r to w: for DATA
-// straight from go-smtp's buffer with dotBody (see takeOver), for BDAT
-// through the chunk pipe, checked by bodyWriter.
-// When go-smtp's line limiter can be reached (lineTap), dotBody reads below
-// it, straight from the connection, and checks line lengths itself.
-func copyBody(c *smtp.Conn, w io.Writer, r io.Reader, limit int64) error {
-	br := takeOver(r)
-	if br == nil {
-		return copyChecked(w, r, limit)
-	}
-	t, ok := tap(c, br)
-	if !ok {
-		_, err := dotBody(bufSource{br}, w, limit, 0)
+// with dotBody, from go-smtp's raw DATA stream (smtp.RawDataReader, the
+// patch in third_party/go-smtp), for BDAT through the chunk pipe, checked
+// by bodyWriter.
+func copyBody(w io.Writer, r io.Reader, limit int64) error {
+	if raw, ok := r.(smtp.RawDataReader); ok {
+		_, err := dotBody(raw, w, limit)
 		return err
 	}
-	src := newConnSource(br, t.src(), connBufSize)
-	defer src.release()
-	_, err := dotBody(src, w, limit, t.limit())
-	switch {
-	case errors.Is(err, smtp.ErrTooLongLine):
-		t.stick()
-	case err == nil, errors.Is(err, errTooBigFound), errors.Is(err, errBareNewlineFound), errors.Is(err, errWriteFailed):
-		// dotBody stopped before the end marker: go-smtp reads on from there.
-		if rest := src.rest(); rest != nil {
-			t.giveBack(rest)
-		}
-	}
-	return err
+	return copyChecked(w, r, limit)
 }
 
 // copyChecked copies r to w through bodyWriter's checks.

@@ -2,12 +2,14 @@ package submission
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/emersion/go-smtp"
 	"github.com/relayq/relayq/internal/dkim"
 	"github.com/relayq/relayq/internal/dkim/dkimtest"
 )
@@ -105,4 +107,39 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// The queue records how each message was accepted: over TLS or not, and
+// which signatures it got, for the console's timeline and the history.
+func TestEnvelopeSaysHowItWasAccepted(t *testing.T) {
+	mod, _ := withSigner(t)
+	tlsConf, pool := testCert(t)
+	env := startServer(t, func(o *Options) { mod(o); o.TLS = tlsConf })
+	plain := dial(t, env.addr)
+	secure, err := smtp.DialStartTLS(env.addr, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { secure.Close() })
+	for _, c := range []struct {
+		c          *smtp.Client
+		from, dkim string
+		tls        bool
+	}{
+		{plain, "app@example.org", "example.org/sel", false},
+		{secure, "app@example.org", "example.org/sel", true},
+		{secure, "app@example.net", "", true},
+	} {
+		reply, err := send(c.c, c.from, []string{"b@example.net"}, "From: "+c.from+"\r\nSubject: x\r\n\r\nhi\r\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := env.store.Get(queueIDFrom(t, reply))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.TLS != c.tls || got.DKIM != c.dkim {
+			t.Errorf("from %s: TLS %v, DKIM %q; want %v, %q", c.from, got.TLS, got.DKIM, c.tls, c.dkim)
+		}
+	}
 }

@@ -38,7 +38,7 @@ func (a Acceptor) suppressed(c Client, from, to string) error {
 // missing Message-ID and Date only for authenticated and trusted clients,
 // and only when configured.
 func (a Acceptor) headerScan(c Client, out io.Writer, id string, now time.Time) *headerScan {
-	hs := &headerScan{w: out}
+	hs := &headerScan{w: out, stripKey: a.s.opts.IdempotencyWindow > 0}
 	if a.s.opts.AddMissingHeaders && a.MayRelay(c) {
 		host := a.s.opts.Hostname
 		hs.add = func() (string, time.Time) { return "<" + id + "@" + host + ">", now }

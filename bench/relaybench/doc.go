@@ -11,10 +11,14 @@
 // relaybench either starts the relay itself (--relay-bin, with a generated
 // configuration in a temporary directory, one fresh relay and empty queue per
 // scenario) or measures one that is already running (--relay and
-// --relay-pid). Memory and CPU come from /proc/PID/status and /proc/PID/stat.
+// --relay-pid). Memory and CPU come from /proc/PID/status and /proc/PID/stat,
+// disk writes from /proc/PID/io, and the Go heap of a started relay from its
+// admin API's /metrics.
 // Scenario h submits over the HTTP API instead, each client one goroutine
 // on its own keep-alive connection, as each SMTP session is; a started
 // relay's admin API (--relay-admin) serves /debug/pprof to profile it.
+// `relaybench webhook-sink` is the webhook receiver alone (answers 200,
+// counts events), for bench/compare-postfix.sh's production profile.
 //
 // Invariants:
 //   - Only loopback addresses are dialled or listened on; other addresses are

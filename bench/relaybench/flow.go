@@ -38,6 +38,10 @@ type flowSpec struct {
 	MaxDelay              string // retry.max_delay, at least InitialDelay
 	KeepRelay             bool   // leave the spawned relay running for the caller
 	HTTP                  bool   // submit over the HTTP API instead of SMTP
+	Admin                 bool   // give the spawned relay an admin API (for its Go heap) even without --relay-admin
+	// SendAt, with HTTP, asks for every message to be held this long
+	// (send_at): queued but never tried while the scenario lasts.
+	SendAt time.Duration
 }
 
 // flowResult is what one flow scenario measured.
@@ -104,7 +108,7 @@ func runFlow(ctx context.Context, o *options, spec flowSpec) (*flowResult, error
 		defer stop()
 	}
 	driveFlow(ctx, o, spec, loadSpec{Addr: target, Sessions: spec.Sessions, Count: spec.Count, Size: spec.Size,
-		Run: run, Base: base, From: "bench@" + benchFromDomain, To: "sink@dst.relaybench.localhost"}, pid, sk, res)
+		Run: run, Base: base, From: "bench@" + benchFromDomain, To: "sink@dst.relaybench.localhost", Query: sendAtQuery(spec.SendAt)}, pid, sk, res)
 	return res, nil
 }
 
@@ -127,7 +131,13 @@ func startFlowRelay(o *options, spec flowSpec, sk *sink, res *flowResult) (targe
 	} else if hop, err = freeAddr(); err != nil { // closed port: next hop down
 		return "", 0, nil, err
 	}
-	cfg := relayConfig{Listen: listen, QueuePath: filepath.Join(dir, "queue.db"), NextHop: hop, InitialDelay: spec.InitialDelay, MaxDelay: spec.MaxDelay, DKIMKey: o.dkimKey, Webhook: o.webhook, AdminListen: o.relayAdmin,
+	admin := o.relayAdmin
+	if spec.Admin && admin == "" {
+		if admin, err = freeAddr(); err != nil {
+			return "", 0, nil, err
+		}
+	}
+	cfg := relayConfig{Listen: listen, QueuePath: filepath.Join(dir, "queue.db"), NextHop: hop, InitialDelay: spec.InitialDelay, MaxDelay: spec.MaxDelay, DKIMKey: o.dkimKey, Webhook: o.webhook, AdminListen: admin,
 		RedisURL: o.redisURL, ShapingRate: o.rate}
 	if spec.HTTP {
 		if cfg.HTTPListen, err = freeAddr(); err != nil {
@@ -232,4 +242,13 @@ func summarizeFlow(res *flowResult, lr *loadResult, sk *sink) {
 	}
 	res.Lat250, res.Txn = summarize(l250), summarize(txn)
 	res.S2D, res.Handoff = summarize(s2d), summarize(hand)
+}
+
+// sendAtQuery is the HTTP API's query asking to hold a message for d
+// (send_at, RFC 3339), "" for d 0.
+func sendAtQuery(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return "?send_at=" + time.Now().Add(d).UTC().Format(time.RFC3339)
 }

@@ -38,7 +38,7 @@ func runHTTPLoad(ctx context.Context, spec loadSpec, res *loadResult) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &httpConn{addr: spec.Addr}
+			c := &httpConn{addr: spec.Addr, query: spec.Query}
 			defer c.close()
 			stop := context.AfterFunc(ctx, c.close) // unblocks I/O when the run times out
 			defer stop()
@@ -60,11 +60,12 @@ func runHTTPLoad(ctx context.Context, spec loadSpec, res *loadResult) {
 // httpConn is one keep-alive client connection, dialled on first use and
 // again after an error.
 type httpConn struct {
-	addr string
-	mu   sync.Mutex
-	conn net.Conn
-	br   *bufio.Reader
-	bw   *bufio.Writer
+	addr  string
+	query string
+	mu    sync.Mutex
+	conn  net.Conn
+	br    *bufio.Reader
+	bw    *bufio.Writer
 }
 
 func (c *httpConn) close() {
@@ -91,7 +92,7 @@ func (c *httpConn) roundTrip(msg []byte) (int, error) {
 	conn, br, bw := c.conn, c.br, c.bw
 	c.mu.Unlock()
 	conn.SetDeadline(time.Now().Add(2 * time.Minute))
-	fmt.Fprintf(bw, "POST /api/v1/messages HTTP/1.1\r\nHost: %s\r\nContent-Type: message/rfc822\r\nContent-Length: %d\r\n\r\n", c.addr, len(msg))
+	fmt.Fprintf(bw, "POST /api/v1/messages%s HTTP/1.1\r\nHost: %s\r\nContent-Type: message/rfc822\r\nContent-Length: %d\r\n\r\n", c.query, c.addr, len(msg))
 	bw.Write(msg)
 	if err := bw.Flush(); err != nil {
 		return 0, err

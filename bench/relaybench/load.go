@@ -19,6 +19,8 @@ type loadSpec struct {
 	Run      string
 	Base     time.Time // zero point of every recorded time
 	From, To string
+	// Query is added to the HTTP API's path ("?send_at=..."), "" for none.
+	Query string
 }
 
 // loadResult holds per-message times relative to Base; a message whose

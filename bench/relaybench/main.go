@@ -27,6 +27,7 @@ type options struct {
 	count      int
 	size       int
 	deferred   int
+	held       bool // scenario d: messages queued with send_at, never tried
 	idle       time.Duration
 	progress   time.Duration
 	workDir    string
@@ -49,10 +50,14 @@ const usageText = `relaybench measures relayq: throughput, latency, memory and C
   relaybench --relay 127.0.0.1:2525 --relay-pid PID --sink 127.0.0.1:2600 --scenario a,b,e,handoff
   relaybench --scenario a --redis redis://127.0.0.1:6379/0 --shaping-rate 1000000/s
                                           # a cluster node: shaping state in Redis
+  relaybench webhook-sink                 # a webhook receiver alone (answers 200), prints its URL
 
 Scenarios: a (20 sessions x 1 KiB x 10,000), b (20 x 20 KiB x 5,000),
-c (accept-only, next hop down), d (100,000 deferred, restart, idle),
-e (5 x 20 MiB), handoff (1 session, 200 sequential), all.
+c (accept-only, next hop down), d (100,000 deferred: watched while they
+wait, restarted, watched again; --held: queued with send_at, never tried),
+e (5 x 20 MiB), handoff (1 session, 200 sequential), all;
+p (100,000 parked behind a suspension whose probe keeps failing: CPU and
+disk writes over --idle, then a restart), not part of all.
 With --relay the relay must route every domain to --sink; c and d need
 --relay-bin because they reconfigure and restart the relay.
 
@@ -63,7 +68,7 @@ func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("relaybench", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText); fs.PrintDefaults() }
-	scen := fs.String("scenario", "all", "comma-separated: a,b,c,d,e,h,handoff or all")
+	scen := fs.String("scenario", "all", "comma-separated: a,b,c,d,e,h,handoff,p or all (p, parked behind a suspension, is not in all)")
 	handoff := fs.Bool("handoff", false, "also measure the 250-to-delivered handoff time")
 	fs.BoolVar(&o.direct, "direct", false, "send the load straight into the sink (no relay): the ceiling")
 	fs.StringVar(&o.relayBin, "relay-bin", "bin/relayq", "relayq binary to start, one fresh instance per scenario")
@@ -74,8 +79,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.sessions, "sessions", 0, "override the concurrent sessions of a, b and c")
 	fs.IntVar(&o.count, "count", 0, "override the message count of a, b and c")
 	fs.IntVar(&o.size, "size", 0, "override the message size in bytes of a, b and c")
-	fs.IntVar(&o.deferred, "deferred", 100000, "messages held deferred in scenario d")
-	fs.DurationVar(&o.idle, "idle", 30*time.Second, "idle window after the restart in scenario d")
+	fs.IntVar(&o.deferred, "deferred", 100000, "messages held deferred in scenarios d and p")
+	fs.BoolVar(&o.held, "held", false, "scenario d: submit its messages over HTTP with send_at an hour ahead, so they wait queued but never tried, instead of deferred")
+	fs.DurationVar(&o.idle, "idle", 30*time.Second, "idle window after the restart in scenario d, and the window of scenario p")
 	fs.DurationVar(&o.progress, "progress", 2*time.Second, "progress line interval on stderr; 0 for none")
 	fs.StringVar(&o.workDir, "workdir", "", "where temporary relay directories go (default the system temp dir)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the relays' temporary directories")
@@ -103,7 +109,7 @@ func parseFlags(args []string) (*options, error) {
 		switch s = strings.TrimSpace(s); s {
 		case "all":
 			o.scenarios = append(o.scenarios, "a", "b", "c", "h", "handoff", "e", "d")
-		case "a", "b", "c", "d", "e", "h", "handoff":
+		case "a", "b", "c", "d", "e", "h", "handoff", "p":
 			o.scenarios = append(o.scenarios, s)
 		default:
 			return nil, fmt.Errorf("unknown scenario %q", s)
@@ -134,6 +140,13 @@ func parseFlags(args []string) (*options, error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "webhook-sink" {
+		if err := runWebhookSink(os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "relaybench:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	o, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		return

@@ -98,6 +98,33 @@ func readCPU(pid int) (time.Duration, error) {
 	return parseCPU(data)
 }
 
+// parseWriteBytes returns write_bytes from a /proc/PID/io file: what the
+// process caused to be written to storage (proc(5)), page cache flushes
+// of its writes included.
+func parseWriteBytes(data []byte) (int64, error) {
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		name, rest, ok := bytes.Cut(line, []byte(":"))
+		if !ok || string(name) != "write_bytes" {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(rest)), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("procstat: write_bytes: %w", err)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("procstat: no write_bytes line")
+}
+
+// readWriteBytes returns the bytes pid has caused to be written to disk.
+func readWriteBytes(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, fmt.Errorf("procstat: %w", err)
+	}
+	return parseWriteBytes(data)
+}
+
 // resetHWM sets VmHWM back to the current RSS (writing 5 to clear_refs,
 // proc(5)), so a peak belongs to the scenario that follows. It may fail for
 // another user's process; the sampled peak still holds then.

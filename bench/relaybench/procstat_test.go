@@ -36,6 +36,20 @@ func TestParseCPU(t *testing.T) {
 	}
 }
 
+func TestParseWriteBytes(t *testing.T) {
+	data := []byte("rchar: 10\nwchar: 20\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n")
+	got, err := parseWriteBytes(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 8192 {
+		t.Fatalf("write_bytes %d, want 8192", got)
+	}
+	if _, err := parseWriteBytes([]byte("rchar: 10\n")); err == nil {
+		t.Fatal("an io file without write_bytes was accepted")
+	}
+}
+
 func TestReadOwnProcess(t *testing.T) {
 	m, err := readStatus(os.Getpid())
 	if err != nil {

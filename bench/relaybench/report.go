@@ -15,6 +15,7 @@ import (
 type report struct {
 	flows   []*flowResult
 	restart *restartResult
+	parked  *parkedResult
 	fsync   time.Duration
 	commit  time.Duration // one bbolt commit, the floor of a durable 250
 	notes   []string
@@ -70,18 +71,24 @@ func runAll(ctx context.Context, o *options) *report {
 			continue
 		}
 		seen[name] = true
-		relayOnly := name == "c" || name == "d" || name == "h" || name == "handoff"
+		relayOnly := name == "c" || name == "d" || name == "p" || name == "h" || name == "handoff"
 		if o.direct && relayOnly {
 			rep.notes = append(rep.notes, name+": skipped, it needs a relay")
 			continue
 		}
-		if o.relayAddr != "" && (name == "c" || name == "d" || name == "h") {
+		if o.relayAddr != "" && (name == "c" || name == "d" || name == "p" || name == "h") {
 			rep.notes = append(rep.notes, name+": skipped, it needs --relay-bin to reconfigure and restart the relay")
 			continue
 		}
 		if name == "d" {
 			r, err := runRestart(ctx, o)
 			rep.restart = r
+			rep.check(name, err)
+			continue
+		}
+		if name == "p" {
+			r, err := runParked(ctx, o)
+			rep.parked = r
 			rep.check(name, err)
 			continue
 		}
@@ -217,14 +224,9 @@ func (rep *report) print(w io.Writer) {
 		}
 	}
 	if r := rep.restart; r != nil && r.Fill != nil {
-		fmt.Fprintf(w, "\nd: %d deferred messages (filled at %.0f msgs/s, fill peak RSS %s), queue file %s\n",
-			r.Fill.OK, r.Fill.Accepted, mib(r.Fill.Usage.PeakRSS), mib(r.QueueBytes))
-		fmt.Fprintf(w, "   shutdown %v; restart until SMTP greets %v\n", r.Shutdown.Round(time.Millisecond), r.Startup.Round(time.Millisecond))
-		fmt.Fprintf(w, "   RSS after start %s (anon %s, file %s); after %v idle %s (anon %s, file %s); HWM %s\n",
-			mib(r.AtStart.RSS), mib(r.AtStart.RSSAnon), mib(r.AtStart.RSSFile), r.Idle.Round(time.Second),
-			mib(r.AtEnd.RSS), mib(r.AtEnd.RSSAnon), mib(r.AtEnd.RSSFile), mib(r.AtEnd.HWM))
-		fmt.Fprintf(w, "   idle CPU %.2f s over %v = %.2f%% of one core\n", r.IdleCPU.Seconds(), r.Idle.Round(time.Second), r.IdlePercent())
+		r.print(w)
 	}
+	printParked(w, rep.parked)
 	rep.printChecks(w)
 	if len(rep.notes) > 0 {
 		fmt.Fprintln(w, "\nnotes:")
@@ -264,11 +266,8 @@ func (rep *report) printChecks(w io.Writer) {
 			add(f.Usage.PeakRSS < 300<<20, "e: peak RSS %s (target < 300 MiB)", mib(f.Usage.PeakRSS))
 		}
 	}
-	if r := rep.restart; r != nil && r.Startup > 0 {
-		rss := max(r.AtStart.RSS, r.AtEnd.RSS)
-		add(rss < 150<<20, "d: RSS %s with %d deferred (target < 150 MiB)", mib(rss), r.Fill.OK)
-		add(r.Startup < 3*time.Second, "d: restart %v (target < 3 s)", r.Startup.Round(time.Millisecond))
-		add(r.IdlePercent() < 2, "d: idle CPU %.2f%% (target < 2%%)", r.IdlePercent())
+	if r := rep.restart; r != nil {
+		r.checks(add)
 	}
 	if len(lines) > 0 {
 		fmt.Fprintln(w, "\ntargets:")

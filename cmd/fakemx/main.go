@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/relayq/relayq/internal/buildinfo"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -40,6 +41,13 @@ type options struct {
 
 // run parses args, serves until ctx ends and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "expect" {
+		return runExpect(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
+		fmt.Fprintln(stdout, buildinfo.Get().Line("fakemx"))
+		return 0
+	}
 	opts, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -133,14 +141,31 @@ func serveHTTP(addr string, srv *smtptest.Server, stdout, stderr io.Writer) (sto
 }
 
 const usage = `usage: fakemx [flags]
+       fakemx --version
+       fakemx expect --api URL --to ADDR [--subject TEXT] [--within 30s] ...  (fakemx expect -h)
 
 Reply rules: STAGE[:MATCH][#ATTEMPT]=[delay DUR] (drop | CODE [ENH] [TEXT])
   STAGE is greeting, ehlo, mail, rcpt or data; e.g. 'rcpt:nobody@=550 5.1.1 No such user'
 Rate limits: STAGE[:MATCH]=COUNT/PERIOD[,per=ip|sender]=CODE [ENH] [TEXT]
   e.g. 'rcpt:*@gmail.test=10/min=421 4.7.28 Unusual rate of mail'
+After the 250: 'rcpt:gone@=250 then bounce 5.1.1 after 2s', 'rcpt:angry@=250 then complain abuse after 2s'
+  send an RFC 3464 bounce or RFC 5965 complaint from <> to the sender, through --return-to HOST:PORT
 The --http API serves the same flags as a script: GET/PUT /api/v1/script.
 
 `
+
+// check refuses flags that do not go together.
+func (o options) check() error {
+	if o.certOut != "" && !o.cfg.StartTLS && !o.cfg.ImplicitTLS {
+		return errors.New("--cert-out needs --tls or --implicit-tls")
+	}
+	if o.cfg.ReturnTo != "" {
+		if _, _, err := net.SplitHostPort(o.cfg.ReturnTo); err != nil {
+			return fmt.Errorf("--return-to %q: want HOST:PORT", o.cfg.ReturnTo)
+		}
+	}
+	return nil
+}
 
 // parseFlags turns the command line into options. Errors are one line;
 // the usage is printed only for -h.
@@ -159,7 +184,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			return nil
 		})
 	}
-	// 2526, next to relayq's own default 2525, so both run side by side.
+	// 2526, next to relayq's own default 2525, so both run side by side;
+	// the page, when asked for, is best on 8026: not relayq's admin 8025,
+	// nor Mailpit's 1025/8025 (docs/fakemx.md).
 	fs.StringVar(&o.cfg.Addr, "listen", "127.0.0.1:2526", "address to listen on")
 	fs.StringVar(&o.httpAddr, "http", "", "serve the HTTP API and web page here, e.g. 127.0.0.1:8026 (default: off)")
 	fs.StringVar(&o.cfg.Hostname, "hostname", "", "name announced in the greeting (default fakemx.localhost)")
@@ -168,7 +195,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	scriptFlag(smtptest.FlagGreylistText, "text of the greylisting 451 (default names the remaining wait)")
 	scriptFlag(smtptest.FlagReply, "reply rule (repeatable), e.g. 'greeting=421 4.3.2 Busy'")
 	scriptFlag(smtptest.FlagRateLimit, "token-bucket rate limit (repeatable), e.g. 'mail=5/min,per=sender=451 4.7.1 Slow down'")
+	scriptFlag(smtptest.FlagPersona, "play a provider (repeatable): gmail, outlook, yahoo, greylist, greylist-wait, tarpit, flaky, with ,key=value overrides, e.g. 'gmail,rate=10/min'")
+	fs.Func("persona-file", "add the personas of this YAML file (the format of smtptest/internal/persona/personas.yaml)", func(v string) error {
+		o.cfg.PersonaFiles = append(o.cfg.PersonaFiles, v)
+		return nil
+	})
 	scriptFlag(smtptest.FlagMaxConnsPerIP, "refuse connections beyond this many open per IP, e.g. '2=421 4.7.0 Too many connections'")
+	fs.StringVar(&o.cfg.ReturnTo, "return-to", "", "send the reports of 'then bounce'/'then complain' rules through this SMTP server (HOST:PORT) to each message's sender")
 	fs.StringVar(&o.record, "record", "", "append accepted messages and refused attempts to this file as JSON lines")
 	fs.BoolVar(&o.cfg.StartTLS, "tls", false, "offer STARTTLS with a self-signed certificate for 127.0.0.1/localhost")
 	fs.BoolVar(&o.cfg.ImplicitTLS, "implicit-tls", false, "serve TLS from the first byte instead of STARTTLS")
@@ -204,10 +237,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	if o.certOut != "" && !o.cfg.StartTLS && !o.cfg.ImplicitTLS {
-		return o, errors.New("--cert-out needs --tls or --implicit-tls")
+	if err := o.check(); err != nil {
+		return o, err
 	}
 	o.cfg.Greylist, o.cfg.GreylistExpiry, o.cfg.GreylistText = script.Greylist, script.GreylistExpiry, script.GreylistText
 	o.cfg.Rules, o.cfg.RateLimits, o.cfg.ConnLimit = script.Rules, script.RateLimits, script.ConnLimit
+	o.cfg.Personas = script.Personas
 	return o, nil
 }

@@ -313,6 +313,8 @@ func TestBadFlagsSayWhatIsWrongInOneLine(t *testing.T) {
 		{[]string{"--auth", "nopass"}, `fakemx: --auth "nopass": want user:pass` + "\n"},
 		{[]string{"--cert-out", "x.pem"}, "fakemx: --cert-out needs --tls or --implicit-tls\n"},
 		{[]string{"--nope"}, "fakemx: flag provided but not defined: -nope (fakemx -h lists the flags)\n"},
+		{[]string{"--return-to", "localhost"}, `fakemx: --return-to "localhost": want HOST:PORT` + "\n"},
+		{[]string{"--reply", "rcpt=250 then bounce 4.1.1"}, `fakemx: --reply "rcpt=250 then bounce 4.1.1": then bounce: status 4.1.1 must be permanent (5.x.x): a bounce reports a failure` + "\n"},
 		{[]string{"extra"}, `fakemx: unexpected arguments: ["extra"]` + "\n"},
 	} {
 		var stdout, stderr strings.Builder
@@ -326,5 +328,63 @@ func TestBadFlagsSayWhatIsWrongInOneLine(t *testing.T) {
 	var stderr strings.Builder
 	if code := run(context.Background(), []string{"-h"}, io.Discard, &stderr); code != 0 || !strings.Contains(stderr.String(), "--rate-limit") && !strings.Contains(stderr.String(), "-rate-limit") {
 		t.Errorf("-h: exit %d, usage %q", code, stderr.String())
+	}
+}
+
+// The built binary bounces after the 250 through --return-to: the report
+// arrives at the next hop from <>, addressed to the message's sender.
+func TestFakemxReturnTo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	sink := smtptest.NewServer(t)
+	f := startFakemx(t, buildFakemx(t), "--return-to", sink.Addr(), "--reply", "rcpt:gone@=250 then bounce 5.1.1 after 100ms")
+	c, err := smtp.Dial(f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SendMail("bounces@app.test", []string{"gone@example.test"}, strings.NewReader("Subject: x\r\n\r\nhi\r\n")); err != nil {
+		t.Fatalf("the 250 comes first: %v", err)
+	}
+	m := sink.WaitMessages(t, 1, waitTimeout)[0]
+	if m.From != "" || m.To[0] != "bounces@app.test" || !strings.Contains(string(m.Data), "Status: 5.1.1") {
+		t.Fatalf("report %q -> %q:\n%s", m.From, m.To, m.Data)
+	}
+	f.waitLine(t, "bounce   5.1.1 -> 250 ")
+}
+
+// --persona is a script flag like --reply; --persona-file adds personas,
+// and a persona file's own error stops the start with its line.
+func TestPersonaFlags(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "mine.yaml")
+	os.WriteFile(file, []byte("slowpoke:\n  params: {delay: 1s}\n  checks:\n    - {kind: tarpit, stage: rcpt, delay: \"{delay}\"}\n"), 0o644)
+	o, err := parseFlags([]string{"--persona", "gmail,rate=10/min", "--persona-file", file, "--persona", "slowpoke"}, io.Discard)
+	if err != nil || len(o.cfg.Personas) != 2 || o.cfg.Personas[0] != "gmail,rate=10/min" || o.cfg.PersonaFiles[0] != file {
+		t.Fatalf("options %+v, %v", o.cfg, err)
+	}
+	var stderr strings.Builder
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if code := run(ctx, []string{"--listen", "127.0.0.1:0", "--persona", "gmial"}, io.Discard, &stderr); code != 1 || !strings.Contains(stderr.String(), `unknown persona "gmial" (known: flaky, gmail, greylist, greylist-wait, outlook, tarpit, yahoo)`) {
+		t.Fatalf("unknown persona: exit %d, %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run(ctx, []string{"--listen", "127.0.0.1:0", "--persona-file", file, "--persona", "slowpoke,delay=2s"}, io.Discard, &stderr); code != 0 {
+		t.Fatalf("a persona from the file: exit %d, %q", code, stderr.String())
+	}
+}
+
+// --version prints one line naming fakemx; the defaults keep clear of
+// relayq's admin port 8025 and Mailpit's 1025/8025.
+func TestVersionAndDefaultPorts(t *testing.T) {
+	var stdout strings.Builder
+	if code := run(context.Background(), []string{"--version"}, &stdout, io.Discard); code != 0 || !strings.HasPrefix(stdout.String(), "fakemx ") {
+		t.Fatalf("--version: exit %d, %q", code, stdout.String())
+	}
+	o, err := parseFlags(nil, io.Discard)
+	if err != nil || o.cfg.Addr != "127.0.0.1:2526" || o.httpAddr != "" {
+		t.Fatalf("defaults: %q %q %v", o.cfg.Addr, o.httpAddr, err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/relayq/relayq/internal/dkim"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/returnpath/verp"
 	"github.com/relayq/relayq/submission"
 )
 
@@ -61,11 +62,15 @@ type outbound struct {
 	// delivery.mta_sts, delivery.mta_sts_root_ca_file and delivery.dane
 	// need a restart.
 	tls route.TLSPolicy
+	// verp signs the envelope senders on bounces.domain; nil when it is
+	// "" (a restart-only key).
+	verp *verp.Signer
 }
 
 // inbound is what takes mail and commands.
 type inbound struct {
 	srv         *submission.Server
+	bounces     *submission.Server // the bounce domain's listener; nil without bounces.listen
 	stopHTTP    func(context.Context)
 	admin       *http.Server // nil without admin.listen
 	smtp, smtps []net.Addr
@@ -92,7 +97,7 @@ func (a *app) close() error {
 // open opens the queue and builds the delivery side.
 func (a *app) open() error {
 	cfg := a.conf.cfg
-	store, err := queue.Open(cfg.Queue.Path, queue.Options{Logger: a.log})
+	store, err := queue.Open(cfg.Queue.Path, queue.Options{Logger: a.log, Reserve: cfg.Queue.ReserveBytes})
 	if err != nil {
 		return err
 	}
@@ -117,7 +122,11 @@ func (a *app) open() error {
 	if a.out.shaper, err = newShaper(cfg, state, a.log, a.metrics); err != nil {
 		return err
 	}
+	if a.out.verp, err = bounceSigner(cfg, store); err != nil {
+		return err
+	}
 	eo := engineOptions(cfg, store, a.log, a.metrics, a.out.tls)
+	eo.ReturnPath = a.out.returnPath()
 	eo.Sign = a.out.signer.Sign
 	eo.Shaper = a.out.shaper
 	if a.out.eng, err = delivery.New(eo); err != nil {
@@ -125,14 +134,14 @@ func (a *app) open() error {
 	}
 	supStore, closeSup := suppressionStore(state, store)
 	a.onClose(closeSup) // before the state (its Redis client) and the store
-	a.out.supp = &suppression.List{Store: supStore, Config: suppressionConfig(cfg.Suppression)}
+	a.out.supp = &suppression.List{Store: supStore, Config: suppressionConfig(cfg)}
 	return nil
 }
 
 // listen builds the submission server and opens every listener.
 func (a *app) listen() error {
 	cfg := a.conf.cfg
-	tlsConf, err := loadTLS(cfg.Submission.TLS)
+	tlsConf, err := loadTLS("submission.tls", cfg.Submission.TLS)
 	if err != nil {
 		return err
 	}
@@ -148,7 +157,7 @@ func (a *app) listen() error {
 		srv.Close()
 		return err
 	}
-	return nil
+	return a.listenBounces(tlsConf)
 }
 
 // openListeners opens SMTP, SMTPS, HTTP submission and the admin API.
@@ -176,7 +185,7 @@ func (a *app) openListeners() error {
 		return nil
 	}
 	drainer := newDrainer(cfg, a.store, a.out.eng, srv, a.log)
-	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng}, a.metrics, a.log, a.out.supp, srv.LimitListener, drainer)
+	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng, a.out.state}, a.metrics, a.log, a.out.supp, srv.LimitListener, drainer)
 	return err
 }
 
@@ -228,6 +237,11 @@ func (a *app) shutdown(stopEngine func(), engDone <-chan struct{}, eventsDone fu
 	if err := a.in.srv.Shutdown(ctx); err != nil {
 		a.log.Warn("submission sessions cut at shutdown", "err", err)
 	}
+	if a.in.bounces != nil {
+		if err := a.in.bounces.Shutdown(ctx); err != nil {
+			a.log.Warn("bounce listener sessions cut at shutdown", "err", err)
+		}
+	}
 	<-engDone
 	eventsDone()
 	if a.in.admin != nil {
@@ -249,7 +263,7 @@ func (a *app) reload() {
 		a.log.Error("reload refused, keeping the running configuration", "err", err)
 		return
 	}
-	tlsConf, err := loadTLS(cfg.Submission.TLS)
+	tlsConf, err := loadTLS("submission.tls", cfg.Submission.TLS)
 	if err != nil {
 		a.log.Error("reload refused, keeping the running configuration", "err", err)
 		return
@@ -265,8 +279,10 @@ func (a *app) reload() {
 	if err := reloadShaping(a.out.shaper, cfg, a.metrics); err != nil {
 		a.log.Error("reload: shaping policy refused, keeping the running one", "err", err)
 	}
-	a.out.supp.SetConfig(suppressionConfig(cfg.Suppression))
-	a.out.eng.Update(engineSettings(cfg, a.out.tls)) // after the new policy: targets are resolved again
+	a.out.supp.SetConfig(suppressionConfig(cfg))
+	es := engineSettings(cfg, a.out.tls)
+	es.ReturnPath = a.out.returnPath() // bounces.domain needs a restart
+	a.out.eng.Update(es)               // after the new policy: targets are resolved again
 	applied, restart, now := reloadDiff(a.conf.running, loaded)
 	logWarnings(a.log, cfg)
 	logReload(a.log, cfgName(a.conf.path), applied, restart)

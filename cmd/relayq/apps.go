@@ -25,7 +25,12 @@ import (
 // sendmailCmd is `relayq sendmail`; sendmail.Run prints its own errors.
 // When the binary is called as sendmail (a symlink), main runs it with
 // every argument.
-func sendmailCmd(args []string, _ io.Writer) error {
+func sendmailCmd(args []string, out io.Writer) error {
+	if len(args) == 1 && isHelpWord(args[0]) { // sendmail's own -h is a hop count
+		c, _ := lookup("sendmail")
+		writeHelp(out, c, nil)
+		return nil
+	}
 	if code := sendmail.Run(args, sendmailEnv()); code != 0 {
 		return exitStatus(code)
 	}
@@ -42,7 +47,12 @@ func isSendmailName(argv0 string) bool {
 func sendmailEnv() sendmail.Env {
 	return sendmail.Env{
 		LoadConfig: sendmailConfig,
-		QueueList:  func(out io.Writer) error { return queueCmd([]string{"list"}, out) },
+		QueueList: func(out io.Writer, config string) error {
+			if config == "" {
+				return queueCmd([]string{"list"}, out)
+			}
+			return queueCmd([]string{"list", "--config", config}, out)
+		},
 	}
 }
 
@@ -63,6 +73,11 @@ func sendmailConfig(path string) (sendmail.RelayConfig, error) {
 // apikeyCmd is `relayq apikey new NAME`: a fresh key and its bcrypt hash,
 // ready for submission.api_keys.
 func apikeyCmd(args []string, out io.Writer) error {
+	if helpRequested(args) {
+		c, _ := lookup("apikey")
+		writeHelp(out, c, nil)
+		return nil
+	}
 	if len(args) != 2 || args[0] != "new" {
 		return fmt.Errorf("usage: relayq apikey new NAME")
 	}
@@ -104,7 +119,7 @@ func startHTTPSubmission(cfg *config.Config, srv *submission.Server, log *slog.L
 func apiKeys(cfg *config.Config) []submission.APIKey {
 	out := make([]submission.APIKey, 0, len(cfg.Submission.APIKeys))
 	for _, k := range cfg.Submission.APIKeys {
-		out = append(out, submission.APIKey{Name: k.Name, KeyHash: k.KeyHash})
+		out = append(out, submission.APIKey{Name: k.Name, KeyHash: k.KeyHash, Stream: k.Stream})
 	}
 	return out
 }

@@ -23,13 +23,13 @@ var (
 	showHelp = helpOnly("show", "queue show ID", "Show one message: envelope and every recipient's state.", "  relayq queue show 0123456789ABCDEF0123\n")
 	catHelp  = helpOnly("cat", "queue cat ID [--headers|--body]", "Print the stored message (as postcat does), or only its header or body.",
 		"  relayq queue cat 0123456789ABCDEF0123 --headers\n")
-	shapeHelp = helpOnly("shape", "queue shape [--status queued|deferred] [--top N]", "Waiting messages per recipient domain by age (5m 10m 20m 40m 80m 160m and older), busiest first, as qshape does.",
+	shapeHelp = helpOnly("shape", "queue shape [--status queued|deferred|scheduled] [--top N]", "Waiting messages per recipient domain by age (5m 10m 20m 40m 80m 160m and older), busiest first, as qshape does.",
 		"  relayq queue shape\n  relayq queue shape --status deferred --top 20\n")
 	flushHelp = helpOnly("flush", "queue flush", "Make every waiting recipient of every message not on hold due now.", "  relayq queue flush\n")
 )
 
 // bulkAbout is the help of retry, hold, release and delete.
-const bulkAbout = "%s one or more messages by ID, or every message matching the filters. With filters (or --all) the command first prints how many messages match and acts only with --yes; --dry-run only counts. Filters combine: --from SENDER (\"<>\" for bounces), --to RCPT, --domain D, --status queued|deferred|delivered|bounced|held, --older DURATION. %s"
+const bulkAbout = "%s one or more messages by ID, or every message matching the filters. With filters (or --all) the command first prints how many messages match and acts only with --yes; --dry-run only counts. Filters combine: --from SENDER (\"<>\" for bounces), --to RCPT, --domain D, --status queued|deferred|delivered|bounced|scheduled|held, --older DURATION. %s"
 
 // bulkHelp is the help of one of retry, hold, release and delete.
 func bulkHelp(name string) *command {
@@ -149,7 +149,7 @@ func queueShape(ctx context.Context, c *admin.Client, f *queueFlags, out io.Writ
 	for _, b := range s.Buckets {
 		head += "\t" + b
 	}
-	head += "\t" + s.Buckets[len(s.Buckets)-1] + "+\t\n"
+	head += "\t\n"
 	io.WriteString(tw, head)
 	for _, row := range append([]admin.ShapeRow{s.Total}, s.Rows...) {
 		line := fmt.Sprintf("%s\t%d", row.Domain, row.Total)

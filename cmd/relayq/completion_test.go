@@ -38,8 +38,8 @@ func TestBashCompletion(t *testing.T) {
 	if got := complete(t, out.String(), "relayq", "che"); strings.Join(got, " ") != "check-config" {
 		t.Errorf("relayq che<TAB> = %q", got)
 	}
-	if got := complete(t, out.String(), "relayq", "queue", "s"); strings.Join(got, " ") != "shape show" {
-		t.Errorf("relayq queue s<TAB> = %q", got)
+	if got := complete(t, out.String(), "relayq", "queue", "sh"); strings.Join(got, " ") != "shape show" {
+		t.Errorf("relayq queue sh<TAB> = %q", got)
 	}
 	if got := complete(t, out.String(), "relayq", "queue", "delete", "--fr"); strings.Join(got, " ") != "--from" {
 		t.Errorf("relayq queue delete --fr<TAB> = %q", got)
@@ -51,7 +51,7 @@ func TestZshCompletion(t *testing.T) {
 	if err := completionCmd([]string{"zsh"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(out.String(), "#compdef relayq\n") || !strings.Contains(out.String(), "queue=(cat delete") {
+	if !strings.HasPrefix(out.String(), "#compdef relayq\n") || !strings.Contains(out.String(), "queue=(bounce cat check compact delete") {
 		t.Errorf("zsh script:\n%s", out.String())
 	}
 	zsh, err := exec.LookPath("zsh")

@@ -64,7 +64,7 @@ func checkConfig(args []string, out io.Writer) error {
 	return nil
 }
 
-// configCmd runs `relayq config show`.
+// configCmd runs `relayq config show [KEY...]`.
 func configCmd(args []string, out io.Writer) error {
 	if len(args) == 0 || args[0] != "show" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
@@ -72,12 +72,14 @@ func configCmd(args []string, out io.Writer) error {
 			writeHelp(out, c, nil)
 			return nil
 		}
-		return errors.New("config: want `relayq config show [--config FILE] [--changed]`")
+		return errors.New("config: want `relayq config show [--config FILE] [--changed] [KEY...]`")
 	}
+	fs := newFlagSet("config", out)
+	var path string
 	var changed bool
-	path, err := configFlag("config", args[1:], out, func(fs *flag.FlagSet) {
-		fs.BoolVar(&changed, "changed", false, "only keys set by the file or the environment")
-	})
+	defineConfigFile(fs, &path)
+	fs.BoolVar(&changed, "changed", false, "only keys set by the file or the environment")
+	keys, err := parseInterleaved(fs, args[1:])
 	if err != nil {
 		return err
 	}
@@ -85,7 +87,34 @@ func configCmd(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return writeSettings(out, cfgName(path), set, changed)
+	if len(keys) == 0 {
+		return writeSettings(out, cfgName(path), set, changed)
+	}
+	return writeKeys(out, set, keys)
+}
+
+// writeKeys prints the keys asked for as postconf does, `key = value`; a
+// section (retry) stands for every key under it. An unknown key is an
+// error naming the closest known one, and nothing is printed.
+func writeKeys(out io.Writer, set []config.Setting, keys []string) error {
+	var lines []string
+	for _, k := range keys {
+		n := len(lines)
+		for _, s := range set {
+			if s.Key == k || strings.HasPrefix(s.Key, k+".") {
+				lines = append(lines, s.Key+" = "+strings.ReplaceAll(s.Shown(), "\n", " "))
+			}
+		}
+		if len(lines) == n {
+			msg := fmt.Sprintf("config show: unknown key %q", k)
+			if near := config.SuggestKey(k, set); near != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			return errors.New(msg)
+		}
+	}
+	_, err := fmt.Fprintln(out, strings.Join(lines, "\n"))
+	return err
 }
 
 // writeSettings prints `key = value  # source`, aligned.

@@ -35,7 +35,7 @@ func writeConfig(t *testing.T, content string) string {
 
 // `relayq serve relayq.yaml` used to run the embedded defaults.
 func TestPositionalConfigIsRefused(t *testing.T) {
-	for _, name := range []string{"serve", "check-config", "config"} {
+	for _, name := range []string{"serve", "check-config"} {
 		_, err := configFlag(name, []string{"relayq.yaml"}, &bytes.Buffer{}, nil)
 		if err == nil || !strings.Contains(err.Error(), "give the config file with --config relayq.yaml") {
 			t.Errorf("%s relayq.yaml: %v, want advice to use --config", name, err)
@@ -178,5 +178,28 @@ func TestReloadClusterKeysNeedRestart(t *testing.T) {
 	applied, restart, _ := reloadDiff(running, loaded)
 	if len(applied) != 0 || len(restart) != 3 {
 		t.Errorf("applied %q, restart %q; want every cluster key to need a restart", applied, restart)
+	}
+}
+
+// `relayq config show KEY...` prints those keys, postconf-style; a
+// section stands for its keys; a misspelt key gets a suggestion.
+func TestConfigShowKeys(t *testing.T) {
+	clearRelayqEnv(t)
+	path := writeConfig(t, "admin:\n  listen: 127.0.0.1:32080\n  token: s3cret\n")
+	var out bytes.Buffer
+	if err := configCmd([]string{"show", "--config", path, "admin.listen", "submission.listen", "admin.token"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := "admin.listen = 127.0.0.1:32080\nsubmission.listen = [127.0.0.1:2525]\nadmin.token = <redacted>\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+	out.Reset()
+	if err := configCmd([]string{"show", "retry", "--config", path}, &out); err != nil || !strings.Contains(out.String(), "retry.max_delay = ") || strings.Contains(out.String(), "admin.") {
+		t.Errorf("section: %v\n%s", err, out.String())
+	}
+	err := configCmd([]string{"show", "--config", path, "admin.lisen"}, &out)
+	if err == nil || err.Error() != `config show: unknown key "admin.lisen" (did you mean "admin.listen"?)` {
+		t.Errorf("misspelt: %v", err)
 	}
 }

@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -31,10 +30,23 @@ commands:
                        whether it publishes that key
 `
 
+var (
+	dkimKeygenHelp = helpOnly("dkim keygen", "dkim keygen --domain D --selector S [--type rsa|ed25519] [--bits 2048] --out FILE",
+		"Write a new DKIM private key (mode 0600; the file must not exist) and print the DNS TXT record to publish for it and the dkim.keys entry to add.",
+		"  relayq dkim keygen --domain example.org --selector s202611 --out /etc/relayq/dkim/s202611.pem\n  relayq dkim keygen --domain example.org --selector e202611 --type ed25519 --out e202611.pem\n")
+	dkimCheckHelp = helpOnly("dkim check", "dkim check [--config FILE]",
+		"Look up the DNS TXT record of each key in dkim.keys and say whether it publishes that key; exit 1 when one does not.",
+		"  relayq dkim check --config /etc/relayq/relayq.yaml\n")
+)
+
 func dkimCmd(args []string, out io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, dkimUsage)
 		return errors.New("dkim: which command?")
+	}
+	if isHelpWord(args[0]) || args[0] == "-h" {
+		fmt.Fprint(out, dkimUsage)
+		return nil
 	}
 	switch args[0] {
 	case "keygen":
@@ -47,7 +59,7 @@ func dkimCmd(args []string, out io.Writer) error {
 }
 
 func dkimKeygen(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("dkim keygen", flag.ContinueOnError)
+	fs := helpFlagSet(dkimKeygenHelp, out)
 	domain := fs.String("domain", "", "the signing domain (d=), e.g. example.org")
 	selector := fs.String("selector", "", "the selector (s=), e.g. s202611")
 	typ := fs.String("type", "rsa", "rsa or ed25519")
@@ -76,9 +88,14 @@ func dkimKeygen(args []string, out io.Writer) error {
 }
 
 func dkimCheck(args []string, out io.Writer) error {
-	path, err := configFlag("dkim check", args, out, nil)
-	if err != nil {
+	fs := helpFlagSet(dkimCheckHelp, out)
+	var path string
+	defineConfigFile(fs, &path)
+	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("dkim check: unexpected argument %q: give the config file with --config %s", fs.Arg(0), fs.Arg(0))
 	}
 	cfg, err := config.Load(path)
 	if err != nil {

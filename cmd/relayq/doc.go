@@ -5,9 +5,15 @@
 // It is wiring only: the logic lives in the packages it connects.
 //
 // Invariants:
-//   - commands() is the one table of subcommands: each entry is a command's
-//     help and the function that runs it, so usage, `relayq help`,
-//     completion and dispatch cannot disagree.
+//   - commands() is the one table of subcommands (queueTable the one of
+//     `relayq queue`): each entry is a command's help and the function that
+//     runs it, so usage, `relayq help`, completion, the man pages, the
+//     unknown-command suggestions and dispatch cannot disagree; tests
+//     compare each with the tables.
+//   - A command that asks a running relay finds it as postqueue does:
+//     --admin/RELAYQ_ADMIN_URL, else admin.listen of --config, else of
+//     /etc/relayq/relayq.yaml when it exists, else the default URL; the
+//     token likewise (adminflags.go).
 //   - Every `relayq queue` flag is defined once (queueFlagDefs) and each
 //     command names the flags it takes (queueTable); a flag a command does
 //     not take is refused by name rather than ignored, and no two commands

@@ -67,7 +67,11 @@ func drainCmd(args []string, out io.Writer) (handled bool, err error) {
 	if fs.NArg() > 0 {
 		return true, fmt.Errorf("queue drain: unexpected %q", strings.Join(fs.Args(), " "))
 	}
-	return true, explain(runDrain(f.client(requestTimeout), f, out), f.admin)
+	c, err := f.client(requestTimeout)
+	if err != nil {
+		return true, err
+	}
+	return true, explain(runDrain(c, f, out), f.admin)
 }
 
 // runDrain does what the flags ask.

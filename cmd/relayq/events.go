@@ -18,9 +18,11 @@ import (
 	"github.com/relayq/relayq/queue"
 )
 
-func suppressionConfig(c config.Suppression) suppression.Config {
-	return suppression.Config{Auto: c.Auto, Expire: c.Expire, Codes: c.Codes,
-		ExemptAuthenticated: c.ExemptAuthenticated, ExemptTrusted: c.ExemptTrusted}
+func suppressionConfig(cfg *config.Config) suppression.Config {
+	c := cfg.Suppression
+	return suppression.Config{Auto: c.Auto, Expire: c.Expire, DomainExpire: c.DomainExpire, Codes: c.Codes,
+		ExemptAuthenticated: c.ExemptAuthenticated, ExemptTrusted: c.ExemptTrusted,
+		ComplaintExpire: cfg.Bounces.ComplaintExpire}
 }
 
 // webhookLinger lets events gather for a fuller batch: at most this much

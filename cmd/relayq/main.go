@@ -11,35 +11,35 @@ import (
 	"github.com/relayq/relayq/internal/sendmail"
 )
 
-func usage() {
-	fmt.Fprint(os.Stderr, `usage: relayq <command> [flags]
+// usage is `relayq help`: every command of the table with the first
+// sentence of its help, so that a new command cannot be left out.
+func usage() { writeUsage(os.Stderr) }
 
-commands:
-  serve [--config FILE]         run the relay (embedded defaults without --config)
-  check-config [--config FILE] [--strict]
-                                validate the configuration, warn about dangerous setups
-  config show [--config FILE]   print the effective configuration and where each value comes from
-  queue <list|show|retry|hold|release|delete|flush|drain> ...
-                                inspect and steer a running relay's queue
-  queue <suspensions|resume> ... traffic shaping suspensions in force; end one
-  dkim <keygen|check> ...       make DKIM keys, check their DNS records
-  suppressions <list|add|remove|import FILE|export>
-                                the addresses a running relay refuses at RCPT
-  queue <check|salvage|compact> ...
-                                check, rescue or shrink a stopped relay's queue file
-  healthcheck [--admin URL]     exit 0 when a running relay is ready (/readyz)
-  completion bash|zsh           print a shell completion script
-  sendmail [options] [rcpt...]  a sendmail-compatible command (also as argv[0] "sendmail")
-  apikey new NAME               make an HTTP API key and its hash
-  version                       print version, commit, build date and Go version
+func writeUsage(out io.Writer) {
+	fmt.Fprint(out, "usage: relayq <command> [flags]\n\ncommands:\n")
+	for _, c := range commands() {
+		if c.synopsis == "" {
+			continue
+		}
+		fmt.Fprintf(out, "  %s\n      %s\n", c.synopsis, firstSentence(c.about))
+	}
+	fmt.Fprint(out, "\nAlso: relayq as argv[0] \"sendmail\" is relayq sendmail, as \"mailq\" relayq queue list.\nrelayq COMMAND --help explains a command, with examples.\n")
+}
 
-relayq COMMAND --help explains a command, with examples.
-`)
+// firstSentence is text up to its first full stop.
+func firstSentence(text string) string {
+	if i := strings.Index(text, ". "); i >= 0 {
+		return text[:i+1]
+	}
+	return text
 }
 
 func main() {
 	if isSendmailName(os.Args[0]) {
 		os.Exit(sendmail.Run(os.Args[1:], sendmailEnv()))
+	}
+	if isMailqName(os.Args[0]) {
+		os.Args = append([]string{os.Args[0], "queue", "list"}, os.Args[1:]...)
 	}
 	if len(os.Args) < 2 {
 		usage()
@@ -53,7 +53,7 @@ func main() {
 		}
 	}
 	if !ok {
-		fmt.Fprintf(os.Stderr, "relayq: unknown command %q\n", os.Args[1])
+		fmt.Fprintf(os.Stderr, "relayq: unknown command %q%s\n", os.Args[1], didYouMean(os.Args[1], topWords()))
 		usage()
 		os.Exit(2)
 	}
@@ -75,7 +75,12 @@ type exitStatus int
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 // versionCmd is `relayq version`.
-func versionCmd(_ []string, out io.Writer) error {
+func versionCmd(args []string, out io.Writer) error {
+	if helpRequested(args) {
+		c, _ := lookup("version")
+		writeHelp(out, c, nil)
+		return nil
+	}
 	_, err := fmt.Fprintln(out, buildinfo.Get())
 	return err
 }
@@ -86,6 +91,6 @@ func helpCmd(args []string, out io.Writer) error {
 		writeHelp(out, c, nil)
 		return nil
 	}
-	usage()
+	writeUsage(out)
 	return nil
 }

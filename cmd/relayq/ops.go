@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/internal/admin"
 	"github.com/relayq/relayq/internal/buildinfo"
+	"github.com/relayq/relayq/internal/console"
 	relaymetrics "github.com/relayq/relayq/internal/metrics"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
@@ -58,12 +60,20 @@ func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.
 	}
 	if eng != nil { // a nil *Engine in the interface would not compare nil
 		o.Kicker = eng
+		o.Backoff = func(domain string) (time.Time, string, bool) {
+			b, ok := eng.BackoffOf(domain)
+			return b.Until, b.Cause, ok
+		}
 	}
 	if m != nil {
 		o.Metrics = m.m.Handler()
 	}
 	if len(d) > 0 {
 		o.Drainer = d[0]
+	}
+	tlsConf, err := loadTLS("admin.tls", c.TLS)
+	if err != nil {
+		return nil, err
 	}
 	l, err := net.Listen("tcp", c.Listen)
 	if err != nil {
@@ -72,11 +82,12 @@ func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.
 	if c.Token == "" && !isLoopback(l.Addr()) {
 		log.Warn("admin API listens beyond loopback without a token: anyone who can reach it can delete mail", "addr", l.Addr().String())
 	}
-	log.Info("admin API listening", "addr", l.Addr().String(), "token", c.Token != "")
+	log.Info("admin API listening", "addr", l.Addr().String(), "token", c.Token != "", "tls", tlsConf != nil)
+	o.Console = console.New(console.Options{Token: c.Token, ReadToken: c.ReadToken, Loopback: isLoopback(l.Addr()), Logger: log})
 	if limit != nil && !isLoopback(l.Addr()) {
 		l = limit(l)
 	}
-	return admin.Serve(l, admin.NewHandler(o), log), nil
+	return admin.Serve(l, admin.NewHandler(o), tlsConf, log), nil
 }
 
 // isLoopback reports whether a listener is reachable from this host only.

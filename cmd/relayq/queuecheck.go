@@ -19,6 +19,19 @@ import (
 	"github.com/relayq/relayq/queue/repair"
 )
 
+// offlineHelp is the help of an offline command, for its man page (its
+// --help prints offlineUsage, which explains the three together).
+func offlineHelp(name string) *command {
+	about := map[string]string{
+		"check":   "Read-only consistency check of a stopped relay's queue file: its structure, every envelope and every body checksum. Exit 1 when it finds damage.",
+		"salvage": "Copy every message of a stopped relay's queue file that can still be read and verified into a new file; damaged ones go to its quarantine.",
+		"compact": "Rewrite a stopped relay's queue file without its free pages, to give the space back to the file system.",
+	}[name]
+	c := helpOnly(name, "queue "+name+" [--config FILE | --file PATH] [--json]"+map[string]string{"salvage": " --to NEW"}[name], about,
+		"  relayq queue "+name+" --config /etc/relayq/relayq.yaml"+map[string]string{"salvage": " --to /var/lib/relayq/new.db"}[name]+"\n")
+	return &c
+}
+
 const offlineUsage = `usage: relayq queue <check|salvage|compact> [--config FILE | --file PATH] [flags]
 
 offline commands (stop the relay first):

@@ -23,16 +23,23 @@ const queueUsage = `usage: relayq queue <command> [flags]
 commands:
   list               show the queue (all of it, or --limit messages)
   show ID            show one message in full
-  retry ID           attempt ID's waiting recipients now
-  hold ID            never attempt ID until it is released
-  release ID         put a held ID back in the schedule, due now
-  delete ID          remove ID for good, without a bounce
+  cat ID             print the stored message, as postcat does
+  shape              waiting messages per domain by age, as qshape does
+  retry ID...        attempt the waiting recipients now (or by filter)
+  hold ID...         never attempt the messages until they are released
+  release ID...      put held messages back in the schedule, due now
+  delete ID...       remove messages for good, without a bounce
+  bounce --domain D  bounce every waiting recipient at D now, with a report to each sender
   flush              attempt every waiting recipient now
   suspensions        list traffic shaping suspensions and throttles in force
+  suspend SCOPE --for D
+                     send nothing to SCOPE for D (an operator's suspension)
   resume SCOPE       end the suspension or throttle of SCOPE (provider:NAME, domain:NAME)
-  drain --to H:P     hand the whole queue to another relayq (see relayq queue drain --help)
-  check, salvage, compact
-                     offline work on the queue file (see relayq queue check --help)
+  pacing [SCOPE]     list learned rates (adaptive pacing); --pin RATE or --unpin one
+  drain --to H:P     hand the whole queue to another relayq
+  check              offline: check a stopped relay's queue file
+  salvage --to NEW   offline: copy what can be read into a new file
+  compact            offline: shrink the queue file
 
 flags:
 `
@@ -66,8 +73,11 @@ func queueTable() map[string]queueCommand {
 		"release":     {flags: bulk, run: bulkOrOne("release")},
 		"delete":      {flags: append(bulk, "quarantined"), run: bulkOrOne("delete")},
 		"flush":       {help: &flushHelp, run: noArgs("flush", queueFlush)},
-		"suspensions": {run: noArgs("suspensions", queueSuspensions)},
-		"resume":      {run: queueResume},
+		"suspensions": {help: &suspensionsHelp, run: noArgs("suspensions", queueSuspensions)},
+		"resume":      {help: &resumeHelp, run: queueResume},
+		"suspend":     {help: &suspendHelp, flags: []queueFlagName{"for", "reason"}, run: queueSuspend},
+		"bounce":      {help: &bounceHelp, flags: []queueFlagName{"domain", "reason", "wait", "yes", "dry-run"}, run: queueBounce},
+		"pacing":      {help: &pacingHelp, flags: []queueFlagName{"pin", "unpin"}, run: queuePacing},
 		"cat":         {help: &catHelp, flags: []queueFlagName{"headers", "body"}, run: queueCat},
 		"shape":       {help: &shapeHelp, flags: []queueFlagName{"status", "top"}, run: noArgs("shape", queueShape)},
 		"drain": {help: &drainHelp, own: func(args []string, out io.Writer) error {
@@ -81,7 +91,7 @@ func queueTable() map[string]queueCommand {
 		t[name] = c
 	}
 	for _, name := range []string{"check", "salvage", "compact"} {
-		t[name] = queueCommand{own: func(args []string, out io.Writer) error {
+		t[name] = queueCommand{help: offlineHelp(name), own: func(args []string, out io.Writer) error {
 			_, err := offlineQueueCmd(append([]string{name}, args...), out)
 			return err
 		}}
@@ -122,12 +132,15 @@ func queueCmd(args []string, out io.Writer) error {
 		fs.Usage()
 		return errors.New("queue: missing command")
 	case !known:
-		return fmt.Errorf("queue: unknown command %q (want list, show, retry, hold, release, delete, flush, suspensions or resume)", name)
+		return unknownQueueCommand(name)
 	}
 	if err := strayFlags(fs, name, c.flags); err != nil {
 		return err
 	}
-	cl := f.client(requestTimeout)
+	cl, err := f.client(requestTimeout)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	return explain(c.run(ctx, cl, &f, pos, out), f.admin)
@@ -170,12 +183,16 @@ func helpRequested(args []string) bool {
 	return false
 }
 
+// isHelpWord reports whether a is --help, -help or help (not -h, which
+// sendmail takes as its hop count).
+func isHelpWord(a string) bool { return a == "--help" || a == "-help" || a == "help" }
+
 // queueOverview is `relayq queue --help`: the commands, then every flag.
 func queueOverview(out io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(out, queueUsage)
 	fs.SetOutput(out)
 	fs.PrintDefaults()
-	fmt.Fprint(out, "\nalso: cat ID, shape, and retry|hold|release|delete with several IDs or by filter.\n`relayq queue COMMAND --help` explains a command, with examples.\n")
+	fmt.Fprint(out, "\n`relayq queue COMMAND --help` explains a command, with examples.\n")
 }
 
 // noArgs is run for a command that takes no arguments.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // queueFlags holds the value of every `relayq queue` flag.
@@ -19,6 +20,15 @@ type queueFlags struct {
 	filterFlags
 	pageFlags
 	actFlags
+	paceFlags
+	suspendFlags
+}
+
+// suspendFlags are queue suspend's (and bounce's).
+type suspendFlags struct {
+	suspendFor time.Duration
+	reason     string
+	wait       time.Duration // bounce's
 }
 
 // filterFlags select messages: list and the bulk actions.
@@ -43,15 +53,17 @@ type actFlags struct {
 type queueFlagName string
 
 // commonFlags are taken by every command that asks the admin API.
-var commonFlags = []queueFlagName{"admin", "token", "json"}
+var commonFlags = []queueFlagName{"admin", "ca-file", "token", "config", "json"}
 
 // queueFlagDefs defines each flag on a flag set, bound to its field.
 var queueFlagDefs = map[queueFlagName]func(*flag.FlagSet, *queueFlags){
-	"admin": func(fs *flag.FlagSet, f *queueFlags) { f.adminFlags.defineAdmin(fs) },
-	"token": func(fs *flag.FlagSet, f *queueFlags) { f.adminFlags.defineToken(fs) },
-	"json":  func(fs *flag.FlagSet, f *queueFlags) { defineJSON(fs, &f.json) },
+	"admin":   func(fs *flag.FlagSet, f *queueFlags) { f.adminFlags.defineAdmin(fs) },
+	"ca-file": func(fs *flag.FlagSet, f *queueFlags) { f.adminFlags.defineCAFile(fs) },
+	"token":   func(fs *flag.FlagSet, f *queueFlags) { f.adminFlags.defineToken(fs) },
+	"config":  func(fs *flag.FlagSet, f *queueFlags) { f.adminFlags.defineConfig(fs) },
+	"json":    func(fs *flag.FlagSet, f *queueFlags) { defineJSON(fs, &f.json) },
 	"status": func(fs *flag.FlagSet, f *queueFlags) {
-		fs.StringVar(&f.status, "status", "", "only messages with a recipient queued, deferred, delivered or bounced; or held messages")
+		fs.StringVar(&f.status, "status", "", "only messages with a recipient queued, deferred, delivered, bounced or scheduled; or held messages")
 	},
 	"domain": func(fs *flag.FlagSet, f *queueFlags) {
 		fs.StringVar(&f.domain, "domain", "", "only messages with a recipient at this domain")
@@ -88,8 +100,23 @@ var queueFlagDefs = map[queueFlagName]func(*flag.FlagSet, *queueFlags){
 		fs.BoolVar(&f.headers, "headers", false, "cat: only the header")
 	},
 	"body": func(fs *flag.FlagSet, f *queueFlags) { fs.BoolVar(&f.body, "body", false, "cat: only the body") },
+	"for": func(fs *flag.FlagSet, f *queueFlags) {
+		fs.DurationVar(&f.suspendFor, "for", 0, "suspend: how long, e.g. 30m, 1h (at most 168h)")
+	},
+	"reason": func(fs *flag.FlagSet, f *queueFlags) {
+		fs.StringVar(&f.reason, "reason", "", "suspend: why, shown by queue suspensions; bounce: why, in the reply, events and reports")
+	},
+	"wait": func(fs *flag.FlagSet, f *queueFlags) {
+		fs.DurationVar(&f.wait, "wait", 10*time.Second, "bounce: how long to wait for attempts in flight to end (at most 20s; 0: not at all)")
+	},
 	"top": func(fs *flag.FlagSet, f *queueFlags) {
 		fs.IntVar(&f.top, "top", 10, "shape: show the N busiest domains (0: all)")
+	},
+	"pin": func(fs *flag.FlagSet, f *queueFlags) {
+		fs.StringVar(&f.pin, "pin", "", "pacing: fix the scope's rate (e.g. 300/min) against throttle signals, until --unpin")
+	},
+	"unpin": func(fs *flag.FlagSet, f *queueFlags) {
+		fs.BoolVar(&f.unpin, "unpin", false, "pacing: let a pinned scope learn its rate again")
 	},
 }
 

@@ -30,6 +30,7 @@ var reloadable = []string{
 	"shaping.", // Shaper.SetPolicy, then Engine.Update resolves targets again
 	"dkim.",    // signer.Update: key rotation without a restart
 	"suppression.",
+	"bounces.complaint_expire", // in the suppression list's config (SetConfig)
 }
 
 func isReloadable(key string) bool {

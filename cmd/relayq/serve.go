@@ -13,6 +13,7 @@ import (
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/delivery/route"
+	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/logbuf"
 	"github.com/relayq/relayq/internal/suppression"
@@ -20,21 +21,9 @@ import (
 	"github.com/relayq/relayq/submission"
 )
 
-// newLogger logs to out, a logbuf batching lines to standard error, which
-// serve flushes on the way out.
-func newLogger(c config.Log, logOut io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level))
-	o := &slog.HandlerOptions{Level: level}
-	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(logOut, o))
-	}
-	return slog.New(slog.NewTextHandler(logOut, o))
-}
-
 // serve is `relayq serve`: load, open, listen, run until a signal.
-func serve(args []string) error {
-	path, err := configFlag("serve", args, os.Stdout, nil)
+func serve(args []string, out io.Writer) error {
+	path, err := configFlag("serve", args, out, nil)
 	if err != nil {
 		return err
 	}
@@ -55,6 +44,9 @@ func serve(args []string) error {
 	defer signal.Stop(sigs)
 
 	a := &app{conf: appConfig{path: path, cfg: cfg, running: running}, log: log, metrics: newMetrics()}
+	for _, s := range cfg.Streams {
+		a.metrics.m.Streams([]string{s.Name})
+	}
 	defer a.close() // on the way out of a failed start; run closes it itself
 	if err := a.open(); err != nil {
 		return err
@@ -72,21 +64,26 @@ func cfgName(path string) string {
 	return path
 }
 
-func loadTLS(f config.TLSFiles) (*tls.Config, error) {
+// loadTLS loads the pair of section (submission.tls, admin.tls): nil
+// when none is configured.
+func loadTLS(section string, f config.TLSFiles) (*tls.Config, error) {
 	if !f.Enabled() {
 		return nil, nil
 	}
 	cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("submission.tls: %w", err)
+		return nil, fmt.Errorf("%s: %w", section, err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 func submissionPolicy(cfg *config.Config) submission.Policy {
-	p := submission.Policy{Trusted: cfg.Submission.TrustedNetworks, APIKeys: apiKeys(cfg)}
+	p := submission.Policy{Trusted: cfg.Submission.TrustedNetworks, APIKeys: apiKeys(cfg), DefaultStream: cfg.Submission.DefaultStream}
 	for _, u := range cfg.Submission.Users {
-		p.Users = append(p.Users, submission.User{Username: u.Username, PasswordHash: u.PasswordHash})
+		p.Users = append(p.Users, submission.User{Username: u.Username, PasswordHash: u.PasswordHash, Stream: u.Stream})
+	}
+	for _, s := range cfg.Streams {
+		p.Streams = append(p.Streams, s.Name)
 	}
 	return p
 }
@@ -109,6 +106,8 @@ func submissionOptions(cfg *config.Config, store *queue.Store, tlsConf *tls.Conf
 		AuthMaxFailures:   s.AuthMaxFailures,
 		AuthLockout:       s.AuthLockout,
 		AddMissingHeaders: s.AddMissingHeaders,
+		IdempotencyWindow: s.IdempotencyWindow,
+		MaxHold:           s.MaxHold,
 		Logger:            log,
 		BeforeCommit:      eng.ClaimFirst,
 		OnQueued:          eng.Enqueue,
@@ -147,14 +146,29 @@ func engineSettings(cfg *config.Config, tp route.TLSPolicy) delivery.Settings {
 			MaxAge:      r.MaxAge,
 		},
 		WarnAfter: r.WarnAfter,
-		Suppress:  (&suppression.List{Config: suppressionConfig(cfg.Suppression)}).Auto,
+		Suppress:  (&suppression.List{Config: suppressionConfig(cfg)}).Auto,
+		Streams:   streams(cfg),
 	}
+}
+
+// streams are the configured streams for delivery and shaping, the
+// default first: mail of a stream no longer configured counts as it.
+func streams(cfg *config.Config) []shaping.Stream {
+	out := []shaping.Stream{}
+	for _, s := range cfg.Streams {
+		if s.Name == cfg.Submission.DefaultStream {
+			out = append([]shaping.Stream{{Name: s.Name, Weight: s.Weight}}, out...)
+		} else {
+			out = append(out, shaping.Stream{Name: s.Name, Weight: s.Weight})
+		}
+	}
+	return out
 }
 
 func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *metrics, tp route.TLSPolicy) delivery.Options {
 	s := engineSettings(cfg, tp)
 	return delivery.Options{
-		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter, Suppress: s.Suppress,
+		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter, Suppress: s.Suppress, Streams: s.Streams,
 		Hostname: cfg.Hostname, Workers: cfg.Delivery.Workers, MaxConnsPerDest: cfg.Delivery.MaxConnsPerDomain,
 		Logger: log, Observer: m.delivery(), TLSReport: store,
 	}

@@ -106,7 +106,12 @@ func newShaper(cfg *config.Config, state shaping.State, log *slog.Logger, m *met
 	if m != nil {
 		o.Observer = m.m.Shaping(p.Providers())
 	}
-	return shaping.New(o), nil
+	s := shaping.New(o)
+	s.SetStreams(streams(cfg))
+	if m != nil {
+		m.m.WatchPacing(s.Paces)
+	}
+	return s, nil
 }
 
 // reloadShaping applies a reloaded shaping: section (SIGHUP); counts,
@@ -121,20 +126,69 @@ func reloadShaping(s *shaping.Shaper, cfg *config.Config, m *metrics) error {
 		m.m.Shaping(p.Providers())
 	}
 	s.SetPolicy(p)
+	s.SetStreams(streams(cfg))
 	return nil
 }
 
 // shapingAPI adapts a Shaper to admin.Shaping; a resume also tells the
 // engine (when there is one), so the mail it parked goes now.
 type shapingAPI struct {
-	s   *shaping.Shaper
-	eng *delivery.Engine
+	s     *shaping.Shaper
+	eng   *delivery.Engine
+	state shaping.State // where an operator's suspension is put; nil: none
 }
+
+// operatorRule is the Rule of an operator's suspension, as queue
+// suspensions lists it.
+const operatorRule = "operator"
+
+// Suspend puts an operator's suspension of scope in the shaping state,
+// where the scheduler's Suspended finds it like any rule's (on every node
+// of a cluster when the state is shared).
+func (a shapingAPI) Suspend(scope string, d time.Duration, reason string) (admin.Suspension, error) {
+	sc, err := shaping.ParseScope(scope)
+	if err != nil {
+		return admin.Suspension{}, err
+	}
+	if a.state == nil {
+		return admin.Suspension{}, errors.New("traffic shaping is not running")
+	}
+	now := time.Now()
+	sus := shaping.Suspension{Scope: sc, Action: shaping.ActionSuspend, Rule: operatorRule, Cause: reason, Since: now, Until: now.Add(d)}
+	a.state.Put(now, sus)
+	return admin.Suspension{Scope: sc.String(), Action: sus.Action.String(), Rule: operatorRule, Cause: reason, Since: now, Until: sus.Until}, nil
+}
+
+// backoffScope, backoffAction and backoffRule show a destination the
+// engine backs off from (delivery.Backoff) among the suspensions: it is
+// no rule's, but the operator waiting for mail needs to see it there.
+const (
+	backoffScope  = "destination:"
+	backoffAction = "back-off"
+	backoffRule   = "unreachable or 421"
+)
 
 func (a shapingAPI) Suspensions() []admin.Suspension {
 	var out []admin.Suspension
 	for _, s := range a.s.List() {
 		out = append(out, admin.Suspension{Scope: s.Scope.String(), Action: s.Action.String(), Rule: s.Rule, Cause: s.Cause, Since: s.Since, Until: s.Until})
+	}
+	if a.eng != nil {
+		for _, b := range a.eng.Backoffs() {
+			out = append(out, admin.Suspension{Scope: backoffScope + b.Destination, Action: backoffAction, Rule: backoffRule, Cause: b.Cause, Since: b.Since, Until: b.Until})
+		}
+	}
+	return out
+}
+
+// InFlight lists the engine's attempts under way by destination.
+func (a shapingAPI) InFlight() []admin.InFlight {
+	if a.eng == nil {
+		return nil
+	}
+	var out []admin.InFlight
+	for _, f := range a.eng.InFlight() {
+		out = append(out, admin.InFlight{Destination: f.Destination, Attempts: f.Attempts})
 	}
 	return out
 }
@@ -149,6 +203,38 @@ func (a shapingAPI) Resume(scope string) (bool, error) {
 		a.eng.Resumed(sc)
 	}
 	return ok, nil
+}
+
+var (
+	suspensionsHelp = helpOnly("suspensions", "queue suspensions [--json]",
+		"List the traffic shaping suspensions and throttles in force: the scope (provider:NAME or domain:NAME), what it does, until when and why (the rule and the reply that set it).",
+		"  relayq queue suspensions\n  relayq queue suspensions --json\n")
+	resumeHelp = helpOnly("resume", "queue resume SCOPE",
+		"End the suspension or throttle of SCOPE (provider:NAME or domain:NAME, as queue suspensions lists it) and forget its learned rate: its waiting mail is due now.",
+		"  relayq queue resume provider:google\n  relayq queue resume domain:example.net\n")
+)
+
+var suspendHelp = helpOnly("suspend", "queue suspend SCOPE --for DURATION [--reason TEXT]",
+	"Send nothing to SCOPE (provider:NAME or domain:NAME) for DURATION (at most 168h), like KumoMTA's kcli suspend: its mail waits in the queue. queue suspensions lists it with rule operator; queue resume SCOPE ends it early.",
+	"  relayq queue suspend domain:example.net --for 1h --reason 'their MX is being migrated'\n  relayq queue suspend provider:google --for 30m\n")
+
+// queueSuspend runs `relayq queue suspend SCOPE --for D`.
+func queueSuspend(ctx context.Context, c *admin.Client, f *queueFlags, args []string, out io.Writer) error {
+	if len(args) != 1 {
+		return errors.New("queue suspend: want exactly one scope, e.g. domain:example.net or provider:google")
+	}
+	if f.suspendFor <= 0 {
+		return errors.New("queue suspend: --for DURATION is required, e.g. --for 1h")
+	}
+	sus, err := c.Suspend(ctx, args[0], f.suspendFor, f.reason)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(out, sus)
+	}
+	_, err = fmt.Fprintf(out, "%s: suspended until %s (%s); relayq queue resume %s ends it\n", sus.Scope, sus.Until.UTC().Format(time.RFC3339), f.suspendFor, sus.Scope)
+	return err
 }
 
 // queueSuspensions prints `relayq queue suspensions`.

@@ -48,7 +48,7 @@ func TestQueueSuspensionsAndResume(t *testing.T) {
 	if out, err := run("resume", "provider:google"); err != nil || !strings.Contains(out, "resumed") {
 		t.Fatalf("resume: %q %v", out, err)
 	}
-	if _, w := sh.Admit(gmail, false); w.Reason != 0 {
+	if _, w := sh.Admit(gmail, shaping.Ask{}); w.Reason != 0 {
 		t.Fatalf("still refused after resume: %+v", w)
 	}
 	if _, err := run("resume", "provider:google"); err == nil || !strings.Contains(err.Error(), "no suspension") {
@@ -80,7 +80,54 @@ func TestReloadShapingKeepsSuspensions(t *testing.T) {
 	if p, ok := sh.Resolve("example.net", []string{"mx.corp.example"}).Provider(); !ok || p.Name != "corp" {
 		t.Fatalf("after reload the new provider does not group its domain: %v %v", p, ok)
 	}
-	if _, w := sh.Admit(sh.Resolve("example.net", []string{"mx.corp.example"}), false); w.Reason != shaping.WaitSuspended {
+	if _, w := sh.Admit(sh.Resolve("example.net", []string{"mx.corp.example"}), shaping.Ask{}); w.Reason != shaping.WaitSuspended {
 		t.Fatalf("the suspension did not survive the reload: %+v", w)
+	}
+}
+
+// `relayq queue suspend SCOPE --for D --reason TEXT` stops sending to the
+// scope like a rule's suspension: the Shaper refuses it, queue
+// suspensions lists it with rule operator and the reason, the admin log
+// has the action, and queue resume ends it.
+func TestQueueSuspendByOperator(t *testing.T) {
+	state := &shaping.Memory{}
+	sh, err := newShaper(&config.Config{}, state, quietLog, newMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(admin.NewHandler(admin.Options{Shaping: shapingAPI{s: sh, state: state}, Logger: quietLog}))
+	t.Cleanup(ts.Close)
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := queueCmd(append(args, "--admin", ts.URL), &out)
+		return out.String(), err
+	}
+	out, err := run("suspend", "domain:example.net", "--for", "1h", "--reason", "their MX is being migrated")
+	if err != nil || !strings.Contains(out, "domain:example.net: suspended until ") {
+		t.Fatalf("suspend: %q %v", out, err)
+	}
+	d := sh.Resolve("example.net", []string{"mx.example.net"})
+	if _, w := sh.Admit(d, shaping.Ask{}); w.Reason != shaping.WaitSuspended {
+		t.Fatalf("the Shaper still admits example.net: %+v", w)
+	}
+	if _, w := sh.Admit(sh.Resolve("example.org", []string{"mx.example.org"}), shaping.Ask{}); w.Reason != 0 {
+		t.Fatalf("another domain is refused: %+v", w)
+	}
+	out, err = run("suspensions")
+	for _, want := range []string{"domain:example.net", "suspend", "operator", "their MX is being migrated"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("suspensions lack %q: %q %v", want, out, err)
+		}
+	}
+	if out, err := run("resume", "domain:example.net"); err != nil || !strings.Contains(out, "resumed") {
+		t.Fatalf("resume: %q %v", out, err)
+	}
+	if _, w := sh.Admit(d, shaping.Ask{}); w.Reason != 0 {
+		t.Errorf("still refused after resume: %+v", w)
+	}
+	for _, bad := range [][]string{{"suspend", "domain:example.net"}, {"suspend", "domain:example.net", "--for", "900h"}, {"suspend", "planet:mars", "--for", "1h"}, {"suspend", "--for", "1h"}} {
+		if _, err := run(bad...); err == nil {
+			t.Errorf("queue %v accepted", bad)
+		}
 	}
 }

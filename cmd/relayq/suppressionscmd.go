@@ -33,7 +33,10 @@ func suppressionsCmd(args []string, out io.Writer) error {
 		fs.Usage()
 		return errors.New("suppressions: missing command (list, add, remove, import or export)")
 	}
-	c := a.client(requestTimeout)
+	c, err := a.client(requestTimeout)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	return explain(runSuppressions(ctx, c, pos[0], pos[1:], *reason, out), a.admin)
@@ -91,10 +94,14 @@ func runSuppressions(ctx context.Context, c *admin.Client, cmd string, rest []st
 	return fmt.Errorf("suppressions: unknown command %q (want list, add, remove, import or export)", cmd)
 }
 
-// writeSuppressions prints the list as CSV: address,since,source,reply —
-// what import reads back.
+// csvHeader names export's columns; import skips it.
+var csvHeader = []string{"address", "since", "source", "reply"}
+
+// writeSuppressions prints the list as CSV with a header line:
+// address,since,source,reply — what import reads back.
 func writeSuppressions(out io.Writer, es []suppression.Entry) error {
 	w := csv.NewWriter(out)
+	w.Write(csvHeader)
 	for _, e := range es {
 		w.Write([]string{e.Address, e.Since.UTC().Format(time.RFC3339), e.Source, e.Reply})
 	}
@@ -103,7 +110,8 @@ func writeSuppressions(out io.Writer, es []suppression.Entry) error {
 }
 
 // readSuppressions reads CSV lines of address[,since[,source[,reply]]]
-// (export's format, or a bare list of addresses); # starts a comment.
+// (export's format, its header line skipped, or a bare list of
+// addresses); # starts a comment.
 func readSuppressions(name string) ([]suppression.Entry, error) {
 	var in io.Reader = os.Stdin
 	if name != "-" {
@@ -127,6 +135,9 @@ func readSuppressions(name string) ([]suppression.Entry, error) {
 			return nil, fmt.Errorf("suppressions import %s: %w", name, err)
 		}
 		line, _ := r.FieldPos(0)
+		if line == 1 && strings.TrimSpace(rec[0]) == csvHeader[0] {
+			continue
+		}
 		e := suppression.Entry{Address: strings.TrimSpace(rec[0]), Source: "import"}
 		if !strings.Contains(e.Address, "@") {
 			return nil, fmt.Errorf("suppressions import %s:%d: %q is not an email address", name, line, e.Address)

@@ -28,7 +28,7 @@ func TestSuppressionsCommands(t *testing.T) {
 	}
 	run("add", "a@example.net", "b@example.net", "--reason", "asked to stop")
 	exported := run("export")
-	if !strings.Contains(exported, "a@example.net,2025-03-01T12:00:00Z,api,asked to stop\n") || strings.Count(exported, "\n") != 2 {
+	if !strings.Contains(exported, "a@example.net,2025-03-01T12:00:00Z,api,asked to stop\n") || !strings.HasPrefix(exported, "address,since,source,reply\n") || strings.Count(exported, "\n") != 3 {
 		t.Fatalf("export:\n%s", exported)
 	}
 	run("remove", "a@example.net")

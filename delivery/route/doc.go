@@ -14,7 +14,9 @@
 //     (NXDOMAIN, null MX, no address at all) from a retry (DNS trouble,
 //     a bad route in the configuration: mail waits for the operator).
 //   - MX answers are kept for their smallest TTL (at most a day, on
-//     Options.Clock); errors and empty answers are never kept. Equal
+//     Options.Clock); NXDOMAIN and NODATA for their negative TTL (RFC
+//     2308 section 5: the SOA's TTL or MINIMUM, the smaller, at most an
+//     hour; without an SOA not at all); failures are never kept. Equal
 //     preferences are shuffled per lookup; the cache's copy never is.
 //   - A Router is safe for concurrent use and does no I/O until asked.
 package route

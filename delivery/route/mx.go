@@ -88,7 +88,7 @@ func (r *Router) implicitMX(ctx context.Context, domain string) ([]smtpclient.Ho
 }
 
 // query asks each configured server in turn until one answers NOERROR or
-// NXDOMAIN. NXDOMAIN is permanent (5.1.2); a server failure, refusal or
+// NXDOMAIN. NXDOMAIN is permanent (5.1.2), returned with the response; a server failure, refusal or
 // timeout on every server is transient (4.4.3), since DNS trouble passes.
 func (r *Router) query(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
 	servers, err := r.dnsServers()
@@ -110,7 +110,8 @@ func (r *Router) query(ctx context.Context, name string, qtype uint16) (*dns.Msg
 		case dns.RcodeSuccess:
 			return resp, nil
 		case dns.RcodeNameError:
-			return nil, smtpcodes.Permanentf("5.1.2", "delivery: %s: domain does not exist (NXDOMAIN from %s)", qname, server)
+			// resp goes along for its SOA (RFC 2308: negative caching).
+			return resp, smtpcodes.Permanentf("5.1.2", "delivery: %s: domain does not exist (NXDOMAIN from %s)", qname, server)
 		default:
 			lastErr = fmt.Errorf("%s from %s", dns.RcodeToString[resp.Rcode], server)
 		}

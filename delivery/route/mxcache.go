@@ -13,11 +13,18 @@ import (
 // MX answers are kept for their TTL (the smallest of the answer's MX
 // records), so a busy domain costs one query per TTL rather than one per
 // attempt, and the engine can tell a domain's provider (from its MX host
-// names) without asking DNS again. Only positive answers with at least one
-// MX record are kept; errors, NXDOMAIN and "no MX" are asked again.
+// names) without asking DNS again. Negative answers, NXDOMAIN and "no MX"
+// (NODATA), are kept too, for the negative TTL of RFC 2308 section 5 (the
+// smaller of the SOA record's TTL and its MINIMUM field), at most
+// maxNegativeTTL; one without an SOA record is not kept (section 5), nor
+// is a failure to get an answer.
 const (
 	// maxMXTTL bounds how long an answer is kept whatever its TTL says.
 	maxMXTTL = 24 * time.Hour
+	// maxNegativeTTL bounds a negative answer: RFC 2308 section 5 finds
+	// one to three hours work well; a domain being set up should not
+	// wait longer.
+	maxNegativeTTL = time.Hour
 	// maxMXCache bounds the domains kept; when full, expired entries are
 	// dropped, and if none, the whole cache (it is only a cache).
 	maxMXCache = 10000
@@ -27,6 +34,7 @@ const (
 type mxEntry struct {
 	mxs   []*dns.MX // as received; never modified (lookupMX copies)
 	until time.Time
+	err   error // NXDOMAIN, answered again until then
 }
 
 // mxCache holds MX answers by A-label domain. The zero value is ready.
@@ -69,28 +77,52 @@ func (c *mxCache) put(domain string, e mxEntry, now time.Time) {
 func (r *Router) mxRecords(ctx context.Context, domain string) ([]*dns.MX, time.Time, error) {
 	now := r.cfg.Clock.Now()
 	if e, ok := r.mxs.get(domain, now); ok {
+		if e.err != nil {
+			return nil, time.Time{}, e.err
+		}
 		return e.mxs, e.until, nil
 	}
 	resp, err := r.query(ctx, domain, dns.TypeMX)
 	if err != nil {
+		if ttl := negativeTTL(resp); ttl > 0 { // NXDOMAIN
+			r.mxs.put(domain, mxEntry{until: now.Add(ttl), err: err}, now)
+		}
 		return nil, time.Time{}, err
 	}
 	var mxs []*dns.MX
-	var ttl uint32
+	var ttl time.Duration
 	for _, rr := range resp.Answer {
 		if mx, ok := rr.(*dns.MX); ok {
-			if len(mxs) == 0 || mx.Hdr.Ttl < ttl {
-				ttl = mx.Hdr.Ttl
+			if t := time.Duration(mx.Hdr.Ttl) * time.Second; len(mxs) == 0 || t < ttl {
+				ttl = t
 			}
 			mxs = append(mxs, mx)
 		}
 	}
+	if len(mxs) == 0 {
+		ttl = negativeTTL(resp) // NODATA
+	}
 	var until time.Time
-	if len(mxs) > 0 && ttl > 0 {
-		until = now.Add(min(time.Duration(ttl)*time.Second, maxMXTTL))
+	if ttl > 0 {
+		until = now.Add(min(ttl, maxMXTTL))
 		r.mxs.put(domain, mxEntry{mxs: mxs, until: until}, now)
 	}
 	return mxs, until, nil
+}
+
+// negativeTTL is how long a negative answer may be kept (RFC 2308 section
+// 5): the smaller of its SOA record's TTL and MINIMUM, at most
+// maxNegativeTTL; 0 without an SOA record in the authority section.
+func negativeTTL(resp *dns.Msg) time.Duration {
+	if resp == nil {
+		return 0
+	}
+	for _, rr := range resp.Ns {
+		if soa, ok := rr.(*dns.SOA); ok {
+			return min(time.Duration(min(soa.Hdr.Ttl, soa.Minttl))*time.Second, maxNegativeTTL)
+		}
+	}
+	return 0
 }
 
 // MXHosts returns the MX host names of domain (the domain itself when it
@@ -118,8 +150,11 @@ func (r *Router) CachedMX(domain string, now time.Time) ([]string, time.Time, bo
 		return nil, time.Time{}, false
 	}
 	e, ok := r.mxs.get(ascii, now)
-	if !ok {
+	if !ok || e.err != nil {
 		return nil, time.Time{}, false
+	}
+	if len(e.mxs) == 0 {
+		return []string{ascii}, e.until, true // as MXHosts: the implicit MX
 	}
 	return mxHostNames(e.mxs), e.until, true
 }

@@ -39,6 +39,17 @@
 //     or by Resume, and each beginning and end is one log line and one
 //     Observer call. With a Shared state (several nodes) this holds on each
 //     node, for those begun on other nodes too.
+//   - Adaptive pacing: a scope without a learned rate is not paced by it.
+//     A learned rate is changed only by a throttle signal (at most once per
+//     Hold), a pin or an unpin, each one compare-and-swap of its record in
+//     the PaceState; between changes it rises by arithmetic alone, never
+//     above the scope's configured rate and never below the floor. A
+//     pinned rate is changed by nothing but Unpin and Resume.
+//   - With streams (SetStreams, streams.go), a limited scope's next slot
+//     goes to the stream waiting there that has used least of its
+//     weighted share; the others are refused with WaitShare until one
+//     interval later. A stream alone gets every slot, and with fewer than
+//     two streams Admit is exactly as without them.
 //   - Time comes only from the injected clock.Clock; no metric label takes
 //     a value outside fixed sets and the configured provider names.
 package shaping

@@ -56,6 +56,9 @@ const (
 	ActionThrottle
 	// ActionBounce: a transient reply is taken as permanent.
 	ActionBounce
+	// ActionSlow: a throttle signal for adaptive pacing (adaptive.go): the
+	// scope's learned rate goes down, then learns its way back up.
+	ActionSlow
 )
 
 // String is the config form of the action.
@@ -67,11 +70,13 @@ func (a Action) String() string {
 		return "throttle"
 	case ActionBounce:
 		return "bounce"
+	case ActionSlow:
+		return "slow"
 	}
 	return "none"
 }
 
-// ParseAction reads "suspend", "throttle" or "bounce".
+// ParseAction reads "suspend", "throttle", "bounce" or "slow".
 func ParseAction(s string) (Action, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "suspend":
@@ -80,8 +85,10 @@ func ParseAction(s string) (Action, error) {
 		return ActionThrottle, nil
 	case "bounce":
 		return ActionBounce, nil
+	case "slow":
+		return ActionSlow, nil
 	}
-	return 0, fmt.Errorf("%q is not suspend, throttle or bounce", s)
+	return 0, fmt.Errorf("%q is not suspend, throttle, bounce or slow", s)
 }
 
 // Scope is one unit of limits and suspensions: a configured provider, or
@@ -179,6 +186,8 @@ type Config struct {
 	// smarthost, the route's domain key or "*") to its limits.
 	Domains map[string]Limits
 	Rules   []Rule
+	// Adaptive is how scopes learn their rate from throttle signals.
+	Adaptive Adaptive
 }
 
 // FieldError is a problem with one value of a Config, named the way the
@@ -222,6 +231,9 @@ func (c Config) Check() error {
 		if err := l.check("domains", "."+dom); err != nil {
 			return err
 		}
+	}
+	if err := c.Adaptive.check(); err != nil {
+		return err
 	}
 	for i, r := range c.Rules {
 		if _, err := r.compile(); err != nil {
@@ -282,9 +294,9 @@ func (r Rule) compile() (compiledRule, error) {
 		if r.Duration <= 0 {
 			return compiledRule{}, fieldErr("rules", ".duration", "%v: a %s rule needs a duration of more than 0", r.Duration, r.Action)
 		}
-	case ActionBounce:
+	case ActionBounce, ActionSlow:
 	default:
-		return compiledRule{}, fieldErr("rules", ".action", "missing; want suspend, throttle or bounce")
+		return compiledRule{}, fieldErr("rules", ".action", "missing; want suspend, throttle, bounce or slow")
 	}
 	if r.Scope != 0 && r.Scope != ScopeProvider && r.Scope != ScopeDomain {
 		return compiledRule{}, fieldErr("rules", ".scope", "want provider or domain")

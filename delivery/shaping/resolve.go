@@ -13,6 +13,7 @@ type Policy struct {
 	providers []Provider
 	domains   map[string]Limits
 	rules     []compiledRule
+	adaptive  Adaptive
 }
 
 // NewPolicy checks c and builds its Policy. The error is a *FieldError.
@@ -20,7 +21,7 @@ func NewPolicy(c Config) (*Policy, error) {
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
-	p := &Policy{defaults: c.Defaults, domains: make(map[string]Limits, len(c.Domains))}
+	p := &Policy{defaults: c.Defaults, domains: make(map[string]Limits, len(c.Domains)), adaptive: c.Adaptive}
 	for dom, l := range c.Domains {
 		p.domains[normalName(dom)] = l
 	}

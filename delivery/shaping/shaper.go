@@ -29,6 +29,8 @@ func (r WaitReason) String() string {
 		return "connections"
 	case WaitSuspended:
 		return "suspended"
+	case WaitShare:
+		return "share"
 	}
 	return "none"
 }
@@ -41,6 +43,10 @@ type Wait struct {
 	// time of the next token; zero for WaitConnections (try again when a
 	// connection to the scope is released).
 	Until time.Time
+	// Interval: for WaitRate, the time between two tokens of the rate
+	// that refused (configured or learned), for a scheduler that parks
+	// the mail behind it.
+	Interval time.Duration
 }
 
 // ChangeKind says what happened to a scope.
@@ -84,9 +90,12 @@ type Shaper struct {
 	clock  clock.Clock
 	log    *slog.Logger
 	obs    Observer
+	pace   *pacing // adaptive pacing (pacing.go)
 
 	expireMu   sync.Mutex
 	lastExpire time.Time
+
+	shares atomic.Pointer[shares] // the streams' share of scopes (streams.go)
 }
 
 // expireEvery is how often ended suspensions are looked for (and their end
@@ -104,7 +113,7 @@ func New(o Options) *Shaper {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Shaper{state: o.State, clock: o.Clock, log: o.Logger, obs: o.Observer}
+	s := &Shaper{state: o.State, clock: o.Clock, log: o.Logger, obs: o.Observer, pace: newPacing(o.State)}
 	if o.Policy == nil {
 		o.Policy, _ = NewPolicy(Config{})
 	}
@@ -121,6 +130,19 @@ func (s *Shaper) SetPolicy(p *Policy) { s.policy.Store(p) }
 
 // Resolve is Policy().Resolve.
 func (s *Shaper) Resolve(key string, hosts []string) Target { return s.Policy().Resolve(key, hosts) }
+
+// Ask is one attempt's request for admission: what the scheduler knows
+// of the message that shaping may weigh. Its zero value is an ordinary
+// attempt of the default stream.
+type Ask struct {
+	// Force is an operator's retry or flush: suspensions and message
+	// rates are ignored (an explicit action wins, as with postqueue -f),
+	// but connections are still counted and limited.
+	Force bool
+	// Stream is the message's stream ("" = the default one), for a
+	// shaper that shares each scope's slots between streams by weight.
+	Stream string
+}
 
 // Lease is one connection counted against a Target's scopes. Release it
 // when the connection closes (or, while the engine counts attempts rather
@@ -177,24 +199,23 @@ func (l *Lease) For(t Target) bool {
 // is released) and each must have a token for its message rate. On
 // refusal nothing is taken and Wait says why and until when.
 //
-// force is an operator's retry or flush: suspensions and message rates
-// are ignored (an explicit action wins, as with postqueue -f), but
-// connections are still counted and limited.
-func (s *Shaper) Admit(t Target, force bool) (*Lease, Wait) {
-	return s.admit(t, force, true)
+// a says who asks (see Ask).
+func (s *Shaper) Admit(t Target, a Ask) (*Lease, Wait) {
+	return s.shareAdmit(t, a, true)
 }
 
 // Reuse asks to send one more message to t over a connection that already
 // holds its slots (an idle one of the connection cache): as Admit, but no
 // connection is counted and no Lease made. A scope at its connection limit
 // whose idle connection is reused needs only a token.
-func (s *Shaper) Reuse(t Target, force bool) Wait {
-	_, w := s.admit(t, force, false)
+func (s *Shaper) Reuse(t Target, a Ask) Wait {
+	_, w := s.shareAdmit(t, a, false)
 	return w
 }
 
 // admit is Admit, counting connections only when acquire is set.
-func (s *Shaper) admit(t Target, force, acquire bool) (*Lease, Wait) {
+func (s *Shaper) admit(t Target, a Ask, acquire bool) (*Lease, Wait) {
+	force := a.Force
 	now := s.clock.Now()
 	s.expire(now)
 	keys := t.scopeKeys()
@@ -208,6 +229,7 @@ func (s *Shaper) admit(t Target, force, acquire bool) (*Lease, Wait) {
 			return nil, s.refuse(t, w)
 		}
 	}
+	p := s.Policy()
 	var slots []Slot
 	var buckets []Bucket
 	var limited []Scope // the scope of each bucket
@@ -220,6 +242,7 @@ func (s *Shaper) admit(t Target, force, acquire bool) (*Lease, Wait) {
 				conns = (conns + 1) / 2
 			}
 		}
+		interval = max(interval, s.paced(p, b, keys[i], now))
 		slots = append(slots, Slot{Key: keys[i], Max: conns})
 		if interval > 0 && !force {
 			buckets = append(buckets, Bucket{Key: keys[i], Interval: interval})
@@ -236,7 +259,7 @@ func (s *Shaper) admit(t Target, force, acquire bool) (*Lease, Wait) {
 			if acquire {
 				s.state.Release(keys)
 			}
-			return nil, s.refuse(t, Wait{Reason: WaitRate, Scope: limited[last], Until: next})
+			return nil, s.refuse(t, Wait{Reason: WaitRate, Scope: limited[last], Until: next, Interval: buckets[last].Interval})
 		}
 	}
 	if !acquire {
@@ -284,8 +307,23 @@ func (s *Shaper) Suspended(t Target) (Wait, bool) {
 // a suspend or throttle starts (or is extended) on the rule's scope, with
 // one log line when it starts. The verdict's Permanent tells the caller to
 // fail a transient recipient now. ok is false when no rule matched.
+//
+// A throttle signal (a slow rule, or a 421 no rule matched) lowers the
+// learned rate of a scope that adapts (pacing.go) and returns an
+// ActionSlow verdict; to a scope that does not adapt, a slow rule with a
+// duration is a throttle, one without is a reply no rule matched.
 func (s *Shaper) React(t Target, r smtpcodes.Reply) (Verdict, bool) {
-	v, ok := s.Policy().Match(t, r)
+	p := s.Policy()
+	v, ok := p.Match(t, r)
+	if sv, slowed := s.signalled(p, t, r, v, ok); slowed {
+		return sv, true
+	}
+	if ok && v.Action == ActionSlow {
+		if v.Duration <= 0 {
+			return Verdict{}, false
+		}
+		v.Action = ActionThrottle
+	}
 	if !ok || v.Action == ActionBounce {
 		return v, ok
 	}
@@ -297,6 +335,11 @@ func (s *Shaper) React(t Target, r smtpcodes.Reply) (Verdict, bool) {
 	}
 	s.began(sus, "")
 	return v, true
+}
+
+// Match is Policy().Match: what React would say of r, applying nothing.
+func (s *Shaper) Match(t Target, r smtpcodes.Reply) (Verdict, bool) {
+	return s.Policy().Match(t, r)
 }
 
 // began logs a suspension or throttle that began and tells the Observer;
@@ -323,15 +366,16 @@ func (s *Shaper) List() []Suspension {
 	return s.state.List(now)
 }
 
-// Resume ends the suspension and throttle of a scope now; it reports
-// whether there was one.
+// Resume ends the suspension and throttle of a scope now and forgets its
+// learned rate; it reports whether there was any.
 func (s *Shaper) Resume(sc Scope) bool {
 	s.learn(s.clock.Now()) // what Remove returns was begun here or learned
 	ended := s.state.Remove(sc.String())
 	for _, e := range ended {
 		s.ended(e, "operator")
 	}
-	return len(ended) > 0
+	forgot := s.forget(sc)
+	return len(ended) > 0 || forgot
 }
 
 // expire logs the suspensions that ran out, at most once per expireEvery.
@@ -347,6 +391,7 @@ func (s *Shaper) expire(now time.Time) {
 	for _, e := range s.state.Expire(now) {
 		s.ended(e, "expired")
 	}
+	s.forgetQuiet(now)
 }
 
 // learn logs and counts the suspensions and throttles another node began.

@@ -90,7 +90,7 @@ func deliverAll(t *testing.T, f *fixture, target Target, hop *nextHop, n int) {
 		if steps > 100*n {
 			t.Fatalf("no progress after %d steps: %d delivered", steps, delivered)
 		}
-		lease, w := f.s.Admit(target, false)
+		lease, w := f.s.Admit(target, Ask{})
 		if lease == nil {
 			if !w.Until.After(f.clk.Now()) {
 				t.Fatalf("refused (%v) without a time to come back: %+v", w.Reason, w)
@@ -155,26 +155,26 @@ func TestProviderSharesConnectionsAcrossDomains(t *testing.T) {
 
 	var leases []*Lease
 	for i, target := range []Target{gmail, ws, small} {
-		l, w := f.s.Admit(target, false)
+		l, w := f.s.Admit(target, Ask{})
 		if l == nil {
 			t.Fatalf("connection %d refused: %+v", i, w)
 		}
 		leases = append(leases, l)
 	}
-	if _, w := f.s.Admit(gmail, false); w.Reason != WaitConnections || w.Scope.String() != "provider:google" || !w.Until.IsZero() {
+	if _, w := f.s.Admit(gmail, Ask{}); w.Reason != WaitConnections || w.Scope.String() != "provider:google" || !w.Until.IsZero() {
 		t.Errorf("a 4th connection to google: %+v; want a wait for provider:google's connections", w)
 	}
-	if l, w := f.s.Admit(other, false); l == nil {
+	if l, w := f.s.Admit(other, Ask{}); l == nil {
 		t.Errorf("another provider waits too: %+v", w)
 	} else {
 		l.Release()
 	}
 	leases[0].Release()
 	leases[0].Release() // twice is once
-	if _, w := f.s.Admit(small, false); w.Reason != WaitConnections || w.Scope.String() != "domain:small.example" {
+	if _, w := f.s.Admit(small, Ask{}); w.Reason != WaitConnections || w.Scope.String() != "domain:small.example" {
 		t.Errorf("small.example has 1 of 1: %+v", w)
 	}
-	l, w := f.s.Admit(ws, false)
+	l, w := f.s.Admit(ws, Ask{})
 	if l == nil {
 		t.Fatalf("after a release: %+v", w)
 	}
@@ -187,7 +187,8 @@ func TestProviderSharesConnectionsAcrossDomains(t *testing.T) {
 }
 
 func TestSuspendAndResume(t *testing.T) {
-	f := newFixture(t, Config{Builtin: true})
+	// A suspend rule of the user's (named as the built-in one was) before the built-in slow one.
+	f := newFixture(t, Config{Builtin: true, Rules: []Rule{{Name: "builtin:google-rate-limited", Match: `^421 4\.7\.28\b`, Action: ActionSuspend, Duration: 10 * time.Minute, Scope: ScopeProvider}}})
 	gmail := f.s.Resolve("gmail.com", gmailMX)
 	ws := f.s.Resolve("workspace.example", wsMX)
 	other := f.s.Resolve("example.org", otherMX)
@@ -198,17 +199,17 @@ func TestSuspendAndResume(t *testing.T) {
 		t.Fatalf("React = %+v, %v", v, ok)
 	}
 	for _, target := range []Target{gmail, ws} {
-		if l, w := f.s.Admit(target, false); l != nil || w.Reason != WaitSuspended || !w.Until.Equal(v.Until) {
+		if l, w := f.s.Admit(target, Ask{}); l != nil || w.Reason != WaitSuspended || !w.Until.Equal(v.Until) {
 			t.Errorf("Admit(%s) during the suspension: %+v", target.Domain(), w)
 		}
 	}
 	if w, ok := f.s.Suspended(ws); !ok || !w.Until.Equal(v.Until) {
 		t.Errorf("Suspended(workspace.example) = %+v, %v", w, ok)
 	}
-	if l, w := f.s.Admit(other, false); l == nil {
+	if l, w := f.s.Admit(other, Ask{}); l == nil {
 		t.Errorf("another destination is held up: %+v", w)
 	}
-	if l, w := f.s.Admit(gmail, true); l == nil {
+	if l, w := f.s.Admit(gmail, Ask{Force: true}); l == nil {
 		t.Errorf("an operator's retry is held up: %+v", w)
 	}
 
@@ -230,7 +231,7 @@ func TestSuspendAndResume(t *testing.T) {
 	}
 
 	f.clk.Set(start.Add(11 * time.Minute))
-	if l, w := f.s.Admit(gmail, false); l == nil {
+	if l, w := f.s.Admit(gmail, Ask{}); l == nil {
 		t.Errorf("after the suspension: %+v", w)
 	}
 	if !strings.Contains(f.log.String(), `msg="shaping: scope resumed" scope=provider:google ended=suspend by=expired rule=builtin:google-rate-limited reply="421 4.7.28`) {
@@ -264,10 +265,10 @@ func TestThrottleHalvesTheRate(t *testing.T) {
 	target := f.s.Resolve("example.net", otherMX)
 	gap := func() time.Duration {
 		t.Helper()
-		if l, _ := f.s.Admit(target, false); l == nil {
+		if l, _ := f.s.Admit(target, Ask{}); l == nil {
 			t.Fatal("first message refused")
 		}
-		_, w := f.s.Admit(target, false)
+		_, w := f.s.Admit(target, Ask{})
 		if w.Reason != WaitRate {
 			t.Fatalf("second message: %+v; want a rate wait", w)
 		}
@@ -305,11 +306,11 @@ func TestThrottleWithoutRateHalvesConnections(t *testing.T) {
 	target := f.s.Resolve("example.net", otherMX)
 	f.s.React(target, reply(t, "421 4.7.0 too many connections from your IP"))
 	for i := 0; i < 3; i++ {
-		if l, w := f.s.Admit(target, false); l == nil {
+		if l, w := f.s.Admit(target, Ask{}); l == nil {
 			t.Fatalf("connection %d: %+v", i, w)
 		}
 	}
-	if _, w := f.s.Admit(target, false); w.Reason != WaitConnections {
+	if _, w := f.s.Admit(target, Ask{}); w.Reason != WaitConnections {
 		t.Errorf("4th connection while throttled (5 halved is 3): %+v", w)
 	}
 }
@@ -317,16 +318,16 @@ func TestThrottleWithoutRateHalvesConnections(t *testing.T) {
 func TestForceSkipsRateButNotConnections(t *testing.T) {
 	f := newFixture(t, Config{Domains: map[string]Limits{"example.net": {MaxConnections: 1, MaxMessageRate: Rate{1, time.Hour}}}})
 	target := f.s.Resolve("example.net", otherMX)
-	l, _ := f.s.Admit(target, false)
+	l, _ := f.s.Admit(target, Ask{})
 	l.Release()
-	if _, w := f.s.Admit(target, false); w.Reason != WaitRate || !w.Until.Equal(start.Add(time.Hour)) {
+	if _, w := f.s.Admit(target, Ask{}); w.Reason != WaitRate || !w.Until.Equal(start.Add(time.Hour)) {
 		t.Errorf("second message at 1/h: %+v", w)
 	}
-	l, w := f.s.Admit(target, true)
+	l, w := f.s.Admit(target, Ask{Force: true})
 	if l == nil {
 		t.Fatalf("forced: %+v", w)
 	}
-	if _, w := f.s.Admit(target, true); w.Reason != WaitConnections {
+	if _, w := f.s.Admit(target, Ask{Force: true}); w.Reason != WaitConnections {
 		t.Errorf("forced beyond max_connections: %+v", w)
 	}
 	l.Release()
@@ -339,7 +340,7 @@ func TestBounceVerdictChangesNoState(t *testing.T) {
 	if !ok || !v.Permanent {
 		t.Fatalf("React = %+v, %v", v, ok)
 	}
-	if l, w := f.s.Admit(target, false); l == nil || len(f.s.List()) != 0 {
+	if l, w := f.s.Admit(target, Ask{}); l == nil || len(f.s.List()) != 0 {
 		t.Errorf("a bounce rule held the destination: %+v %v", w, f.s.List())
 	}
 }
@@ -390,7 +391,7 @@ func TestConcurrentAdmitKeepsTheLimit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 500; i++ {
-				l, _ := f.s.Admit(targets[(g+i)%2], false)
+				l, _ := f.s.Admit(targets[(g+i)%2], Ask{})
 				if l == nil {
 					continue
 				}
@@ -420,7 +421,7 @@ func BenchmarkAdmitDefaults(b *testing.B) {
 	target := s.Resolve("example.net", otherMX)
 	b.ReportAllocs()
 	for b.Loop() {
-		l, _ := s.Admit(target, false)
+		l, _ := s.Admit(target, Ask{})
 		l.Release()
 	}
 }
@@ -432,7 +433,7 @@ func BenchmarkAdmitRateLimitedProvider(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		clk.Advance(time.Millisecond)
-		l, _ := s.Admit(target, false)
+		l, _ := s.Admit(target, Ask{})
 		l.Release()
 	}
 }
@@ -445,17 +446,17 @@ func TestRateWaitNamesTheScope(t *testing.T) {
 		Domains:   map[string]Limits{"slow.example": {MaxMessageRate: Rate{1, time.Minute}}},
 	})
 	slow := f.s.Resolve("slow.example", wsMX)
-	f.s.Admit(slow, false)
-	if _, w := f.s.Admit(slow, false); w.Reason != WaitRate || w.Scope.String() != "domain:slow.example" || !w.Until.Equal(start.Add(time.Minute)) {
+	f.s.Admit(slow, Ask{})
+	if _, w := f.s.Admit(slow, Ask{}); w.Reason != WaitRate || w.Scope.String() != "domain:slow.example" || !w.Until.Equal(start.Add(time.Minute)) {
 		t.Errorf("second message: %+v", w)
 	}
 	// The provider's next token comes 10 ms after the first message.
 	gmail := f.s.Resolve("gmail.com", gmailMX)
-	if _, w := f.s.Admit(gmail, false); w.Scope.String() != "provider:google" || !w.Until.Equal(start.Add(10*time.Millisecond)) {
+	if _, w := f.s.Admit(gmail, Ask{}); w.Scope.String() != "provider:google" || !w.Until.Equal(start.Add(10*time.Millisecond)) {
 		t.Errorf("gmail.com at once: %+v", w)
 	}
 	f.clk.Advance(10 * time.Millisecond)
-	if l, w := f.s.Admit(gmail, false); l == nil {
+	if l, w := f.s.Admit(gmail, Ask{}); l == nil {
 		t.Errorf("gmail.com waits for slow.example's rate: %+v", w)
 	}
 }

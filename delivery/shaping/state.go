@@ -83,6 +83,7 @@ type Memory struct {
 	entries map[entryKey]Suspension
 	ended   []Suspension // replaced by Put after their end, for Expire to report
 	takes   int          // Take calls since the last sweep of tat
+	pace    memoryPaces  // learned rates (memorypace.go)
 }
 
 type entryKey struct {

@@ -133,6 +133,10 @@ type RcptResult struct {
 	RemoteMTA string
 	// TLS is how the connection to that hop was secured.
 	TLS TLSInfo
+	// DSN: the hop that gave Reply offered DSN (RFC 3461), so the
+	// recipient's NOTIFY went with it and its reports are the hop's to
+	// send. Without it a NOTIFY=SUCCESS is answered by relayq ("relayed").
+	DSN bool
 }
 
 // Deliver tries hops in order and returns one result per env.Recipients

@@ -58,7 +58,7 @@ func (s *session) transact(ctx context.Context, env Envelope, body func() (io.Re
 
 // set gives recipient i the reply r from this hop.
 func (t *txn) set(i int, r smtpcodes.Reply) {
-	t.results[i].Reply, t.results[i].RemoteMTA = r, t.s.hop.Host
+	t.results[i].Reply, t.results[i].RemoteMTA, t.results[i].DSN = r, t.s.hop.Host, t.w.has("DSN")
 }
 
 // setAll ends the attempt with r for every recipient and says goodbye.

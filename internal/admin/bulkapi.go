@@ -4,7 +4,6 @@ package admin
 // stored message, and the queue's shape by domain and age.
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relayq/relayq/internal/jsonkeys"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -24,11 +24,26 @@ const maxBulkIDs = 1000
 // BulkFilter selects messages; zero fields match any. Older is a Go
 // duration ("1h"): messages accepted longer ago than that.
 type BulkFilter struct {
-	Status string `json:"status,omitempty"` // queued, deferred, delivered, bounced or held
+	Status string `json:"status,omitempty"` // queued, deferred, delivered, bounced, scheduled or held
 	Domain string `json:"domain,omitempty"`
 	From   string `json:"from,omitempty"` // sender address; "<>" for bounces
 	To     string `json:"to,omitempty"`   // a recipient address
 	Older  string `json:"older,omitempty"`
+}
+
+// String is the filter as the log shows it: the fields set, key=value,
+// "all" for none.
+func (f BulkFilter) String() string {
+	var parts []string
+	for _, kv := range [...][2]string{{"status", f.Status}, {"domain", f.Domain}, {"from", f.From}, {"to", f.To}, {"older", f.Older}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+"="+kv[1])
+		}
+	}
+	if len(parts) == 0 {
+		return "all"
+	}
+	return strings.Join(parts, " ")
 }
 
 // BulkRequest is the body of POST /api/v1/queue/bulk.
@@ -62,8 +77,9 @@ type ShapeRow struct {
 }
 
 // Shape is the answer to GET /api/v1/queue/shape: waiting messages per
-// recipient domain and age column (Buckets are the columns' upper limits;
-// the last column is everything older).
+// recipient domain and age column. Buckets label the columns, one per
+// entry of Counts: upper age limits ("5m"), then the last, everything
+// older ("160m+").
 type Shape struct {
 	Buckets []string   `json:"buckets"`
 	Rows    []ShapeRow `json:"rows"`
@@ -73,6 +89,7 @@ type Shape struct {
 // incidentRoutes adds the endpoints of this file to the mux.
 func (h *handler) incidentRoutes() {
 	h.mux.HandleFunc("POST /api/v1/queue/bulk", h.bulk)
+	h.mux.HandleFunc("POST /api/v1/queue/bounce", h.bounce) // bounceapi.go
 	h.mux.HandleFunc("GET /api/v1/queue/shape", h.shape)
 	h.mux.HandleFunc("GET /api/v1/queue/{id}/raw", h.raw)
 }
@@ -84,10 +101,10 @@ func (h *handler) filterOf(b BulkFilter) (queue.Filter, error) {
 	case "":
 	case "held":
 		f.Held = true
-	case string(queue.StatusQueued), string(queue.StatusDeferred), string(queue.StatusDelivered), string(queue.StatusBounced):
+	case string(queue.StatusQueued), string(queue.StatusDeferred), string(queue.StatusDelivered), string(queue.StatusBounced), string(queue.StatusScheduled):
 		f.Status = queue.Status(b.Status)
 	default:
-		return f, fmt.Errorf("bad status %q: want queued, deferred, delivered, bounced or held", b.Status)
+		return f, fmt.Errorf("bad status %q: want queued, deferred, delivered, bounced, scheduled or held", b.Status)
 	}
 	for name, v := range map[string]string{"domain": b.Domain, "from": b.From, "to": b.To} {
 		if len(v) > 320 || strings.ContainsAny(v, " \t\r\n") {
@@ -112,9 +129,7 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req BulkRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBulkBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := jsonkeys.Decode(io.LimitReader(r.Body, maxBulkBody), &req, true); err != nil {
 		writeError(w, http.StatusBadRequest, "bad request body: "+err.Error())
 		return
 	}
@@ -146,7 +161,13 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !req.DryRun {
-		h.o.Logger.Info("admin: bulk "+req.Action, "messages", len(ids), "filter", fmt.Sprintf("%+v", req.Filter), "ids", len(req.IDs), "client", r.RemoteAddr)
+		filter := req.Filter.String()
+		if len(req.IDs) > 0 {
+			filter = "ids " + filter
+		}
+		for _, id := range ids {
+			h.logAction(r, req.Action, id, filter)
+		}
 		switch {
 		case a == queue.BulkRetry && len(ids) > 0:
 			h.force(ids...) // an operator's retry goes even to a suspended destination
@@ -207,10 +228,10 @@ func (h *handler) shape(w http.ResponseWriter, r *http.Request) {
 	var status queue.Status
 	switch s := q.Get("status"); s {
 	case "":
-	case string(queue.StatusQueued), string(queue.StatusDeferred):
+	case string(queue.StatusQueued), string(queue.StatusDeferred), string(queue.StatusScheduled):
 		status = queue.Status(s)
 	default:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("bad status %q: want queued or deferred", s))
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("bad status %q: want queued, deferred or scheduled", s))
 		return
 	}
 	top := 0
@@ -231,6 +252,7 @@ func (h *handler) shape(w http.ResponseWriter, r *http.Request) {
 	for _, b := range queue.ShapeBuckets {
 		out.Buckets = append(out.Buckets, fmt.Sprintf("%dm", int(b.Minutes())))
 	}
+	out.Buckets = append(out.Buckets, out.Buckets[len(out.Buckets)-1]+"+")
 	for _, row := range rows {
 		out.Rows = append(out.Rows, ShapeRow(row))
 	}

@@ -140,8 +140,9 @@ func TestRawAndSearchAndShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"5m", "10m", "20m", "40m", "80m", "160m"}; !slices.Equal(s.Buckets, want) {
-		t.Errorf("buckets %v, want %v", s.Buckets, want)
+	// One label per count: the last column is everything older.
+	if want := []string{"5m", "10m", "20m", "40m", "80m", "160m", "160m+"}; !slices.Equal(s.Buckets, want) || len(s.Total.Counts) != len(want) {
+		t.Errorf("buckets %v for %d counts, want %v", s.Buckets, len(s.Total.Counts), want)
 	}
 	if len(s.Rows) != 1 || s.Rows[0].Domain != "gmail.com" || s.Rows[0].Total != 2 || s.Rows[0].Counts[2] != 2 {
 		t.Errorf("rows %+v, want gmail.com with 2 in the 10-20m column", s.Rows)

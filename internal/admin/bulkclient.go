@@ -1,28 +1,16 @@
 package admin
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 )
 
 // Bulk sends POST /api/v1/queue/bulk.
 func (c *Client) Bulk(ctx context.Context, req BulkRequest) (*BulkResult, error) {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.request(ctx, http.MethodPost, "/api/v1/queue/bulk", bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
 	var res BulkResult
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponse)).Decode(&res); err != nil {
-		return nil, fmt.Errorf("admin API at %s: unreadable answer to bulk %s: %w", c.base(), req.Action, err)
+	if err := c.postJSON(ctx, "/api/v1/queue/bulk", req, &res, "bulk "+req.Action); err != nil {
+		return nil, err
 	}
 	return &res, nil
 }

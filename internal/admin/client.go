@@ -31,7 +31,7 @@ type Client struct {
 
 // ListQuery filters GET /api/v1/queue; zero fields are left out.
 type ListQuery struct {
-	// Status is queued, deferred, delivered, bounced or held.
+	// Status is queued, deferred, delivered, bounced, scheduled or held.
 	Status string
 	Domain string
 	// From and To search by sender and by recipient address.
@@ -176,6 +176,25 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(out); err != nil {
 		return fmt.Errorf("admin API at %s: unreadable answer to %s %s: %w", c.base(), method, path, err)
+	}
+	return nil
+}
+
+// postJSON sends in as the JSON body of a POST to path and decodes the
+// answer into out; what names the call in the error of an unreadable
+// answer.
+func (c *Client) postJSON(ctx context.Context, path string, in, out any, what string) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	resp, err := c.request(ctx, http.MethodPost, path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponse)).Decode(out); err != nil {
+		return fmt.Errorf("admin API at %s: unreadable answer to %s: %w", c.base(), what, err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 // Package admin is relayq's operator interface: an HTTP API to inspect and
 // steer the queue (list and search, show, raw, retry, hold, release, delete,
-// flush, bulk actions by filter with a dry run, shape by domain and age; list
+// flush, bulk actions by filter with a dry run, bounce a domain's waiting
+// mail, shape by domain and age; list
 // the quarantine of damaged messages), the health and readiness probes, the
 // Prometheus endpoint, the event stream (GET /api/v1/events, long-polled),
 // finished-message history (GET /api/v1/messages), the suppression list
@@ -12,9 +13,20 @@
 //     must carry it as "Authorization: Bearer <token>" (RFC 6750 section
 //     2.1); the comparison takes the same time whatever the guess. The probes
 //     stay open so a supervisor can ask without a secret. A read token, when
-//     configured, is accepted only for GET and HEAD of /metrics, the queue
-//     list and one message's envelope: it can never change the queue, and
-//     never reads a body, the event stream or the history.
+//     configured, is accepted only for GET and HEAD of metadata: /metrics,
+//     the queue list, one message's envelope, the queue's counts and
+//     shape, the shaping in force, the event stream, the history, the
+//     suppression list and the TLS report. It can never change anything,
+//     and never reads a body or a raw header block (/raw, the quarantine).
+//   - Serve with a TLS configuration (admin.tls) speaks HTTPS only: a plain
+//     HTTP request gets net/http's 400 and reaches no handler. The Origin
+//     rule below then takes https://Host as the API's own origin, so the
+//     console's forms still pass and http:// or another site's do not.
+//   - Options.Console (package console) is mounted at / and /ui/: the
+//     browser rules below apply to it first, then it checks its own
+//     session cookie and CSRF token, and it reaches the queue only by
+//     calling this handler in process with the session's token, so what a
+//     credential may do is decided here alone.
 //   - Every error is JSON {"error": "..."} with a status code that says what
 //     went wrong: 400 bad request, 401 no or wrong token, 403 a request a
 //     browser sent for another site or for a host name not allowed (below),
@@ -53,11 +65,20 @@
 //   - Retry, release and flush wake the delivery scheduler (Kicker) after
 //     the change is committed, so the attempt happens promptly rather than
 //     at the scheduler's next timer.
+//   - Every operator action on a message (hold, release, delete, retry,
+//     one or in bulk) logs one "operator action" line per queue ID, with
+//     the credential's kind and how the message was chosen; queue.Store
+//     records the events (by "operator") and the history of deleted mail.
 //   - The API changes the queue only through queue.Store's admin methods,
 //     which keep the queue's own invariants (final recipients are never
 //     touched; a held message is never attempted; delete sends no DSN).
 //   - A bulk action with neither a filter nor IDs is refused unless the
 //     request says "all": true; it is all or nothing (one transaction).
+//   - A bounce of a domain (bounceapi.go) never ends a recipient an attempt
+//     is in flight for (queue.Store.Bounce leaves those): it waits, at most
+//     the request's wait (20s, inside the CLI's timeout), for their
+//     outcome, bounces what they left waiting, and counts what is still in
+//     flight. The engine queues the reports (Reporter), one per message.
 //   - /api/v1/queue/drain (drainapi.go) starts (POST, 202; 409 while one
 //     runs), shows (GET) and stops (DELETE) a drain of the whole queue to
 //     another relayq, run by package drain inside the relay.

@@ -1,15 +1,13 @@
 package admin
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/relayq/relayq/internal/drain"
+	"github.com/relayq/relayq/internal/jsonkeys"
 )
 
 // Drainer runs queue drains (*drain.Drainer).
@@ -47,9 +45,7 @@ func (h *handler) drainStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req drain.Request
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxDrainBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := jsonkeys.Decode(io.LimitReader(r.Body, maxDrainBody), &req, true); err != nil {
 		writeError(w, http.StatusBadRequest, "bad request body: "+err.Error())
 		return
 	}
@@ -88,18 +84,9 @@ func (h *handler) drainStop(w http.ResponseWriter, r *http.Request) {
 
 // DrainStart sends POST /api/v1/queue/drain.
 func (c *Client) DrainStart(ctx context.Context, req drain.Request) (*drain.Progress, error) {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.request(ctx, http.MethodPost, "/api/v1/queue/drain", bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
 	var p drain.Progress
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponse)).Decode(&p); err != nil {
-		return nil, fmt.Errorf("admin API at %s: unreadable answer to drain: %w", c.base(), err)
+	if err := c.postJSON(ctx, "/api/v1/queue/drain", req, &p, "drain"); err != nil {
+		return nil, err
 	}
 	return &p, nil
 }

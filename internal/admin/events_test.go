@@ -172,7 +172,7 @@ func TestLongPollEndsAtShutdown(t *testing.T) {
 	srv := Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		once.Do(func() { close(arrived) })
 		e.h.ServeHTTP(w, r)
-	}), quiet)
+	}), nil, quiet)
 	defer srv.Close()
 	evs, last, _ := e.store.Events(queue.EventQuery{})
 	if len(evs) != 1 {

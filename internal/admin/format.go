@@ -37,11 +37,14 @@ func WriteList(w io.Writer, msgs []Message) error {
 			id += "!"
 			held = true
 		}
-		fmt.Fprintf(&b, "\n%-22s %8d %-20s %s\n", id, m.Size, formatTime(m.Created), sender(m.From))
+		fmt.Fprintf(&b, "\n%-22s %8d %-20s %s%s\n", id, m.Size, formatTime(m.Created), sender(m.From), streamOf(m))
 		for _, r := range m.Recipients {
 			fmt.Fprintf(&b, "  %-9s %7d %-20s %s\n", r.Status, r.Attempts, formatTime(r.NextAttempt), r.Address)
 			if r.LastReply != "" {
 				fmt.Fprintf(&b, "%41s(%s)\n", "", r.LastReply)
+			}
+			if r.Backoff != "" {
+				fmt.Fprintf(&b, "%41s(%s)\n", "", r.Backoff)
 			}
 		}
 	}
@@ -62,7 +65,13 @@ func WriteMessage(w io.Writer, m *Message) error {
 	fmt.Fprintf(&b, "From:     %s\n", sender(m.From))
 	fmt.Fprintf(&b, "Arrival:  %s\n", formatTime(m.Created))
 	fmt.Fprintf(&b, "Size:     %d bytes\n", m.Size)
+	if m.Stream != "" {
+		fmt.Fprintf(&b, "Stream:   %s\n", m.Stream)
+	}
 	fmt.Fprintf(&b, "Held:     %s\n", yesNo(m.Held))
+	if !m.Release.IsZero() {
+		fmt.Fprintf(&b, "Release:  %s\n", formatTime(m.Release))
+	}
 	b.WriteString("Recipients:\n")
 	for _, r := range m.Recipients {
 		fmt.Fprintf(&b, "  %s\n", r.Address)
@@ -79,6 +88,9 @@ func WriteMessage(w io.Writer, m *Message) error {
 		}
 		if r.RemoteMTA != "" {
 			fmt.Fprintf(&b, "    remote MTA:    %s\n", r.RemoteMTA)
+		}
+		if r.Backoff != "" {
+			fmt.Fprintf(&b, "    destination:   %s\n", r.Backoff)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -125,4 +137,13 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// streamOf is the stream a list names after the sender, "  [bulk]", or
+// nothing for a message without one.
+func streamOf(m *Message) string {
+	if m.Stream == "" {
+		return ""
+	}
+	return "  [" + m.Stream + "]"
 }

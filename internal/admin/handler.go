@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"time"
 
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/internal/suppression"
@@ -32,8 +33,9 @@ type Options struct {
 	// except /healthz and /readyz.
 	Token string
 	// ReadToken, when not empty, is also accepted, but only for GET and HEAD
-	// of /metrics, the queue list and one message's envelope (see
-	// readTokenRoutes): never for bodies, events or history.
+	// of what readTokenRoutes lists: metadata (metrics, envelopes, events,
+	// history, suppressions, TLS reports), never a body or a raw header
+	// block (raw, the quarantine), never a change.
 	ReadToken string
 	// Metrics serves GET /metrics; nil leaves the endpoint out (404).
 	Metrics http.Handler
@@ -43,6 +45,11 @@ type Options struct {
 	Ready func() error
 	// Clock is the clock for "due now"; default clock.Real.
 	Clock clock.Clock
+	// Backoff, when set, tells whether the destination of a domain's mail
+	// is backed off, until when and after which reply (the delivery
+	// engine's BackoffOf); queue list and show print it beside waiting
+	// recipients.
+	Backoff func(domain string) (until time.Time, cause string, ok bool)
 	// Logger records every change an operator makes; default slog.Default().
 	Logger *slog.Logger
 	// ReportOrg names relayq's operator in TLS-RPT reports (the hostname).
@@ -53,6 +60,11 @@ type Options struct {
 	// that the API answers in the Host header (admin.allowed_hosts): "name"
 	// for any port, "name:port" for that port only. See doc.go, Browsers.
 	AllowedHosts []string
+	// Console, when set, is mounted at / and /ui/ (package console): it
+	// is given this API to call in process, so it has no path of its own
+	// to the queue. The browser rules (browser.go) apply to it first; it
+	// checks its own session and CSRF token instead of the bearer token.
+	Console func(api http.Handler) http.Handler
 }
 
 // handler is the admin API.
@@ -65,6 +77,8 @@ type handler struct {
 	// csrf refuses unsafe requests that Fetch metadata marks cross-site or
 	// same-site (browser.go adds the Origin and content-type rules).
 	csrf *http.CrossOriginProtection
+	// console serves the operator's pages (Options.Console); nil for none.
+	console http.Handler
 }
 
 // NewHandler builds the admin API described in doc.go.
@@ -109,8 +123,15 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	h.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	h.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	h.mux.HandleFunc("GET /api/v1/queue/stats", h.stats)
+	if o.Console != nil {
+		h.console = o.Console(h)
+	}
 	return h
 }
+
+// consolePath reports the paths the console owns: / and /ui/...
+func consolePath(p string) bool { return p == "/" || strings.HasPrefix(p, "/ui/") }
 
 // ServeHTTP refuses what a browser sends for another site (browser.go),
 // checks the token, routes, and refuses an unsafe request that is not
@@ -119,6 +140,10 @@ func NewHandler(o Options) http.Handler {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if code, msg := h.browserRefusal(r); code != 0 {
 		writeError(w, code, msg)
+		return
+	}
+	if h.console != nil && consolePath(r.URL.Path) {
+		h.console.ServeHTTP(w, r)
 		return
 	}
 	if h.o.Token != "" && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !h.authorized(r) {
@@ -174,16 +199,35 @@ func (h *handler) authorized(r *http.Request) bool {
 	return readTokenRoutes[pattern]
 }
 
-// readTokenRoutes are what the read token (admin.read_token, held by
-// monitoring) may reach: metrics and the queue's envelopes and recipient
-// states. Message bodies, the event stream, the history, the suppression
-// list, the quarantine and everything that changes state need the admin
-// token, so that a scraper's credential never reads mail. /healthz and
-// /readyz need no token at all.
+// readTokenRoutes are what the read token (admin.read_token: monitoring,
+// and the console's look-only login) may reach: every GET of metadata the
+// queue keeps about mail, none of the mail itself (issue 31: "sees
+// everything but message bodies and raw headers and cannot act"). The
+// envelopes and recipient states were already its own; events and the
+// history repeat their fields (sender, recipient, Message-ID, replies,
+// next hop), and the suppression list and TLS reports name only
+// addresses, replies and policies. Message bodies and raw header blocks
+// (/api/v1/queue/{id}/raw; the quarantine, whose records are raw
+// undecodable messages), the profiler, the drain and everything that
+// changes state need the admin token. /healthz and /readyz need no token
+// at all.
 var readTokenRoutes = map[string]bool{
 	"GET /metrics":           true,
 	"GET /api/v1/queue":      true,
 	"GET /api/v1/queue/{id}": true,
+	// Counts and the shape by domain and age, and the shaping in force:
+	// aggregates and remote replies, no mail (the console's overview and
+	// destinations pages).
+	"GET /api/v1/queue/stats": true,
+	"GET /api/v1/queue/shape": true,
+	"GET /api/v1/shaping":     true,
+	// What happened to mail, not what it said: the console's timeline,
+	// event page, finished-message search and suppression page.
+	"GET /api/v1/events":                 true,
+	"GET /api/v1/messages":               true,
+	"GET /api/v1/suppressions":           true,
+	"GET /api/v1/suppressions/{address}": true,
+	"GET /api/v1/tls-report":             true,
 }
 
 // healthz says the process is up; it needs no token and touches nothing.

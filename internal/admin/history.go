@@ -1,13 +1,13 @@
 package admin
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/relayq/relayq/internal/jsonkeys"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
 )
@@ -25,14 +25,14 @@ type HistoryPage struct {
 	Messages []queue.Finished `json:"messages"`
 }
 
-// messages answers GET /api/v1/messages?recipient=&sender=&message_id=&since=&limit=.
+// messages answers GET /api/v1/messages?recipient=&sender=&message_id=&queue_id=&since=&limit=.
 func (h *handler) messages(w http.ResponseWriter, r *http.Request) {
 	st := h.store(w)
 	if st == nil {
 		return
 	}
 	v := r.URL.Query()
-	q := queue.HistoryQuery{Recipient: v.Get("recipient"), Sender: v.Get("sender"), MessageID: v.Get("message_id")}
+	q := queue.HistoryQuery{Recipient: v.Get("recipient"), Sender: v.Get("sender"), MessageID: v.Get("message_id"), ID: v.Get("queue_id")}
 	if s := v.Get("since"); s != "" {
 		t, err := parseSince(s, h.o.Clock.Now())
 		if err != nil {
@@ -129,7 +129,7 @@ func (h *handler) suppress(w http.ResponseWriter, r *http.Request) {
 		suppression.Entry
 		Suppressions []suppression.Entry `json:"suppressions"`
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20)).Decode(&body); err != nil {
+	if err := jsonkeys.Decode(http.MaxBytesReader(w, r.Body, 64<<20), &body, false); err != nil {
 		writeError(w, http.StatusBadRequest, "body: "+err.Error())
 		return
 	}

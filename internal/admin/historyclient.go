@@ -13,14 +13,14 @@ import (
 
 // HistoryQuery selects finished messages for Client.History.
 type HistoryQuery struct {
-	Recipient, Sender, MessageID, Since string
-	Limit                               int
+	Recipient, Sender, MessageID, QueueID, Since string
+	Limit                                        int
 }
 
 // History asks GET /api/v1/messages.
 func (c *Client) History(ctx context.Context, q HistoryQuery) (*HistoryPage, error) {
 	path := withQuery("/api/v1/messages", "recipient", q.Recipient, "sender", q.Sender,
-		"message_id", q.MessageID, "since", q.Since, "limit", count(q.Limit))
+		"message_id", q.MessageID, "queue_id", q.QueueID, "since", q.Since, "limit", count(q.Limit))
 	var p HistoryPage
 	return &p, c.do(ctx, http.MethodGet, path, &p)
 }

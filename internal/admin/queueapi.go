@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/relayq/relayq/queue"
 )
@@ -25,10 +26,10 @@ func parseList(r *http.Request) (queue.ListOptions, error) {
 	case "":
 	case "held":
 		o.Held = true
-	case string(queue.StatusQueued), string(queue.StatusDeferred), string(queue.StatusDelivered), string(queue.StatusBounced):
+	case string(queue.StatusQueued), string(queue.StatusDeferred), string(queue.StatusDelivered), string(queue.StatusBounced), string(queue.StatusScheduled):
 		o.Status = queue.Status(s)
 	default:
-		return o, fmt.Errorf("bad status %q: want queued, deferred, delivered, bounced or held", s)
+		return o, fmt.Errorf("bad status %q: want queued, deferred, delivered, bounced, scheduled or held", s)
 	}
 	if d := q.Get("domain"); d != "" {
 		if len(d) > 255 || strings.ContainsAny(d, "@/ \t\r\n") {
@@ -97,7 +98,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	}
 	p := Page{Messages: make([]Message, 0, len(envs)), Next: next}
 	for i := range envs {
-		p.Messages = append(p.Messages, messageFrom(&envs[i]))
+		p.Messages = append(p.Messages, h.withBackoff(messageFrom(&envs[i])))
 	}
 	writeJSON(w, http.StatusOK, p)
 }
@@ -139,7 +140,27 @@ func (h *handler) answer(w http.ResponseWriter, st *queue.Store, op, id string) 
 		h.fail(w, op, id, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, messageFrom(env))
+	writeJSON(w, http.StatusOK, h.withBackoff(messageFrom(env)))
+}
+
+// withBackoff notes on each waiting recipient of m whose destination is
+// backed off until when and why: without it such a recipient showed
+// "queued 0" and no reason.
+func (h *handler) withBackoff(m Message) Message {
+	if h.o.Backoff == nil {
+		return m
+	}
+	for i := range m.Recipients {
+		r := &m.Recipients[i]
+		if r.Status.Final() {
+			continue
+		}
+		domain := r.Address[strings.LastIndexByte(r.Address, '@')+1:]
+		if until, cause, ok := h.o.Backoff(domain); ok {
+			r.Backoff = fmt.Sprintf("delivery temporarily suspended until %s: %s", until.UTC().Format(time.RFC3339), cause)
+		}
+	}
+	return m
 }
 
 // retry answers POST /api/v1/queue/{id}/retry: every waiting recipient due
@@ -177,7 +198,7 @@ func (h *handler) change(w http.ResponseWriter, r *http.Request, op string, f fu
 		h.fail(w, op, id, err)
 		return
 	}
-	h.o.Logger.Info("admin: "+op, "id", id, "client", r.RemoteAddr)
+	h.logAction(r, op, id, "id")
 	if kick {
 		h.kick()
 	}
@@ -194,7 +215,7 @@ func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, "delete", id, err)
 		return
 	}
-	h.o.Logger.Info("admin: delete", "id", id, "client", r.RemoteAddr)
+	h.logAction(r, "delete", id, "id")
 	writeJSON(w, http.StatusOK, DeleteResult{Deleted: id})
 }
 
@@ -233,4 +254,16 @@ func (h *handler) fail(w http.ResponseWriter, op, id string, err error) {
 		h.o.Logger.Error("admin: "+op+" failed", "err", err)
 		writeError(w, http.StatusInternalServerError, err.Error())
 	}
+}
+
+// logAction logs one operator action on one message: every message a bulk
+// action touched gets its own line, so that grepping a queue ID finds what
+// happened to it. by is the credential's kind (the admin token, or none
+// when admin.token is unset); filter is how the message was chosen.
+func (h *handler) logAction(r *http.Request, action, id, filter string) {
+	by := "admin token"
+	if h.o.Token == "" {
+		by = "no token (admin.token unset)"
+	}
+	h.o.Logger.Info("operator action", "action", action, "id", id, "by", by, "filter", filter, "client", r.RemoteAddr)
 }

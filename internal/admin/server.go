@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,9 @@ func StoreReady(st *queue.Store) func() error {
 		if err := st.Err(); err != nil {
 			return fmt.Errorf("queue takes no writes: %w", err)
 		}
+		if st.Low() {
+			return errors.New("the queue's disk is below its reserve: new mail is refused")
+		}
 		_, err := st.Get(readyProbeID)
 		if err == nil || errors.Is(err, queue.ErrNotFound) {
 			return nil
@@ -40,8 +44,11 @@ func StoreReady(st *queue.Store) func() error {
 // Serve runs h on l in a new goroutine and returns the server, whose
 // Shutdown stops it. Connection counts are the caller's: relayq passes a
 // listener wrapped in the submission server's limits. The caller listens first (net.Listen) so that a bad
-// or busy address is an error at start-up, not a log line later.
-func Serve(l net.Listener, h http.Handler, log *slog.Logger) *http.Server {
+// or busy address is an error at start-up, not a log line later. With
+// tlsConf (admin.tls) every connection is HTTPS, so the browser rules see
+// the https origin (browser.go) and the console's cookie is Secure; a
+// plain HTTP request gets net/http's 400 and nothing else.
+func Serve(l net.Listener, h http.Handler, tlsConf *tls.Config, log *slog.Logger) *http.Server {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -55,6 +62,7 @@ func Serve(l net.Listener, h http.Handler, log *slog.Logger) *http.Server {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		TLSConfig:         tlsConf,
 	}
 	// Shutdown waits for requests in progress; a long poll of
 	// /api/v1/events must not hold it up, so its context ends there.
@@ -62,7 +70,13 @@ func Serve(l net.Listener, h http.Handler, log *slog.Logger) *http.Server {
 	s.BaseContext = func(net.Listener) context.Context { return base }
 	s.RegisterOnShutdown(stop)
 	go func() {
-		if err := s.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if tlsConf != nil {
+			err = s.ServeTLS(l, "", "") // the certificate is in TLSConfig
+		} else {
+			err = s.Serve(l)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("admin API stopped", "addr", l.Addr().String(), "err", err)
 		}
 	}()

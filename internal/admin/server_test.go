@@ -2,13 +2,18 @@ package admin
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/relayq/relayq/smtptest"
 )
 
 func TestServeOnLoopback(t *testing.T) {
@@ -17,7 +22,7 @@ func TestServeOnLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := Serve(l, e.h, quiet)
+	srv := Serve(l, e.h, nil, quiet)
 	defer srv.Close()
 	c := &Client{BaseURL: l.Addr().String(), Token: "tok", HTTP: &http.Client{Timeout: 5 * time.Second}}
 	ctx := context.Background()
@@ -124,4 +129,58 @@ func FuzzParseList(f *testing.F) {
 			t.Errorf("accepted domain %q", o.Domain)
 		}
 	})
+}
+
+// With a certificate the listener speaks HTTPS only: the Client reads over
+// it, the https origin of the listener itself may act while an http one
+// of the same host and port, or another site, may not, and a plain HTTP
+// request gets no answer from the API.
+func TestServeTLS(t *testing.T) {
+	e := newEnv(t, "tok")
+	cert, err := smtptest.NewCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := Serve(l, e.h, cert.ServerConfig(), slog.New(slog.DiscardHandler))
+	defer srv.Close()
+	addr := l.Addr().String()
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: cert.Pool}}}
+	id := e.enqueue("a@example.net")
+	c := &Client{BaseURL: "https://" + addr, Token: "tok", HTTP: hc}
+	if p, err := c.List(context.Background(), ListQuery{}); err != nil || len(p.Messages) != 1 {
+		t.Fatalf("List over TLS: %+v %v", p, err)
+	}
+	hold := func(origin string) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "https://"+addr+"/api/v1/queue/"+id+"/hold", nil)
+		req.Header.Set("Authorization", "Bearer tok")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", origin)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, o := range []string{"http://" + addr, "https://evil.example", "https://localhost:1"} {
+		if code := hold(o); code != http.StatusForbidden {
+			t.Errorf("POST with Origin %s over TLS: %d, want 403", o, code)
+		}
+	}
+	if code := hold("https://" + addr); code != http.StatusOK {
+		t.Errorf("POST with the listener's own https Origin: %d, want 200", code)
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + addr + "/api/v1/queue")
+	if err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || strings.Contains(string(b), id) {
+			t.Errorf("plain HTTP to the TLS listener: %d %s", resp.StatusCode, b)
+		}
+	}
 }

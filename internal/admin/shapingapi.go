@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"text/tabwriter"
 	"time"
+
+	"github.com/relayq/relayq/internal/jsonkeys"
 )
 
 // Forcer is a Kicker that can also make an operator's retry or flush go at
@@ -42,6 +44,23 @@ type Suspension struct {
 // ShapingList is the answer to GET /api/v1/shaping.
 type ShapingList struct {
 	Suspensions []Suspension `json:"suspensions"`
+	Paces       []Pace       `json:"paces"` // learned rates (pacingapi.go)
+	// InFlight is each destination's attempts under way now, when the
+	// Shaping knows them (InFlighter).
+	InFlight []InFlight `json:"in_flight"`
+}
+
+// InFlight is a destination's attempts under way: the connections it
+// holds for mail now.
+type InFlight struct {
+	Destination string `json:"destination"`
+	Attempts    int    `json:"attempts"`
+}
+
+// InFlighter is a Shaping that also knows the attempts under way by
+// destination (cmd/relayq's asks the delivery engine).
+type InFlighter interface {
+	InFlight() []InFlight
 }
 
 // ResumeResult is the answer to POST /api/v1/shaping/{scope}/resume.
@@ -50,10 +69,55 @@ type ResumeResult struct {
 	Resumed bool   `json:"resumed"`
 }
 
+// Suspender is a Shaping that also takes an operator's suspension (like
+// KumoMTA's kcli suspend): nothing goes to scope until the duration has
+// passed or resume ends it.
+type Suspender interface {
+	Suspend(scope string, d time.Duration, reason string) (Suspension, error)
+}
+
+// SuspendRequest is the body of POST /api/v1/shaping/{scope}/suspend.
+type SuspendRequest struct {
+	For    string `json:"for"` // a Go duration: 30m, 1h
+	Reason string `json:"reason,omitempty"`
+}
+
+// maxOperatorSuspension bounds an operator's suspension: a forgotten one
+// must not park mail until it expires.
+const maxOperatorSuspension = 7 * 24 * time.Hour
+
 // shapingRoutes adds the traffic shaping endpoints.
 func (h *handler) shapingRoutes() {
 	h.mux.HandleFunc("GET /api/v1/shaping", h.shapingList)
 	h.mux.HandleFunc("POST /api/v1/shaping/{scope}/resume", h.shapingResume)
+	h.pacingRoutes()
+	h.mux.HandleFunc("POST /api/v1/shaping/{scope}/suspend", h.shapingSuspend)
+}
+
+func (h *handler) shapingSuspend(w http.ResponseWriter, r *http.Request) {
+	sp, ok := h.o.Shaping.(Suspender)
+	if !ok {
+		writeError(w, http.StatusServiceUnavailable, "traffic shaping is not running")
+		return
+	}
+	var req SuspendRequest
+	if err := jsonkeys.Decode(io.LimitReader(r.Body, 64<<10), &req, true); err != nil {
+		writeError(w, http.StatusBadRequest, "bad request body: "+err.Error())
+		return
+	}
+	d, err := time.ParseDuration(req.For)
+	if err != nil || d <= 0 || d > maxOperatorSuspension {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("bad for %q: want a duration such as 30m or 1h, at most %v", req.For, maxOperatorSuspension))
+		return
+	}
+	scope := r.PathValue("scope")
+	sus, err := sp.Suspend(scope, d, req.Reason)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	h.logAction(r, "suspend", scope, "for "+d.String()+" reason="+req.Reason)
+	writeJSON(w, http.StatusOK, sus)
 }
 
 func (h *handler) shapingList(w http.ResponseWriter, r *http.Request) {
@@ -65,7 +129,11 @@ func (h *handler) shapingList(w http.ResponseWriter, r *http.Request) {
 	if list == nil {
 		list = []Suspension{}
 	}
-	writeJSON(w, http.StatusOK, ShapingList{Suspensions: list})
+	fl := []InFlight{}
+	if f, ok := h.o.Shaping.(InFlighter); ok {
+		fl = append(fl, f.InFlight()...)
+	}
+	writeJSON(w, http.StatusOK, ShapingList{Suspensions: list, Paces: h.paces(), InFlight: fl})
 }
 
 func (h *handler) shapingResume(w http.ResponseWriter, r *http.Request) {
@@ -80,7 +148,7 @@ func (h *handler) shapingResume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no suspension or throttle in force for %s", scope))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no suspension, throttle or learned rate for %s", scope))
 		return
 	}
 	h.o.Logger.Info("admin: resume", "scope", scope, "client", r.RemoteAddr)
@@ -109,6 +177,15 @@ func (c *Client) Suspensions(ctx context.Context) ([]Suspension, error) {
 func (c *Client) Resume(ctx context.Context, scope string) error {
 	var res ResumeResult
 	return c.do(ctx, http.MethodPost, "/api/v1/shaping/"+url.PathEscape(scope)+"/resume", &res)
+}
+
+// Suspend suspends scope for d, with reason shown in queue suspensions.
+func (c *Client) Suspend(ctx context.Context, scope string, d time.Duration, reason string) (*Suspension, error) {
+	var sus Suspension
+	if err := c.postJSON(ctx, "/api/v1/shaping/"+url.PathEscape(scope)+"/suspend", SuspendRequest{For: d.String(), Reason: reason}, &sus, "suspend "+scope); err != nil {
+		return nil, err
+	}
+	return &sus, nil
 }
 
 // WriteSuspensions prints suspensions as a table, ends in now's terms.

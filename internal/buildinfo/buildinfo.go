@@ -53,8 +53,11 @@ func from(ver, com, dt string, bi *debug.BuildInfo) Info {
 }
 
 // String is the one line `relayq version` prints.
-func (i Info) String() string {
-	s := "relayq " + i.Version
+func (i Info) String() string { return i.Line("relayq") }
+
+// Line is String for another program of this module (`fakemx --version`).
+func (i Info) Line(program string) string {
+	s := program + " " + i.Version
 	if i.Commit != "" {
 		s += " commit " + i.Commit
 	}

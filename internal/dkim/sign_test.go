@@ -2,6 +2,7 @@ package dkim
 
 import (
 	"bytes"
+	"crypto/rsa"
 	"fmt"
 	"slices"
 	"strings"
@@ -227,5 +228,17 @@ func TestCloseWithoutFinish(t *testing.T) {
 	}
 	if sig, err := m.Finish(); sig != nil || err != nil {
 		t.Errorf("Finish after Close = %q, %v; want no signature and no error", sig, err)
+	}
+}
+
+// An RSA key built from its numbers, without precomputed CRT values, signs
+// messages that verify, and the caller's key is left as it was given.
+func TestBareRSAKeySigns(t *testing.T) {
+	bare := bareRSAKey().(*rsa.PrivateKey)
+	k := Key{Domain: "example.org", Selector: "rsa1", Signer: bare}
+	s := NewSigner(Config{Keys: []Key{k}})
+	dkimtest.Verify(t, signStream(t, s, testMessage, 64), records(t, k))
+	if bare.Precomputed.Dp != nil {
+		t.Error("the Signer wrote to the caller's key")
 	}
 }

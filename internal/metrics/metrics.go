@@ -25,6 +25,7 @@ type Metrics struct {
 
 	received      prometheus.Counter
 	accepted      prometheus.Counter
+	queued        *prometheus.CounterVec // by stream (streams.go)
 	acceptedBytes prometheus.Counter
 	rejected      *prometheus.CounterVec
 	sessions      prometheus.Gauge
@@ -101,8 +102,9 @@ func newWithClock(clk clock.Clock) *Metrics {
 		m.attemptDuration.WithLabelValues(r)
 	}
 	m.shaping = newShapingMetrics(m.reg)
+	m.queued = newQueuedByStream()
 	m.reg.MustRegister(
-		m.received, m.accepted, m.acceptedBytes, m.rejected, m.sessions,
+		m.queued, m.received, m.accepted, m.acceptedBytes, m.rejected, m.sessions,
 		m.attempts, m.attemptDuration, m.active, m.storageErrors,
 		&queueCollector{m: m},
 		collectors.NewGoCollector(),

@@ -9,7 +9,7 @@ import (
 // recipientStates are the queue.Status values exported as the state label;
 // every one is always present (0 when no recipient is in it).
 var recipientStates = []queue.Status{
-	queue.StatusQueued, queue.StatusDeferred, queue.StatusDelivered, queue.StatusBounced,
+	queue.StatusQueued, queue.StatusDeferred, queue.StatusDelivered, queue.StatusBounced, queue.StatusScheduled,
 }
 
 // Descriptions of the queue metrics, read from one Stats snapshot per scrape.
@@ -18,6 +18,8 @@ var (
 		"Recipients of stored messages, by state.", []string{"state"}, nil)
 	descMessages = prometheus.NewDesc(namespace+"_queue_messages",
 		"Messages stored in the queue, held ones included.", nil, nil)
+	descStreamMessages = prometheus.NewDesc(namespace+"_queue_stream_messages",
+		"Messages stored in the queue by stream (streams are configured: a bounded set).", []string{"stream"}, nil)
 	descHeld = prometheus.NewDesc(namespace+"_queue_held_messages",
 		"Messages on hold (never attempted until released).", nil, nil)
 	descOldest = prometheus.NewDesc(namespace+"_queue_oldest_message_age_seconds",
@@ -43,7 +45,7 @@ type queueCollector struct{ m *Metrics }
 
 // Describe sends every queue metric's description.
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRecipients, descMessages, descHeld, descOldest, descCommits, descWrites,
+	for _, d := range []*prometheus.Desc{descRecipients, descMessages, descStreamMessages, descHeld, descOldest, descCommits, descWrites,
 		descQuarantined, descQuarantinedTotal, descFileBytes, descFreeBytes} {
 		ch <- d
 	}
@@ -60,6 +62,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRecipients, prometheus.GaugeValue, float64(st.Recipients[s]), string(s))
 	}
 	ch <- prometheus.MustNewConstMetric(descMessages, prometheus.GaugeValue, float64(st.Messages))
+	for name, n := range st.Streams {
+		ch <- prometheus.MustNewConstMetric(descStreamMessages, prometheus.GaugeValue, float64(n), name)
+	}
 	ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(st.Held))
 	age := 0.0
 	if !st.Oldest.IsZero() {

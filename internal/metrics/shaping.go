@@ -22,6 +22,7 @@ type shapingMetrics struct {
 	throttled *prometheus.GaugeVec   // relayq_shaping_throttled{scope_kind}
 	waits     *prometheus.CounterVec // relayq_shaping_waits_total{reason}
 	byProv    *prometheus.CounterVec // relayq_shaping_provider_waits_total{provider,reason}
+	slowdowns *prometheus.CounterVec // relayq_shaping_slowdowns_total{scope_kind} (pacing.go)
 
 	mu        sync.Mutex
 	providers []string // the provider label values allowed (the policy's)
@@ -53,7 +54,8 @@ func newShapingMetrics(reg *prometheus.Registry) *shapingMetrics {
 	for _, r := range waitReasons {
 		s.waits.WithLabelValues(r.String())
 	}
-	reg.MustRegister(s.suspended, s.throttled, s.waits, s.byProv)
+	s.slowdowns = newSlowdowns()
+	reg.MustRegister(s.suspended, s.throttled, s.waits, s.byProv, s.slowdowns)
 	return s
 }
 

@@ -33,13 +33,13 @@ func TestShapingMetrics(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	gmail := s.Resolve("gmail.com", []string{"aspmx.l.google.com"})
 	s.React(gmail, smtpcodes.Reply{Class: smtpcodes.Transient, Code: 421, Enhanced: "4.7.28", Text: "unusual rate"})
-	if _, w := s.Admit(gmail, false); w.Reason != shaping.WaitSuspended {
+	if _, w := s.Admit(gmail, shaping.Ask{}); w.Reason != shaping.WaitSuspended {
 		t.Fatalf("admitted during a suspension: %+v", w)
 	}
 	slow := s.Resolve("slow.test", nil)
-	l, _ := s.Admit(slow, false)
+	l, _ := s.Admit(slow, shaping.Ask{})
 	l.Release()
-	s.Admit(slow, false) // no token for a minute
+	s.Admit(slow, shaping.Ask{}) // no token for a minute
 	body := scrape(t, m)
 	wantLines(t, body,
 		`relayq_shaping_suspended{scope_kind="provider"} 1`,
@@ -52,4 +52,42 @@ func TestShapingMetrics(t *testing.T) {
 	}
 	s.Resume(shaping.Scope{Kind: shaping.ScopeProvider, Name: "google"})
 	wantLines(t, scrape(t, m), `relayq_shaping_suspended{scope_kind="provider"} 0`)
+}
+
+// Adaptive pacing's metrics: each decrease counts in
+// relayq_shaping_slowdowns_total, and a configured provider's learned
+// rate is relayq_shaping_adaptive_rate (0 while unpaced); domains get no
+// series.
+func TestAdaptiveMetrics(t *testing.T) {
+	m := New()
+	c := shaping.Config{
+		Providers: []shaping.Provider{{Name: "google", MXSuffixes: []string{".google.com"}}},
+		Adaptive:  shaping.DefaultAdaptive(),
+	}
+	p, err := shaping.NewPolicy(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := shaping.New(shaping.Options{Policy: p, Clock: clock.NewFake(time.Unix(1e9, 0)), Observer: m.Shaping(p.Providers()),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	m.WatchPacing(s.Paces)
+	wantLines(t, scrape(t, m),
+		`relayq_shaping_adaptive_rate{provider="google",scope_kind="provider"} 0`,
+		`relayq_shaping_slowdowns_total{scope_kind="provider"} 0`,
+	)
+	gmail := s.Resolve("gmail.com", []string{"aspmx.l.google.com"})
+	for range 8 {
+		s.Delivered(gmail)
+	}
+	s.React(gmail, smtpcodes.Reply{Class: smtpcodes.Transient, Code: 421, Enhanced: "4.7.28", Text: "unusual rate"})
+	s.React(s.Resolve("example.net", nil), smtpcodes.Reply{Class: smtpcodes.Transient, Code: 421, Text: "busy"})
+	out := scrape(t, m)
+	wantLines(t, out,
+		`relayq_shaping_adaptive_rate{provider="google",scope_kind="provider"} 4`,
+		`relayq_shaping_slowdowns_total{scope_kind="provider"} 1`,
+		`relayq_shaping_slowdowns_total{scope_kind="domain"} 1`,
+	)
+	if strings.Contains(out, `provider="example.net"`) {
+		t.Errorf("a domain got a series:\n%s", out)
+	}
 }

@@ -31,8 +31,9 @@ type Plan struct {
 }
 
 type leaf struct {
-	eight bool // has a byte >= 0x80
-	utf8  bool // and is valid UTF-8 throughout
+	recode bool // to be re-encoded (what the scan was for)
+	eight  bool // has a byte >= 0x80
+	utf8   bool // and is valid UTF-8 throughout
 }
 
 // Needed reports whether the message has 8-bit content to convert.
@@ -41,9 +42,12 @@ func (p Plan) Needed() bool { return p.needed }
 // Scan reads a whole message (header section and body, CRLF line ends) and
 // plans its conversion. A message without any 8-bit byte gets the zero
 // Plan and no error, whatever its structure.
-func Scan(r io.Reader) (Plan, error) {
+func Scan(r io.Reader) (Plan, error) { return scan(r, eightBit) }
+
+// scan plans a conversion for what m looks for.
+func scan(r io.Reader, m mode) (Plan, error) {
 	d := &detector{r: r}
-	wk := &walker{scan: true}
+	wk := &walker{scan: true, mode: m}
 	err := wk.message(bufio.NewReader(d), 0, "", func(textproto.Header) (io.Writer, error) { return io.Discard, nil })
 	if err != nil {
 		// Read on so that a 7-bit message is never refused for a
@@ -55,7 +59,7 @@ func Scan(r io.Reader) (Plan, error) {
 	if d.rerr != nil {
 		return Plan{}, d.rerr
 	}
-	if !d.eight {
+	if !d.eight && m == eightBit || !d.long && m == longLines {
 		return Plan{}, nil
 	}
 	if err != nil {
@@ -102,9 +106,18 @@ func Convert(w io.Writer, open func() (io.Reader, error)) error {
 // otherwise it writes the converted message following plan.
 type walker struct {
 	scan bool
+	mode mode
 	plan []leaf
 	next int
 }
+
+// mode is what a scan looks for: the leaves to re-encode.
+type mode int
+
+const (
+	eightBit  mode = iota // leaves with 8-bit bytes (Scan)
+	longLines             // leaves with lines over MaxLineOctets (ScanLongLines)
+)
 
 // opener writes an entity's header and returns where its body goes.
 type opener func(textproto.Header) (io.Writer, error)
@@ -129,7 +142,7 @@ func (wk *walker) entity(h textproto.Header, body io.Reader, depth int, top bool
 		return unconvertible("MIME structure nested deeper than %d levels", maxDepth)
 	}
 	if wk.scan {
-		if err := check8BitHeader(h); err != nil {
+		if err := wk.checkHeader(h); err != nil {
 			return err
 		}
 	}
@@ -145,8 +158,11 @@ func (wk *walker) entity(h textproto.Header, body io.Reader, depth int, top bool
 			if _, err := io.Copy(io.Discard, d); err != nil {
 				return err
 			}
-			if d.eight {
+			if d.eight && wk.mode == eightBit {
 				return unconvertible("8-bit data inside %s, which must not be altered (RFC 1847)", mt)
+			}
+			if d.long && wk.mode == longLines {
+				return unconvertible("a line over %d octets inside %s, which must not be altered (RFC 1847)", MaxLineOctets, mt)
 			}
 			return nil
 		}
@@ -216,14 +232,18 @@ func (wk *walker) leaf(h textproto.Header, body io.Reader, top bool, mt string, 
 		if _, err := io.Copy(io.Discard, d); err != nil {
 			return err
 		}
-		if d.eight {
+		recode := d.eight
+		if wk.mode == longLines {
+			recode = d.long
+		}
+		if recode {
 			switch enc {
 			case "", "7bit", "8bit", "binary":
 			default:
-				return unconvertible("8-bit data in a %s part declared %q", mt, enc)
+				return unconvertible("%s in a %s part declared %q", wk.mode, mt, enc)
 			}
 		}
-		wk.plan = append(wk.plan, leaf{eight: d.eight, utf8: d.eight && d.validUTF8()})
+		wk.plan = append(wk.plan, leaf{recode: recode, eight: d.eight, utf8: d.eight && d.validUTF8()})
 		return nil
 	}
 	if wk.next >= len(wk.plan) {
@@ -231,7 +251,7 @@ func (wk *walker) leaf(h textproto.Header, body io.Reader, top bool, mt string, 
 	}
 	lf := wk.plan[wk.next]
 	wk.next++
-	if !lf.eight {
+	if !lf.recode {
 		w, err := open(h)
 		if err != nil {
 			return err
@@ -240,7 +260,7 @@ func (wk *walker) leaf(h textproto.Header, body io.Reader, top bool, mt string, 
 		return err
 	}
 	h = h.Copy()
-	if top && !h.Has("Content-Type") {
+	if top && !h.Has("Content-Type") && lf.eight {
 		// RFC 2045 5.2's default (us-ascii) is wrong for 8-bit text: say
 		// what it is, or that it is unknown (RFC 1428).
 		charset := "unknown-8bit"
@@ -272,11 +292,34 @@ func (wk *walker) leaf(h textproto.Header, body io.Reader, top bool, mt string, 
 	return nil
 }
 
-// setField replaces the fields named k with one "k: v", spelled as given
-// (go-message's Set would write "Mime-Version").
+// setField makes "k: v", spelled as given (go-message's Set would write
+// "Mime-Version"), the one field named k: where the first one was, or else
+// at the end of the section. Trace fields stay one block at the top (RFC
+// 5321 section 4.4: relayq's own Received comes first); go-message's Add
+// and AddRaw would put the field above them.
 func setField(h *textproto.Header, k, v string) {
-	h.Del(k)
-	h.AddRaw([]byte(k + ": " + v + "\r\n"))
+	field := []byte(k + ": " + v + "\r\n")
+	var raws [][]byte
+	placed := false
+	for f := h.Fields(); f.Next(); {
+		if !strings.EqualFold(f.Key(), k) {
+			if raw, err := f.Raw(); err == nil {
+				raws = append(raws, raw)
+			}
+			continue
+		}
+		if !placed {
+			raws, placed = append(raws, field), true
+		}
+	}
+	if !placed {
+		raws = append(raws, field)
+	}
+	var nh textproto.Header
+	for i := len(raws) - 1; i >= 0; i-- { // AddRaw puts each on top
+		nh.AddRaw(raws[i])
+	}
+	*h = nh
 }
 
 func encode(wc io.WriteCloser, r io.Reader) error {
@@ -349,6 +392,8 @@ type detector struct {
 	badUTF8   bool
 	carry     []byte // an incomplete rune from the end of the last read
 	rerr      error
+	long      bool // a line over MaxLineOctets went by
+	line      lineCount
 }
 
 func (d *detector) Read(p []byte) (int, error) {
@@ -361,6 +406,9 @@ func (d *detector) Read(p []byte) (int, error) {
 	}
 	if d.checkUTF8 && !d.badUTF8 && n > 0 {
 		d.feed(p[:n])
+	}
+	if !d.long {
+		d.lines(p[:n], err == io.EOF)
 	}
 	return n, err
 }

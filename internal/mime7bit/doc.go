@@ -13,6 +13,11 @@
 // cannot be converted is refused before anything is sent, and Convert while
 // it sends the content.
 //
+// ScanLongLines plans the same re-encoding for the parts that have a line
+// over 998 octets (RFC 5322 section 2.1.1), whatever their bytes: the
+// submission side runs it before signing, so that no hop has to fold such
+// a line (which breaks a DKIM signature) or refuse it.
+//
 // Invariants:
 //   - Convert writes only bytes below 0x80, and every leaf decodes (by its
 //     Content-Transfer-Encoding) to exactly the bytes it decoded to before.
@@ -20,8 +25,8 @@
 //     as they were read; preamble and epilogue text of a multipart (which
 //     readers ignore) is dropped.
 //   - A message is not converted, and Scan returns an error wrapping
-//     ErrUnconvertible, when its 8-bit bytes are where re-encoding cannot
-//     reach or must not touch: a header field (8-bit header text needs
+//     ErrUnconvertible, when its 8-bit bytes (for ScanLongLines: its long
+//     lines) are where re-encoding cannot reach or must not touch: a header field (8-bit header text needs
 //     SMTPUTF8, RFC 6532), inside multipart/signed or multipart/encrypted
 //     (RFC 1847: altering it breaks the signature), inside a part already
 //     declared quoted-printable or base64 (malformed), or in a message whose

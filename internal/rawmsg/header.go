@@ -22,6 +22,12 @@ type Field struct {
 	Raw  []byte
 }
 
+// Value is the field's raw value: what follows the colon, CRLFs kept.
+func (f Field) Value() []byte {
+	_, v, _ := bytes.Cut(f.Raw, []byte(":"))
+	return v
+}
+
 // Header is a message's header block, in order.
 type Header struct {
 	Fields []Field
@@ -125,18 +131,23 @@ func toCRLF(block []byte, start int) []byte {
 }
 
 // fieldName returns the name of a field line "Name: value" (RFC 5322
-// section 2.2: printable ASCII but ':', at least one).
+// section 2.2: printable ASCII but ':', at least one), also in the
+// obsolete form with white space before the colon, "Bcc :" (section
+// 4.5.3, which readers must accept): read as the end of the header, it
+// put the field and the rest of the header into every recipient's body,
+// and a Bcc so written was not removed.
 func fieldName(line []byte) (string, bool) {
 	i := bytes.IndexByte(line, ':')
-	if i <= 0 {
+	name := bytes.TrimRight(line[:max(i, 0)], " \t")
+	if i <= 0 || len(name) == 0 {
 		return "", false
 	}
-	for _, c := range line[:i] {
+	for _, c := range name {
 		if c < 33 || c > 126 {
 			return "", false
 		}
 	}
-	return string(line[:i]), true
+	return string(name), true
 }
 
 // Has reports whether a field named name (case-insensitive) is present.
@@ -153,7 +164,7 @@ func (h *Header) Has(name string) bool {
 func (h *Header) Get(name string) string {
 	for _, f := range h.Fields {
 		if strings.EqualFold(f.Name, name) {
-			v := string(f.Raw[len(f.Name)+1:])
+			v := string(f.Value())
 			v = strings.ReplaceAll(v, "\r\n", "")
 			return strings.TrimSpace(v)
 		}
@@ -170,7 +181,7 @@ func (h *Header) Addresses(names ...string) ([]string, error) {
 			if !strings.EqualFold(f.Name, n) {
 				continue
 			}
-			v := strings.TrimSpace(strings.ReplaceAll(string(f.Raw[len(f.Name)+1:]), "\r\n", ""))
+			v := strings.TrimSpace(strings.ReplaceAll(string(f.Value()), "\r\n", ""))
 			if v == "" {
 				continue
 			}

@@ -168,3 +168,24 @@ func FuzzPlainAddress(f *testing.F) {
 		}
 	})
 }
+
+// RFC 5322 section 4.5.3: a field name may be followed by white space
+// before its colon (obsolete syntax that readers must accept). "Bcc :" is
+// a Bcc field: its address is a recipient and it is removed; the header
+// goes on after it.
+func TestObsoleteSpaceBeforeColon(t *testing.T) {
+	h, _ := readAll(t, "To: a@x.test\r\nBcc : hidden@x.test\r\nSubject\t: s\r\n\r\nbody\r\n")
+	got, err := h.Addresses("To", "Cc", "Bcc")
+	if err != nil || strings.Join(got, " ") != "a@x.test hidden@x.test" {
+		t.Fatalf("recipients %v (%v)", got, err)
+	}
+	if s := h.Get("Subject"); s != "s" {
+		t.Errorf("Subject %q: the header ended at the Bcc", s)
+	}
+	h.Remove("Bcc")
+	var b bytes.Buffer
+	h.WriteTo(&b)
+	if b.String() != "To: a@x.test\r\nSubject\t: s\r\n\r\n" {
+		t.Fatalf("header after removing Bcc: %q", b.String())
+	}
+}

@@ -40,7 +40,7 @@ func headerRecipients(h *rawmsg.Header, hostname string) ([]string, error) {
 			if !strings.EqualFold(f.Name, name) {
 				continue
 			}
-			q, qerr := qualifyField(string(f.Raw[len(f.Name)+1:]), hostname)
+			q, qerr := qualifyField(string(f.Value()), hostname)
 			if qerr != nil {
 				return nil, err
 			}

@@ -45,8 +45,10 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	// LoadConfig reads the relay configuration; "" means the embedded defaults.
 	LoadConfig func(path string) (RelayConfig, error)
-	// QueueList prints the queue for -bp; nil makes -bp unsupported.
-	QueueList func(out io.Writer) error
+	// QueueList prints the queue for -bp, asking the relay that the
+	// configuration file (-C; "" for the default) names; nil makes -bp
+	// unsupported.
+	QueueList func(out io.Writer, config string) error
 	Getenv    func(string) string
 	Clock     clock.Clock
 	// Login is the calling user's login name.
@@ -73,7 +75,7 @@ func Run(args []string, env Env) int {
 		if env.QueueList == nil {
 			return fail(env, ExUsage, errors.New("-bp is not available"))
 		}
-		if err := env.QueueList(env.Stdout); err != nil {
+		if err := env.QueueList(env.Stdout, o.Config); err != nil {
 			return fail(env, ExTempFail, err)
 		}
 		return ExOK

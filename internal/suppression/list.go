@@ -32,6 +32,10 @@ type Config struct {
 	Auto bool
 	// Expire drops an entry this long after it was added; 0 keeps it.
 	Expire time.Duration
+	// DomainExpire drops an entry that a 5.1.2 bounce added (bad
+	// destination domain) this long after it was added, when shorter than
+	// Expire; 0 leaves it to Expire.
+	DomainExpire time.Duration
 	// Codes are further enhanced status codes ("5.7.1") whose bounces add
 	// the recipient, for providers that reject unknown users that way.
 	Codes []string
@@ -39,6 +43,10 @@ type Config struct {
 	// and trusted networks send to suppressed addresses anyway.
 	ExemptAuthenticated bool
 	ExemptTrusted       bool
+	// ComplaintExpire replaces Expire for entries a complaint added
+	// (queue.SourceComplaint); 0 keeps them: a person asked to be left
+	// alone, which no amount of time undoes (bounces.complaint_expire).
+	ComplaintExpire time.Duration
 }
 
 // List is the suppression list as relayq uses it. A nil Clock is clock.Real.
@@ -72,9 +80,33 @@ func (l *List) now() time.Time {
 }
 
 func (l *List) live(e Entry) bool {
-	exp := l.config().Expire
+	c := l.config()
+	exp := c.Expire
+	if e.Source == queue.SourceComplaint {
+		exp = c.ComplaintExpire
+	} else if d := c.DomainExpire; d > 0 && (exp <= 0 || d < exp) && badDomain(e) {
+		exp = d
+	}
 	return exp <= 0 || l.now().Before(e.Since.Add(exp))
 }
+
+// badDomain reports whether a bounce added e with status 5.1.2: the
+// domain, not the mailbox, was refused ("550 5.1.2 ..." from a server,
+// "5.1.2 delivery: ... NXDOMAIN" from relayq's own lookup). An operator's
+// entry (source api or import) is never so bounded: its Reply is a note.
+func badDomain(e Entry) bool {
+	if e.Source != SourceAuto {
+		return false
+	}
+	f := strings.Fields(e.Reply)
+	if len(f) > 0 && f[0] == "5.1.2" {
+		return true
+	}
+	return len(f) > 1 && len(f[0]) == 3 && f[1] == "5.1.2"
+}
+
+// SourceAuto marks an entry that a bounce added.
+const SourceAuto = "auto"
 
 // Lookup returns addr's live entry.
 func (l *List) Lookup(addr string) (Entry, bool, error) {
@@ -98,11 +130,20 @@ func (l *List) Check(addr string, authenticated, trusted bool) (Entry, bool, err
 
 // Auto says whether a bounce with reply r puts its recipient on the list.
 func (l *List) Auto(r smtpcodes.Reply) bool {
-	c := l.config()
-	if !c.Auto || r.Class != smtpcodes.Permanent {
+	if r.Class != smtpcodes.Permanent {
 		return false
 	}
-	return strings.HasPrefix(r.Enhanced, "5.1.") || slices.Contains(c.Codes, r.Enhanced)
+	return l.AutoStatus(r.Enhanced)
+}
+
+// AutoStatus is Auto for a bounce known only by its enhanced status
+// ("5.1.1"), as an asynchronous one (a DSN's Status field) is.
+func (l *List) AutoStatus(enhanced string) bool {
+	c := l.config()
+	if !c.Auto || !strings.HasPrefix(enhanced, "5.") {
+		return false
+	}
+	return strings.HasPrefix(enhanced, "5.1.") || slices.Contains(c.Codes, enhanced)
 }
 
 // Entries lists the live entries.

@@ -89,3 +89,35 @@ func TestAuto(t *testing.T) {
 		t.Error("suppression.auto false still adds")
 	}
 }
+
+// A domain that does not resolve today often does tomorrow: an entry a
+// 5.1.2 bounce added drops after DomainExpire even when Expire keeps
+// entries forever; 5.1.1 entries and an operator's entries stay.
+func TestBadDomainEntriesExpireSooner(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	l := &List{Store: open(t, clk), Config: Config{Auto: true, DomainExpire: 24 * time.Hour}, Clock: clk}
+	entries := []Entry{
+		{Address: "a@nx.test", Source: SourceAuto, Reply: "5.1.2 delivery: nx.test: domain does not exist (NXDOMAIN from 127.0.0.1:53)"},
+		{Address: "b@nomx.test", Source: SourceAuto, Reply: "550 5.1.2 <b@nomx.test>: Host or domain name not found"},
+		{Address: "c@x.test", Source: SourceAuto, Reply: "550 5.1.1 no such user"},
+		{Address: "d@x.test", Source: "api", Reply: "5.1.2 typed by hand"},
+	}
+	if err := l.Store.Suppress(entries...); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(24*time.Hour - time.Second)
+	if es, _ := l.Entries(); len(es) != 4 {
+		t.Fatalf("before a day: %d entries, want 4", len(es))
+	}
+	clk.Advance(time.Second)
+	for _, e := range entries {
+		_, ok, _ := l.Check(e.Address, false, false)
+		if want := e.Address[0] >= 'c'; ok != want {
+			t.Errorf("%s (%s) after a day: refused %v, want %v", e.Address, e.Reply, ok, want)
+		}
+	}
+	l.SetConfig(Config{Expire: time.Hour, DomainExpire: 24 * time.Hour})
+	if es, _ := l.Entries(); len(es) != 0 {
+		t.Errorf("the shorter expiry applies: %v", es)
+	}
+}

@@ -159,7 +159,7 @@ func (s *sender) run(ctx context.Context) {
 			}
 			continue
 		}
-		if err := s.post(ctx, evs); err != nil {
+		if err := s.busy(ctx, cursor, func() error { return s.post(ctx, evs) }); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -169,7 +169,7 @@ func (s *sender) run(ctx context.Context) {
 			}
 			s.o.Logger.Warn("webhook: batch not accepted, will retry", "webhook", s.shown, "events", len(evs),
 				"first", evs[0].ID, "failures", failures, "err", err)
-			s.sleep(ctx, failures)
+			_ = s.busy(ctx, cursor, func() error { s.sleep(ctx, failures); return nil })
 			continue
 		}
 		failures = 0
@@ -196,6 +196,35 @@ func (s *sender) backlog(cursor string) {
 	if n, err := s.o.Source.EventBacklog(cursor); err == nil {
 		s.o.Observer.Backlog(s.h.Name, n)
 	}
+}
+
+// busy runs f (a POST, a wait before a retry) and meanwhile keeps the
+// backlog metric current at every commit: a POST may hang for Timeout and
+// a retry wait for minutes, and the events queued meanwhile are the
+// backlog an operator watches.
+func (s *sender) busy(ctx context.Context, cursor string, f func() error) error {
+	if s.o.Observer == nil {
+		return f()
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-s.o.Source.EventsChanged():
+				s.backlog(cursor)
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	err := f()
+	close(done)
+	<-stopped
+	return err
 }
 
 // sleep waits the backoff for the given number of consecutive failures.

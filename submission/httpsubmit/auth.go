@@ -32,17 +32,19 @@ func (s *Server) authenticate(r *http.Request, ip netip.Addr) (submission.Client
 	switch strings.ToLower(scheme) {
 	case "bearer":
 		c.AuthUser, err = s.acc.LoginKey(ip, strings.TrimSpace(cred))
+		c.Stream = s.acc.KeyStream(c.AuthUser)
 	case "basic":
 		user, pass, ok := r.BasicAuth()
 		if !ok {
 			return c, s.acc.Refuse(c, submission.RejectAuth, errBadAuthHeader)
 		}
 		c.AuthUser, err = user, s.acc.Login(ip, user, pass)
+		c.Stream = s.acc.UserStream(user)
 	default:
 		return c, s.acc.Refuse(c, submission.RejectAuth, errBadAuthHeader)
 	}
 	if err != nil {
-		c.AuthUser = ""
+		c.AuthUser, c.Stream = "", ""
 		return c, asSMTP(err)
 	}
 	return c, nil

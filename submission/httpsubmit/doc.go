@@ -18,5 +18,7 @@
 //     429 and 503 carry Retry-After.
 //   - Credentials (Bearer API key, Basic SMTP user) are refused over plain
 //     HTTP unless submission.allow_insecure_auth is set.
-//   - A Bcc header never reaches the queue.
+//   - A Bcc header never reaches the queue ("Bcc :" included).
+//   - A JSON body with a member name twice in one object (case aside) is
+//     refused with 400 naming it (internal/jsonkeys), never decoded last-wins.
 package httpsubmit

@@ -34,6 +34,8 @@ func statusFor(e *smtp.SMTPError) int {
 		return http.StatusUnauthorized
 	case e.Code == 538 || (enh[1] == 7 && enh[2] == 1): // encryption required, relay denied
 		return http.StatusForbidden
+	case enh[1] == 3 && enh[2] == 1: // x.3.1 the queue's disk is below its reserve
+		return http.StatusServiceUnavailable
 	case e.Code == 452 || e.Code == 550 && enh[1] == 1: // recipient limit, unknown recipient
 		return http.StatusUnprocessableEntity
 	case e.Code >= 400 && e.Code < 500: // storage trouble, shutting down

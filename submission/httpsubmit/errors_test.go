@@ -224,6 +224,7 @@ func TestStatusForTable(t *testing.T) {
 		{535, smtp.EnhancedCode{5, 7, 8}, 401},
 		{538, smtp.EnhancedCode{5, 7, 11}, 403},
 		{554, smtp.EnhancedCode{5, 7, 1}, 403},
+		{452, smtp.EnhancedCode{4, 3, 1}, 503}, // the queue disk is below its reserve
 		{452, smtp.EnhancedCode{4, 5, 3}, 422},
 		{550, smtp.EnhancedCode{5, 1, 1}, 422},
 		{553, smtp.EnhancedCode{5, 1, 7}, 400},

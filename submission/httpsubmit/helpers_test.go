@@ -64,12 +64,18 @@ type envOpts struct {
 	clock clock.Clock
 	// maxPerIP is the submission server's MaxConnsPerIP (0: its default).
 	maxPerIP int
+	// idemWindow is the submission server's IdempotencyWindow; storeClock
+	// the queue's clock, which expires keys (nil: real time).
+	idemWindow time.Duration
+	storeClock clock.Clock
+	// maxHold is the submission server's MaxHold (send_at).
+	maxHold time.Duration
 }
 
 func start(t *testing.T, o envOpts) *testEnv {
 	t.Helper()
 	mx := smtptest.NewServer(t, smtptest.Reply("rcpt:refused@=550 5.1.1 No such user"))
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{})
+	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: o.storeClock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +121,7 @@ func start(t *testing.T, o envOpts) *testEnv {
 		AllowInsecureAuth: o.insecure, AuthFailureDelay: -1, AuthMaxFailures: o.authMax,
 		OnQueued: eng.Enqueue, BeforeCommit: eng.ClaimFirst, Observer: obs,
 		Signer: o.signer, Suppressions: o.suppressions, Clock: o.clock, MaxConnsPerIP: o.maxPerIP,
+		IdempotencyWindow: o.idemWindow, MaxHold: o.maxHold,
 	})
 	if err != nil {
 		t.Fatal(err)

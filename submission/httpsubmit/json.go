@@ -15,6 +15,7 @@ import (
 	"github.com/emersion/go-message/mail"
 	"github.com/emersion/go-smtp"
 
+	"github.com/relayq/relayq/internal/jsonkeys"
 	"github.com/relayq/relayq/submission"
 )
 
@@ -30,6 +31,8 @@ type jsonMessage struct {
 	HTML        string            `json:"html"`
 	Headers     map[string]string `json:"headers"`
 	Attachments []jsonAttachment  `json:"attachments"`
+	// SendAt holds the message until then (sendat.go).
+	SendAt string `json:"send_at"`
 }
 
 type jsonAttachment struct {
@@ -44,14 +47,23 @@ type jsonAttachment struct {
 // twice the size limit; the built message is held to the limit itself.
 func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) (*submitted, *smtp.SMTPError) {
 	limit := s.acc.MaxMessageBytes()
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 2*limit+64<<10))
-	dec.DisallowUnknownFields()
-	var m jsonMessage
-	if err := dec.Decode(&m); err != nil {
+	// Read whole (Decode would hold the whole value in its buffer too), so
+	// that duplicate names can be looked for before decoding.
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 2*limit+64<<10))
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, submission.ErrTooBig
 		}
+		return nil, malformed("reading the request: %v", err)
+	}
+	if k := jsonkeys.Duplicate(data); k != "" {
+		return nil, malformed("bad JSON: duplicate key %q", k)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var m jsonMessage
+	if err := dec.Decode(&m); err != nil {
 		return nil, malformed("bad JSON: %v", err)
 	}
 	if dec.More() {
@@ -63,7 +75,9 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) (*submitted, *
 		return nil, malformed("%v", err)
 	}
 	sub.body = &buf
-	return sub, nil
+	var e *smtp.SMTPError
+	sub.hold, e = parseSendAt(m.SendAt)
+	return sub, e
 }
 
 // reserved headers are built from the JSON fields and may not be given in
@@ -111,7 +125,7 @@ func buildMIME(w io.Writer, m *jsonMessage, now time.Time, hostname string) (*su
 		}
 		h.SetAddressList("Reply-To", []*mail.Address{rt})
 	}
-	h.SetSubject(m.Subject)
+	setText(&h, "Subject", m.Subject)
 	h.SetDate(now)
 	if err := h.GenerateMessageIDWithHostname(hostname); err != nil {
 		return nil, err
@@ -148,7 +162,7 @@ func setExtraHeaders(h *mail.Header, extra map[string]string) error {
 		if strings.ContainsAny(v, "\r\n") {
 			return fmt.Errorf("header %q: value has a line break", k)
 		}
-		h.SetText(k, v)
+		setText(h, k, v)
 	}
 	return nil
 }

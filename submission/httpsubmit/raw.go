@@ -34,6 +34,10 @@ func (s *Server) readRaw(w http.ResponseWriter, r *http.Request, br *bufio.Reade
 	}
 	q := r.URL.Query()
 	sub := &submitted{from: q.Get("from"), to: q["to"]}
+	var e *smtp.SMTPError
+	if sub.hold, e = parseSendAt(q.Get("send_at")); e != nil {
+		return nil, e
+	}
 	if _, ok := q["from"]; !ok {
 		sub.from, err = senderOf(h)
 		if err != nil {

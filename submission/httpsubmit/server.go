@@ -149,6 +149,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(w, s.acc.Refuse(c, submission.RejectRelay, submission.ErrAuthRequired))
 		return
 	}
+	k, done := s.begin(w, r, c) // Idempotency-Key (idempotency.go)
+	if done {
+		return
+	}
+	defer k.end()
 	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var sub *submitted
 	switch {
@@ -169,7 +174,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(w, s.acc.Refuse(c, refusalReason(e), e))
 		return
 	}
-	s.submit(w, r, c, sub)
+	s.submit(w, r, c, sub, k)
 }
 
 // refusalReason is the metrics reason for a refusal made while parsing.
@@ -186,15 +191,20 @@ type submitted struct {
 	to        []string
 	messageID string
 	body      interface{ Read([]byte) (int, error) }
+	hold      submission.Hold // send_at
 }
 
 // submit checks the envelope with the acceptor and stores the message.
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, c submission.Client, sub *submitted) {
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, c submission.Client, sub *submitted, k *keyed) {
 	if err := s.acc.CheckSender(c, sub.from); err != nil {
 		writeRefusal(w, asSMTP(err))
 		return
 	}
-	t := submission.Transaction{From: sub.from}
+	if err := s.acc.CheckHold(c, sub.hold); err != nil {
+		writeRefusal(w, asSMTP(err))
+		return
+	}
+	t := submission.Transaction{From: sub.from, Hold: sub.hold}
 	results := make([]recipientResult, 0, len(sub.to))
 	for _, to := range sub.to {
 		if err := s.acc.CheckRecipientFrom(c, t.From, to, len(t.Recipients)); err != nil {
@@ -210,7 +220,14 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, c submission.Cli
 		writeError(w, http.StatusUnprocessableEntity, apiError{Error: "every recipient was refused", Code: "5.1.0", Recipients: results})
 		return
 	}
+	limit := s.acc.MaxMessageBytes()
+	t.Idem = k.transaction(limit, func(id string) []byte {
+		return encodeJSON(accepted{QueueID: id, MessageID: sub.messageID, Recipients: results})
+	})
 	env, err := s.acc.Accept(r.Context(), c, t, sub.body)
+	if k.replayed(w, err, limit) {
+		return
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -225,7 +242,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, c submission.Cli
 		writeError(w, http.StatusBadRequest, apiError{Error: "request body could not be read", Code: "4.4.2"})
 		return
 	}
-	writeJSON(w, http.StatusAccepted, accepted{QueueID: env.ID, MessageID: sub.messageID, Recipients: results})
+	writeEncoded(w, http.StatusAccepted, encodeJSON(accepted{QueueID: env.ID, MessageID: sub.messageID, Recipients: results}))
 }
 
 func asSMTP(err error) *smtp.SMTPError {

@@ -36,6 +36,7 @@ type Conn struct {
 	binarymime bool
 
 	lineLimitReader *lineLimitReader
+	in              *connReader // below text.R: see connReader
 	bdatPipe        *io.PipeWriter
 	bdatStatus      *statusCollector // used for BDAT on LMTP
 	dataResult      chan error
@@ -44,6 +45,11 @@ type Conn struct {
 	fromReceived bool
 	recipients   []string
 	didAuth      bool
+
+	// hangUp: the backend answered 421, so the connection closes once the
+	// replies are sent (RFC 5321 section 3.8). With replies buffered, a
+	// backend can no longer write its own 421 to Conn() and close it.
+	hangUp bool
 }
 
 func newConn(c net.Conn, s *Server) *Conn {
@@ -61,26 +67,21 @@ func (c *Conn) init() {
 		R:         c.conn,
 		LineLimit: c.server.MaxLineLength,
 	}
+	var r io.Reader = c.lineLimitReader
+	var w io.Writer = c.conn
+	if c.server.Debug != nil {
+		r = io.TeeReader(r, c.server.Debug)
+		w = io.MultiWriter(w, c.server.Debug)
+	}
+	c.in = &connReader{r: r, c: c}
 	rwc := struct {
 		io.Reader
 		io.Writer
 		io.Closer
 	}{
-		Reader: c.lineLimitReader,
-		Writer: c.conn,
+		Reader: c.in,
+		Writer: w,
 		Closer: c.conn,
-	}
-
-	if c.server.Debug != nil {
-		rwc = struct {
-			io.Reader
-			io.Writer
-			io.Closer
-		}{
-			io.TeeReader(rwc.Reader, c.server.Debug),
-			io.MultiWriter(rwc.Writer, c.server.Debug),
-			rwc.Closer,
-		}
 	}
 
 	c.text = textproto.NewConn(rwc)
@@ -93,7 +94,7 @@ func (c *Conn) handle(cmd string, arg string) {
 	defer func() {
 		if err := recover(); err != nil {
 			c.writeResponse(421, EnhancedCode{4, 0, 0}, "Internal server error")
-			c.Close()
+			c.flushAndClose()
 
 			stack := debug.Stack()
 			c.server.ErrorLog.Printf("panic serving %v: %v\n%s", c.conn.RemoteAddr(), err, stack)
@@ -139,7 +140,7 @@ func (c *Conn) handle(cmd string, arg string) {
 		c.handleData(arg)
 	case "QUIT":
 		c.writeResponse(221, EnhancedCode{2, 0, 0}, "Bye")
-		c.Close()
+		c.flushAndClose()
 	case "AUTH":
 		c.handleAuth(arg)
 	case "STARTTLS":
@@ -147,6 +148,9 @@ func (c *Conn) handle(cmd string, arg string) {
 	default:
 		msg := fmt.Sprintf("Syntax errors, %v command unrecognized", cmd)
 		c.protocolError(500, EnhancedCode{5, 5, 2}, msg)
+	}
+	if c.hangUp {
+		c.flushAndClose()
 	}
 }
 
@@ -214,7 +218,7 @@ func (c *Conn) protocolError(code int, ec EnhancedCode, msg string) {
 	c.errCount++
 	if c.errCount > errThreshold {
 		c.writeResponse(500, EnhancedCode{5, 5, 1}, "Too many errors. Quiting now")
-		c.Close()
+		c.flushAndClose()
 	}
 }
 
@@ -301,6 +305,10 @@ func (c *Conn) handleGreet(enhanced bool, arg string) {
 			caps = append(caps, fmt.Sprintf("DELIVERBY %d", int(c.server.MinimumDeliverByTime.Seconds())))
 		}
 	}
+	if c.server.FutureRelease != nil {
+		interval, until := c.server.FutureRelease()
+		caps = append(caps, fmt.Sprintf("FUTURERELEASE %d %s", int64(interval/time.Second), until.UTC().Format("2006-01-02T15:04:05Z")))
+	}
 	if c.server.EnableMTPRIORITY {
 		if c.server.MtPriorityProfile == PriorityUnspecified {
 			caps = append(caps, "MT-PRIORITY")
@@ -331,7 +339,7 @@ func (c *Conn) handleMail(arg string) {
 		return
 	}
 
-	p := parser{s: strings.TrimSpace(arg)}
+	p := parser{s: strings.TrimSpace(arg), localOK: c.server.AllowMailboxWithoutDomain}
 	from, err := p.parseReversePath()
 	if err != nil {
 		c.writeResponse(501, EnhancedCode{5, 5, 2}, "Was expecting MAIL arg syntax of FROM:<address>")
@@ -465,10 +473,24 @@ func (c *Conn) handleMail(arg string) {
 				return
 			}
 			opts.MTPriority = &mtPriority
+		case "HOLDFOR", "HOLDUNTIL":
+			if c.server.FutureRelease == nil {
+				c.writeResponse(504, EnhancedCode{5, 5, 4}, "FUTURERELEASE is not implemented")
+				return
+			}
+			if err := parseFutureRelease(opts, key, value); err != nil {
+				c.writeResponse(501, EnhancedCode{5, 5, 4}, err.Error())
+				return
+			}
 		default:
 			c.writeResponse(500, EnhancedCode{5, 5, 4}, "Unknown MAIL FROM argument")
 			return
 		}
+	}
+	if opts.HoldFor != nil && opts.HoldUntil != nil {
+		// RFC 4865 section 3: one or the other, never both.
+		c.writeResponse(501, EnhancedCode{5, 5, 4}, "HOLDFOR and HOLDUNTIL cannot be used together")
+		return
 	}
 
 	if err := c.Session().Mail(from, opts); err != nil {
@@ -733,7 +755,7 @@ func (c *Conn) handleRcpt(arg string) {
 		return
 	}
 
-	p := parser{s: strings.TrimSpace(arg)}
+	p := parser{s: strings.TrimSpace(arg), localOK: c.server.AllowMailboxWithoutDomain}
 	recipient, err := p.parseForwardPath()
 	if err != nil {
 		c.writeResponse(501, EnhancedCode{5, 5, 2}, "Was expecting RCPT arg syntax of TO:<address>")
@@ -944,6 +966,7 @@ func (c *Conn) handleStartTLS() {
 	}
 
 	c.writeResponse(220, EnhancedCode{2, 0, 0}, "Ready to start TLS")
+	c.flush() // the handshake reads the connection below connReader
 
 	// Upgrade to TLS
 	tlsConn := tls.Server(c.conn, c.server.TLSConfig)
@@ -1004,6 +1027,7 @@ func (c *Conn) handleData(arg string) {
 	r.limited = false
 	io.Copy(ioutil.Discard, r) // Make sure all the data has been consumed
 	c.writeResponse(code, enhancedCode, msg)
+	c.hangUp = c.hangUp || code == 421
 }
 
 func (c *Conn) handleBdat(arg string) {
@@ -1105,7 +1129,7 @@ func (c *Conn) handleBdat(arg string) {
 		c.writeResponse(dataErrorToStatus(err))
 
 		if err == errPanic {
-			c.Close()
+			c.flushAndClose()
 		}
 
 		c.reset()
@@ -1126,11 +1150,13 @@ func (c *Conn) handleBdat(arg string) {
 				c.writeResponse(code, enchCode, "<"+rcpt+"> "+msg)
 			}
 		} else {
-			c.writeResponse(dataErrorToStatus(err))
+			code, enchCode, msg := dataErrorToStatus(err)
+			c.writeResponse(code, enchCode, msg)
+			c.hangUp = c.hangUp || code == 421
 		}
 
 		if err == errPanic {
-			c.Close()
+			c.flushAndClose()
 			return
 		}
 
@@ -1240,6 +1266,11 @@ func (c *Conn) handleDataLMTP() {
 		}
 		done <- true
 	} else {
+		// LMTPData reads the body on its own goroutine while this one
+		// writes the statuses: the reader must not flush the replies.
+		c.flush()
+		c.in.noFlush = true
+		defer func() { c.in.noFlush = false }()
 		go func() {
 			defer func() {
 				if err := recover(); err != nil {
@@ -1270,7 +1301,7 @@ func (c *Conn) handleDataLMTP() {
 	// If done gets false, the panic occurred in LMTPData and the connection
 	// should be closed.
 	if !<-done {
-		c.Close()
+		c.flushAndClose()
 	}
 }
 
@@ -1288,7 +1319,7 @@ func dataErrorToStatus(err error) (code int, enchCode EnhancedCode, msg string) 
 
 func (c *Conn) Reject() {
 	c.writeResponse(421, EnhancedCode{4, 4, 5}, "Too busy. Try again later.")
-	c.Close()
+	c.flushAndClose()
 }
 
 func (c *Conn) greet() {
@@ -1299,12 +1330,10 @@ func (c *Conn) greet() {
 	c.writeResponse(220, NoEnhancedCode, fmt.Sprintf("%v %s Service Ready", c.server.Domain, protocol))
 }
 
+// writeResponse puts a reply into the write buffer; connReader sends it
+// before go-smtp next waits for the client, flushAndClose before hanging
+// up.
 func (c *Conn) writeResponse(code int, enhCode EnhancedCode, text ...string) {
-	// TODO: error handling
-	if c.server.WriteTimeout != 0 {
-		c.conn.SetWriteDeadline(time.Now().Add(c.server.WriteTimeout))
-	}
-
 	// All responses must include an enhanced code, if it is missing - use
 	// a generic code X.0.0.
 	if enhCode == EnhancedCodeNotSet {
@@ -1320,20 +1349,42 @@ func (c *Conn) writeResponse(code int, enhCode EnhancedCode, text ...string) {
 	// transform each single line with \n, into separate lines
 	text = strings.Split(strings.Join(text, "\n"), "\n")
 
+	w := c.text.W
 	lastLineIndex := len(text) - 1
 	for i := 0; i < lastLineIndex; i++ {
-		c.text.PrintfLine("%d-%v", code, text[i])
+		fmt.Fprintf(w, "%d-%v\r\n", code, text[i])
 	}
 	if enhCode == NoEnhancedCode {
-		c.text.PrintfLine("%d %v", code, text[lastLineIndex])
+		fmt.Fprintf(w, "%d %v\r\n", code, text[lastLineIndex])
 	} else {
-		c.text.PrintfLine("%d %v.%v.%v %v", code, enhCode[0], enhCode[1], enhCode[2], text[lastLineIndex])
+		fmt.Fprintf(w, "%d %v.%v.%v %v\r\n", code, enhCode[0], enhCode[1], enhCode[2], text[lastLineIndex])
 	}
+}
+
+// flush sends the replies written so far, if any.
+func (c *Conn) flush() {
+	if c.text.W.Buffered() == 0 {
+		return
+	}
+	// TODO: error handling
+	if c.server.WriteTimeout != 0 {
+		c.conn.SetWriteDeadline(time.Now().Add(c.server.WriteTimeout))
+	}
+	c.text.W.Flush()
+}
+
+// flushAndClose sends the replies written so far and closes the
+// connection. Only the session's goroutine may call it (the write buffer
+// is its own); Close, from anywhere, drops what is unsent.
+func (c *Conn) flushAndClose() error {
+	c.flush()
+	return c.Close()
 }
 
 func (c *Conn) writeError(code int, enhCode EnhancedCode, err error) {
 	if smtpErr, ok := err.(*SMTPError); ok {
 		c.writeResponse(smtpErr.Code, smtpErr.EnhancedCode, smtpErr.Message)
+		c.hangUp = c.hangUp || smtpErr.Code == 421
 	} else {
 		c.writeResponse(code, enhCode, err.Error())
 	}

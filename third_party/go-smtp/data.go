@@ -53,11 +53,16 @@ type dataReader struct {
 
 	limited bool
 	n       int64 // Maximum bytes remaining
+
+	c    *Conn      // for raw reads below r (RawDataReader)
+	raw  *rawWindow // a raw read's buffer, once r's bytes are used up
+	read bool       // Read was called: no more raw reads
 }
 
 func newDataReader(c *Conn) *dataReader {
 	dr := &dataReader{
 		r: c.text.R,
+		c: c,
 	}
 
 	if c.server.MaxMessageBytes > 0 {
@@ -69,6 +74,8 @@ func newDataReader(c *Conn) *dataReader {
 }
 
 func (r *dataReader) Read(b []byte) (n int, err error) {
+	r.read = true
+	r.endRaw()
 	if r.limited {
 		if r.n <= 0 {
 			return 0, ErrDataTooLarge

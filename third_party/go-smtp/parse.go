@@ -107,6 +107,9 @@ func parseDeliverByArgument(arg string) *DeliverByOptions {
 // parser parses command arguments defined in RFC 5321 section 4.1.2.
 type parser struct {
 	s string
+	// localOK accepts a mailbox without a domain ("root"), for
+	// Server.AllowMailboxWithoutDomain.
+	localOK bool
 }
 
 func (p *parser) peekByte() (byte, bool) {
@@ -194,6 +197,9 @@ func (p *parser) parseMailbox() (string, error) {
 		return "", fmt.Errorf("local-part is empty")
 	}
 
+	if ch, ok := p.peekByte(); p.localOK && (!ok || ch == '>' || ch == ' ' || ch == '\t') {
+		return localPart, nil
+	}
 	if err := p.expectByte('@'); err != nil {
 		return "", err
 	}
@@ -244,9 +250,11 @@ func (p *parser) parseLocalPart() (string, error) {
 			if !ok {
 				return sb.String(), nil
 			}
-			switch ch {
-			case '@':
+			switch {
+			case ch == '@', p.localOK && (ch == '>' || ch == ' ' || ch == '\t'):
 				return sb.String(), nil
+			}
+			switch ch {
 			case '(', ')', '<', '>', '[', ']', ':', ';', '\\', ',', '"', ' ', '\t':
 				return "", fmt.Errorf("malformed dot-string")
 			}

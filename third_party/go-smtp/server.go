@@ -41,6 +41,11 @@ type Server struct {
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
 
+	// AllowMailboxWithoutDomain passes a MAIL or RCPT path without a
+	// domain ("<root>") to the backend as the local part alone, for it to
+	// qualify or refuse, instead of refusing it with 501.
+	AllowMailboxWithoutDomain bool
+
 	// Advertise SMTPUTF8 (RFC 6531) capability.
 	// Should be used only if backend supports it.
 	EnableSMTPUTF8 bool
@@ -78,6 +83,14 @@ type Server struct {
 	//
 	// Default value of NONE to advertise no specific profile.
 	MtPriorityProfile PriorityProfile
+
+	// FutureRelease, if set, advertises FUTURERELEASE (RFC 4865) with the
+	// max-future-release-interval (whole seconds) and
+	// max-future-release-date-time it returns at each EHLO, and accepts
+	// the MAIL parameters HOLDFOR and HOLDUNTIL (MailOptions.HoldFor and
+	// HoldUntil). The backend's Mail checks them against its limits
+	// (RFC 4865 section 3: 501 5.5.4 when out of range).
+	FutureRelease func() (maxInterval time.Duration, maxDateTime time.Time)
 
 	// The server backend.
 	Backend Backend
@@ -154,7 +167,7 @@ func (s *Server) handleConn(c *Conn) error {
 	s.locker.Unlock()
 
 	defer func() {
-		c.Close()
+		c.flushAndClose() // replies still buffered go first
 
 		s.locker.Lock()
 		delete(s.conns, c)

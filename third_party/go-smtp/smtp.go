@@ -77,6 +77,11 @@ type MailOptions struct {
 
 	// Value of MT-PRIORITY= or nil if unset.
 	MTPriority *int
+
+	// Value of HOLDFOR= (RFC 4865) or nil if unset.
+	HoldFor *time.Duration
+	// Value of HOLDUNTIL= (RFC 4865) or nil if unset.
+	HoldUntil *time.Time
 }
 
 type DSNNotify string

@@ -2,7 +2,10 @@
 // port with a zone a test writes in zone-file syntax, so that routing and
 // the engine above it are tested against DNS on the wire, not a mock.
 // Names not in the zone get NXDOMAIN; names with records, but not of the
-// asked type, get NOERROR with no answer (NODATA).
+// asked type, get NOERROR with no answer (NODATA). A negative answer
+// carries the SOA record of the closest enclosing zone in the zone, if it
+// has one, in its authority section (RFC 2308 section 3), as real servers
+// do; resolvers cache the answer for its TTL.
 package dnstest
 
 import (
@@ -74,6 +77,7 @@ func answer(req *dns.Msg, rcodes map[string]int, byName map[string][]dns.RR) *dn
 	name := strings.ToLower(q.Name)
 	if rc, ok := rcodes[name]; ok {
 		m.Rcode = rc
+		return m
 	} else if rrs, ok := byName[name]; !ok {
 		m.Rcode = dns.RcodeNameError
 	} else {
@@ -83,5 +87,22 @@ func answer(req *dns.Msg, rcodes map[string]int, byName map[string][]dns.RR) *dn
 			}
 		}
 	}
+	if len(m.Answer) == 0 {
+		if soa := enclosingSOA(name, byName); soa != nil {
+			m.Ns = append(m.Ns, soa)
+		}
+	}
 	return m
+}
+
+// enclosingSOA is the SOA record of name or of the nearest name above it.
+func enclosingSOA(name string, byName map[string][]dns.RR) dns.RR {
+	for labels := dns.SplitDomainName(name); len(labels) > 0; labels = labels[1:] {
+		for _, rr := range byName[dns.Fqdn(strings.Join(labels, "."))] {
+			if rr.Header().Rrtype == dns.TypeSOA {
+				return rr
+			}
+		}
+	}
+	return nil
 }

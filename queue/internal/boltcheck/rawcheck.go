@@ -24,8 +24,12 @@ type rawChecker struct {
 	m    Meta
 	ps   int64
 	free map[uint64]bool
-	seen map[uint64]bool
+	seen pageSet
 	errs []string
+	// spare holds page buffers a check is done with, for the next load: a
+	// walk reads every page of the file, and a fresh buffer each was most
+	// of Open's allocation on a big queue.
+	spare [][]byte
 	// salvage: keep going past problems, skipping only what cannot be
 	// read, and pass every readable value to emit with the names of the
 	// buckets it is in.
@@ -101,7 +105,7 @@ func (c *rawChecker) load(id uint64) (*pageRun, error) {
 	if id < 2 || id >= c.m.pgid {
 		return nil, fmt.Errorf("page %d: out of bounds (file has %d pages)", id, c.m.pgid)
 	}
-	r := &pageRun{id: id, off: int64(id) * c.ps, first: make([]byte, c.ps)}
+	r := &pageRun{id: id, off: int64(id) * c.ps, first: c.buffer()}
 	if _, err := c.f.ReadAt(r.first, r.off); err != nil {
 		return nil, fmt.Errorf("page %d: %w", id, err)
 	}
@@ -116,15 +120,41 @@ func (c *rawChecker) load(id uint64) (*pageRun, error) {
 	r.size = int64(overflow+1) * c.ps
 	r.flags, r.count = ne.Uint16(r.first[8:]), int(ne.Uint16(r.first[10:]))
 	for p := id; p <= id+overflow; p++ {
-		if c.seen[p] {
+		if c.seen.has(p) {
 			return nil, fmt.Errorf("page %d: referenced twice", p)
 		}
 		if c.free[p] {
 			return nil, fmt.Errorf("page %d: in use and on the freelist", p)
 		}
-		c.seen[p] = true
+		c.seen.add(p)
 	}
 	return r, nil
+}
+
+// buffer returns a page buffer, a spare one if there is one.
+func (c *rawChecker) buffer() []byte {
+	if n := len(c.spare); n > 0 {
+		b := c.spare[n-1]
+		c.spare = c.spare[:n-1]
+		return b
+	}
+	return make([]byte, c.ps)
+}
+
+// pageSet is a set of page numbers, one bit each. It grows as pages are
+// added rather than trusting a high-water mark (salvage reads files whose
+// meta may lie).
+type pageSet struct{ bits []uint64 }
+
+func (s *pageSet) has(p uint64) bool {
+	return p/64 < uint64(len(s.bits)) && s.bits[p/64]&(1<<(p%64)) != 0
+}
+
+func (s *pageSet) add(p uint64) {
+	if w := p / 64; w >= uint64(len(s.bits)) {
+		s.bits = append(s.bits, make([]uint64, w+1-uint64(len(s.bits)))...)
+	}
+	s.bits[p/64] |= 1 << (p % 64)
 }
 
 // tree checks the tree rooted at page id, whose keys must lie in [lo, hi)
@@ -136,6 +166,12 @@ func (c *rawChecker) tree(id uint64, lo, hi []byte, depth int) error {
 	r, err := c.load(id)
 	if err != nil {
 		return c.failf("%v", err)
+	}
+	// Keys kept past a page (bounds) are copies, so a check is done with
+	// its buffer once the page is checked; salvage may keep the values it
+	// was handed, which are slices of it.
+	if c.emit == nil {
+		defer func() { c.spare = append(c.spare, r.first) }()
 	}
 	switch r.flags {
 	case branchPageFlag:
@@ -211,7 +247,10 @@ func (c *rawChecker) leafElems(r *pageRun, lo, hi []byte, depth int, inline bool
 		if err != nil {
 			return c.failf("%v", err)
 		}
-		keys[i] = bytes.Clone(k)
+		keys[i] = k // checked before this page's buffer is reused
+		if c.emit != nil {
+			keys[i] = bytes.Clone(k) // salvage may keep what it is handed
+		}
 		if at+ksize+vsize > r.size {
 			return c.failf("page %d: value of element %d runs past the page", r.id, i)
 		}
@@ -324,7 +363,7 @@ func Problems(f io.ReaderAt, size int64) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	c := &rawChecker{f: f, m: m, ps: int64(m.pageSize), free: free, seen: map[uint64]bool{}}
+	c := &rawChecker{f: f, m: m, ps: int64(m.pageSize), free: free, seen: pageSet{bits: make([]uint64, 0, m.pgid/64+1)}}
 	if m.freelist != pgidNoFreelist {
 		// The freelist's own pages are in use.
 		if _, err := c.load(m.freelist); err != nil {
@@ -341,7 +380,7 @@ func Problems(f io.ReaderAt, size int64) []string {
 // returns the first MaxSalvageErrors problems and how many more there
 // were; err is emit's.
 func Salvage(f io.ReaderAt, m Meta, emit func(path [][]byte, k, v []byte) error) (problems []string, more int, err error) {
-	c := &rawChecker{f: f, m: m, ps: int64(m.pageSize), free: map[uint64]bool{}, seen: map[uint64]bool{},
+	c := &rawChecker{f: f, m: m, ps: int64(m.pageSize), free: map[uint64]bool{},
 		salvage: true, emit: emit}
 	err = c.tree(m.root, nil, nil, 0)
 	return c.errs, c.lost, err

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/relayq/relayq/config"
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/returnpath"
+	"github.com/relayq/relayq/returnpath/verp"
+	"github.com/relayq/relayq/submission"
+)
+
+// verpKeyName is the queue file's secret for VERP addresses when
+// bounces.secret_file is not set.
+const verpKeyName = "verp"
+
+// bounceSigner makes the VERP signer of bounces.domain, nil when it is "".
+func bounceSigner(cfg *config.Config, store *queue.Store) (*verp.Signer, error) {
+	b := cfg.Bounces
+	if b.Domain == "" {
+		return nil, nil
+	}
+	var key []byte
+	if b.SecretFile != "" {
+		raw, err := os.ReadFile(b.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("bounces.secret_file: %w", err)
+		}
+		key = []byte(strings.TrimSpace(string(raw)))
+	} else {
+		var err error
+		if key, err = store.Secret(verpKeyName, 32); err != nil {
+			return nil, fmt.Errorf("bounces: the VERP key in the queue file: %w", err)
+		}
+	}
+	s, err := verp.New(b.Domain, key)
+	if err != nil {
+		return nil, fmt.Errorf("bounces: %w", err)
+	}
+	return s, nil
+}
+
+// returnPath is the engine's ReturnPath hook, nil without a bounce domain.
+func (o *outbound) returnPath() func(string, int) (string, error) {
+	if o.verp == nil {
+		return nil
+	}
+	return o.verp.Address
+}
+
+// forwardClient is who a forwarded report is handed in as: relayq itself,
+// so the relay policy lets it through.
+var forwardClient = submission.Client{AuthUser: "relayq-returnpath", With: "ESMTPA"}
+
+// listenBounces opens bounces.listen: the submission server's limits and
+// timeouts, bounces.max_message_bytes, the same certificate for STARTTLS.
+func (a *app) listenBounces(tlsConf *tls.Config) error {
+	cfg := a.conf.cfg
+	if len(cfg.Bounces.Listen) == 0 || a.out.verp == nil {
+		return nil
+	}
+	o := returnpath.Options{Store: a.store, Signer: a.out.verp, Suppression: a.out.supp, Logger: a.log.With("listener", "bounces")}
+	if cfg.Bounces.Forward {
+		acc := a.in.srv.Acceptor()
+		o.Forward = func(ctx context.Context, to string, body []byte) error {
+			// From <>: a report stays a report (RFC 5321 section 4.5.5),
+			// causes no bounce of its own and keeps <> on the way out.
+			_, err := acc.Accept(ctx, forwardClient, submission.Transaction{Recipients: []queue.Recipient{{Address: to}}}, bytes.NewReader(body))
+			return err
+		}
+	}
+	rec, err := returnpath.NewRecorder(o)
+	if err != nil {
+		return err
+	}
+	a.metrics.m.WatchReturnPath(rec.Count)
+	so := submissionOptions(cfg, a.store, tlsConf, a.log.With("listener", "bounces"), a.out.eng, a.metrics)
+	so.MaxMessageBytes = cfg.Bounces.MaxMessageBytes
+	so.Observer = nil // its refusals are not the submission side's
+	srv, err := returnpath.NewServer(so, rec)
+	if err != nil {
+		return err
+	}
+	a.in.bounces = srv
+	for _, addr := range cfg.Bounces.Listen {
+		if _, err := srv.Listen(addr); err != nil {
+			srv.Close()
+			return fmt.Errorf("bounces.listen: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Bounces configures the return path: relayq's own envelope senders on a
+// bounce domain (VERP) and the listener that takes the reports sent to
+// them.
+type Bounces struct {
+	// Domain is the bounce domain; "" leaves MAIL FROM the application's.
+	Domain string
+	// Listen are the inbound SMTP listeners for Domain (host:port).
+	Listen []string
+	// SecretFile holds the VERP HMAC key; "" keeps one in the queue file.
+	SecretFile string
+	// Forward relays every accepted report to the original sender as well.
+	Forward bool
+	// ComplaintExpire drops complaint entries after this long; 0 keeps them.
+	ComplaintExpire time.Duration
+	// MaxMessageBytes bounds one inbound report.
+	MaxMessageBytes int64
+}
+
+// MinBounceSecretBytes is the shortest key bounces.secret_file may hold
+// (returnpath/verp's MinKeyBytes: 128 bits).
+const MinBounceSecretBytes = 16
+
+func (l *loader) bounces() Bounces {
+	return Bounces{
+		Domain:          strings.ToLower(strings.TrimSuffix(strings.TrimSpace(l.str("bounces.domain")), ".")),
+		Listen:          l.strList("bounces.listen"),
+		SecretFile:      strings.TrimSpace(l.str("bounces.secret_file")),
+		Forward:         l.boolean("bounces.forward"),
+		ComplaintExpire: l.duration("bounces.complaint_expire"),
+		MaxMessageBytes: l.integer("bounces.max_message_bytes"),
+	}
+}
+
+func (l *loader) validateBounces(b *Bounces) {
+	if b.Domain != "" && !validHostname(b.Domain) {
+		l.failf("bounces.domain", "%q is not a domain name (letters, digits, '-' and '.')", b.Domain)
+	}
+	for i, a := range b.Listen {
+		l.listenAddr("bounces.listen", fmt.Sprintf("[%d]", i), a)
+	}
+	if len(b.Listen) > 0 && b.Domain == "" {
+		l.failf("bounces.listen", "set, but bounces.domain is empty: the listener would take mail for no address")
+	}
+	if b.SecretFile != "" {
+		key, err := os.ReadFile(b.SecretFile)
+		switch {
+		case err != nil:
+			l.failf("bounces.secret_file", "%w", err)
+		case len(strings.TrimSpace(string(key))) < MinBounceSecretBytes:
+			l.failf("bounces.secret_file", "%s holds %d bytes, at least %d needed (e.g. head -c 32 /dev/urandom | base64 > FILE)",
+				b.SecretFile, len(strings.TrimSpace(string(key))), MinBounceSecretBytes)
+		}
+	}
+	if b.ComplaintExpire < 0 {
+		l.failf("bounces.complaint_expire", "%v is negative (0 keeps complaints suppressed)", b.ComplaintExpire)
+	}
+	l.atLeast("bounces.max_message_bytes", b.MaxMessageBytes, 1024)
+}

@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayq/relayq/smtptest"
+)
+
+// keyedMessage is testMessage with an Idempotency-Key field.
+func keyedMessage(tok, key string) string {
+	return "Idempotency-Key: " + key + "\r\n" + testMessage(tok)
+}
+
+// sendKeyed submits one keyed message in its own session and returns the
+// queue ID of its 250.
+func sendKeyed(t *testing.T, addr, tok, key string) string {
+	t.Helper()
+	c, err := dialClient(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	o, line, err := c.send("app@example.org", "rcpt@example.net", keyedMessage(tok, key), nil)
+	if err != nil || o != accepted {
+		t.Fatalf("%s: %v %q %v", tok, o, line, err)
+	}
+	i := strings.Index(line, "queued as ")
+	if i < 0 {
+		t.Fatalf("reply %q names no queue ID", line)
+	}
+	return strings.TrimSpace(line[i+len("queued as "):])
+}
+
+// An application whose DATA timed out after relayq's 250 sends again with
+// the same Idempotency-Key: even with relayq killed -9 between the two
+// sessions, the second 250 names the first message and the next hop gets
+// it once, without the field. `relayq sendmail` passes the field on and
+// gets the same.
+func TestIdempotencyKeySurvivesKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped with -short")
+	}
+	mx := smtptest.NewServer(t)
+	r := newRelay(t, mx.Addr(), "", "")
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	first := sendKeyed(t, r.addr, "tok-idem-1", "order-1")
+	r.kill()
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	if again := sendKeyed(t, r.addr, "tok-idem-1", "order-1"); again != first {
+		t.Fatalf("the retry was queued as %s, want %s", again, first)
+	}
+	msgs := []string{"-t", "-i", "-v"}
+	in := "To: rcpt@example.net\nIdempotency-Key: cron-1\nSubject: tok-idem-2\n\nbody\n"
+	var ids []string
+	for range 2 {
+		code, stderr := sendmail(t, r.addr, in, false, msgs...)
+		i := strings.Index(stderr, "queued as ")
+		if code != 0 || i < 0 {
+			t.Fatalf("sendmail: exit %d: %s", code, stderr)
+		}
+		ids = append(ids, strings.Fields(stderr[i+len("queued as "):])[0])
+	}
+	if ids[0] != ids[1] {
+		t.Fatalf("sendmail twice with one key: queued as %v", ids)
+	}
+	// A message sent after both retries: once it is delivered, anything
+	// the retries had queued would have been delivered by the same
+	// connection rounds; count what arrived with each token.
+	sendKeyed(t, r.addr, "tok-idem-3", "other")
+	got := map[string]int{}
+	mx.WaitFor(t, 30*time.Second, func() bool {
+		clear(got)
+		for _, m := range mx.Messages() {
+			if strings.Contains(string(m.Data), "Idempotency-Key") {
+				t.Errorf("the key was forwarded:\n%s", m.Data)
+			}
+			got[tokenOf(m.Data)]++
+		}
+		return got["tok-idem-3"] == 1 && got["tok-idem-1"] >= 1 && got["tok-idem-2"] >= 1
+	})
+	if got["tok-idem-1"] != 1 || got["tok-idem-2"] != 1 {
+		t.Fatalf("deliveries by token: %v, want one each", got)
+	}
+}

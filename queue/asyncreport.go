@@ -1,0 +1,145 @@
+package queue
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// bucketSecrets keeps keys relayq made for itself: name -> bytes (the VERP
+// key when bounces.secret_file is not set).
+var bucketSecrets = []byte("secrets")
+
+// Secret returns the key stored under name, making a random one of n
+// bytes the first time: it then lasts as long as the queue file, so the
+// VERP addresses of mail already sent still verify after a restart.
+func (s *Store) Secret(name string, n int) ([]byte, error) {
+	var key []byte
+	err := s.view(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketSecrets); b != nil {
+			key = bytes.Clone(b.Get([]byte(name)))
+		}
+		return nil
+	})
+	if err != nil || len(key) > 0 {
+		return key, err
+	}
+	fresh := make([]byte, n)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	err = s.submit(func(w *writeTx) error {
+		b, err := w.bucket(bucketSecrets)
+		if err != nil {
+			return err
+		}
+		if old := b.Get([]byte(name)); len(old) > 0 { // another caller was first
+			key = bytes.Clone(old)
+			return nil
+		}
+		key = fresh
+		return b.Put([]byte(name), fresh)
+	})
+	return key, err
+}
+
+// FindMessage returns the envelope of message id, still queued or in the
+// history; false when neither has it (its history has expired, or it was
+// never ours). The history is searched from its newest entry back to the
+// message's arrival, which its ID encodes: a late report usually comes
+// soon after the message finished.
+func (s *Store) FindMessage(id string) (*Envelope, bool, error) {
+	env, err := s.Get(id)
+	switch {
+	case err == nil:
+		return env, true, nil
+	case !errors.Is(err, ErrNotFound):
+		return nil, false, err
+	}
+	if len(id) != idLen {
+		return nil, false, nil
+	}
+	arrival, ok := arrivalKey(id)
+	if !ok {
+		return nil, false, nil
+	}
+	var found *Envelope
+	err = s.view(func(tx *bolt.Tx) error {
+		if k, v := findShared(tx.Bucket(bucketEvents), id); k != nil {
+			f, err := decodeSharedHistory(k, v, s.dictOf(tx))
+			if err != nil {
+				return damaged(id, err)
+			}
+			found = &f.Envelope
+			return nil
+		}
+		b := tx.Bucket(bucketHistory)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Last(); len(k) > 8 && bytes.Compare(k[:8], arrival) >= 0; k, v = c.Prev() {
+			if string(k[8:]) != id {
+				continue
+			}
+			f, err := decodeHistory(k, v)
+			if err != nil {
+				return damaged(id, err)
+			}
+			found = &f.Envelope
+			return nil
+		}
+		return nil
+	})
+	return found, found != nil, err
+}
+
+// RecordReport appends the events of a report that came back by mail
+// after delivery, and the suppression entries it causes, in one
+// transaction: as with every outcome, a crash keeps both or neither.
+// Entries go to the auto-suppress hook (a shared list) like a bounce's.
+func (s *Store) RecordReport(evs []Event, sps []Suppression) error {
+	for _, sp := range sps {
+		if strings.TrimSpace(sp.Address) == "" {
+			return fmt.Errorf("queue: suppress: empty address")
+		}
+	}
+	late := map[string][]Late{}
+	for _, ev := range evs {
+		code := ev.EnhancedCode
+		if code == "" {
+			code = enhancedCode(ev.Reply) // as the event records it
+		}
+		late[ev.QueueID] = append(late[ev.QueueID], Late{Recipient: ev.Recipient, Type: ev.Type,
+			EnhancedCode: code, Reply: ev.Reply, FeedbackType: ev.FeedbackType, Time: s.now()})
+	}
+	return s.submit(func(w *writeTx) error {
+		for _, ev := range evs {
+			if err := w.event(ev); err != nil {
+				return err
+			}
+		}
+		for id, l := range late {
+			if err := w.addLate(id, l); err != nil {
+				return fmt.Errorf("queue: history %s: %w", id, err)
+			}
+		}
+		for _, sp := range sps {
+			sp.Address = SuppressionKey(sp.Address) // as stored, for the shared list too
+			if sp.Since.IsZero() {
+				sp.Since = w.s.now()
+			}
+			if err := w.putSuppression(sp); err != nil {
+				return fmt.Errorf("queue: suppress %s: %w", sp.Address, err)
+			}
+			if f := w.s.autoSuppressed.Load(); f != nil {
+				(*f)(sp)
+			}
+		}
+		return nil
+	})
+}

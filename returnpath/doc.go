@@ -1,0 +1,33 @@
+// Package returnpath is the way back: the inbound SMTP listener of the
+// bounce domain and what it does with the reports it accepts. Each
+// message relayq sends with bounces.domain set carries a signed envelope
+// sender of its own (package verp) naming the message and recipient;
+// whatever comes back to it (a bounce after the 250, a delay warning, a
+// feedback-loop complaint, an out-of-office answer) is read (package
+// report) and recorded as an event with "async": true, with its
+// suppression entry, and then dropped or forwarded to the original
+// sender.
+//
+// The listener is submission's server in its Inbound mode (same limits,
+// timeouts and connection accounting, no AUTH, no relaying). Recorder is
+// its submission.Inbound.
+//
+// Invariants:
+//   - RCPT takes only addresses of the bounce domain (else 550 5.7.1, RFC
+//     5321 section 3.6.2: no relaying) whose signature verifies (else 550
+//     5.1.1); postmaster@ is taken as RFC 5321 section 4.5.1 requires, and
+//     records nothing. A forged address never reaches the store.
+//   - The 250 after DATA is sent only once the events and suppression
+//     entries of the report are fsync'd, in one transaction
+//     (queue.Store.RecordReport): a kill -9 after it loses neither.
+//   - A report for a message relayq no longer knows (history expired) is
+//     accepted, logged and counted (Stats.Unknown), and records nothing.
+//   - Only the recipient the VERP address names is ever suppressed or
+//     reported on: the report's own text cannot name another address.
+//   - Forwarding happens after the record, from <>, so it neither loops
+//     through VERP nor causes a bounce of its own; a failure to forward
+//     is logged, never refused (the report is already recorded).
+//
+// It imports queue, submission, internal/suppression, returnpath/verp and
+// returnpath/report, and go-smtp for its replies.
+package returnpath

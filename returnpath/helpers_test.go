@@ -1,0 +1,144 @@
+package returnpath
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/relayq/relayq/internal/suppression"
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/returnpath/verp"
+	"github.com/relayq/relayq/submission"
+)
+
+// listener is a bounce listener on loopback over a real queue file with
+// one delivered message from app@example.org to three recipients.
+type listener struct {
+	t      *testing.T
+	store  *queue.Store
+	signer *verp.Signer
+	rec    *Recorder
+	addr   string
+	id     string
+	fwd    *forwards
+}
+
+type forwards struct {
+	mu   sync.Mutex
+	to   []string
+	body [][]byte
+}
+
+func (f *forwards) add(_ context.Context, to string, body []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.to, f.body = append(f.to, to), append(f.body, body)
+	return nil
+}
+
+var rcpts = []string{"gone@example.net", "annoyed@yahoo.com", "slow@example.net"}
+
+func newListener(t *testing.T) *listener {
+	t.Helper()
+	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d := st.NewDraft()
+	d.Write([]byte("From: app@example.org\r\nMessage-ID: <order-42@app.example.org>\r\nSubject: Your order\r\n\r\nThanks.\r\n"))
+	env := queue.Envelope{From: "app@example.org", MessageID: "<order-42@app.example.org>"}
+	var outs []queue.Outcome
+	for _, a := range rcpts {
+		env.Recipients = append(env.Recipients, queue.Recipient{Address: a})
+		outs = append(outs, queue.Outcome{Address: a, Status: queue.StatusDelivered, Reply: "250 2.0.0 ok"})
+	}
+	if err := d.Commit(env); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Record(d.ID(), outs); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := verp.New("bounces.example.org", []byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &listener{t: t, store: st, signer: signer, id: d.ID(), fwd: &forwards{}}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	l.rec, err = NewRecorder(Options{Store: st, Signer: signer, Logger: quiet, Forward: l.fwd.add,
+		Suppression: &suppression.List{Store: st, Config: suppression.Config{Auto: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(submission.Options{Queue: st, Hostname: "bounces.example.org", Logger: quiet,
+		MaxMessageBytes: 1 << 20, Policy: submission.Policy{Users: []submission.User{{Username: "u", PasswordHash: "x"}}}}, l.rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := srv.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	l.addr = a.String()
+	return l
+}
+
+// verpFor is the signed sender relayq used for recipient i.
+func (l *listener) verpFor(i int) string {
+	a, err := l.signer.Address(l.id, i)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return a
+}
+
+// sample reads a testdata report with CRLF line ends, as it travels.
+func sample(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "returnpath", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n", "\r\n")
+}
+
+// send runs one SMTP transaction and returns the first refusal.
+func (l *listener) send(from, to, body string) error {
+	l.t.Helper()
+	c, err := smtp.Dial(l.addr)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.Hello("mx.example.net")
+	return c.SendMail(from, []string{to}, strings.NewReader(body))
+}
+
+func (l *listener) events() []queue.Event {
+	l.t.Helper()
+	evs, _, err := l.store.Events(queue.EventQuery{Types: []queue.EventType{queue.EventBounced, queue.EventDelayed, queue.EventComplained, queue.EventAutoReplied}})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return evs
+}
+
+func smtpCode(err error) int {
+	if se, ok := err.(*smtp.SMTPError); ok {
+		return se.Code
+	}
+	return 0
+}

@@ -1,0 +1,79 @@
+package returnpath
+
+import (
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/returnpath/report"
+)
+
+// outcome turns what a report says about recipient rcpt of env into its
+// event and, for a permanent bounce or a complaint, its suppression
+// entry; false when it says nothing to record.
+func (r *Recorder) outcome(rep report.Report, from string, env *queue.Envelope, rcpt string) (queue.Event, *queue.Suppression, bool) {
+	ev := queue.Event{QueueID: env.ID, MessageID: env.MessageID, From: env.From, Recipient: rcpt, Async: true}
+	switch rep.Kind {
+	case report.KindDSN:
+		d, ok := dsnRecipient(rep.Recipients, rcpt)
+		if !ok {
+			return ev, nil, false
+		}
+		ev.Reply, ev.EnhancedCode, ev.RemoteMTA = d.Reply, d.Status, d.RemoteMTA
+		if d.Action == report.ActionDelayed {
+			ev.Type = queue.EventDelayed
+			return ev, nil, true
+		}
+		ev.Type = queue.EventBounced
+		if ev.EnhancedCode == "" {
+			ev.EnhancedCode = "5.0.0" // RFC 3464 section 2.3.4 requires Status; a report without one still failed
+		}
+	case report.KindBounce:
+		ev.Type, ev.Reply, ev.EnhancedCode = queue.EventBounced, rep.Reply, rep.Status
+	case report.KindUnknown:
+		if from != "" {
+			return ev, nil, false
+		}
+		// From <> to a VERP address and not an auto-reply: a bounce in a
+		// form we cannot read (RFC 5321 section 4.5.5 keeps <> for
+		// notifications); the VERP address still names its recipient.
+		ev.Type, ev.EnhancedCode = queue.EventBounced, "5.0.0"
+	case report.KindFeedback:
+		ev.Type, ev.FeedbackType = queue.EventComplained, rep.FeedbackType
+		return ev, &queue.Suppression{Address: rcpt, Source: queue.SourceComplaint, Reply: "complaint: " + rep.FeedbackType}, true
+	case report.KindAutoReply:
+		ev.Type = queue.EventAutoReplied
+		return ev, nil, true
+	default:
+		return ev, nil, false
+	}
+	if r.o.Suppression != nil && r.o.Suppression.AutoStatus(ev.EnhancedCode) {
+		reply := ev.Reply
+		if reply == "" {
+			reply = ev.EnhancedCode
+		}
+		return ev, &queue.Suppression{Address: rcpt, Source: queue.SourceAsyncBounce, Reply: reply}, true
+	}
+	return ev, nil, true
+}
+
+// dsnRecipient picks the block of a DSN about rcpt: the one naming it as
+// Original- or Final-Recipient, else (a forwarder reports the address it
+// forwarded to) the first failed or delayed one. Blocks saying delivered,
+// relayed or expanded record nothing.
+func dsnRecipient(rs []report.Recipient, rcpt string) (report.Recipient, bool) {
+	var first *report.Recipient
+	for i := range rs {
+		d := &rs[i]
+		if d.Action != report.ActionFailed && d.Action != report.ActionDelayed {
+			continue
+		}
+		if equalFold(d.Final, rcpt) || equalFold(d.Original, rcpt) {
+			return *d, true
+		}
+		if first == nil {
+			first = d
+		}
+	}
+	if first == nil {
+		return report.Recipient{}, false
+	}
+	return *first, true
+}

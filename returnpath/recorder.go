@@ -1,0 +1,178 @@
+package returnpath
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/relayq/relayq/internal/suppression"
+	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/returnpath/report"
+	"github.com/relayq/relayq/returnpath/verp"
+	"github.com/relayq/relayq/submission"
+)
+
+// Options configure a Recorder.
+type Options struct {
+	Store  *queue.Store
+	Signer *verp.Signer
+	// Suppression decides which statuses suppress (suppression.auto and
+	// codes); nil suppresses none but complaints.
+	Suppression *suppression.List
+	// Forward, if set, relays an accepted report to the original sender
+	// (bounces.forward), as it arrived.
+	Forward func(ctx context.Context, to string, body []byte) error
+	Logger  *slog.Logger
+}
+
+// Stats counts what the listener accepted; cmd exports them as metrics.
+type Stats struct {
+	Recorded  atomic.Int64 // reports that recorded events
+	Unknown   atomic.Int64 // for a message no longer known: nothing recorded
+	Ignored   atomic.Int64 // understood as nothing to record (e.g. a DSN of relayed)
+	Forwarded atomic.Int64
+}
+
+// Recorder is the listener's submission.Inbound.
+type Recorder struct {
+	o     Options
+	Stats Stats
+}
+
+var _ submission.Inbound = (*Recorder)(nil)
+
+// NewRecorder returns a Recorder; Store and Signer are required.
+func NewRecorder(o Options) (*Recorder, error) {
+	if o.Store == nil || o.Signer == nil {
+		return nil, errors.New("returnpath: a store and a signer are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Recorder{o: o}, nil
+}
+
+var (
+	errNotOurs = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Relaying denied: this server takes mail for its bounce domain only"}
+	errForged  = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox"}
+)
+
+// Recipient refuses what is not a signed address of the bounce domain.
+func (r *Recorder) Recipient(to string) error {
+	if r.postmaster(to) {
+		return nil
+	}
+	_, err := r.o.Signer.Verify(to)
+	switch {
+	case errors.Is(err, verp.ErrOtherDomain):
+		return errNotOurs
+	case err != nil:
+		return errForged
+	}
+	return nil
+}
+
+func (r *Recorder) postmaster(to string) bool {
+	local, domain, _ := strings.Cut(to, "@")
+	return strings.EqualFold(local, "postmaster") && strings.EqualFold(strings.TrimSuffix(domain, "."), r.o.Signer.Domain())
+}
+
+// Deliver reads the report once and records it for each signed recipient
+// of the transaction, then forwards it.
+func (r *Recorder) Deliver(from string, to []string, body []byte) error {
+	rep, err := report.Parse(body)
+	if err != nil {
+		// Not a message at all: accepted (it was for a valid address),
+		// nothing to record; counted so it can be noticed.
+		r.o.Logger.Info("return path: unreadable report", "from", from, "err", err)
+		r.Stats.Ignored.Add(1)
+	}
+	var evs []queue.Event
+	var sps []queue.Suppression
+	senders := map[string]bool{}
+	for _, addr := range to {
+		tag, err := r.o.Signer.Verify(addr)
+		if err != nil {
+			continue // postmaster@
+		}
+		env, rcpt, ok, err := r.find(tag)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			r.o.Logger.Info("return path: report for a message no longer known; nothing recorded",
+				"queue_id", tag.QueueID, "kind", rep.Kind.String(), "from", from)
+			r.Stats.Unknown.Add(1)
+			continue
+		}
+		ev, sp, ok := r.outcome(rep, from, env, rcpt)
+		if !ok {
+			r.o.Logger.Info("return path: nothing to record", "queue_id", env.ID, "kind", rep.Kind.String(), "from", from)
+			r.Stats.Ignored.Add(1)
+			continue
+		}
+		evs = append(evs, ev)
+		if sp != nil {
+			sps = append(sps, *sp)
+		}
+		if env.From != "" {
+			senders[env.From] = true
+		}
+	}
+	if len(evs) > 0 {
+		if err := r.o.Store.RecordReport(evs, sps); err != nil {
+			return err
+		}
+		r.Stats.Recorded.Add(1)
+		for _, ev := range evs {
+			r.o.Logger.Info("return path: recorded", "type", ev.Type, "queue_id", ev.QueueID, "recipient", ev.Recipient, "enhanced_code", ev.EnhancedCode)
+		}
+	}
+	r.forward(senders, body)
+	return nil
+}
+
+// find returns the message a tag names and its recipient's address.
+func (r *Recorder) find(tag verp.Tag) (*queue.Envelope, string, bool, error) {
+	env, ok, err := r.o.Store.FindMessage(tag.QueueID)
+	if err != nil || !ok {
+		return nil, "", false, err
+	}
+	if tag.Recipient < 0 || tag.Recipient >= len(env.Recipients) {
+		return nil, "", false, nil
+	}
+	return env, env.Recipients[tag.Recipient].Address, true, nil
+}
+
+func (r *Recorder) forward(senders map[string]bool, body []byte) {
+	if r.o.Forward == nil {
+		return
+	}
+	for to := range senders {
+		if err := r.o.Forward(context.Background(), to, body); err != nil {
+			r.o.Logger.Warn("return path: forwarding the report to the original sender failed", "to", to, "err", err)
+			continue
+		}
+		r.Stats.Forwarded.Add(1)
+	}
+}
+
+// Count is Stats by the outcome names of the
+// relayq_returnpath_reports_total metric.
+func (r *Recorder) Count(outcome string) int64 {
+	switch outcome {
+	case "recorded":
+		return r.Stats.Recorded.Load()
+	case "unknown_message":
+		return r.Stats.Unknown.Load()
+	case "ignored":
+		return r.Stats.Ignored.Load()
+	case "forwarded":
+		return r.Stats.Forwarded.Load()
+	}
+	return 0
+}

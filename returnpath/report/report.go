@@ -1,0 +1,223 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/emersion/go-message"
+	"github.com/emersion/go-message/textproto"
+)
+
+// Kind is what a message reports.
+type Kind uint8
+
+const (
+	KindUnknown   Kind = iota
+	KindDSN            // RFC 3464 multipart/report with delivery status
+	KindBounce         // a failure report in free text
+	KindFeedback       // RFC 5965 abuse or fraud report
+	KindAutoReply      // RFC 3834 automatic response (out of office)
+)
+
+var kindNames = [...]string{"unknown", "dsn", "bounce", "feedback", "auto_reply"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Action is a DSN recipient's Action field (RFC 3464 section 2.3.3).
+type Action uint8
+
+const (
+	ActionOther Action = iota
+	ActionFailed
+	ActionDelayed
+	ActionDelivered
+	ActionRelayed
+	ActionExpanded
+)
+
+var actions = map[string]Action{"failed": ActionFailed, "delayed": ActionDelayed,
+	"delivered": ActionDelivered, "relayed": ActionRelayed, "expanded": ActionExpanded}
+
+// Recipient is one per-recipient block of a DSN.
+type Recipient struct {
+	Final, Original string // addresses, without their "rfc822;" type
+	Action          Action
+	Status          string // "5.1.1"
+	Reply           string // the Diagnostic-Code's text, "550 5.1.1 ..."
+	RemoteMTA       string
+}
+
+// Report is what Parse understood of one message.
+type Report struct {
+	Kind       Kind
+	Recipients []Recipient // KindDSN
+	// Status and Reply: KindBounce's best status from the text ("5.0.0"
+	// when it names none) and the line it came from.
+	Status, Reply string
+	// FeedbackType (KindFeedback) is lower-cased: abuse, fraud, virus,
+	// other, not-spam (RFC 5965 section 7.3).
+	FeedbackType string
+	// OriginalRcptTo is a complaint's recipient: its Original-Rcpt-To
+	// field, else the To of the original message's header.
+	OriginalRcptTo string
+}
+
+// Limits on what Parse reads of an outsider's message.
+const (
+	maxParts       = 32
+	maxDepth       = 4
+	maxFieldBytes  = 128 << 10
+	maxTextBytes   = 64 << 10
+	maxRecipients  = 1000
+	maxHeaderBytes = 64 << 10
+)
+
+// ErrNotMessage is Parse's answer to bytes without a readable header.
+var ErrNotMessage = errors.New("report: not a message")
+
+// Parse reads one message.
+func Parse(b []byte) (Report, error) {
+	top, err := message.ReadWithOptions(bytes.NewReader(b), &message.ReadOptions{MaxHeaderBytes: maxHeaderBytes})
+	if top == nil {
+		return Report{}, errors.Join(ErrNotMessage, err)
+	}
+	w := walker{}
+	w.walk(top, 0)
+	switch {
+	case w.dsn != nil:
+		return Report{Kind: KindDSN, Recipients: w.dsn}, nil
+	case w.feedback != nil:
+		r := *w.feedback
+		r.Kind = KindFeedback
+		if r.OriginalRcptTo == "" {
+			r.OriginalRcptTo = w.origTo
+		}
+		return r, nil
+	}
+	if looksBounce(top.Header) || w.status != "" && !autoReply(top.Header) {
+		r := Report{Kind: KindBounce, Status: w.status, Reply: w.line}
+		if r.Status == "" || r.Status[0] != '5' {
+			r.Status, r.Reply = "5.0.0", firstNonEmpty(w.line, "")
+		}
+		return r, nil
+	}
+	if autoReply(top.Header) {
+		return Report{Kind: KindAutoReply}, nil
+	}
+	return Report{Kind: KindUnknown}, nil
+}
+
+// walker gathers what the parts of one message say.
+type walker struct {
+	parts        int
+	text         int
+	dsn          []Recipient
+	feedback     *Report
+	origTo       string
+	status, line string
+}
+
+func (w *walker) walk(e *message.Entity, depth int) {
+	w.parts++
+	if w.parts > maxParts {
+		return
+	}
+	mt, _, _ := e.Header.ContentType()
+	if mr := e.MultipartReader(); mr != nil {
+		if depth >= maxDepth {
+			return
+		}
+		for w.parts < maxParts {
+			p, err := mr.NextPart()
+			if err != nil {
+				return
+			}
+			w.walk(p, depth+1)
+		}
+		return
+	}
+	switch mt {
+	case "message/delivery-status", "message/global-delivery-status":
+		if w.dsn == nil {
+			w.dsn = deliveryStatus(e.Body)
+		}
+	case "message/feedback-report":
+		if w.feedback == nil {
+			w.feedback = feedbackReport(e.Body)
+		}
+	case "message/rfc822", "text/rfc822-headers", "message/global", "message/global-headers":
+		if w.origTo == "" {
+			w.origTo = originalTo(e.Body)
+		}
+	case "text/plain", "":
+		if w.status == "" && w.text < maxTextBytes {
+			w.scanText(e.Body)
+		}
+	}
+}
+
+// scanText looks for the first 5.x.x status in free text (RFC 3463),
+// else the first 4.x.x, keeping the line it was on.
+func (w *walker) scanText(r io.Reader) {
+	b, _ := io.ReadAll(io.LimitReader(r, int64(maxTextBytes-w.text)))
+	w.text += len(b)
+	var soft, softLine string
+	for line := range strings.Lines(string(b)) {
+		code := findStatus(line)
+		if code == "" {
+			continue
+		}
+		if code[0] == '5' {
+			w.status, w.line = code, oneLine(line)
+			return
+		}
+		if soft == "" {
+			soft, softLine = code, oneLine(line)
+		}
+	}
+	if soft != "" {
+		w.status, w.line = soft, softLine
+	}
+}
+
+// fieldBlocks reads RFC 822-style field blocks separated by blank lines,
+// the form of delivery-status and feedback-report parts.
+func fieldBlocks(r io.Reader, max int) []textproto.Header {
+	br := bufio.NewReader(io.LimitReader(r, maxFieldBytes))
+	var blocks []textproto.Header
+	for len(blocks) < max {
+		for { // blank lines between blocks
+			c, err := br.Peek(1)
+			if err != nil {
+				return blocks
+			}
+			if c[0] != '\r' && c[0] != '\n' {
+				break
+			}
+			_, _ = br.ReadByte()
+		}
+		h, err := textproto.ReadHeader(br)
+		if h.Len() > 0 {
+			blocks = append(blocks, h)
+		}
+		if err != nil {
+			return blocks
+		}
+	}
+	return blocks
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

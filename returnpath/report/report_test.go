@@ -1,0 +1,150 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func sample(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "returnpath", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestParseSamples(t *testing.T) {
+	cases := []struct {
+		file               string
+		kind               Kind
+		rcpt               string // DSN Final-Recipient, or complaint's recipient
+		action             Action
+		status, replyStart string
+		feedback           string
+	}{
+		{"postfix-dsn.eml", KindDSN, "gone@example.net", ActionFailed, "5.1.1",
+			"550 5.1.1 <gone@example.net>: Recipient address rejected: User unknown in local recipient table", ""},
+		{"postfix-delayed.eml", KindDSN, "slow@example.net", ActionDelayed, "4.4.1", "connect to mx.example.net", ""},
+		{"m365-dsn.eml", KindDSN, "gone@contoso.com", ActionFailed, "5.1.10", "550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient gone@contoso.com", ""},
+		{"gmail-dsn.eml", KindDSN, "gone@gmail.com", ActionFailed, "5.1.1", "550-5.1.1 The email account that you tried to reach does not exist. Please try 550-5.1.1", ""},
+		{"exim-text.eml", KindBounce, "", 0, "5.1.1", "550 5.1.1 <gone@example.com>: Recipient address rejected", ""},
+		{"yahoo-text.eml", KindBounce, "", 0, "5.0.0", "", ""},
+		{"yahoo-arf.eml", KindFeedback, "annoyed@yahoo.com", 0, "", "", "abuse"},
+		{"outlook-arf.eml", KindFeedback, "reader@outlook.com", 0, "", "", "abuse"},
+		{"fraud-arf.eml", KindFeedback, "victim@isp.example", 0, "", "", "fraud"},
+		{"gmail-vacation.eml", KindAutoReply, "", 0, "", "", ""},
+		{"exchange-oof.eml", KindAutoReply, "", 0, "", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			r, err := Parse(sample(t, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Kind != c.kind {
+				t.Fatalf("kind %v, want %v (%+v)", r.Kind, c.kind, r)
+			}
+			switch c.kind {
+			case KindDSN:
+				if len(r.Recipients) != 1 {
+					t.Fatalf("%d recipients, want 1: %+v", len(r.Recipients), r.Recipients)
+				}
+				got := r.Recipients[0]
+				if got.Final != c.rcpt || got.Action != c.action || got.Status != c.status || !strings.HasPrefix(got.Reply, c.replyStart) {
+					t.Errorf("recipient %+v, want %s action %d status %s reply %q...", got, c.rcpt, c.action, c.status, c.replyStart)
+				}
+			case KindBounce:
+				if r.Status != c.status || !strings.HasPrefix(r.Reply, c.replyStart) {
+					t.Errorf("status %q reply %q, want %q %q...", r.Status, r.Reply, c.status, c.replyStart)
+				}
+			case KindFeedback:
+				if r.FeedbackType != c.feedback || r.OriginalRcptTo != c.rcpt {
+					t.Errorf("feedback %q for %q, want %q for %q", r.FeedbackType, r.OriginalRcptTo, c.feedback, c.rcpt)
+				}
+			}
+		})
+	}
+}
+
+func TestParseClassifiesEdgeCases(t *testing.T) {
+	cases := []struct {
+		name, msg string
+		kind      Kind
+		status    string
+	}{
+		{"plain mail is nothing", "From: a@example.org\r\nSubject: hello\r\n\r\nhi there\r\n", KindUnknown, ""},
+		{"mailer-daemon with a 4.x.x only is still final", "From: MAILER-DAEMON@x.example\r\nSubject: oops\r\n\r\n421 4.4.2 timeout\r\n", KindBounce, "5.0.0"},
+		{"a version number is no status", "From: MAILER-DAEMON@x.example\r\n\r\nPostfix 5.1.10.2 said 5.1.1x no\r\n", KindBounce, "5.0.0"},
+		{"status in text without bounce headers", "From: a@example.org\r\n\r\nremote said 550 5.2.2 mailbox full\r\n", KindBounce, "5.2.2"},
+		{"auto-submitted no is not an auto-reply", "From: a@example.org\r\nAuto-Submitted: no\r\n\r\nhi\r\n", KindUnknown, ""},
+		{"DSN wins over an auto-reply header", "Auto-Submitted: auto-replied\r\nContent-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n--b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n\r\nFinal-Recipient: rfc822; x@y.example\r\nAction: failed\r\nStatus: 5.7.1\r\n\r\n--b--\r\n", KindDSN, ""},
+	}
+	for _, c := range cases {
+		r, err := Parse([]byte(c.msg))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if r.Kind != c.kind || r.Status != c.status {
+			t.Errorf("%s: kind %v status %q, want %v %q", c.name, r.Kind, r.Status, c.kind, c.status)
+		}
+	}
+}
+
+func TestParseDSNWithoutRecipientBlocksIsEmpty(t *testing.T) {
+	msg := "Content-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n--b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n\r\n--b--\r\n"
+	r, _ := Parse([]byte(msg))
+	if r.Kind != KindDSN || len(r.Recipients) != 0 {
+		t.Fatalf("got %+v, want a DSN naming no recipient", r)
+	}
+}
+
+func TestParseManyRecipientsIsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("Content-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n--b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n")
+	for b.Len() < 1<<20 {
+		b.WriteString("\r\nFinal-Recipient: rfc822; x@y.example\r\nAction: failed\r\nStatus: 5.1.1\r\n")
+	}
+	b.WriteString("\r\n--b--\r\n")
+	r, _ := Parse([]byte(b.String()))
+	if r.Kind != KindDSN || len(r.Recipients) == 0 || len(r.Recipients) > maxRecipients {
+		t.Fatalf("%d recipients from a 1 MiB report, want 1..%d", len(r.Recipients), maxRecipients)
+	}
+}
+
+// FuzzParse feeds Parse arbitrary bytes: it never panics, never answers a
+// malformed status, and allocates at most a bounded multiple of its input.
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "returnpath", "*.eml"))
+	for _, p := range files {
+		b, _ := os.ReadFile(p)
+		f.Add(b)
+	}
+	f.Add([]byte("Content-Type: multipart/report; boundary=x\r\n\r\n--x\r\nContent-Type: multipart/mixed; boundary=x\r\n\r\n--x\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		r, err := Parse(b)
+		runtime.ReadMemStats(&after)
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(64*len(b))+8<<20 {
+			t.Fatalf("Parse of %d bytes allocated %d", len(b), alloc)
+		}
+		if err != nil {
+			return
+		}
+		if r.Status != "" && validStatus(r.Status) == "" {
+			t.Fatalf("bounce status %q is not a status code", r.Status)
+		}
+		for _, rc := range r.Recipients {
+			if rc.Status != "" && validStatus(rc.Status) == "" {
+				t.Fatalf("recipient status %q is not a status code", rc.Status)
+			}
+		}
+		if len(r.Recipients) > maxRecipients {
+			t.Fatalf("%d recipients", len(r.Recipients))
+		}
+	})
+}

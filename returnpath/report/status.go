@@ -1,0 +1,98 @@
+package report
+
+import (
+	"bufio"
+	"io"
+	"strings"
+
+	"github.com/emersion/go-message"
+)
+
+// validStatus returns s if it is an RFC 3463 status code: class 2, 4 or
+// 5, subject and detail of 1 to 3 digits.
+func validStatus(s string) string {
+	if len(s) < 5 || len(s) > 9 || (s[0] != '2' && s[0] != '4' && s[0] != '5') || s[1] != '.' {
+		return ""
+	}
+	parts := strings.Split(s[2:], ".")
+	if len(parts) != 2 {
+		return ""
+	}
+	for _, p := range parts {
+		if len(p) == 0 || len(p) > 3 || strings.Trim(p, "0123456789") != "" {
+			return ""
+		}
+	}
+	return s
+}
+
+// findStatus is the first status code standing as a word in line.
+func findStatus(line string) string {
+	for i := 0; i+5 <= len(line); i++ {
+		c := line[i]
+		if (c != '2' && c != '4' && c != '5') || line[i+1] != '.' || (i > 0 && isWordByte(line[i-1])) {
+			continue
+		}
+		j := i + 2
+		for j < len(line) && (isDigit(line[j]) || line[j] == '.') {
+			j++
+		}
+		if j < len(line) && isWordByte(line[j]) {
+			continue
+		}
+		if s := validStatus(strings.TrimSuffix(line[i:j], ".")); s != "" && s[0] != '2' {
+			return s
+		}
+	}
+	return ""
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isWordByte(c byte) bool {
+	return isDigit(c) || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '_'
+}
+
+// bounceSubjects are the subjects the common MTAs give their text bounces
+// (Postfix, Exim, qmail/Yahoo, Sendmail, Exchange).
+var bounceSubjects = []string{"undeliver", "delivery status notification", "mail delivery failed",
+	"failure notice", "returned mail", "delivery failure", "delivery has failed", "mail system error"}
+
+// looksBounce says whether a message without a delivery-status part
+// still presents itself as a bounce: from the mailer daemon or postmaster,
+// or with a bounce's subject.
+func looksBounce(h message.Header) bool {
+	from := strings.ToLower(h.Get("From"))
+	if strings.Contains(from, "mailer-daemon@") || strings.Contains(from, "postmaster@") {
+		return true
+	}
+	subj := strings.ToLower(h.Get("Subject"))
+	for _, s := range bounceSubjects {
+		if strings.Contains(subj, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// autoReply says whether the header is an automatic response's: RFC 3834
+// section 5's Auto-Submitted: auto-replied, or the vacation programs'
+// older marks.
+func autoReply(h message.Header) bool {
+	if strings.EqualFold(firstWord(h.Get("Auto-Submitted")), "auto-replied") {
+		return true
+	}
+	if h.Has("X-Autoreply") || h.Has("X-Autorespond") || h.Has("X-Vacation") {
+		return true
+	}
+	if strings.EqualFold(strings.TrimSpace(h.Get("Precedence")), "auto_reply") {
+		return true
+	}
+	// Exchange and Outlook mark their out-of-office answers auto-generated
+	// (RFC 3834 section 5's other value) and name them in the subject.
+	subj := strings.ToLower(strings.TrimSpace(h.Get("Subject")))
+	return strings.EqualFold(firstWord(h.Get("Auto-Submitted")), "auto-generated") &&
+		(strings.HasPrefix(subj, "automatic reply:") || strings.HasPrefix(subj, "out of office"))
+}
+
+func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReaderSize(r, 4096) }

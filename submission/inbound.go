@@ -1,0 +1,98 @@
+package submission
+
+import (
+	"bytes"
+	"errors"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/relayq/relayq/queue"
+)
+
+// Inbound turns a Server into the MX of one domain (the bounce domain of
+// package returnpath) rather than a submission server: the same
+// listeners, limits and timeouts, but anyone may send (it is the last
+// hop, RFC 5321 section 3.6.2, not a relay), no AUTH is offered, every
+// RCPT is Inbound's to decide, and an accepted message goes to Deliver,
+// not the queue.
+type Inbound interface {
+	// Recipient decides one RCPT: nil accepts, an *smtp.SMTPError is the
+	// reply.
+	Recipient(to string) error
+	// Deliver takes one message, at most MaxMessageBytes, as received
+	// (dots unstuffed, CRLF lines). It returns only after what it keeps
+	// is durable: the 250 follows. An *smtp.SMTPError is the reply; any
+	// other error is a 451.
+	Deliver(from string, to []string, body []byte) error
+}
+
+var errInboundUnavailable = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Report not recorded, try again later"}
+
+// inboundMail is Mail for an Inbound server: any sender, <> included,
+// within the size limit.
+func (s *session) inboundMail(from string, opts *smtp.MailOptions) error {
+	if s.from != nil {
+		return s.reject(RejectSequence, errNestedMail, "from", from)
+	}
+	if from != "" && !validAddress(from) {
+		return s.reject(RejectSyntax, errBadSender, "from", from)
+	}
+	if opts != nil && opts.Size > s.srv.opts.MaxMessageBytes {
+		return s.reject(RejectSize, ErrTooBig, "declared_size", opts.Size)
+	}
+	f := from
+	s.from = &f
+	s.rcpts = s.rcpts[:0]
+	return nil
+}
+
+// inboundRcpt is Rcpt for an Inbound server.
+func (s *session) inboundRcpt(to string) error {
+	if s.from == nil {
+		return &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "Bad sequence of commands"}
+	}
+	if !validAddress(to) {
+		return s.reject(RejectSyntax, errBadRecipient, "to", to)
+	}
+	if len(s.rcpts) >= s.srv.opts.MaxRecipients {
+		return s.reject(RejectRecipients, errTooManyRecipients, "to", to)
+	}
+	if err := s.srv.opts.Inbound.Recipient(to); err != nil {
+		var se *smtp.SMTPError
+		if errors.As(err, &se) {
+			return s.reject(RejectRelay, se, "to", to)
+		}
+		return s.reject(RejectStorage, errInboundUnavailable, "to", to, "err", err)
+	}
+	if len(s.rcpts) == 0 {
+		if lc := underlying(s.conn.Conn()); lc != nil {
+			lc.setInTransaction(true)
+		}
+	}
+	s.rcpts = append(s.rcpts, queue.Recipient{Address: to})
+	return nil
+}
+
+// inboundData reads the body into memory (bounded by MaxMessageBytes) and
+// hands it to Inbound.Deliver.
+func (s *session) inboundData(read func(w *bytes.Buffer) error) error {
+	var buf bytes.Buffer
+	if err := read(&buf); err != nil {
+		return err
+	}
+	to := make([]string, len(s.rcpts))
+	for i, r := range s.rcpts {
+		to[i] = r.Address
+	}
+	if err := s.srv.opts.Inbound.Deliver(*s.from, to, buf.Bytes()); err != nil {
+		var se *smtp.SMTPError
+		if errors.As(err, &se) {
+			return se
+		}
+		s.log.Error("inbound report not recorded", "err", err)
+		return s.reject(RejectStorage, errInboundUnavailable)
+	}
+	_ = s.conn.Conn().SetReadDeadline(time.Time{})
+	return &smtp.SMTPError{Code: 250, EnhancedCode: smtp.EnhancedCode{2, 0, 0}, Message: "Ok: report accepted"}
+}
