@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/emersion/go-smtp"
 )
@@ -85,13 +87,27 @@ func parseThen(s string) (Then, error) {
 }
 
 // cutAfter splits a trailing "after DURATION" off s.
+// It cuts at field boundaries in s itself: lower-casing first would shift
+// byte offsets wherever case mapping changes a character's length.
 func cutAfter(s string) (rest, dur string, ok bool) {
-	fields := strings.Fields(s)
-	if n := len(fields); n >= 2 && strings.EqualFold(fields[n-2], "after") {
-		i := strings.LastIndex(strings.ToLower(s), "after")
-		return strings.TrimSpace(s[:i]), fields[n-1], true
+	head, last := cutLastField(s)
+	head, word := cutLastField(head)
+	if last == "" || !strings.EqualFold(word, "after") {
+		return s, "", false
 	}
-	return s, "", false
+	return strings.TrimSpace(head), last, true
+}
+
+// cutLastField splits s into what precedes its last field (trimmed) and
+// that field.
+func cutLastField(s string) (head, last string) {
+	s = strings.TrimRightFunc(s, unicode.IsSpace)
+	i := strings.LastIndexFunc(s, unicode.IsSpace)
+	if i < 0 {
+		return "", s
+	}
+	_, size := utf8.DecodeRuneInString(s[i:])
+	return strings.TrimRightFunc(s[:i], unicode.IsSpace), s[i+size:]
 }
 
 // splitThen cuts a reply text at the word "then" followed by bounce or
