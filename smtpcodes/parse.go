@@ -13,7 +13,7 @@ import (
 //
 // The reply code is checked strictly (RFC 5321 §4.2.1: first digit 2-5,
 // second 0-5, three digits); the text is not, it is made one clean line. An
-// RFC 3463 enhanced code at the start of the first line is taken (and
+// RFC 3463 enhanced code at the start of the first line with text is taken (and
 // stripped from later lines that repeat it, RFC 2034 §4); without one it is
 // derived as X.0.0. Class follows the code, 3xx counting as success because
 // without a stage there is no telling where it was unexpected.
@@ -65,11 +65,17 @@ func ParseReply(s string) (Reply, error) {
 		c = Permanent
 	}
 	enh, sent := enhanced{}, ""
-	if token, rest, ok := enhancedPrefix(texts[0]); ok {
+	// The code is looked for on the first line with text: "421-\n421 4.7.0
+	// busy" reads as its quote "421 4.7.0 busy" does.
+	first := 0
+	for first < len(texts)-1 && texts[first] == "" {
+		first++
+	}
+	if token, rest, ok := enhancedPrefix(texts[first]); ok {
 		enh, _ = parseEnhanced(token)
 		sent = token
-		texts[0] = rest
-		for i := 1; i < len(texts); i++ {
+		texts[first] = rest
+		for i := first + 1; i < len(texts); i++ {
 			if t, r, ok := enhancedPrefix(texts[i]); ok && t == token {
 				texts[i] = r
 			}

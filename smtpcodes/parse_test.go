@@ -121,6 +121,8 @@ func FuzzParseReply(f *testing.F) {
 	for _, s := range []string{
 		"451 4.7.1 Greylisted", "250-a\r\n250 b", "250", "550 5.1.1 x\r\n", "421-4.7.0 a\n421 4.7.0 b",
 		"451 5.7.1 x", "250-\r\n250 ", "451 \x00\r\x7f", "550 4.1234.1 x", "550 \xff\xfe",
+		"421-\n421 2.0.0", // the code on a line after an empty one
+
 	} {
 		f.Add(s)
 	}
