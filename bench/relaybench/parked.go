@@ -47,20 +47,15 @@ const parkedSettle = 5 * time.Second
 // suspension ends several times in the window and each time a probe fails
 // and suspends it again: the suspension cycle whose cost is measured.
 func runParked(ctx context.Context, o *options) (*parkedResult, error) {
-	fill, err := runFlow(ctx, o, flowSpec{Name: "p-fill", Mode: acceptOnly, Sessions: 20, Count: o.deferred,
+	fill, err := fillDeferred(ctx, o, "p", flowSpec{Name: "p-fill", Mode: acceptOnly, Sessions: 20, Count: o.deferred,
 		Size: 1024, InitialDelay: "10s", MaxDelay: "20s", KeepRelay: true})
-	if err != nil {
+	if fill == nil {
 		return nil, err
 	}
+	defer o.removeRun(fill)
 	out := &parkedResult{Fill: fill}
-	defer func() {
-		if !o.keep {
-			os.RemoveAll(fill.dir)
-		}
-	}()
-	if fill.OK < o.deferred {
-		fill.relay.Stop(30 * time.Second)
-		return out, fmt.Errorf("p: only %d of %d messages accepted (first error: %v)", fill.OK, o.deferred, fill.FirstErr)
+	if err != nil {
+		return out, err
 	}
 	fmt.Fprintf(os.Stderr, "[p] %d messages parked; watching for %v\n", fill.OK, o.idle)
 	cpu, written, err := watch(ctx, fill.relay, parkedSettle, o.idle)

@@ -41,19 +41,14 @@ func runRestart(ctx context.Context, o *options) (*restartResult, error) {
 	if o.held {
 		spec.HTTP, spec.SendAt = true, time.Hour
 	}
-	fill, err := runFlow(ctx, o, spec)
-	if err != nil {
+	fill, err := fillDeferred(ctx, o, "d", spec)
+	if fill == nil {
 		return nil, err
 	}
+	defer o.removeRun(fill)
 	out := &restartResult{Fill: fill}
-	defer func() {
-		if !o.keep {
-			os.RemoveAll(fill.dir)
-		}
-	}()
-	if fill.OK < o.deferred {
-		fill.relay.Stop(30 * time.Second)
-		return out, fmt.Errorf("d: only %d of %d messages accepted (first error: %v)", fill.OK, o.deferred, fill.FirstErr)
+	if err != nil {
+		return out, err
 	}
 	fmt.Fprintf(os.Stderr, "[d] %d messages wait; watching for %v\n", fill.OK, o.idle)
 	if out.Waiting, err = watchWait(ctx, fill.relay.Pid(), fill.relay.exited, fill.cfg.AdminListen, o.idle); err != nil {
@@ -162,5 +157,28 @@ func (r *restartResult) checks(add func(ok bool, format string, args ...any)) {
 	}
 	if r.Startup > 0 {
 		add(r.FirstAccept < 2*time.Second, "d: restart to the first 250 %v (target < 2 s)", r.FirstAccept.Round(time.Millisecond))
+	}
+}
+
+// fillDeferred runs spec, which fills a relay with o.deferred messages
+// that stay queued, and fails when fewer were accepted (stopping the
+// relay then). A nil result means the flow did not run; otherwise the
+// caller removes its files with o.removeRun.
+func fillDeferred(ctx context.Context, o *options, scenario string, spec flowSpec) (*flowResult, error) {
+	fill, err := runFlow(ctx, o, spec)
+	if err != nil {
+		return nil, err
+	}
+	if fill.OK < o.deferred {
+		fill.relay.Stop(30 * time.Second)
+		return fill, fmt.Errorf("%s: only %d of %d messages accepted (first error: %v)", scenario, fill.OK, o.deferred, fill.FirstErr)
+	}
+	return fill, nil
+}
+
+// removeRun removes a kept flow's files unless --keep asked for them.
+func (o *options) removeRun(fill *flowResult) {
+	if !o.keep {
+		os.RemoveAll(fill.dir)
 	}
 }
