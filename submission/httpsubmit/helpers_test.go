@@ -143,15 +143,26 @@ type response struct {
 	err    apiError
 }
 
-func (e *testEnv) post(t *testing.T, query, ctype, auth string, body []byte) response {
+// answer is a reply as it came, body unread by anything.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// send posts body to the API with query appended, and headers given as
+// name, value pairs (an empty value is not sent).
+func (e *testEnv) send(t *testing.T, query, ctype string, body io.Reader, headers ...string) answer {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, e.url+query, bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, e.url+query, body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", ctype)
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] != "" {
+			req.Header.Set(headers[i], headers[i+1])
+		}
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
@@ -162,14 +173,21 @@ func (e *testEnv) post(t *testing.T, query, ctype, auth string, body []byte) res
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := response{status: resp.StatusCode, header: resp.Header}
-	if resp.StatusCode == http.StatusAccepted {
-		err = json.Unmarshal(b, &r.ok)
-	} else if resp.Header.Get("Content-Type") == "application/json" {
-		err = json.Unmarshal(b, &r.err)
+	return answer{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func (e *testEnv) post(t *testing.T, query, ctype, auth string, body []byte) response {
+	t.Helper()
+	a := e.send(t, query, ctype, bytes.NewReader(body), "Authorization", auth)
+	r := response{status: a.status, header: a.header}
+	var err error
+	if a.status == http.StatusAccepted {
+		err = json.Unmarshal(a.body, &r.ok)
+	} else if a.header.Get("Content-Type") == "application/json" {
+		err = json.Unmarshal(a.body, &r.err)
 	}
 	if err != nil {
-		t.Fatalf("status %d, body %q: %v", resp.StatusCode, b, err)
+		t.Fatalf("status %d, body %q: %v", a.status, a.body, err)
 	}
 	return r
 }

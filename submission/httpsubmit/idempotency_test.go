@@ -16,34 +16,11 @@ import (
 )
 
 // answer is one raw API answer.
-type answer struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
 // postKey posts body with an Idempotency-Key (none if key is "") and
 // an optional query.
 func (e *testEnv) postKey(t *testing.T, key, ctype string, body io.Reader, query ...string) answer {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, e.url+strings.Join(query, ""), body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", ctype)
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return answer{status: resp.StatusCode, header: resp.Header, body: b}
+	return e.send(t, strings.Join(query, ""), ctype, body, "Idempotency-Key", key)
 }
 
 const receiptJSON = `{"from":"app@example.org","to":["b@example.net"],"subject":"receipt","text":"paid"}`
