@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,26 +19,10 @@ import (
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/testfs"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"
 )
-
-// tmpfs mounts a small tmpfs for a queue file, so "disk full" is the real
-// ENOSPC of a real file system. Mounting needs root (CI runs as root); the
-// test is skipped otherwise.
-func tmpfs(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs for a full disk (needs root): %v %s", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
 
 // disk fills the file system under dir and frees it again.
 type disk struct {
@@ -191,7 +174,7 @@ type diskRig struct {
 
 func newDiskRig(t *testing.T, size string, courier func(d *disk) Courier, addr string, mod func(*Options)) *diskRig {
 	t.Helper()
-	dir := tmpfs(t, size)
+	dir := testfs.Tmpfs(t, size)
 	r := &diskRig{t: t, clk: clock.NewFake(t0), disk: &disk{t: t, filler: filepath.Join(dir, "filler")}, logs: newLogCounter()}
 	r.obs = &storageObserver{chanObserver: chanObserver{make(chan string, 100000)}}
 	st, err := queue.Open(filepath.Join(dir, "queue.db"), queue.Options{Clock: r.clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

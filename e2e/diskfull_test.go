@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/testfs"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -28,7 +29,7 @@ func TestDiskFullSuspendedDestinationNoHotLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped with -short")
 	}
-	dir := smallDisk(t, "16m")
+	dir := testfs.Tmpfs(t, "16m")
 	down := smtptest.DownAddr(t)
 	r := newRelay(t, down, "retry:\n  initial_delay: 1s\n  max_delay: 2s\n  jitter: 0s\n", "")
 	cfg, err := os.ReadFile(r.cfgPath)

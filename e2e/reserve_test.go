@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/testfs"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -27,7 +26,7 @@ func TestDiskReserveKeepsQueuedMailMoving(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped with -short")
 	}
-	dir := smallDisk(t, "25m")
+	dir := testfs.Tmpfs(t, "25m")
 	mx := smtptest.NewServer(t, smtptest.DiscardEvents(), smtptest.Greylist(10*time.Second))
 	r := newRelay(t, mx.Addr(), "retry:\n  initial_delay: 1s\n  max_delay: 2s\n  jitter: 0s\n", "")
 	adminAddr := smtptest.ClosedAddr(t)
@@ -92,22 +91,6 @@ func TestDiskReserveKeepsQueuedMailMoving(t *testing.T) {
 	if code := readyz(t, adminAddr); code != http.StatusOK {
 		t.Errorf("/readyz after the mail left: %d, want 200", code)
 	}
-}
-
-// smallDisk mounts a tmpfs of size for a queue file, so "disk full" is the
-// real ENOSPC of a real file system; it skips the test without root.
-func smallDisk(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs for a full disk (needs root): %v %s", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
 }
 
 // rewriteConfig replaces, in r's config file, each key of repl with its value.

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/testfs"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -24,15 +24,7 @@ import (
 // again. It needs root for mount and is skipped otherwise;
 // TestStorageFailureGives451 covers the reply without root.
 func TestDiskFullGives451(t *testing.T) {
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root): %v %s", err, out)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
+	dir := testfs.Tmpfs(t, "2m")
 	st, err := queue.Open(filepath.Join(dir, "queue.db"), queue.Options{})
 	if err != nil {
 		t.Fatal(err)
