@@ -3,17 +3,15 @@ package dsn
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+	"github.com/relayq/relayq/internal/goldenfile"
+)
 
 var (
 	zone    = time.FixedZone("CET", 3600)
@@ -71,20 +69,7 @@ func write(t *testing.T, r Report, original string) []byte {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./dsn -run Golden -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (rerun with -update if the change is intended)\n--- got:\n%s", path, got)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name+".golden"), got)
 }
 
 func TestGoldenFailedHeadersOnly(t *testing.T) {

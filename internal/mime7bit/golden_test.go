@@ -2,13 +2,13 @@ package mime7bit
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+	"github.com/relayq/relayq/internal/goldenfile"
+)
 
 // The converted form of testdata/*.eml, byte for byte: what a server
 // without 8BITMIME receives (quoted-printable text with soft breaks, base64
@@ -32,19 +32,7 @@ func TestGolden(t *testing.T) {
 			if err := p.Convert(&out, bytes.NewReader(src)); err != nil {
 				t.Fatal(err)
 			}
-			golden := in[:len(in)-len(".eml")] + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(out.Bytes(), want) {
-				t.Errorf("converted %s differs from %s:\n%s", in, golden, out.Bytes())
-			}
+			goldenfile.Check(t, strings.TrimSuffix(in, ".eml")+".golden", out.Bytes())
 		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/relayq/relayq/internal/goldenfile"
 )
 
 // The re-encoded form of testdata/longlines/*.eml, byte for byte: parts
@@ -38,19 +40,7 @@ func TestGoldenLongLines(t *testing.T) {
 					t.Errorf("line %d still has %d octets", i+1, len(line))
 				}
 			}
-			golden := strings.TrimSuffix(in, ".eml") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(out.Bytes(), want) {
-				t.Errorf("converted %s differs from %s:\n%s", in, golden, out.Bytes())
-			}
+			goldenfile.Check(t, strings.TrimSuffix(in, ".eml")+".golden", out.Bytes())
 		})
 	}
 }

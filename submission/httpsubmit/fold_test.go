@@ -1,16 +1,14 @@
 package httpsubmit
 
 import (
-	"flag"
 	"mime"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+	"github.com/relayq/relayq/internal/goldenfile"
+)
 
 // A long non-ASCII subject from JSON is folded between its encoded words:
 // no line over 76 characters (RFC 2047 section 2), where go-message wrote
@@ -48,19 +46,7 @@ func TestJSONSubjectFolded(t *testing.T) {
 	if got, err := new(mime.WordDecoder).DecodeHeader(unfolded); err != nil || got != subject {
 		t.Errorf("decodes to %q (%v)", got, err)
 	}
-	const golden = "testdata/subject.golden"
-	if *update {
-		if err := os.WriteFile(golden, []byte(field), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if field != string(want) {
-		t.Errorf("Subject field differs from %s:\n%s", golden, field)
-	}
+	goldenfile.Check(t, "testdata/subject.golden", []byte(field))
 }
 
 // Every line of an encoded field fits in 76 characters, for short and
