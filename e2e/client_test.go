@@ -8,7 +8,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
+
+	"github.com/relayq/relayq/smtptest"
 )
 
 // outcome is what a submitting client knows about one message.
@@ -177,4 +180,21 @@ func bareNewline(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// waitMessage waits up to timeout for a message at mx that match accepts
+// and returns its bytes.
+func waitMessage(t *testing.T, mx *smtptest.Server, timeout time.Duration, match func(smtptest.Message) bool) []byte {
+	t.Helper()
+	var data []byte
+	mx.WaitFor(t, timeout, func() bool {
+		for _, m := range mx.Messages() {
+			if match(m) {
+				data = m.Data
+				return true
+			}
+		}
+		return false
+	})
+	return data
 }

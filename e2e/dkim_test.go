@@ -93,16 +93,7 @@ func TestDKIMSigningRotationAndBounces(t *testing.T) {
 		t.Fatalf("submission: %s %q %v", o, line, err)
 	}
 	c.close()
-	var bounce []byte
-	mx.WaitFor(t, 10*time.Second, func() bool {
-		for _, m := range mx.Messages() {
-			if m.From == "" {
-				bounce = m.Data
-				return true
-			}
-		}
-		return false
-	})
+	bounce := waitMessage(t, mx, 10*time.Second, func(m smtptest.Message) bool { return m.From == "" })
 	if sigs := dkimtest.Verify(t, bounce, recs); !slices.Equal(sigs, []string{"d=relay.test s=b1"}) {
 		t.Fatalf("bounce signatures %q, want relay.test's b1", sigs)
 	}
@@ -125,17 +116,7 @@ func TestDKIMSigningRotationAndBounces(t *testing.T) {
 // waitToken waits for the message carrying tok at mx and returns its bytes.
 func waitToken(t *testing.T, mx *smtptest.Server, tok string) []byte {
 	t.Helper()
-	var data []byte
-	mx.WaitFor(t, 10*time.Second, func() bool {
-		for _, m := range mx.Messages() {
-			if m.From != "" && tokenOf(m.Data) == tok {
-				data = m.Data
-				return true
-			}
-		}
-		return false
-	})
-	return data
+	return waitMessage(t, mx, 10*time.Second, func(m smtptest.Message) bool { return m.From != "" && tokenOf(m.Data) == tok })
 }
 
 // A message is signed once, at acceptance: queued while its next hop is

@@ -56,16 +56,7 @@ func TestLongLineThroughPostfixKeepsDKIM(t *testing.T) {
 	if o, line, err := c.send("app@example.org", "bob@example.net", msg, nil); o != accepted {
 		t.Fatalf("message with a 1500-octet line not accepted: %v %s %v", o, line, err)
 	}
-	var got []byte
-	sink.WaitFor(t, 60*time.Second, func() bool {
-		for _, m := range sink.Messages() {
-			if m.From == "app@example.org" {
-				got = m.Data
-				return true
-			}
-		}
-		return false
-	})
+	got := waitMessage(t, sink, 60*time.Second, func(m smtptest.Message) bool { return m.From == "app@example.org" })
 	longest := 0
 	for _, l := range strings.Split(string(got), "\r\n") {
 		longest = max(longest, len(l))

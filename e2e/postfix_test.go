@@ -291,16 +291,7 @@ func TestInteropPostfixWithout8BitMIME(t *testing.T) {
 	if o, line, err := c.send("app@example.org", "bob@example.net", postfix8BitBody, nil); o != accepted {
 		t.Fatalf("8-bit message not accepted: %v %s %v", o, line, err)
 	}
-	var got []byte
-	sink.WaitFor(t, 60*time.Second, func() bool {
-		for _, m := range sink.Messages() {
-			if m.From == "app@example.org" {
-				got = m.Data
-				return true
-			}
-		}
-		return false
-	})
+	got := waitMessage(t, sink, 60*time.Second, func(m smtptest.Message) bool { return m.From == "app@example.org" })
 	for i, b := range got {
 		if b >= 0x80 {
 			t.Fatalf("8-bit byte at %d reached Postfix without 8BITMIME:\n%s", i, got)
@@ -328,16 +319,7 @@ func TestInteropPostfixWithout8BitMIME(t *testing.T) {
 	if code, line, err := c.cmd(utf8Body + "."); err != nil || code != 250 {
 		t.Fatalf("UTF-8 message not accepted: %d %s %v", code, line, err)
 	}
-	var dsn []byte
-	sink.WaitFor(t, 60*time.Second, func() bool {
-		for _, m := range sink.Messages() {
-			if m.From == "" && len(m.To) == 1 && m.To[0] == "joerg@example.org" {
-				dsn = m.Data
-				return true
-			}
-		}
-		return false
-	})
+	dsn := waitMessage(t, sink, 60*time.Second, func(m smtptest.Message) bool { return m.From == "" && len(m.To) == 1 && m.To[0] == "joerg@example.org" })
 	if !strings.Contains(string(dsn), "5.6.7") {
 		t.Errorf("report does not say 5.6.7:\n%s", dsn)
 	}
