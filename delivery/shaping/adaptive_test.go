@@ -164,3 +164,21 @@ func TestAdaptiveOff(t *testing.T) {
 		t.Errorf("learned rates: %+v", ps)
 	}
 }
+
+// A reply that ended the connection before a mail transaction began is
+// never a throttle signal, neither a bare 421 nor one a slow rule
+// matches: the slow rule acts as where adaptation is off.
+func TestOpeningReplyIsNoSignal(t *testing.T) {
+	f, tg := adaptiveFixture(t, func(c *Config) {
+		c.Rules = []Rule{{Match: "too busy", Action: ActionSlow, Duration: time.Minute, Scope: ScopeDomain}}
+	})
+	if v, ok := f.s.ReactOpening(tg, reply(t, "421 4.3.2 Service not available")); ok {
+		t.Errorf("ReactOpening(421) = %+v, want no verdict", v)
+	}
+	if v, ok := f.s.ReactOpening(tg, reply(t, "421 4.3.2 Too busy")); !ok || v.Action != ActionThrottle {
+		t.Errorf("ReactOpening(slow rule) = %+v, %v; want a throttle", v, ok)
+	}
+	if ps := f.s.Paces(); len(ps) != 0 {
+		t.Errorf("learned rates after replies at the greeting: %+v", ps)
+	}
+}
