@@ -118,3 +118,29 @@ func TestRefusedConnectionIsNoThrottleSignal(t *testing.T) {
 		t.Errorf("a refused connection was taken for a throttle signal: %+v", ps)
 	}
 }
+
+// The same storm at MAIL is a throttle signal each time (hold apart),
+// before anything was delivered: the first decrease starts from 10/s,
+// not the floor, and once the storm is over the rate doubles per step
+// back to it, so the 100 go within a minute.
+func TestAdaptivePacingComesBackAfterASignalStorm(t *testing.T) {
+	const n, storm, bound = 100, 8 * time.Second, time.Minute
+	busy := smtptest.Rule{Stage: smtptest.StageMail, Code: 421, Enhanced: [3]int{4, 3, 2}, Text: "Too busy"}
+	p := newPacedRunWith(t, true, smtptest.WithRules(busy))
+	p.r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@example.net", i) })
+	end := t0.Add(storm)
+	slowest, _ := p.until(end, t0)
+	if err := p.srv.SetScript(smtptest.Script{}); err != nil {
+		t.Fatal(err)
+	}
+	last := p.untilDelivered(n, end.Add(bound))
+	w := p.seen(end, end.Add(20*time.Second))
+	took := "never"
+	if !last.IsZero() {
+		took = last.Sub(end).String()
+	}
+	t.Logf("421 at MAIL for %v: slowest learned rate %s; %d of %d delivered within 20s after it ended, all after %s", storm, shaping.RateText(slowest), w.delivered, n, took)
+	if last.IsZero() {
+		t.Errorf("not all %d delivered within %v after the storm", n, bound)
+	}
+}
