@@ -208,3 +208,29 @@ func TestLearnedRateThroughAnOutage(t *testing.T) {
 		t.Error("b kept a learned rate Redis no longer has")
 	}
 }
+
+// A decrease made while nothing was delivered keeps the rate to come
+// back to quickly (Peak) in Redis's record, so every node doubles its
+// way back to it alike.
+func TestQuickWayBackIsShared(t *testing.T) {
+	r := startRedis(t)
+	a, _ := newNode(t, r, "a", nil)
+	b, _ := newNode(t, r, "b", nil)
+	clk := clock.NewFake(start)
+	sa, sb := adaptiveOn(t, a, clk), adaptiveOn(t, b, clk)
+	target := sa.Resolve("example.net", []string{"mx.example.net"})
+	sa.React(target, parseReply(t, "421 4.3.2 Too busy")) // nothing delivered: from 10/s
+	key := target.Primary().String()
+	p, _ := a.Pace(key)
+	if !poll(time.Second, func() bool { q, ok := b.Pace(key); return ok && q.Same(p) }) {
+		t.Fatal("b never saw a's learned rate")
+	}
+	if q, _ := b.Pace(key); q.Peak != 100*time.Millisecond || q.From != 100*time.Millisecond {
+		t.Errorf("b's record: peak %v, from %v; want both 100ms (10/s)", q.Peak, q.From)
+	}
+	clk.Advance(10 * time.Second)
+	va, vb := sa.Paces(), sb.Paces()
+	if len(va) != 1 || len(vb) != 1 || va[0].Rate != 100*time.Millisecond || vb[0].Rate != va[0].Rate {
+		t.Errorf("one step after: a %+v, b %+v; want both back at 100ms (10/s)", va, vb)
+	}
+}

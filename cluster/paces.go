@@ -14,7 +14,8 @@ import (
 // Learned rates (adaptive pacing) in Redis: one record per scope for the
 // whole cluster, so that every node paces a scope at the same rate and a
 // signal on one lowers it for all. The record holds the interval as of
-// its last change and the time of that change; the steps up follow by
+// its last change and the time of that change (with the rate a quick way
+// back leads to, Peak, if any); the steps up follow by
 // arithmetic (shaping.Adaptive), so a record is written once per
 // decrease, pin or unpin, never per step.
 //

@@ -60,8 +60,14 @@ func (c countingShaper) Reuse(t shaping.Target, a shaping.Ask) shaping.Wait {
 
 func newPacedRun(t *testing.T, limit int, adaptive bool) *pacedRun {
 	t.Helper()
+	return newPacedRunWith(t, adaptive, smtptest.WithRateLimits(hiddenLimit(limit)))
+}
+
+// newPacedRunWith is newPacedRun with the next hop scripted by opts.
+func newPacedRunWith(t *testing.T, adaptive bool, opts ...smtptest.Option) *pacedRun {
+	t.Helper()
 	clk := clock.NewFake(t0)
-	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.DiscardBodies(), smtptest.WithRateLimits(hiddenLimit(limit)))
+	srv := smtptest.NewServer(t, append([]smtptest.Option{smtptest.WithClock(clk.Now), smtptest.DiscardBodies()}, opts...)...)
 	c := shaping.Config{Defaults: shaping.Limits{MaxConnections: 10}}
 	if adaptive {
 		c.Adaptive = shaping.DefaultAdaptive()
@@ -81,14 +87,7 @@ func newPacedRun(t *testing.T, limit int, adaptive bool) *pacedRun {
 func (p *pacedRun) step() {
 	t := p.r.t
 	for {
-		for p.done < p.started.Load() {
-			select {
-			case <-p.r.events:
-				p.done++
-			case <-time.After(10 * time.Second):
-				t.Fatalf("%d attempts under way did not report within 10s", p.started.Load()-p.done)
-			}
-		}
+		p.settle()
 		at, ok := p.r.clk.WaitTimer(p.r.clk.Now(), 10*time.Second)
 		if !ok {
 			t.Fatal("the scheduler set no timer")
@@ -96,6 +95,18 @@ func (p *pacedRun) step() {
 		if p.done == p.started.Load() {
 			p.r.clk.Set(at)
 			return
+		}
+	}
+}
+
+// settle waits until every attempt under way has reported.
+func (p *pacedRun) settle() {
+	for p.done < p.started.Load() {
+		select {
+		case <-p.r.events:
+			p.done++
+		case <-time.After(10 * time.Second):
+			p.r.t.Fatalf("%d attempts under way did not report within 10s", p.started.Load()-p.done)
 		}
 	}
 }

@@ -83,7 +83,10 @@
 //     at all, suspends the whole destination for its backoff; then a single
 //     probe goes first. A reply shaping takes as a throttle signal (an
 //     ActionSlow verdict: adaptive pacing) does not: the scope's learned
-//     rate holds its mail back instead.
+//     rate holds its mail back instead. A failure before a mail
+//     transaction began (refused connection, 421 at the greeting or EHLO)
+//     is never a throttle signal (Shaper.ReactOpening): it is about
+//     connections, and the destination's back-off handles it.
 //   - Mail for a suspended destination is parked (park.go): its schedule
 //     entries tagged and the destination's hold stored once, never its
 //     envelopes rewritten per suspension; scans step over it unread while

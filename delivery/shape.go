@@ -33,6 +33,11 @@ type Shaper interface {
 	// React applies the rules to a failure reply; a Permanent verdict
 	// fails the recipient now.
 	React(t shaping.Target, r smtpcodes.Reply) (shaping.Verdict, bool)
+	// ReactOpening is React for a failure before a mail transaction
+	// began (RcptResult.Opening): never a throttle signal, since the
+	// destination's back-off already paces a host that refuses
+	// connections.
+	ReactOpening(t shaping.Target, r smtpcodes.Reply) (shaping.Verdict, bool)
 	// Match says what React would, and applies nothing.
 	Match(t shaping.Target, r smtpcodes.Reply) (shaping.Verdict, bool)
 	// Delivered counts a message delivered to t: the rate a scope was
@@ -238,7 +243,11 @@ func (a *attempter) react(t shaping.Target, rcpts []queue.Recipient, results []s
 		}
 		v, ok := seen[key]
 		if !ok {
-			v, _ = a.shaper.React(t, *r)
+			if results[i].Opening != "" {
+				v, _ = a.shaper.ReactOpening(t, *r)
+			} else {
+				v, _ = a.shaper.React(t, *r)
+			}
 			seen[key] = v
 			slowed = slowed || v.Action == shaping.ActionSlow
 		}

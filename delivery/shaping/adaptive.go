@@ -70,6 +70,13 @@ type Pace struct {
 	// it is never forgotten.
 	Pinned bool
 	Signal Signal // the signal of the last decrease
+	// From is the interval the last decrease started from.
+	From time.Duration `json:",omitempty"`
+	// Peak, when not 0, is the interval to come back to quickly: the
+	// rate before a run of decreases that came while nothing was
+	// delivered (so they said nothing of the rate). Each step up doubles
+	// the rate until it is back there, then the steps are Increase again.
+	Peak time.Duration `json:",omitempty"`
 }
 
 // Signal is a throttle signal as an operator sees it.
@@ -112,6 +119,15 @@ const maxSteps = 100_000
 // paced near the floor climbs back in minutes, not hours.
 const minStep = 1.0 / 60
 
+// unmeasuredStart is the rate a scope's first decrease starts from when
+// nothing was delivered to measure and the scope has no ceiling: 10/s,
+// about what one or two connections deliver, so that the halved rate
+// still drains a backlog of a hundred in 20 s, and a hidden limit below
+// it is found in a few decreases, hold apart. The floor instead (1/min)
+// held a hundred messages for over an hour when the signal said nothing
+// of the rate.
+var unmeasuredStart = Rate{N: 10, Per: time.Second}
+
 // current is p's rate at now as an interval (0: risen beyond any
 // limit, unpaced), given the scope's ceiling interval (0: none), and the
 // time of the next step up (zero: none comes).
@@ -124,12 +140,19 @@ func (a Adaptive) current(p Pace, ceiling time.Duration, now time.Time) (time.Du
 		steps = int64(d / a.IncreaseAfter)
 	}
 	perSec := float64(time.Second) / float64(p.Interval)
-	top := math.Inf(1)
+	top, peak := math.Inf(1), 0.0
 	if ceiling > 0 {
 		top = float64(time.Second) / float64(ceiling)
 	}
+	if p.Peak > 0 {
+		peak = float64(time.Second) / float64(p.Peak)
+	}
 	for i := int64(0); i < steps; i++ {
-		perSec = max(perSec*(1+a.Increase), perSec+minStep)
+		if perSec < peak {
+			perSec = min(perSec*2, peak)
+		} else {
+			perSec = max(perSec*(1+a.Increase), perSec+minStep)
+		}
 		if perSec >= top {
 			return ceiling, time.Time{}
 		}
@@ -147,9 +170,9 @@ func perSecInterval(perSec float64) time.Duration {
 	return time.Duration(math.Ceil(float64(time.Second) / perSec))
 }
 
-// decreased is the interval after a signal, from the current one (or,
-// with none, the interval the scope was delivering at): Decrease times
-// the rate, never below the floor, never above the ceiling.
+// decreased is the interval after a signal, from the one it found
+// (found.go): Decrease times the rate, never below the floor, never
+// above the ceiling.
 func (a Adaptive) decreased(cur, ceiling time.Duration) time.Duration {
 	iv := time.Duration(math.Ceil(float64(cur) / a.Decrease))
 	if fl := a.Floor.Interval(); cur <= 0 || iv > fl {

@@ -99,19 +99,19 @@ func TestLearnedRateDecreasesOnceThenClimbs(t *testing.T) {
 // the learned interval.
 func TestLearnedRatePaces(t *testing.T) {
 	f, tg := adaptiveFixture(t, nil)
-	f.s.React(tg, reply(t, r421)) // nothing delivered: the floor, 1/min
-	if got := rateNow(t, f.s); got != time.Minute {
-		t.Fatalf("with nothing delivered the rate is %v per message, want the floor (1/min)", got)
+	f.s.React(tg, reply(t, r421)) // nothing delivered: half of 10/s
+	if got := rateNow(t, f.s); got != 200*time.Millisecond {
+		t.Fatalf("with nothing delivered the rate is %v per message, want 200ms (half of 10/s)", got)
 	}
-	if !strings.Contains(f.log.String(), `from="unpaced, nothing delivered" to=1/min`) {
+	if !strings.Contains(f.log.String(), `from="unpaced, nothing delivered, starting at 10/s" to=5/s`) {
 		t.Errorf("log:\n%s", f.log)
 	}
 	if got := admitN(f.s, tg, 10); got != 1 {
-		t.Errorf("admitted %d at once at 1/min, want 1", got)
+		t.Errorf("admitted %d at once at 5/s, want 1", got)
 	}
 	_, w := f.s.Admit(tg, Ask{})
-	if w.Reason != WaitRate || !w.Until.Equal(start.Add(time.Minute)) || w.Interval != time.Minute {
-		t.Errorf("Admit = %+v, want a rate wait until +1m with interval 1m", w)
+	if w.Reason != WaitRate || !w.Until.Equal(start.Add(200*time.Millisecond)) || w.Interval != 200*time.Millisecond {
+		t.Errorf("Admit = %+v, want a rate wait until +200ms with interval 200ms", w)
 	}
 	if l, w := f.s.Admit(tg, Ask{Force: true}); l == nil {
 		t.Errorf("an operator's retry waited: %+v", w)
@@ -163,4 +163,89 @@ func TestAdaptiveOff(t *testing.T) {
 	if ps := f.s.Paces(); len(ps) != 0 {
 		t.Errorf("learned rates: %+v", ps)
 	}
+}
+
+// A reply that ended the connection before a mail transaction began is
+// never a throttle signal, neither a bare 421 nor one a slow rule
+// matches: the slow rule acts as where adaptation is off.
+func TestOpeningReplyIsNoSignal(t *testing.T) {
+	f, tg := adaptiveFixture(t, func(c *Config) {
+		c.Rules = []Rule{{Match: "too busy", Action: ActionSlow, Duration: time.Minute, Scope: ScopeDomain}}
+	})
+	if v, ok := f.s.ReactOpening(tg, reply(t, "421 4.3.2 Service not available")); ok {
+		t.Errorf("ReactOpening(421) = %+v, want no verdict", v)
+	}
+	if v, ok := f.s.ReactOpening(tg, reply(t, "421 4.3.2 Too busy")); !ok || v.Action != ActionThrottle {
+		t.Errorf("ReactOpening(slow rule) = %+v, %v; want a throttle", v, ok)
+	}
+	if ps := f.s.Paces(); len(ps) != 0 {
+		t.Errorf("learned rates after replies at the greeting: %+v", ps)
+	}
+}
+
+// climb checks the learned rate after each step of increase_after from
+// now, in messages a second.
+func climb(t *testing.T, f *fixture, what string, want ...float64) {
+	t.Helper()
+	for i, w := range want {
+		f.clk.Advance(10 * time.Second)
+		if got := rateNow(t, f.s); got != perSecInterval(w) {
+			t.Errorf("%s, step %d: %v per message, want %v (%g/s)", what, i+1, got, perSecInterval(w), w)
+		}
+	}
+}
+
+// A first signal with nothing delivered to measure starts from the
+// scope's ceiling, and one step later the scope is back at it.
+func TestUnmeasuredSignalStartsFromTheCeiling(t *testing.T) {
+	f, tg := adaptiveFixture(t, func(c *Config) {
+		c.Domains = map[string]Limits{"example.net": {MaxMessageRate: Rate{N: 6, Per: time.Second}}}
+	})
+	f.s.React(tg, reply(t, r421))
+	if got := rateNow(t, f.s); got != perSecInterval(3) {
+		t.Fatalf("with nothing delivered and a ceiling of 6/s the rate is %v per message, want %v (3/s)", got, perSecInterval(3))
+	}
+	climb(t, f, "back to the ceiling", 6, 6)
+}
+
+// Signals while nothing is delivered say nothing of the rate: each still
+// halves it (the receiver refuses whatever comes), but once they stop
+// the rate doubles per step back to where they began, then climbs by
+// increase again.
+func TestRefusalsWithoutDeliveriesComeBackQuickly(t *testing.T) {
+	f, tg := adaptiveFixture(t, nil)
+	for i := range 4 {
+		if i > 0 {
+			f.clk.Advance(2 * time.Second) // hold
+		}
+		f.s.React(tg, reply(t, r421))
+	}
+	if got := rateNow(t, f.s); got != perSecInterval(0.625) {
+		t.Fatalf("after four signals 2s apart, nothing delivered: %v per message, want %v (10/s halved 4 times)", got, perSecInterval(0.625))
+	}
+	climb(t, f, "after the refusals", 1.25, 2.5, 5, 10, 11)
+
+	// The same from a measured rate: the first signal halves 4/s; the
+	// next one, nothing delivered since, halves again, and the way back
+	// leads to 4/s.
+	f2, tg2 := adaptiveFixture(t, nil)
+	for range 4 {
+		f2.s.Delivered(tg2)
+	}
+	f2.clk.Advance(time.Second)
+	f2.s.React(tg2, reply(t, r421))
+	f2.clk.Advance(2 * time.Second)
+	f2.s.React(tg2, reply(t, r421))
+	climb(t, f2, "after a measured rate", 2, 4, 4.4)
+}
+
+// A signal after deliveries since the last decrease is about the rate:
+// no quick way back, the rate climbs by increase only.
+func TestRefusalAfterDeliveriesClimbsGently(t *testing.T) {
+	f, tg := adaptiveFixture(t, nil)
+	f.s.React(tg, reply(t, r421)) // 5/s, back quickly to 10/s
+	f.clk.Advance(2 * time.Second)
+	f.s.Delivered(tg)
+	f.s.React(tg, reply(t, r421)) // 2.5/s, delivered since: gently
+	climb(t, f, "after a signal with deliveries", 2.75)
 }

@@ -40,6 +40,11 @@
 //     Observer call. With a Shared state (several nodes) this holds on each
 //     node, for those begun on other nodes too.
 //   - Adaptive pacing: a scope without a learned rate is not paced by it.
+//     A reply that ended the connection before a mail transaction began
+//     (ReactOpening) is never a throttle signal. A first decrease with
+//     nothing delivered to measure starts from the ceiling or 10/s, never
+//     from the floor; decreases while nothing was delivered keep the rate
+//     they began at (Pace.Peak), which the steps up double back to.
 //     A learned rate is changed only by a throttle signal (at most once per
 //     Hold), a pin or an unpin, each one compare-and-swap of its record in
 //     the PaceState; between changes it rises by arithmetic alone, never

@@ -26,8 +26,9 @@ type meter struct {
 }
 
 type slots struct {
-	sec [meterSlots]int64 // the Unix second each count is of
-	n   [meterSlots]int32
+	sec  [meterSlots]int64 // the Unix second each count is of
+	n    [meterSlots]int32
+	last time.Time // the latest delivery
 }
 
 // add counts one delivery to key at now.
@@ -48,6 +49,7 @@ func (m *meter) add(key string, now time.Time) {
 		s.sec[i], s.n[i] = sec, 0
 	}
 	s.n[i]++
+	s.last = maxTime(s.last, now)
 	if m.calls++; m.calls >= meterSweepEvery {
 		m.calls = 0
 		for k, s := range m.scopes {
@@ -64,6 +66,15 @@ func newest(s *slots) int64 {
 		top = max(top, t)
 	}
 	return top
+}
+
+// since reports whether key had a delivery at or after t, as far as the
+// meter remembers (a scope quiet for the whole window may be forgotten).
+func (m *meter) since(key string, t time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.scopes[key]
+	return s != nil && !s.last.Before(t)
 }
 
 // interval is the time between key's deliveries over the window at now:

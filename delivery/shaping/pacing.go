@@ -94,39 +94,26 @@ func (s *Shaper) signalled(p *Policy, t Target, r smtpcodes.Reply, v Verdict, ok
 // another node's change of the same record.
 const slowTries = 3
 
-// slow applies one throttle signal to b's scope: its rate (or, first,
-// the rate it was delivering at) times Decrease, unless it was pinned or
-// decreased less than Hold ago (one burst of replies counts once).
+// slow applies one throttle signal to b's scope: the rate it finds
+// (find) times Decrease, unless it was pinned or decreased less than
+// Hold ago (one burst of replies counts once).
 func (s *Shaper) slow(p *Policy, b Bound, r smtpcodes.Reply, now time.Time) {
 	a, key := p.adaptive, b.Key()
 	ceiling := b.Limits.MaxMessageRate.Interval()
 	for range slowTries {
 		old, had := s.pace.paces.Pace(key)
 		var prev *Pace
-		cur := time.Duration(0)
+		live := had && !forgotten(a, old, now)
 		if had {
 			prev = &old
-			if old.Pinned {
+			if old.Pinned || (live && now.Sub(old.Since) < a.Hold) {
 				return
 			}
-			if !forgotten(a, old, now) {
-				if now.Sub(old.Since) < a.Hold {
-					return
-				}
-				cur, _ = a.current(old, ceiling, now)
-			}
 		}
-		from := RateText(cur)
-		if cur == 0 {
-			cur = s.pace.meter.interval(key, now) / time.Duration(s.pace.nodes)
-			from = "unpaced, delivering at " + RateText(cur)
-			if cur == 0 {
-				from = "unpaced, nothing delivered"
-			}
-		}
-		np := Pace{Scope: b.Scope, Interval: a.decreased(cur, ceiling), Since: now, Signal: Signal{Reply: r.String(), At: now, Node: s.pace.node}}
+		f := s.find(old, live, key, ceiling, now, a)
+		np := Pace{Scope: b.Scope, Interval: a.decreased(f.from, ceiling), Since: now, Signal: Signal{Reply: r.String(), At: now, Node: s.pace.node}, From: f.from, Peak: f.peak}
 		if s.pace.paces.SwapPace(key, prev, np) {
-			s.log.Warn("shaping: scope slowed", "scope", key, "from", from, "to", RateText(np.Interval), "reply", np.Signal.Reply, "next_increase", now.Add(a.IncreaseAfter).UTC().Format(time.RFC3339))
+			s.log.Warn("shaping: scope slowed", "scope", key, "from", f.text, "to", RateText(np.Interval), "reply", np.Signal.Reply, "next_increase", now.Add(a.IncreaseAfter).UTC().Format(time.RFC3339))
 			if o, ok := s.obs.(PaceObserver); ok {
 				o.Slowed(np)
 			}

@@ -313,10 +313,25 @@ func (s *Shaper) Suspended(t Target) (Wait, bool) {
 // ActionSlow verdict; to a scope that does not adapt, a slow rule with a
 // duration is a throttle, one without is a reply no rule matched.
 func (s *Shaper) React(t Target, r smtpcodes.Reply) (Verdict, bool) {
+	return s.react(t, r, true)
+}
+
+// ReactOpening is React for a reply that ended the connection before a
+// mail transaction began on it (a refused connection, a 421 at the
+// greeting or EHLO): it is about connections, which the destination's
+// back-off paces, not about the message rate, so it is never a throttle
+// signal. Rules apply as for a scope that does not adapt.
+func (s *Shaper) ReactOpening(t Target, r smtpcodes.Reply) (Verdict, bool) {
+	return s.react(t, r, false)
+}
+
+func (s *Shaper) react(t Target, r smtpcodes.Reply, signals bool) (Verdict, bool) {
 	p := s.Policy()
 	v, ok := p.Match(t, r)
-	if sv, slowed := s.signalled(p, t, r, v, ok); slowed {
-		return sv, true
+	if signals {
+		if sv, slowed := s.signalled(p, t, r, v, ok); slowed {
+			return sv, true
+		}
 	}
 	if ok && v.Action == ActionSlow {
 		if v.Duration <= 0 {

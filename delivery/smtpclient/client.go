@@ -137,6 +137,11 @@ type RcptResult struct {
 	// recipient's NOTIFY went with it and its reports are the hop's to
 	// send. Without it a NOTIFY=SUCCESS is answered by relayq ("relayed").
 	DSN bool
+	// Opening is the stage at which the connection failed before a mail
+	// transaction began on it (connect, greeting, ehlo, starttls, auth),
+	// when Reply is that failure: it is about the host, not the message.
+	// Empty when Reply came from a transaction (MAIL, RCPT, DATA).
+	Opening smtpcodes.Stage
 }
 
 // Deliver tries hops in order and returns one result per env.Recipients
@@ -217,7 +222,7 @@ func (d *Dialer) DeliverHeld(ctx context.Context, hops []Hop, env Envelope, body
 		}
 		reply := end.reply
 		if !tried || reply.Class == smtpcodes.Transient || failure.Reply.Class != smtpcodes.Transient {
-			failure = RcptResult{Reply: reply, RemoteMTA: hop.Host, TLS: s.tls}
+			failure = RcptResult{Reply: reply, RemoteMTA: hop.Host, TLS: s.tls, Opening: end.opening}
 		}
 		tried = true
 	}
@@ -229,7 +234,7 @@ func (d *Dialer) DeliverHeld(ctx context.Context, hops []Hop, env Envelope, body
 		failure = RcptResult{Reply: smtpcodes.Classify(smtpcodes.StageConnect, err)}
 	}
 	for i := range results {
-		results[i].Reply, results[i].RemoteMTA, results[i].TLS = failure.Reply, failure.RemoteMTA, failure.TLS
+		results[i].Reply, results[i].RemoteMTA, results[i].TLS, results[i].Opening = failure.Reply, failure.RemoteMTA, failure.TLS, failure.Opening
 	}
 	return results
 }

@@ -45,10 +45,12 @@ type session struct {
 
 // attemptEnd is how a session's part of an attempt ended. final means the
 // results were filled in and the attempt is over; otherwise reply says why
-// the hop failed, and the next hop may be tried.
+// the hop failed, and the next hop may be tried; opening is the stage
+// when it failed before a transaction began (RcptResult.Opening).
 type attemptEnd struct {
-	reply smtpcodes.Reply
-	final bool
+	reply   smtpcodes.Reply
+	final   bool
+	opening smtpcodes.Stage
 }
 
 // run connects to s.hop and makes one attempt on it.
@@ -65,7 +67,7 @@ func (s *session) run(ctx context.Context, env Envelope, body func() (io.ReadClo
 		if s.w != nil && ctx.Err() == nil && (isServerReply(err) || errors.As(err, &local)) {
 			s.w.quit() // the connection still works: say goodbye
 		}
-		return attemptEnd{reply: classify(ctx, s.hop, stage, err)}
+		return attemptEnd{reply: classify(ctx, s.hop, stage, err), opening: stage}
 	}
 	return s.transact(ctx, env, body, results)
 }

@@ -264,7 +264,7 @@ func (s *session) refused() *attemptEnd {
 		why = "TLSA lookup for %s failed; not delivering without knowing its records"
 	}
 	err := policyErr(s, t.Refuse, why, s.hop.Host)
-	return &attemptEnd{reply: smtpcodes.Classify(smtpcodes.StageConnect, err)}
+	return &attemptEnd{reply: smtpcodes.Classify(smtpcodes.StageConnect, err), opening: smtpcodes.StageConnect}
 }
 
 // noteTLS records the policy and the negotiated TLS version of the session.
