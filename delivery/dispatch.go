@@ -16,6 +16,9 @@ type job struct {
 	env   *queue.Envelope
 	dest  string
 	addrs []string
+	// domain is the recipient domain the job counts under in its
+	// destination's share (share.go): its first recipient's.
+	domain string
 	// expired: past max_age; bounce without an attempt, whatever the
 	// destination's state.
 	expired bool
@@ -124,6 +127,9 @@ type dest struct {
 	turns turns
 	// park: its mail parked on disk while it is suspended (park.go).
 	park parking
+	// domains: its jobs waiting and attempts in flight by recipient
+	// domain, for their share of its slots (share.go).
+	domains domainShare
 }
 
 // start launches attempts while workers and destination limits allow,
@@ -149,9 +155,10 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 			if !now.Before(d.recheck) {
 				d.recheck = time.Time{}
 			}
-			i := d.pick()
+			i := d.fairPick(d.pick())
 			j := d.queue[i]
-			if !j.expired && (d.active >= e.sched.limitOf(d, share) || (!j.force && (now.Before(d.until) || now.Before(d.notBefore)))) {
+			full := d.active >= e.sched.limitOf(d, share) && !d.newcomer(j, share)
+			if !j.expired && (full || (!j.force && (now.Before(d.until) || now.Before(d.notBefore)))) {
 				continue
 			}
 			if !j.expired && (d.refusedIn == e.sched.starts || !e.admit(ctx, d, j, now)) {
@@ -249,6 +256,7 @@ func (e *Engine) released(r release) {
 		return
 	}
 	d.active--
+	d.domains.done(r.job.domain)
 	now := e.clock.Now()
 	switch {
 	case r.suspend && !now.Before(d.until):

@@ -18,6 +18,9 @@
 //   - turns (streams.go): which job of a destination asks next: the
 //     stream that used least of its weighted share, retries and new mail
 //     taking turns; streamTable, the configured streams.
+//   - domainShare (share.go): the recipient domains of a destination
+//     several share, counted waiting and in flight, for their share of
+//     its slots.
 //   - gate (shape.go): shaping on the scheduler's side: a destination's
 //     target, the Shaper's admission, idle connections to reuse or close.
 //   - jobPool (pool.go): the job goroutines, at most Workers.
@@ -110,6 +113,12 @@
 //   - A destination not proven recently has at most two attempts in
 //     flight, one more per attempt a server answered, and never more than
 //     an even share of the workers, so silent servers cannot take them all.
+//     Recipient domains that share a destination (a route, the smarthost)
+//     share its slots (share.go): the next job is the waiting domain's
+//     with the fewest attempts in flight, and a domain with none in
+//     flight may start one beyond the window (not beyond the worker
+//     share or shaping's limits), so a server slow for one domain does
+//     not hold the others' mail.
 //   - The recipients of a message that fail in one pass produce one
 //     RFC 3464 "failed" DSN from <>, and those crossing warn_after one
 //     "delayed" warning, whatever their destinations (group.go): a job

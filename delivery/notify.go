@@ -128,6 +128,7 @@ func (w dsnWriter) build(env *queue.Envelope, rs []dsn.Recipient, now time.Time,
 		QueueID:      env.ID,
 		Recipients:   rs,
 		ReturnFull:   full,
+		SMTPUTF8:     env.SMTPUTF8,
 	}
 	var original io.Reader // nil: no original part when the body is unreadable
 	if body, err := w.store.Body(env.ID); err == nil {

@@ -71,6 +71,7 @@ func (s *schedState) enqueue(j *job, now time.Time) {
 	d.queue = append(d.queue, j)
 	d.turns.fit(len(s.streams.names))
 	d.turns.add(j.lane)
+	d.domains.add(j.domain)
 	if j.force {
 		forcedFirst(d.queue)
 		d.notBefore = time.Time{}
@@ -242,6 +243,7 @@ func (s *schedState) parkable(set *Settings, d *dest) postponements {
 		}
 		p.add(d.name, j.id, j.addrs, soleDest(set, j.env, d.name))
 		d.turns.drop(j.lane)
+		d.domains.drop(j.domain)
 		s.pending--
 		s.unbusy(j.id)
 	}
@@ -284,7 +286,7 @@ func (s *schedState) loadEnvelope(set *Settings, env *queue.Envelope, now time.T
 	force := s.forceScan || s.forceIDs[id]
 	s.useStreams(set)
 	for _, name := range order {
-		j := &job{id: id, env: env, dest: name, addrs: groups[name], expired: expired, preclaimed: preclaimed, force: force}
+		j := &job{id: id, env: env, dest: name, addrs: groups[name], domain: domainOf(groups[name][0]), expired: expired, preclaimed: preclaimed, force: force}
 		j.lane = s.streams.laneOf(env, j.addrs)
 		if d := s.dests[name]; d != nil && now.Before(d.until) && !expired && !force {
 			postpone.add(name, id, j.addrs, soleDest(set, env, name))

@@ -459,6 +459,7 @@ func (e *Engine) parkLane(d *dest, taken []*job, from time.Time, interval time.D
 		for _, j := range chunk {
 			batch[j.id] = append(batch[j.id], j.addrs...)
 			d.turns.drop(j.lane)
+			d.domains.drop(j.domain)
 			e.sched.pending--
 			e.sched.unbusy(j.id)
 		}

@@ -176,6 +176,7 @@ func (d *dest) take(i int, cost []float64) *job {
 	if s := j.lane.stream(); s < len(cost) {
 		d.turns.took(j.lane, cost[s])
 	}
+	d.domains.took(j.domain)
 	return j
 }
 

@@ -326,7 +326,7 @@ func TestHTTPAttemptsNameWhatAnswered(t *testing.T) {
 	}
 	want := []string{
 		"(connect) | 220 fakemx.localhost ESMTP Service Ready | ",
-		"EHLO client.test | 250 Hello client.test | ",
+		"EHLO client.test | 250 fakemx.localhost Hello client.test | ",
 		"MAIL FROM:<a@src.test> | 250 2.0.0 Roger, accepting mail from <a@src.test> | ",
 		"RCPT TO:<nobody@dst.test> | 550 5.1.1 No such user | rule",
 		"RCPT TO:<b@dst.test> | 451 4.7.1 Greylisted, try again in 60 seconds | greylist",

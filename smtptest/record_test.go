@@ -42,7 +42,7 @@ func TestEventsTellTheSession(t *testing.T) {
 		arg, reply string
 	}{
 		{StageGreeting, "", "220 fakemx.localhost ESMTP Service Ready"},
-		{StageEHLO, "client.test", "250 Hello client.test"},
+		{StageEHLO, "client.test", "250 fakemx.localhost Hello client.test"},
 		{StageMail, "a@src.test", "250 2.0.0 Roger, accepting mail from <a@src.test>"},
 		{StageRcpt, "b@dst.test", "250 2.0.0 I'll make sure <b@dst.test> gets this"},
 		{StageData, fmt.Sprintf("%d bytes", len(testBody)), "250 2.0.0 OK: queued"},

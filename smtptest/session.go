@@ -42,7 +42,7 @@ func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
 	if _, done, err := ss.decide(StageEHLO, ss.helo, ss.helo); done {
 		return nil, err
 	}
-	ss.event(StageEHLO, ss.helo, "250 Hello "+ss.helo, ByDefault)
+	ss.event(StageEHLO, ss.helo, "250 "+ss.srv.hostname+" Hello "+ss.helo, ByDefault)
 	return ss, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"mime/multipart"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // checkDSN asserts what every Write output must satisfy, whatever went in:
@@ -25,7 +26,7 @@ func checkDSN(t *testing.T, out []byte, r Report, withOriginal bool) [][]byte {
 
 	// Raw parts, split by hand so their header lines can be checked as bytes.
 	raw := splitParts(t, body, boundary, withOriginal)
-	checkPartHeaders(t, raw)
+	checkPartHeaders(t, raw, r.global())
 	_, status, _ := bytes.Cut(raw[1], []byte("\r\n\r\n"))
 	checkStatus(t, status, r)
 
@@ -97,17 +98,21 @@ func splitParts(t *testing.T, body []byte, boundary string, withOriginal bool) [
 	return raw
 }
 
-// checkPartHeaders checks each part's header lines and Content-Type.
-func checkPartHeaders(t *testing.T, raw [][]byte) {
+// checkPartHeaders checks each part's header lines and Content-Type
+// (global: the status part is message/global-delivery-status).
+func checkPartHeaders(t *testing.T, raw [][]byte, global bool) {
 	t.Helper()
-	types := []string{"text/plain", "message/delivery-status", ""}
+	types := []string{"text/plain", "message/delivery-status\r", ""}
+	if global {
+		types[1] = "message/global-delivery-status\r"
+	}
 	for i, p := range raw {
 		ph, _, ok := bytes.Cut(p, []byte("\r\n\r\n"))
 		if !ok {
 			t.Fatalf("part %d has no end of header section", i)
 		}
 		pf := checkHeaderLines(t, "part", ph)
-		if ct := pf["Content-Type"]; len(ct) != 1 || (types[i] != "" && !strings.HasPrefix(ct[0], types[i])) {
+		if ct := pf["Content-Type"]; len(ct) != 1 || (types[i] != "" && !strings.HasPrefix(ct[0]+"\r", types[i])) {
 			t.Fatalf("part %d Content-Type %q, want %s", i, ct, types[i])
 		}
 	}
@@ -177,12 +182,16 @@ func canonical(name string) string {
 	return strings.Join(parts, "-")
 }
 
-// checkStatus asserts the delivery-status body is 7-bit, has the
-// per-message group and one group per recipient with the required fields.
+// checkStatus asserts the delivery-status body is 7-bit (valid UTF-8 in a
+// message/global-delivery-status), has the per-message group and one
+// group per recipient with the required fields.
 func checkStatus(t *testing.T, status []byte, r Report) {
 	t.Helper()
+	if r.global() && !utf8.Valid(status) {
+		t.Fatalf("global-delivery-status is not UTF-8: %q", status)
+	}
 	for i, c := range status {
-		if c >= 0x80 {
+		if c >= 0x80 && !r.global() {
 			t.Fatalf("delivery-status is not 7-bit at %d: %q", i, around(status, i))
 		}
 	}

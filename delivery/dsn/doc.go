@@ -7,6 +7,10 @@
 // (RFC 6522) with three parts: a plain-English explanation, the
 // machine-readable message/delivery-status fields, and the original message
 // (message/rfc822, RET=FULL) or its header section (text/rfc822-headers).
+// For a message sent with SMTPUTF8 (Report.SMTPUTF8) the last part is
+// message/global or message/global-headers (RFC 6533 section 4), and the
+// status part message/global-delivery-status when a recipient's address,
+// ORCPT or diagnostic carries UTF-8.
 //
 // Invariants of everything Write produces:
 //   - Every line ends in CRLF; there is no bare CR or LF anywhere, the
@@ -17,7 +21,9 @@
 //     other control characters in addresses, diagnostics and IDs become
 //     spaces, and the MIME boundary is changed if any part's content contains
 //     it.
-//   - The message/delivery-status part is 7-bit ASCII. Non-ASCII addresses
+//   - The message/delivery-status part is 7-bit ASCII (only a
+//     message/global-delivery-status carries UTF-8, as it is, and valid:
+//     invalid UTF-8 is escaped as below). Non-ASCII addresses
 //     use the "utf-8" address type of RFC 6533 §3 in its 7-bit
 //     utf-8-addr-xtext form (\x{HHHH} escapes), which RFC 6533 requires in a
 //     message/delivery-status body, so we need not switch to

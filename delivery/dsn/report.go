@@ -80,6 +80,27 @@ type Report struct {
 	// MaxReturn caps the returned original in bytes, cut at a line end;
 	// 0 means DefaultMaxReturn, negative means return nothing.
 	MaxReturn int64
+	// SMTPUTF8: the original was sent with SMTPUTF8 (RFC 6531), an
+	// internationalized message. RFC 6533 section 4: its report returns
+	// it as message/global (RFC 6532 section 3.7) or its header section as
+	// message/global-headers, and where a recipient's fields carry UTF-8,
+	// the status part is message/global-delivery-status with the UTF-8 as
+	// it is (the utf-8-address form of section 3) instead of escaped.
+	SMTPUTF8 bool
+}
+
+// global reports whether r's status part is message/global-delivery-status:
+// the message is internationalized and a field would carry UTF-8.
+func (r *Report) global() bool {
+	if !r.SMTPUTF8 {
+		return false
+	}
+	for _, rc := range r.Recipients {
+		if !isASCII(rc.Final) || !isASCII(rc.Original) || !isASCII(rc.Diagnostic) {
+			return true
+		}
+	}
+	return false
 }
 
 var statusCode = regexp.MustCompile(`^[245]\.[0-9]{1,3}\.[0-9]{1,3}$`)

@@ -25,7 +25,8 @@ func Write(w io.Writer, r Report, original io.Reader) error {
 		return err
 	}
 	human := humanText(&r, orig)
-	status := deliveryStatus(&r)
+	global := r.global()
+	status := deliveryStatus(&r, global)
 	parts := [][]byte{human, status}
 	if orig != nil {
 		parts = append(parts, orig.body)
@@ -35,19 +36,16 @@ func Write(w io.Writer, r Report, original io.Reader) error {
 	var b bytes.Buffer
 	b.Grow(len(human) + len(status) + len(parts[len(parts)-1]) + 2048)
 	// RFC 2045 §6.4: a multipart's encoding is the widest of its parts'.
-	writeHeader(&b, &r, boundary, !isASCII(human) || (orig != nil && orig.eightBit))
+	writeHeader(&b, &r, boundary, !isASCII(human) || !isASCII(status) || (orig != nil && orig.eightBit))
 	b.WriteString("\r\nThis is a MIME-encapsulated message.\r\n")
 	delim := "\r\n--" + boundary + "\r\n"
 	b.WriteString(delim)
 	writeHumanPart(&b, human)
 	b.WriteString(delim)
-	writeField(&b, "Content-Description", "Delivery report")
-	writeField(&b, "Content-Type", "message/delivery-status")
-	b.WriteString("\r\n")
-	b.Write(status)
+	writeStatusPart(&b, status, global)
 	if orig != nil {
 		b.WriteString(delim)
-		writeReturnedPart(&b, orig, r.ReturnFull)
+		writeReturnedPart(&b, orig, r.ReturnFull, r.SMTPUTF8)
 	}
 	b.WriteString("\r\n--" + boundary + "--\r\n")
 
@@ -111,13 +109,38 @@ func writeHumanPart(b *bytes.Buffer, human []byte) {
 	b.Write(human)
 }
 
+// writeStatusPart writes the second part, the machine-readable fields:
+// message/delivery-status, 7-bit, or (global) message/global-delivery-status
+// with UTF-8 in it (RFC 6533).
+func writeStatusPart(b *bytes.Buffer, status []byte, global bool) {
+	writeField(b, "Content-Description", "Delivery report")
+	if global {
+		writeField(b, "Content-Type", "message/global-delivery-status")
+		writeField(b, "Content-Transfer-Encoding", "8bit")
+	} else {
+		writeField(b, "Content-Type", "message/delivery-status")
+	}
+	b.WriteString("\r\n")
+	b.Write(status)
+}
+
 // writeReturnedPart writes the third part: the original message
-// (message/rfc822) or only its header section (text/rfc822-headers).
-func writeReturnedPart(b *bytes.Buffer, orig *returned, full bool) {
-	if full {
+// (message/rfc822) or only its header section (text/rfc822-headers); for an
+// internationalized message (intl: sent with SMTPUTF8) their RFC 6533
+// counterparts, message/global and message/global-headers (which takes no
+// charset parameter).
+func writeReturnedPart(b *bytes.Buffer, orig *returned, full, intl bool) {
+	switch {
+	case full && intl:
+		writeField(b, "Content-Description", "Original message")
+		writeField(b, "Content-Type", "message/global")
+	case full:
 		writeField(b, "Content-Description", "Original message")
 		writeField(b, "Content-Type", "message/rfc822")
-	} else {
+	case intl:
+		writeField(b, "Content-Description", "Original message headers")
+		writeField(b, "Content-Type", "message/global-headers")
+	default:
 		writeField(b, "Content-Description", "Original message headers")
 		writeField(b, "Content-Type", "text/rfc822-headers")
 	}

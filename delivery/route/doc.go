@@ -16,7 +16,10 @@
 //   - MX answers are kept for their smallest TTL (at most a day, on
 //     Options.Clock); NXDOMAIN and NODATA for their negative TTL (RFC
 //     2308 section 5: the SOA's TTL or MINIMUM, the smaller, at most an
-//     hour; without an SOA not at all); failures are never kept. Equal
-//     preferences are shuffled per lookup; the cache's copy never is.
+//     hour; without an SOA not at all); failures are never kept. An
+//     answer not kept is still asked once per attempt: MXHosts (the
+//     engine's shaping target) leaves it for the next Lookup of the
+//     domain, which takes it within attemptHold. Equal preferences are
+//     shuffled per lookup; the cache's copy never is.
 //   - A Router is safe for concurrent use and does no I/O until asked.
 package route

@@ -30,7 +30,7 @@ var errNoAnswer = errors.New("no usable answer")
 // by preference, equal preferences shuffled, the implicit MX when there is
 // none, and RFC 7505's null MX as a permanent refusal.
 func (r *Router) lookupMX(ctx context.Context, domain string) ([]smtpclient.Hop, error) {
-	cached, _, err := r.mxRecords(ctx, domain)
+	cached, _, err := r.mxRecords(ctx, domain, false)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,19 @@ import (
 // smaller of the SOA record's TTL and its MINIMUM field), at most
 // maxNegativeTTL; one without an SOA record is not kept (section 5), nor
 // is a failure to get an answer.
+//
+// An answer that is not kept (a negative one without an SOA, an MX TTL
+// of 0) is still the answer of the attempt that asked: the engine asks
+// MXHosts for a destination's shaping target and then, for the attempt,
+// Lookup, and asked DNS twice per attempt for such a domain. MXHosts
+// therefore leaves its answer for the next lookup of the domain, which
+// takes it (once, within attemptHold); a later attempt asks again.
 const (
+	// attemptHold bounds how long an answer that is not kept waits for
+	// the lookup of the attempt it was asked for: the engine starts that
+	// attempt in the pass the answer reaches it; one held back longer
+	// asks again.
+	attemptHold = 10 * time.Second
 	// maxMXTTL bounds how long an answer is kept whatever its TTL says.
 	maxMXTTL = 24 * time.Hour
 	// maxNegativeTTL bounds a negative answer: RFC 2308 section 5 finds
@@ -35,6 +47,9 @@ type mxEntry struct {
 	mxs   []*dns.MX // as received; never modified (lookupMX copies)
 	until time.Time
 	err   error // NXDOMAIN, answered again until then
+	// once: an answer not kept for its TTL, left by MXHosts for the
+	// lookup of its attempt; the first lookup takes it.
+	once bool
 }
 
 // mxCache holds MX answers by A-label domain. The zero value is ready.
@@ -43,12 +58,17 @@ type mxCache struct {
 	entries map[string]mxEntry
 }
 
-func (c *mxCache) get(domain string, now time.Time) (mxEntry, bool) {
+// get returns domain's answer while it lasts. An answer left for one
+// attempt (once) is returned only when take is set, and then removed.
+func (c *mxCache) get(domain string, now time.Time, take bool) (mxEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[domain]
-	if !ok || !now.Before(e.until) {
+	if !ok || !now.Before(e.until) || (e.once && !take) {
 		return mxEntry{}, false
+	}
+	if e.once {
+		delete(c.entries, domain)
 	}
 	return e, true
 }
@@ -73,12 +93,17 @@ func (c *mxCache) put(domain string, e mxEntry, now time.Time) {
 }
 
 // mxRecords returns the MX records of an A-label domain, from the cache
-// while its TTL lasts, and when the answer is good until.
-func (r *Router) mxRecords(ctx context.Context, domain string) ([]*dns.MX, time.Time, error) {
+// while its TTL lasts, and when the answer is good until. forAttempt: an
+// answer not kept for its TTL is left for the next lookup, the attempt's
+// (attemptHold).
+func (r *Router) mxRecords(ctx context.Context, domain string, forAttempt bool) ([]*dns.MX, time.Time, error) {
 	now := r.cfg.Clock.Now()
-	if e, ok := r.mxs.get(domain, now); ok {
+	if e, ok := r.mxs.get(domain, now, true); ok {
 		if e.err != nil {
 			return nil, time.Time{}, e.err
+		}
+		if e.once {
+			return e.mxs, time.Time{}, nil // not kept: good for this attempt only
 		}
 		return e.mxs, e.until, nil
 	}
@@ -86,6 +111,8 @@ func (r *Router) mxRecords(ctx context.Context, domain string) ([]*dns.MX, time.
 	if err != nil {
 		if ttl := negativeTTL(resp); ttl > 0 { // NXDOMAIN
 			r.mxs.put(domain, mxEntry{until: now.Add(ttl), err: err}, now)
+		} else if resp != nil && forAttempt {
+			r.mxs.put(domain, mxEntry{until: now.Add(attemptHold), err: err, once: true}, now)
 		}
 		return nil, time.Time{}, err
 	}
@@ -106,6 +133,8 @@ func (r *Router) mxRecords(ctx context.Context, domain string) ([]*dns.MX, time.
 	if ttl > 0 {
 		until = now.Add(min(ttl, maxMXTTL))
 		r.mxs.put(domain, mxEntry{mxs: mxs, until: until}, now)
+	} else if forAttempt {
+		r.mxs.put(domain, mxEntry{mxs: mxs, until: now.Add(attemptHold), once: true}, now)
 	}
 	return mxs, until, nil
 }
@@ -133,7 +162,7 @@ func (r *Router) MXHosts(ctx context.Context, domain string) ([]string, time.Tim
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	mxs, until, err := r.mxRecords(ctx, ascii)
+	mxs, until, err := r.mxRecords(ctx, ascii, true)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -149,7 +178,7 @@ func (r *Router) CachedMX(domain string, now time.Time) ([]string, time.Time, bo
 	if err != nil {
 		return nil, time.Time{}, false
 	}
-	e, ok := r.mxs.get(ascii, now)
+	e, ok := r.mxs.get(ascii, now, false)
 	if !ok || e.err != nil {
 		return nil, time.Time{}, false
 	}

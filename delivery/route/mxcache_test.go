@@ -62,7 +62,7 @@ func TestMXCacheBounded(t *testing.T) {
 	if n := len(c.entries); n != maxMXCache/2+1 {
 		t.Fatalf("%d entries after dropping the expired, want %d", n, maxMXCache/2+1)
 	}
-	if _, ok := c.get("new.test", t0); !ok {
+	if _, ok := c.get("new.test", t0, false); !ok {
 		t.Fatal("the new entry is not kept")
 	}
 }

@@ -249,8 +249,12 @@ func (c *Conn) handleGreet(enhanced bool, arg string) {
 		c.setSession(sess)
 	}
 
+	// RFC 5321 section 4.1.1.1: the reply to HELO and the first line of
+	// the reply to EHLO start with the server's own domain; RFC 2034
+	// section 3: neither carries an enhanced status code.
+	greet := c.server.Domain + " Hello " + domain
 	if !enhanced {
-		c.writeResponse(250, EnhancedCode{2, 0, 0}, fmt.Sprintf("Hello %s", domain))
+		c.writeResponse(250, NoEnhancedCode, greet)
 		return
 	}
 
@@ -317,7 +321,7 @@ func (c *Conn) handleGreet(enhanced bool, arg string) {
 		}
 	}
 
-	args := []string{"Hello " + domain}
+	args := []string{greet}
 	args = append(args, caps...)
 	c.writeResponse(250, NoEnhancedCode, args...)
 }
