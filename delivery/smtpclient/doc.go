@@ -23,7 +23,9 @@
 //   - A reply out of step (a positive reply of another class than the one
 //     due, such as 250 to DATA) is a protocol error, never a server's
 //     answer: every recipient still open is deferred with 4.5.0 and the
-//     connection is closed. A cached connection on which the server said
+//     connection is closed. So is any reply already received after a 354
+//     (alone, or ending a pipelined group): the server has not seen the
+//     content yet, so such a reply cannot be its answer to it. A cached connection on which the server said
 //     anything while idle, or which it closed, is never reused: its next
 //     reply would answer the wrong command.
 //   - A connection is cached for the next message to the same hop only

@@ -17,8 +17,9 @@ import (
 // scriptConn is an in-memory connection for exact-transcript tests, in the
 // style of go-smtp's client tests: the server's side is a fixed script of
 // replies, and everything the client writes is kept to compare whole.
+// Each Read gives one chunk of the script, as one TCP segment would.
 type scriptConn struct {
-	replies io.Reader
+	chunks []string
 
 	mu     sync.Mutex
 	wrote  bytes.Buffer
@@ -26,7 +27,33 @@ type scriptConn struct {
 	closed bool
 }
 
-func (c *scriptConn) Read(p []byte) (int, error) { return c.replies.Read(p) }
+// newScript is a connection whose server sends each line of script on
+// its own, as a server does that waits for each command before it
+// answers, except where it sends several lines together: each of
+// together is sent in one piece after the lines of script.
+func newScript(script string, together ...string) *scriptConn {
+	c := &scriptConn{}
+	for _, l := range strings.SplitAfter(script, "\n") {
+		if l != "" {
+			c.chunks = append(c.chunks, l)
+		}
+	}
+	c.chunks = append(c.chunks, together...)
+	return c
+}
+
+func (c *scriptConn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.chunks[0])
+	if c.chunks[0] = c.chunks[0][n:]; c.chunks[0] == "" {
+		c.chunks = c.chunks[1:]
+	}
+	return n, nil
+}
 
 func (c *scriptConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
@@ -142,7 +169,7 @@ var transcripts = []struct {
 func TestExactTranscripts(t *testing.T) {
 	for _, tc := range transcripts {
 		t.Run(tc.name, func(t *testing.T) {
-			conn := &scriptConn{replies: strings.NewReader(tc.server)}
+			conn := newScript(tc.server)
 			d := scripted(conn)
 			d.Smarthost = tc.smarthost
 			hop := mxHop
@@ -172,7 +199,7 @@ func TestExactTranscripts(t *testing.T) {
 // and the content with its final dot in one more.
 func TestPipelinedGroupIsOneWrite(t *testing.T) {
 	tc := transcripts[0]
-	conn := &scriptConn{replies: strings.NewReader(tc.server)}
+	conn := newScript(tc.server)
 	d := scripted(conn)
 	deliver(t, d, []Hop{mxHop}, envelope(tc.rcpts...), bodyOf(testBody))
 	d.Close()

@@ -194,6 +194,11 @@ func (t *txn) rcpt(ctx context.Context) (attemptEnd, bool) {
 		if _, _, t.dataErr = w.expect(3); t.dataErr != nil && !isServerReply(t.dataErr) {
 			return t.failOpen(classify(ctx, t.s.hop, smtpcodes.StageData, t.dataErr))
 		}
+		if t.dataErr == nil {
+			if err := w.ahead(t.s.raw); err != nil {
+				return t.outOfStep(ctx, err)
+			}
+		}
 	}
 	if len(t.accepted) > 0 {
 		return attemptEnd{}, false
@@ -210,6 +215,15 @@ func (t *txn) rcpt(ctx context.Context) (attemptEnd, bool) {
 		w.quit()
 	}
 	return attemptEnd{final: true}, true
+}
+
+// outOfStep ends the attempt after the server sent a reply nobody asked
+// for where it should wait for the content: every recipient still open is
+// deferred (4.5.0) and the connection dropped without a word, since the
+// server takes whatever comes after a 354 as content.
+func (t *txn) outOfStep(ctx context.Context, err error) (attemptEnd, bool) {
+	_ = t.s.raw.Close()
+	return t.failOpen(classify(ctx, t.s.hop, smtpcodes.StageData, err))
 }
 
 // dataFailed ends the attempt when the server refuses DATA or the message:
@@ -250,6 +264,10 @@ func (t *txn) data(ctx context.Context, body func() (io.ReadCloser, error)) atte
 	if !t.pipelined {
 		if _, _, err := t.w.cmd(3, "DATA"); err != nil {
 			return t.dataFailed(ctx, err)
+		}
+		if err := t.w.ahead(t.s.raw); err != nil {
+			end, _ := t.outOfStep(ctx, err)
+			return end
 		}
 	}
 	if end, done := t.content(ctx, rc); done {
