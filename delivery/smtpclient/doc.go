@@ -49,6 +49,12 @@
 //     that uses SMTPUTF8 and as utf-8-addr-xtext otherwise. One that is
 //     neither (not UTF-8, or an address type relayq does not know) is left
 //     out, never sent malformed: a malformed ORCPT costs the recipient.
+//   - Opportunistic TLS falls back to plaintext (RFC 7435, RFC 3207
+//     section 4): after a refused STARTTLS in the same session, after a
+//     failed handshake for the next sessions to that hop during
+//     FallbackTTL (remembered per dial address, at most maxFallbackHops,
+//     by the Dialer's Clock). A hop with a mandatory policy (DANE, MTA-STS
+//     enforce), delivery.tls: required and a smarthost never fall back.
 //   - Every reply carries a class and enhanced code smtpcodes.Classify
 //     understands; server replies are *smtp.SMTPError values.
 package smtpclient
