@@ -8,6 +8,11 @@
 //     MAIL (connect, greeting, EHLO, STARTTLS, AUTH, a 4xx MAIL) is skipped
 //     for the next. Once MAIL is accepted, that hop's replies are final for
 //     the attempt: a message goes to at most one hop per attempt.
+//   - Recipients a server refuses with 452 (or 552) after it accepted
+//     others in the transaction (its limit on recipients, RFC 5321 section
+//     4.5.3.1.10) go at once in a new transaction on the same connection,
+//     within the attempt; each transaction takes at least one recipient,
+//     so this ends. A 452 with none accepted is deferred as any 4xx.
 //   - The context is passed per call, never stored in a session (a session
 //     outlives its attempt in the connection cache). Cancelling it closes
 //     the connection; every recipient then gets a transient 4.4.2.

@@ -164,6 +164,53 @@ var transcripts = []struct {
 	smarthost: &Smarthost{Username: "u", Password: "p", TLS: SmarthostNoTLS, AllowInsecureAuth: true},
 	want:      lines("EHLO relay.test", "AUTH PLAIN AHUAcA==", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "DATA") + testBody + lines(".", "QUIT"),
 	replies:   []string{"250 2.0.0 done"},
+}, {
+	// RFC 5321 section 4.5.3.1.10: the rest go at once in a new
+	// transaction, unasked in the first once the limit is reached.
+	name: "too many recipients, one at a time: a second transaction",
+	server: lines("220 mx ready", "250 mx", "250 ok", "250 ok", "250 ok", "452 4.5.3 Too many recipients", "354 go", "250 2.0.0 first",
+		"250 ok", "250 ok", "250 ok", "354 go", "250 2.0.0 second", "221 bye"),
+	rcpts: []string{"a@example.test", "b@example.test", "c@example.test", "d@example.test"},
+	want: lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "RCPT TO:<b@example.test>", "RCPT TO:<c@example.test>", "DATA") +
+		testBody + lines(".", "MAIL FROM:<sender@example.test>", "RCPT TO:<c@example.test>", "RCPT TO:<d@example.test>", "DATA") + testBody + lines(".", "QUIT"),
+	replies: []string{"250 2.0.0 first", "250 2.0.0 first", "250 2.0.0 second", "250 2.0.0 second"},
+}, {
+	name: "too many recipients, pipelined: a transaction per limit",
+	server: lines("220 mx ready", "250-mx", "250 PIPELINING",
+		"250 ok", "250 ok", "452 4.5.3 Too many recipients", "452 4.5.3 Too many recipients", "354 go", "250 2.0.0 first",
+		"250 ok", "250 ok", "452 4.5.3 Too many recipients", "354 go", "250 2.0.0 second",
+		"250 ok", "250 ok", "354 go", "250 2.0.0 third", "221 bye"),
+	rcpts: []string{"a@example.test", "b@example.test", "c@example.test"},
+	want: lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "RCPT TO:<b@example.test>", "RCPT TO:<c@example.test>", "DATA") +
+		testBody + lines(".", "MAIL FROM:<sender@example.test>", "RCPT TO:<b@example.test>", "RCPT TO:<c@example.test>", "DATA") +
+		testBody + lines(".", "MAIL FROM:<sender@example.test>", "RCPT TO:<c@example.test>", "DATA") + testBody + lines(".", "QUIT"),
+	replies: []string{"250 2.0.0 first", "250 2.0.0 second", "250 2.0.0 third"},
+}, {
+	// RFC 821's code for it, which RFC 5321 asks clients to take as 452.
+	name: "too many recipients as 552: a second transaction",
+	server: lines("220 mx ready", "250 mx", "250 ok", "250 ok", "552 5.5.3 Too many recipients", "354 go", "250 2.0.0 first",
+		"250 ok", "250 ok", "354 go", "250 2.0.0 second", "221 bye"),
+	rcpts: []string{"a@example.test", "b@example.test"},
+	want: lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "RCPT TO:<b@example.test>", "DATA") +
+		testBody + lines(".", "MAIL FROM:<sender@example.test>", "RCPT TO:<b@example.test>", "DATA") + testBody + lines(".", "QUIT"),
+	replies: []string{"250 2.0.0 first", "250 2.0.0 second"},
+}, {
+	// With nobody accepted a new transaction would fare no better.
+	name:    "452 to the first recipient: deferred, no second transaction",
+	server:  lines("220 mx ready", "250 mx", "250 ok", "452 4.5.3 Too many recipients", "250 ok", "221 bye"),
+	rcpts:   []string{"a@example.test"},
+	want:    lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "RSET", "QUIT"),
+	replies: []string{"452 4.5.3 Too many recipients"},
+}, {
+	// The rest keep their 452, deferred, when the next transaction
+	// cannot start.
+	name: "too many recipients, then MAIL refused: the rest deferred",
+	server: lines("220 mx ready", "250 mx", "250 ok", "250 ok", "452 4.5.3 Too many recipients", "354 go", "250 2.0.0 first",
+		"451 4.3.0 not now", "221 bye"),
+	rcpts: []string{"a@example.test", "b@example.test"},
+	want: lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "RCPT TO:<b@example.test>", "DATA") +
+		testBody + lines(".", "MAIL FROM:<sender@example.test>", "QUIT"),
+	replies: []string{"250 2.0.0 first", "452 4.5.3 Too many recipients"},
 }}
 
 func TestExactTranscripts(t *testing.T) {
