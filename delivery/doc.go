@@ -71,7 +71,8 @@
 //   - A TLS policy (DANE, MTA-STS) is attached by the Router to MX hops
 //     only (route.Options.TLSPolicy); every attempt's log line says which
 //     applied (tls=) and its TLS version, and DANE and MTA-STS results
-//     are recorded for TLS-RPT once per attempt (tlsrpt.go).
+//     are recorded for TLS-RPT once per attempt (tlsrpt.go), as are the
+//     failures of opportunistic STARTTLS ("no-policy-found").
 //   - Recipients of one message that share a destination go in one SMTP
 //     transaction, and those it defers together get one next attempt (the
 //     backoff's jitter is drawn once for the jobs of a message in flight

@@ -33,8 +33,9 @@ func attemptTLS(results []smtpclient.RcptResult) smtpclient.TLSInfo {
 }
 
 // tlsArgs adds tls=POLICY (dane, mta-sts, opportunistic, none; none also
-// when no session was reached), tls_version=TLSv1.3 or none, and any
-// verification failure to a delivery log line.
+// when no session was reached), tls_version=TLSv1.3, none or fallback (in
+// plaintext after opportunistic STARTTLS failed), and any failure to a
+// delivery log line.
 func tlsArgs(j *job, args []any) []any {
 	t := j.tls
 	if t.Policy == "" { // no session was reached
@@ -70,9 +71,14 @@ func (l outcomeLog) observeTLS(j *job, o queue.Outcome, first bool, end time.Tim
 }
 
 // tlsResult is what TLS-RPT counts of an attempt secured as t: DANE and
-// MTA-STS sessions only.
+// MTA-STS sessions, and the failures of opportunistic STARTTLS (a refusal,
+// a failed handshake) under "no-policy-found" (RFC 8460 section 4.4), the
+// sessions that fell back to plaintext or will.
 func tlsResult(t smtpclient.TLSInfo, o queue.Outcome) (queue.TLSResult, bool) {
 	kind := map[smtpclient.TLSPolicy]string{smtpclient.PolicyDANE: "tlsa", smtpclient.PolicyMTASTS: "sts"}[t.Policy]
+	if kind == "" && t.Failure != "" {
+		kind = "no-policy-found"
+	}
 	return queue.TLSResult{Policy: kind, MX: o.RemoteMTA, Failure: string(t.Failure)}, kind != ""
 }
 

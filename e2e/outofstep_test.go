@@ -10,27 +10,40 @@ import (
 	"time"
 )
 
+// stepMode is how a stepServer falls out of step with its client.
+type stepMode int
+
+const (
+	// extraAfterDot answers the first final dot of each connection with
+	// one reply too many.
+	extraAfterDot stepMode = iota
+	// dataIs250 answers DATA with 250 instead of 354, and so never takes
+	// a body.
+	dataIs250
+	// earlyAccept sends a 250 together with its 354, before any content,
+	// and then refuses the content with 451: it takes no body.
+	earlyAccept
+)
+
 // stepServer is a next hop that falls out of step with its client, in one
-// of two ways seen in the field: it answers DATA with 250 instead of 354
-// (and so never takes a body), or it answers the first final dot of each
-// connection with one reply too many. It records the tokens of the bodies
-// it took, in order.
+// of the ways seen in the field (stepMode). It records the tokens of the
+// bodies it took, in order.
 type stepServer struct {
 	l          net.Listener
-	dataIs250  bool
+	mode       stepMode
 	pipelining bool
 
 	mu   sync.Mutex
 	took []string
 }
 
-func newStepServer(t *testing.T, dataIs250, pipelining bool) *stepServer {
+func newStepServer(t *testing.T, mode stepMode, pipelining bool) *stepServer {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stepServer{l: l, dataIs250: dataIs250, pipelining: pipelining}
+	s := &stepServer{l: l, mode: mode, pipelining: pipelining}
 	t.Cleanup(func() { l.Close() })
 	go func() {
 		for {
@@ -76,8 +89,16 @@ func (s *stepServer) serve(c net.Conn) {
 			} else {
 				say("250 step.test")
 			}
-		case cmd == "DATA" && s.dataIs250:
+		case cmd == "DATA" && s.mode == dataIs250:
 			say("250 2.0.0 ok") // no 354: the body is never asked for
+		case cmd == "DATA" && s.mode == earlyAccept:
+			say("354 go")
+			say("250 2.0.0 accepted before body")
+			w.Flush() // with the replies before, when pipelined
+			if _, ok := readBody(r); !ok {
+				return
+			}
+			say("451 4.3.0 body refused")
 		case cmd == "DATA":
 			say("354 go ahead")
 			w.Flush()
@@ -89,7 +110,7 @@ func (s *stepServer) serve(c net.Conn) {
 			s.took = append(s.took, tokenOf(body))
 			s.mu.Unlock()
 			say("250 2.0.0 taken")
-			if extraDue {
+			if extraDue && s.mode == extraAfterDot {
 				w.Flush()
 				say("250 2.0.0 and one more")
 				extraDue = false
@@ -144,52 +165,63 @@ func submitTokens(t *testing.T, r *relay, toks []string) map[string]string {
 	return ids
 }
 
-// A next hop that answers DATA with 250 never took a body: nothing is
-// recorded as delivered, every attempt is deferred.
-func TestDataAnswered250IsNeverDelivered(t *testing.T) {
+// A next hop that took no body must never have it recorded as delivered:
+// one that answers DATA with 250 never asked for it, and one that sends a
+// 250 together with its 354 (or behind it, all of a pipelined group's
+// replies at once) gave that 250 before it saw any content, which it then
+// refuses. Every attempt is deferred with 4.5.0, none delivered.
+func TestNoBodyTakenIsNeverDelivered(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped with -short")
 	}
-	for _, pipelining := range []bool{false, true} {
-		t.Run(fmt.Sprintf("pipelining=%v", pipelining), func(t *testing.T) {
-			mx := newStepServer(t, true, pipelining)
-			r := newRelay(t, mx.l.Addr().String(), "", "")
-			_, adminURL := r.withAdmin(t)
-			if err := r.start(); err != nil {
-				t.Fatal(err)
-			}
-			toks := []string{"tok-d250-0", "tok-d250-1", "tok-d250-2"}
-			ids := submitTokens(t, r, toks)
-			// Two deferrals each: the first attempt, and a retry.
-			evs := readEvents(t, strings.TrimPrefix(adminURL, "http://"), func(evs []streamEvent) bool {
-				n := map[string]int{}
-				for _, e := range evs {
-					switch e.Type {
-					case "deferred":
-						n[e.QueueID]++
-					case "delivered":
-						return true // wrong, and said below
-					}
-				}
-				for _, id := range ids {
-					if n[id] < 2 {
-						return false
-					}
-				}
-				return true
+	for _, mode := range []struct {
+		name string
+		mode stepMode
+	}{{"data=250", dataIs250}, {"250 with 354", earlyAccept}} {
+		for _, pipelining := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/pipelining=%v", mode.name, pipelining), func(t *testing.T) {
+				noBodyNeverDelivered(t, newStepServer(t, mode.mode, pipelining))
 			})
-			for _, e := range evs {
-				if e.Type == "delivered" {
-					t.Errorf("%s recorded as delivered, but the next hop never asked for its body", e.QueueID)
-				}
+		}
+	}
+}
+
+func noBodyNeverDelivered(t *testing.T, mx *stepServer) {
+	r := newRelay(t, mx.l.Addr().String(), "", "")
+	_, adminURL := r.withAdmin(t)
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	toks := []string{"tok-nobody-0", "tok-nobody-1", "tok-nobody-2"}
+	ids := submitTokens(t, r, toks)
+	// Two deferrals each: the first attempt, and a retry.
+	evs := readEvents(t, strings.TrimPrefix(adminURL, "http://"), func(evs []streamEvent) bool {
+		n := map[string]int{}
+		for _, e := range evs {
+			switch e.Type {
+			case "deferred":
+				n[e.QueueID]++
+			case "delivered":
+				return true // wrong, and said below
 			}
-			if got := mx.tokens(); len(got) != 0 {
-				t.Errorf("the next hop took bodies %v though it never answered 354", got)
+		}
+		for _, id := range ids {
+			if n[id] < 2 {
+				return false
 			}
-			if r.log.count("4.5.0") == 0 {
-				t.Errorf("no deferral says 4.5.0 (a reply out of step)")
-			}
-		})
+		}
+		return true
+	})
+	for _, e := range evs {
+		if e.Type == "delivered" {
+			t.Errorf("%s recorded as delivered, but the next hop took no body", e.QueueID)
+		}
+	}
+	if got := mx.tokens(); len(got) != 0 {
+		t.Errorf("the next hop took bodies %v, though it never took one", got)
+	}
+	if r.log.count("4.5.0") == 0 {
+		t.Errorf("no deferral says 4.5.0 (a reply out of step)")
 	}
 }
 
@@ -202,7 +234,7 @@ func TestExtraReplyAfterDotDeliversNothingFalsely(t *testing.T) {
 	}
 	for _, pipelining := range []bool{false, true} {
 		t.Run(fmt.Sprintf("pipelining=%v", pipelining), func(t *testing.T) {
-			mx := newStepServer(t, false, pipelining)
+			mx := newStepServer(t, extraAfterDot, pipelining)
 			r := newRelay(t, mx.l.Addr().String(), "", "")
 			_, adminURL := r.withAdmin(t)
 			if err := r.start(); err != nil {

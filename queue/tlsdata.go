@@ -77,8 +77,8 @@ func (s *Store) PutTLSPolicy(domain string, v []byte) error {
 }
 
 // TLSResult is one TLS session (or refused MX) for TLS-RPT: the policy it
-// ran under ("sts", "tlsa"), the MX host, and the RFC 8460 result type of
-// its failure ("" for success).
+// ran under ("sts", "tlsa", "no-policy-found"), the MX host, and the RFC
+// 8460 result type of its failure ("" for success).
 type TLSResult struct {
 	Policy, MX, Failure string
 }

@@ -75,6 +75,10 @@ type Config struct {
 	DiscardEvents bool
 	// MaxMessageBytes limits DATA; 0 means unlimited.
 	MaxMessageBytes int64
+	// MaxRecipients limits the recipients of one transaction: each RCPT
+	// beyond it gets "452 4.5.3" (RFC 5321 section 4.5.3.1.10), and
+	// LIMITS RCPTMAX is offered (RFC 9422). 0 means unlimited.
+	MaxRecipients int
 	// ReadTimeout closes idle connections; 0 means never.
 	ReadTimeout time.Duration
 
@@ -235,6 +239,18 @@ func ImplicitTLS() Option { return func(c *Config) error { c.ImplicitTLS = true;
 
 // WithCert presents c for STARTTLS or implicit TLS.
 func WithCert(c *Cert) Option { return func(cfg *Config) error { cfg.Cert = c; return nil } }
+
+// MaxRecipients refuses each RCPT beyond n in one transaction with 452
+// 4.5.3.
+func MaxRecipients(n int) Option {
+	return func(c *Config) error {
+		if n < 0 {
+			return fmt.Errorf("smtptest: max recipients %d: want 0 (unlimited) or more", n)
+		}
+		c.MaxRecipients = n
+		return nil
+	}
+}
 
 // SMTPUTF8 offers the SMTPUTF8 extension (RFC 6531).
 func SMTPUTF8() Option { return func(c *Config) error { c.SMTPUTF8 = true; return nil } }

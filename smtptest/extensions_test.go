@@ -1,9 +1,13 @@
 package smtptest
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/emersion/go-smtp"
 )
 
 // A server can play one without 8BITMIME (like smtp-sink -8) and with or
@@ -44,5 +48,34 @@ func TestExtensionsOffered(t *testing.T) {
 	}
 	if _, err := Start(Config{No8BitMIME: true, StartTLS: true}); err == nil {
 		t.Error("No8BitMIME with TLS was accepted")
+	}
+}
+
+// MaxRecipients refuses each RCPT past the limit of one transaction with
+// 452 4.5.3, as RFC 5321 section 4.5.3.1.10 says, and counts afresh in
+// the next transaction.
+func TestMaxRecipients(t *testing.T) {
+	srv := NewServer(t, MaxRecipients(2))
+	cl := dial(t, srv.Addr())
+	if err := cl.Mail("a@example.com", nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := cl.Rcpt(fmt.Sprintf("r%d@example.com", i), nil); err != nil {
+			t.Errorf("RCPT %d: %v", i, err)
+		}
+	}
+	var se *smtp.SMTPError
+	if err := cl.Rcpt("r2@example.com", nil); !errors.As(err, &se) || se.Code != 452 || se.EnhancedCode != (smtp.EnhancedCode{4, 5, 3}) {
+		t.Errorf("RCPT past the limit: %v, want 452 4.5.3", err)
+	}
+	if err := cl.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Mail("a@example.com", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Rcpt("r2@example.com", nil); err != nil {
+		t.Errorf("RCPT in a new transaction: %v", err)
 	}
 }

@@ -100,6 +100,7 @@ func Start(cfg Config) (*Server, error) {
 	srv.Domain = s.hostname
 	srv.AllowInsecureAuth = cfg.AllowInsecureAuth
 	srv.MaxMessageBytes = cfg.MaxMessageBytes
+	srv.MaxRecipients = cfg.MaxRecipients
 	srv.ReadTimeout = cfg.ReadTimeout
 	srv.EnableSMTPUTF8 = cfg.SMTPUTF8
 	// A nil *log.Logger in the interface would not compare equal to nil.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/smtpcodes"
 )
 
@@ -22,8 +23,12 @@ const (
 	// TLSOpportunistic uses STARTTLS when offered and plaintext otherwise
 	// (RFC 7435). The certificate is not verified: MX certificates are
 	// rarely valid for the MX name, and encryption without authentication
-	// still beats cleartext. A failed handshake is transient (no fallback to
-	// plaintext on the same host, which an attacker could force).
+	// still beats cleartext. A failed STARTTLS falls back to cleartext (RFC
+	// 3207 section 4, RFC 7435): after a refusal (454) the same session
+	// goes on without TLS; after a failed handshake, whose connection is
+	// lost, the attempt fails on that hop and the hop is reached without
+	// STARTTLS for FallbackTTL. Hops whose policy makes TLS mandatory (DANE,
+	// MTA-STS enforce), TLSRequired and smarthosts never fall back.
 	TLSOpportunistic TLSMode = "opportunistic"
 	// TLSRequired refuses to deliver without STARTTLS (4.7.10, transient)
 	// and verifies the certificate against Dialer.RootCAs and the hop name.
@@ -80,9 +85,15 @@ type Dialer struct {
 	// instead of a net.Dialer with ConnectTimeout and Resolver, as in
 	// net/http.Transport; tests use it to script an in-memory connection.
 	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
+	// Clock tells the time of the TLS fallbacks (FallbackTTL); nil means
+	// the real clock.
+	Clock clock.Clock
 
 	poolOnce sync.Once
 	pool     *connPool
+	// fallbacks are the hops reached without STARTTLS for a while, since
+	// their TLS handshake failed (TLSOpportunistic).
+	fallbacks fallbacks
 }
 
 // Envelope is the part of a queued message a delivery attempt needs.
@@ -278,6 +289,13 @@ func (d *Dialer) greetingTimeout() time.Duration {
 		t = DefaultGreetingTimeout
 	}
 	return min(t, d.commandTimeout())
+}
+
+func (d *Dialer) now() time.Time {
+	if d.Clock != nil {
+		return d.Clock.Now()
+	}
+	return time.Now()
 }
 
 func (d *Dialer) hostname() string {

@@ -8,6 +8,11 @@
 //     MAIL (connect, greeting, EHLO, STARTTLS, AUTH, a 4xx MAIL) is skipped
 //     for the next. Once MAIL is accepted, that hop's replies are final for
 //     the attempt: a message goes to at most one hop per attempt.
+//   - Recipients a server refuses with 452 (or 552) after it accepted
+//     others in the transaction (its limit on recipients, RFC 5321 section
+//     4.5.3.1.10) go at once in a new transaction on the same connection,
+//     within the attempt; each transaction takes at least one recipient,
+//     so this ends. A 452 with none accepted is deferred as any 4xx.
 //   - The context is passed per call, never stored in a session (a session
 //     outlives its attempt in the connection cache). Cancelling it closes
 //     the connection; every recipient then gets a transient 4.4.2.
@@ -23,7 +28,9 @@
 //   - A reply out of step (a positive reply of another class than the one
 //     due, such as 250 to DATA) is a protocol error, never a server's
 //     answer: every recipient still open is deferred with 4.5.0 and the
-//     connection is closed. A cached connection on which the server said
+//     connection is closed. So is any reply already received after a 354
+//     (alone, or ending a pipelined group): the server has not seen the
+//     content yet, so such a reply cannot be its answer to it. A cached connection on which the server said
 //     anything while idle, or which it closed, is never reused: its next
 //     reply would answer the wrong command.
 //   - A connection is cached for the next message to the same hop only
@@ -47,6 +54,12 @@
 //     that uses SMTPUTF8 and as utf-8-addr-xtext otherwise. One that is
 //     neither (not UTF-8, or an address type relayq does not know) is left
 //     out, never sent malformed: a malformed ORCPT costs the recipient.
+//   - Opportunistic TLS falls back to plaintext (RFC 7435, RFC 3207
+//     section 4): after a refused STARTTLS in the same session, after a
+//     failed handshake for the next sessions to that hop during
+//     FallbackTTL (remembered per dial address, at most maxFallbackHops,
+//     by the Dialer's Clock). A hop with a mandatory policy (DANE, MTA-STS
+//     enforce), delivery.tls: required and a smarthost never fall back.
 //   - Every reply carries a class and enhanced code smtpcodes.Classify
 //     understands; server replies are *smtp.SMTPError values.
 package smtpclient

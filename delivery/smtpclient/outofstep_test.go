@@ -11,11 +11,15 @@ import (
 )
 
 // A positive reply where 354 is due is no answer to DATA: the body was
-// never asked for, so nothing may count as delivered. The attempt is
-// deferred (4.5.0), the body is not sent, and the connection is dropped.
+// never asked for, so nothing may count as delivered. Nor is a reply the
+// server sent together with its 354 (or behind it, in one pipelined group
+// of replies) an answer to the content, which it had not seen yet. The
+// attempt is deferred (4.5.0), the body is not sent, and the connection is
+// dropped.
 func TestPositiveReplyToDataIsOutOfStep(t *testing.T) {
 	for _, tc := range []struct {
 		name, server, want string
+		together           []string // replies that arrive in one piece, after server
 	}{{
 		name:   "one command at a time",
 		server: lines("220 mx ready", "250 mx", "250 ok", "250 ok", "250 2.0.0 ok"),
@@ -30,9 +34,21 @@ func TestPositiveReplyToDataIsOutOfStep(t *testing.T) {
 		name:   "replies one late",
 		server: lines("220 mx ready", "250-mx", "250 PIPELINING", "250 stray", "250 ok", "250 ok", "354 go"),
 		want:   lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "DATA"),
+	}, {
+		// The 250 came before any content: read as the reply to the
+		// final dot, it would hide the 451 the body gets.
+		name:     "250 sent with the 354",
+		server:   lines("220 mx ready", "250 mx", "250 ok", "250 ok"),
+		together: []string{lines("354 go", "250 2.0.0 accepted before body"), lines("451 4.3.0 body refused")},
+		want:     lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "DATA"),
+	}, {
+		name:     "pipelined, every reply at once after MAIL",
+		server:   lines("220 mx ready", "250-mx", "250 PIPELINING"),
+		together: []string{lines("250 ok", "250 ok", "354 go", "250 2.0.0 accepted before body"), lines("451 4.3.0 body refused")},
+		want:     lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "DATA"),
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			conn := &scriptConn{replies: strings.NewReader(tc.server)}
+			conn := newScript(tc.server, tc.together...)
 			d := scripted(conn)
 			res := deliver(t, d, []Hop{mxHop}, envelope("a@example.test"), bodyOf(testBody))
 			d.Close()

@@ -60,6 +60,9 @@ func (s *session) run(ctx context.Context, env Envelope, body func() (io.ReadClo
 	if end := s.refused(); end != nil {
 		return *end
 	}
+	if s.mode.starttls == TLSOpportunistic && s.d.fallbacks.active(s.hop.Addr(), s.d.now()) {
+		s.mode.starttls, s.tls.Fallback = TLSNone, true
+	}
 	stage, err := s.open(ctx)
 	s.noteTLS()
 	if err != nil {
@@ -201,7 +204,9 @@ func (s *session) greet() (smtpcodes.Stage, error) {
 
 // startTLS sends STARTTLS when the server offers it and says EHLO again over
 // TLS (RFC 3207 section 4.2). Without STARTTLS on offer, opportunistic mode
-// goes on in plaintext; required mode fails.
+// goes on in plaintext; required mode fails. Opportunistic mode also goes
+// on in plaintext after STARTTLS is refused, and after a failed handshake
+// has the next sessions to the hop do so (fallBack).
 func (s *session) startTLS(ctx context.Context) (smtpcodes.Stage, error) {
 	if !s.w.has("STARTTLS") {
 		if err := s.noSTARTTLS(); err != nil {
@@ -214,6 +219,9 @@ func (s *session) startTLS(ctx context.Context) (smtpcodes.Stage, error) {
 		return "", nil
 	}
 	if _, _, err := s.w.cmd(2, "STARTTLS"); err != nil {
+		if s.refusedTLS(err) {
+			return "", nil
+		}
 		return smtpcodes.StageStartTLS, err
 	}
 	if s.w.r.Buffered() > 0 {
@@ -223,13 +231,38 @@ func (s *session) startTLS(ctx context.Context) (smtpcodes.Stage, error) {
 			"delivery: %s sent data after its STARTTLS reply", s.hop.Addr())
 	}
 	if err := s.handshake(ctx); err != nil {
-		return smtpcodes.StageStartTLS, err
+		return smtpcodes.StageStartTLS, s.fallBack(ctx, err)
 	}
 	s.w = newWire(s.conn, s.d.commandTimeout())
 	if err := s.w.hello(s.d.hostname()); err != nil {
 		return smtpcodes.StageHello, err
 	}
 	return "", nil
+}
+
+// refusedTLS reports whether the session goes on in plaintext after the
+// server refused STARTTLS with err: in opportunistic mode, a refusal that
+// leaves the session open (454 "TLS not available", RFC 3207 section 4;
+// not a 421) is noted as a fallback.
+func (s *session) refusedTLS(err error) bool {
+	if s.mode.starttls != TLSOpportunistic || !isServerReply(err) || replyCode(err) == 421 {
+		return false
+	}
+	s.tls.Fallback = true
+	s.fail(FailStartTLSNotSupported)
+	return true
+}
+
+// fallBack notes a failed handshake (err): the connection is lost, so in
+// opportunistic mode the hop is remembered, and reached without STARTTLS
+// for FallbackTTL. An abandoned attempt says nothing of the server.
+func (s *session) fallBack(ctx context.Context, err error) error {
+	if s.mode.starttls != TLSOpportunistic || ctx.Err() != nil {
+		return err
+	}
+	s.d.fallbacks.note(s.hop.Addr(), s.d.now())
+	s.fail(FailValidation)
+	return fmt.Errorf("%w; the next attempts to %s go without STARTTLS (opportunistic TLS) for %v", err, s.hop.Addr(), FallbackTTL)
 }
 
 // handshake starts TLS on the raw connection, bounded by the deadline

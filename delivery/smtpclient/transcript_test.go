@@ -17,8 +17,9 @@ import (
 // scriptConn is an in-memory connection for exact-transcript tests, in the
 // style of go-smtp's client tests: the server's side is a fixed script of
 // replies, and everything the client writes is kept to compare whole.
+// Each Read gives one chunk of the script, as one TCP segment would.
 type scriptConn struct {
-	replies io.Reader
+	chunks []string
 
 	mu     sync.Mutex
 	wrote  bytes.Buffer
@@ -26,7 +27,33 @@ type scriptConn struct {
 	closed bool
 }
 
-func (c *scriptConn) Read(p []byte) (int, error) { return c.replies.Read(p) }
+// newScript is a connection whose server sends each line of script on
+// its own, as a server does that waits for each command before it
+// answers, except where it sends several lines together: each of
+// together is sent in one piece after the lines of script.
+func newScript(script string, together ...string) *scriptConn {
+	c := &scriptConn{}
+	for _, l := range strings.SplitAfter(script, "\n") {
+		if l != "" {
+			c.chunks = append(c.chunks, l)
+		}
+	}
+	c.chunks = append(c.chunks, together...)
+	return c
+}
+
+func (c *scriptConn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.chunks[0])
+	if c.chunks[0] = c.chunks[0][n:]; c.chunks[0] == "" {
+		c.chunks = c.chunks[1:]
+	}
+	return n, nil
+}
 
 func (c *scriptConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
@@ -137,12 +164,59 @@ var transcripts = []struct {
 	smarthost: &Smarthost{Username: "u", Password: "p", TLS: SmarthostNoTLS, AllowInsecureAuth: true},
 	want:      lines("EHLO relay.test", "AUTH PLAIN AHUAcA==", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "DATA") + testBody + lines(".", "QUIT"),
 	replies:   []string{"250 2.0.0 done"},
+}, {
+	// RFC 5321 section 4.5.3.1.10: the rest go at once in a new
+	// transaction, unasked in the first once the limit is reached.
+	name: "too many recipients, one at a time: a second transaction",
+	server: lines("220 mx ready", "250 mx", "250 ok", "250 ok", "250 ok", "452 4.5.3 Too many recipients", "354 go", "250 2.0.0 first",
+		"250 ok", "250 ok", "250 ok", "354 go", "250 2.0.0 second", "221 bye"),
+	rcpts: []string{"a@example.test", "b@example.test", "c@example.test", "d@example.test"},
+	want: lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "RCPT TO:<b@example.test>", "RCPT TO:<c@example.test>", "DATA") +
+		testBody + lines(".", "MAIL FROM:<sender@example.test>", "RCPT TO:<c@example.test>", "RCPT TO:<d@example.test>", "DATA") + testBody + lines(".", "QUIT"),
+	replies: []string{"250 2.0.0 first", "250 2.0.0 first", "250 2.0.0 second", "250 2.0.0 second"},
+}, {
+	name: "too many recipients, pipelined: a transaction per limit",
+	server: lines("220 mx ready", "250-mx", "250 PIPELINING",
+		"250 ok", "250 ok", "452 4.5.3 Too many recipients", "452 4.5.3 Too many recipients", "354 go", "250 2.0.0 first",
+		"250 ok", "250 ok", "452 4.5.3 Too many recipients", "354 go", "250 2.0.0 second",
+		"250 ok", "250 ok", "354 go", "250 2.0.0 third", "221 bye"),
+	rcpts: []string{"a@example.test", "b@example.test", "c@example.test"},
+	want: lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "RCPT TO:<b@example.test>", "RCPT TO:<c@example.test>", "DATA") +
+		testBody + lines(".", "MAIL FROM:<sender@example.test>", "RCPT TO:<b@example.test>", "RCPT TO:<c@example.test>", "DATA") +
+		testBody + lines(".", "MAIL FROM:<sender@example.test>", "RCPT TO:<c@example.test>", "DATA") + testBody + lines(".", "QUIT"),
+	replies: []string{"250 2.0.0 first", "250 2.0.0 second", "250 2.0.0 third"},
+}, {
+	// RFC 821's code for it, which RFC 5321 asks clients to take as 452.
+	name: "too many recipients as 552: a second transaction",
+	server: lines("220 mx ready", "250 mx", "250 ok", "250 ok", "552 5.5.3 Too many recipients", "354 go", "250 2.0.0 first",
+		"250 ok", "250 ok", "354 go", "250 2.0.0 second", "221 bye"),
+	rcpts: []string{"a@example.test", "b@example.test"},
+	want: lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "RCPT TO:<b@example.test>", "DATA") +
+		testBody + lines(".", "MAIL FROM:<sender@example.test>", "RCPT TO:<b@example.test>", "DATA") + testBody + lines(".", "QUIT"),
+	replies: []string{"250 2.0.0 first", "250 2.0.0 second"},
+}, {
+	// With nobody accepted a new transaction would fare no better.
+	name:    "452 to the first recipient: deferred, no second transaction",
+	server:  lines("220 mx ready", "250 mx", "250 ok", "452 4.5.3 Too many recipients", "250 ok", "221 bye"),
+	rcpts:   []string{"a@example.test"},
+	want:    lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "RSET", "QUIT"),
+	replies: []string{"452 4.5.3 Too many recipients"},
+}, {
+	// The rest keep their 452, deferred, when the next transaction
+	// cannot start.
+	name: "too many recipients, then MAIL refused: the rest deferred",
+	server: lines("220 mx ready", "250 mx", "250 ok", "250 ok", "452 4.5.3 Too many recipients", "354 go", "250 2.0.0 first",
+		"451 4.3.0 not now", "221 bye"),
+	rcpts: []string{"a@example.test", "b@example.test"},
+	want: lines("EHLO relay.test", "MAIL FROM:<sender@example.test>", "RCPT TO:<a@example.test>", "RCPT TO:<b@example.test>", "DATA") +
+		testBody + lines(".", "MAIL FROM:<sender@example.test>", "QUIT"),
+	replies: []string{"250 2.0.0 first", "452 4.5.3 Too many recipients"},
 }}
 
 func TestExactTranscripts(t *testing.T) {
 	for _, tc := range transcripts {
 		t.Run(tc.name, func(t *testing.T) {
-			conn := &scriptConn{replies: strings.NewReader(tc.server)}
+			conn := newScript(tc.server)
 			d := scripted(conn)
 			d.Smarthost = tc.smarthost
 			hop := mxHop
@@ -172,7 +246,7 @@ func TestExactTranscripts(t *testing.T) {
 // and the content with its final dot in one more.
 func TestPipelinedGroupIsOneWrite(t *testing.T) {
 	tc := transcripts[0]
-	conn := &scriptConn{replies: strings.NewReader(tc.server)}
+	conn := newScript(tc.server)
 	d := scripted(conn)
 	deliver(t, d, []Hop{mxHop}, envelope(tc.rcpts...), bodyOf(testBody))
 	d.Close()

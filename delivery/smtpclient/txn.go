@@ -26,6 +26,9 @@ type txn struct {
 	asked    []int
 	rcpts    []string
 	accepted []int
+	// more are the recipients refused for the transaction's number of
+	// recipients (overLimit), for another transaction.
+	more []int
 	// utf8: the envelope needs SMTPUTF8 (RFC 6531).
 	utf8 bool
 	// pipelined: MAIL, RCPT and DATA went in one write (RFC 2920);
@@ -36,24 +39,67 @@ type txn struct {
 	plan mime7bit.Plan
 }
 
-// transact runs MAIL, RCPT and DATA, pipelined in one round trip when the
-// server offers PIPELINING (RFC 2920). The end is final unless the server
-// did not accept MAIL for a reason worth trying another hop for.
+// transact delivers env in as many transactions on the connection as the
+// server's limit on recipients calls for: when it refused recipients only
+// for their number (overLimit), the rest go at once in a new transaction
+// (RFC 5321 section 4.5.3.1.10), as part of the same attempt. Each
+// transaction accepts at least one recipient, so this ends. A later
+// transaction that cannot start leaves the rest with their 452: deferred.
 func (s *session) transact(ctx context.Context, env Envelope, body func() (io.ReadCloser, error), results []RcptResult) attemptEnd {
+	end, more := s.transactOnce(ctx, env, body, results)
+	for end.final && len(more) > 0 && s.reusable && ctx.Err() == nil {
+		rest := env
+		rest.Recipients = make([]RcptReq, len(more))
+		sub := make([]RcptResult, len(more))
+		for k, i := range more {
+			rest.Recipients[k], sub[k].Address = env.Recipients[i], results[i].Address
+		}
+		s.reusable = false // until this transaction ends cleanly
+		next, subMore := s.transactOnce(ctx, rest, body, sub)
+		if !next.final {
+			break
+		}
+		for k, i := range more {
+			results[i] = sub[k]
+		}
+		for k, j := range subMore {
+			subMore[k] = more[j]
+		}
+		more = subMore
+	}
+	return end
+}
+
+// transactOnce runs MAIL, RCPT and DATA, pipelined in one round trip when
+// the server offers PIPELINING (RFC 2920). The end is final unless the
+// server did not accept MAIL for a reason worth trying another hop for.
+// more are the recipients refused only for their number.
+func (s *session) transactOnce(ctx context.Context, env Envelope, body func() (io.ReadCloser, error), results []RcptResult) (end attemptEnd, more []int) {
 	t := &txn{s: s, w: s.w, env: env, results: results}
 	if end, done := t.check(); done {
-		return end
+		return end, nil
 	}
 	if end, done := t.fit(body); done {
-		return end
+		return end, nil
 	}
 	if end, done := t.mail(ctx); done {
-		return end
+		return end, nil
 	}
 	if end, done := t.rcpt(ctx); done {
-		return end
+		return end, t.more
 	}
-	return t.data(ctx, body)
+	return t.data(ctx, body), t.more
+}
+
+// overLimit reports whether a refused RCPT may say only that the
+// transaction has enough recipients: a 452 (RFC 5321 section 4.5.3.1.10,
+// "452 4.5.3 Too many recipients"), or the 552 older servers send for it
+// (transient at RCPT, smtpcodes), once the server has accepted one. A
+// recipient refused for its own sake is refused again in the next
+// transaction, with none accepted there, and deferred as before.
+func (t *txn) overLimit(err error) bool {
+	code := replyCode(err)
+	return (code == 452 || code == 552) && len(t.accepted) > 0
 }
 
 // set gives recipient i the reply r from this hop.
@@ -188,11 +234,28 @@ func (t *txn) rcpt(ctx context.Context) (attemptEnd, bool) {
 			return t.failOpen(r)
 		}
 		t.set(i, r)
+		if t.overLimit(err) {
+			t.more = append(t.more, i)
+			if !t.pipelined {
+				// The rest would be refused too: they wait for the next
+				// transaction, unasked.
+				for _, j := range t.asked[k+1:] {
+					t.set(j, r)
+					t.more = append(t.more, j)
+				}
+				break
+			}
+		}
 	}
 	if t.pipelined {
 		// Read here to stay in step; data acts on a refusal.
 		if _, _, t.dataErr = w.expect(3); t.dataErr != nil && !isServerReply(t.dataErr) {
 			return t.failOpen(classify(ctx, t.s.hop, smtpcodes.StageData, t.dataErr))
+		}
+		if t.dataErr == nil {
+			if err := w.ahead(t.s.raw); err != nil {
+				return t.outOfStep(ctx, err)
+			}
 		}
 	}
 	if len(t.accepted) > 0 {
@@ -210,6 +273,15 @@ func (t *txn) rcpt(ctx context.Context) (attemptEnd, bool) {
 		w.quit()
 	}
 	return attemptEnd{final: true}, true
+}
+
+// outOfStep ends the attempt after the server sent a reply nobody asked
+// for where it should wait for the content: every recipient still open is
+// deferred (4.5.0) and the connection dropped without a word, since the
+// server takes whatever comes after a 354 as content.
+func (t *txn) outOfStep(ctx context.Context, err error) (attemptEnd, bool) {
+	_ = t.s.raw.Close()
+	return t.failOpen(classify(ctx, t.s.hop, smtpcodes.StageData, err))
 }
 
 // dataFailed ends the attempt when the server refuses DATA or the message:
@@ -250,6 +322,10 @@ func (t *txn) data(ctx context.Context, body func() (io.ReadCloser, error)) atte
 	if !t.pipelined {
 		if _, _, err := t.w.cmd(3, "DATA"); err != nil {
 			return t.dataFailed(ctx, err)
+		}
+		if err := t.w.ahead(t.s.raw); err != nil {
+			end, _ := t.outOfStep(ctx, err)
+			return end
 		}
 	}
 	if end, done := t.content(ctx, rc); done {

@@ -83,6 +83,11 @@ type TLSInfo struct {
 	Failure Failure
 	// Testing is HopTLS.Testing of the hop.
 	Testing bool
+	// Fallback: opportunistic STARTTLS failed, and the session went on in
+	// plaintext: the server refused STARTTLS in this session (Failure is
+	// then starttls-not-supported), or a handshake with the hop failed
+	// less than FallbackTTL ago.
+	Fallback bool
 }
 
 // mandatory reports whether h requires verified TLS and refuses plaintext.
@@ -222,12 +227,15 @@ func tlsaMatches(r TLSA, c *x509.Certificate) bool {
 	return false
 }
 
-// Name is what logs and events show: the TLS version, "none" for a
-// session in plain text, "" when no session was reached.
+// Name is what logs and events show: the TLS version, "fallback" for a
+// session in plain text after opportunistic STARTTLS failed, "none" for
+// another session in plain text, "" when no session was reached.
 func (t TLSInfo) Name() string {
 	switch {
 	case t.Version != "":
 		return t.Version
+	case t.Fallback:
+		return "fallback"
 	case t.Policy != "":
 		return "none"
 	}

@@ -167,6 +167,25 @@ func (w *wire) unsolicited(raw net.Conn) bool {
 	return w.r.Buffered() > 0 || pending(raw)
 }
 
+// ahead reports, as a protocol error, a reply the server sent before it
+// was asked for anything: once the server has said 354 (alone, or as the
+// last reply of a pipelined group), it waits for the content and has
+// nothing left to say until the final dot. Bytes already here are a reply
+// out of step, such as a 250 sent with the 354, which would otherwise be
+// read as the answer to the content, before the server saw a byte of it.
+// raw is the TCP connection under any TLS: on a plaintext connection a
+// reply that arrived after the 354 is seen there too. It does not wait.
+func (w *wire) ahead(raw net.Conn) error {
+	n := w.r.Buffered()
+	if n == 0 && (raw == nil || raw != w.conn || !pending(raw)) {
+		return nil
+	}
+	early, _ := w.r.Peek(min(n, 80))
+	early, _, _ = bytes.Cut(early, []byte("\r\n"))
+	return textproto.ProtocolError(fmt.Sprintf(
+		"delivery: reply out of step: server sent %q before the content it asked for with 354", early))
+}
+
 // cmd sends one command and reads its reply, which must be in class.
 func (w *wire) cmd(class int, line string) (int, string, error) {
 	w.queue(line)

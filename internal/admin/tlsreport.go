@@ -32,7 +32,8 @@ type TLSReportItem struct {
 	FailureDetails []TLSFailureDetail `json:"failure-details,omitempty"`
 }
 
-// TLSReportPolicy says which policy applied ("sts" or "tlsa").
+// TLSReportPolicy says which policy applied ("sts", "tlsa", or
+// "no-policy-found" for opportunistic STARTTLS that failed).
 type TLSReportPolicy struct {
 	Type   string   `json:"policy-type"`
 	Domain string   `json:"policy-domain"`

@@ -11,6 +11,7 @@ import (
 type tlsMetrics struct {
 	byPolicy *prometheus.CounterVec // policy, result
 	failures *prometheus.CounterVec // policy, reason, enforced
+	fallback *prometheus.CounterVec // result
 }
 
 // tlsPolicies and tlsFailures bound the label values; anything else is "other".
@@ -28,10 +29,14 @@ func newTLSMetrics(reg *prometheus.Registry) tlsMetrics {
 		}, []string{"policy", "result"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "delivery_tls_failures_total",
-			Help: "Verified-TLS failures per recipient by policy and RFC 8460 reason; enforced=false counts MTA-STS testing mode, where the message went anyway.",
+			Help: "TLS failures per recipient by policy and RFC 8460 reason (policy none: opportunistic STARTTLS refused or a failed handshake); enforced=false counts MTA-STS testing mode, where the message went anyway.",
 		}, []string{"policy", "reason", "enforced"}),
+		fallback: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "delivery_tls_fallback_total",
+			Help: "Delivery attempts per recipient that went in plaintext because opportunistic STARTTLS failed (refused in the session, or a handshake with the host failed less than an hour before), by result.",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(t.byPolicy, t.failures)
+	reg.MustRegister(t.byPolicy, t.failures, t.fallback)
 	return t
 }
 
@@ -50,6 +55,9 @@ func (o deliveryObserver) SecuredBy(info smtpclient.TLSInfo, s queue.Status) {
 		result = other
 	}
 	o.m.tls.byPolicy.WithLabelValues(policy, result).Inc()
+	if info.Fallback {
+		o.m.tls.fallback.WithLabelValues(result).Inc()
+	}
 	if info.Failure == "" {
 		return
 	}
@@ -60,7 +68,7 @@ func (o deliveryObserver) SecuredBy(info smtpclient.TLSInfo, s queue.Status) {
 		}
 	}
 	enforced := "true"
-	if info.Testing {
+	if info.Testing || info.Fallback { // the mail went anyway
 		enforced = "false"
 	}
 	o.m.tls.failures.WithLabelValues(policy, reason, enforced).Inc()
