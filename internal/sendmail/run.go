@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/user"
@@ -153,28 +154,41 @@ func loginName() string {
 	return "nobody"
 }
 
-// relayConfig finds the server: --server, then RELAYQ_SENDMAIL_SERVER,
-// then the first submission.listen of the configuration file (-C, else
-// /etc/relayq/relayq.yaml when it exists, else the built-in defaults).
+// relayConfig finds the server and the relay's hostname. The server is
+// --server, then RELAYQ_SENDMAIL_SERVER, then the first submission.listen
+// of the configuration file (-C, else /etc/relayq/relayq.yaml when it
+// exists, else the built-in defaults); the hostname is RELAYQ_HOSTNAME,
+// then the file's hostname, then the system's name. Flags and environment
+// win before any file is read: when they give both, no file is opened, and
+// when they give the server, a file the caller may not read (a
+// configuration kept from other users) leaves only the hostname to the
+// system, instead of failing every cron job and web application that is
+// not root's.
 func relayConfig(o Options, env Env) (RelayConfig, error) {
-	path := o.Config
-	if path == "" {
-		if _, err := os.Stat(DefaultConfig); err == nil {
-			path = DefaultConfig
-		}
+	rc := RelayConfig{Server: o.Server, Hostname: env.Getenv("RELAYQ_HOSTNAME")}
+	if rc.Server == "" {
+		rc.Server = env.Getenv("RELAYQ_SENDMAIL_SERVER")
 	}
-	var rc RelayConfig
-	if env.LoadConfig != nil {
-		var err error
-		if rc, err = env.LoadConfig(path); err != nil {
+	if (rc.Server == "" || rc.Hostname == "") && env.LoadConfig != nil {
+		path := o.Config
+		if path == "" {
+			if _, err := os.Stat(DefaultConfig); err == nil {
+				path = DefaultConfig
+			}
+		}
+		fc, err := env.LoadConfig(path)
+		switch {
+		case err == nil:
+		case rc.Server != "" && errors.Is(err, fs.ErrPermission):
+		default:
 			return rc, err
 		}
-	}
-	if s := env.Getenv("RELAYQ_SENDMAIL_SERVER"); s != "" {
-		rc.Server = s
-	}
-	if o.Server != "" {
-		rc.Server = o.Server
+		if rc.Server == "" {
+			rc.Server = fc.Server
+		}
+		if rc.Hostname == "" {
+			rc.Hostname = fc.Hostname
+		}
 	}
 	if rc.Server == "" {
 		return rc, errors.New("no relay to submit to: give --server or set submission.listen")
