@@ -226,8 +226,8 @@ type message struct {
 	body  io.Reader
 }
 
-// prepare reads the header, works out the envelope, removes Bcc and adds
-// a missing From, Date and Message-ID.
+// prepare reads the header, completes its bare local parts, works out the
+// envelope, removes Bcc and adds a missing From, Date and Message-ID.
 func prepare(o Options, env Env, rc RelayConfig) (message, int, error) {
 	br := bufio.NewReaderSize(env.Stdin, 32<<10)
 	var in io.Reader = br
@@ -239,6 +239,7 @@ func prepare(o Options, env Env, rc RelayConfig) (message, int, error) {
 	if err != nil {
 		return message{}, ExDataErr, fmt.Errorf("reading the message: %w", err)
 	}
+	qualifyHeader(h, rc.Hostname)
 	m := message{from: o.From}
 	if m.from != "<>" {
 		m.from = qualify(m.from, rc.Hostname)
@@ -247,7 +248,7 @@ func prepare(o Options, env Env, rc RelayConfig) (message, int, error) {
 		m.rcpts = append(m.rcpts, qualify(r, rc.Hostname))
 	}
 	if o.ExtractRecipients {
-		list, err := headerRecipients(h, rc.Hostname)
+		list, err := headerRecipients(h)
 		if err != nil {
 			return message{}, ExDataErr, fmt.Errorf("recipients in the header: %w", err)
 		}
