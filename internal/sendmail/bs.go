@@ -35,6 +35,8 @@ func serveSMTP(env Env, rc RelayConfig, cr credentials) int {
 	srv.Domain = rc.Hostname
 	// "RCPT TO:<root>" reaches Rcpt, which qualifies it, instead of 501.
 	srv.AllowMailboxWithoutDomain = true
+	// A long body line goes on to the relay, which encodes it.
+	srv.NoDataLineLimit = true
 	srv.ErrorLog = log.New(env.Stderr, "sendmail: ", 0)
 	if ok, size := rs.c.Extension("SIZE"); ok {
 		srv.MaxMessageBytes, _ = strconv.ParseInt(size, 10, 64)
