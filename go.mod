@@ -47,8 +47,10 @@ require (
 // or an unknown address type (Postfix sends both); third_party/go-smtp is
 // v0.26.0 with that fixed, with an option to pass paths without a domain
 // ("MAIL FROM:<root>") to the backend, with FUTURERELEASE (RFC 4865),
-// for which go-smtp has no hook, and with a raw DATA stream for relayq's
-// own body reader plus replies batched per pipelined group (see its README,
+// for which go-smtp has no hook, with a raw DATA stream for relayq's
+// own body reader plus replies batched per pipelined group, with the
+// server's domain first in the EHLO reply, and with an option to lift
+// the line limit inside DATA (see its README,
 // docs/upstream-go-smtp-xtext.md and docs/upstream-go-smtp-rawdata.md).
 // Versioned, so that an upgrade of go-smtp drops it.
 replace github.com/emersion/go-smtp v0.26.0 => ./third_party/go-smtp

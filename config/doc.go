@@ -28,6 +28,9 @@
 //     when it alone is set, sets the new one.
 //   - Every dkim.keys[].private_key_file loaded as a DKIM key (cmd/relayq
 //     loads them again for the signer); a bad one is named with its file.
+//   - LoadSubmitter (relayq sendmail, run by any user) reads and checks
+//     hostname and submission.listen only, and opens no other file than
+//     the configuration itself: no key file, whoever may read it.
 //   - Warnings never fail a Load: they describe configurations that work
 //     but are dangerous, for check-config (--strict) and the start-up log.
 //   - LoadSettings lists every key once with its source; Shown never

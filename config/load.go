@@ -43,17 +43,9 @@ func Load(path string) (*Config, error) {
 // load is Load that also returns the loader, which knows where each value
 // came from (see Settings).
 func load(path string) (*Config, *loader, error) {
-	var data []byte
-	if path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err // the path is already at the front of the message
-			}
-			return nil, nil, fmt.Errorf("config %s: %w", path, err)
-		}
-		data = b
+	data, err := readFile(path)
+	if err != nil {
+		return nil, nil, err
 	}
 	l, err := newLoader(path, data)
 	if err != nil {
@@ -79,6 +71,22 @@ func load(path string) (*Config, *loader, error) {
 		c.Hostname = host
 	}
 	return c, l, nil
+}
+
+// readFile reads the configuration file, nil for path "".
+func readFile(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is already at the front of the message
+		}
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return b, nil
 }
 
 // newLoader prepares one viper instance for one load (never the global one)

@@ -189,9 +189,11 @@ func TestSendmailThroughRelay(t *testing.T) {
 	}
 }
 
-// cronie mails a job's output with `sendmail -t -f root` and "To: root"
-// (MAILTO unset): through a running relay the next hop gets both
-// addresses qualified with the relay's hostname, and cron sees exit 0.
+// cron mails a job's output with `sendmail -FCronDaemon -i -odi -oem -oi
+// -t -f root` and "From: root (Cron Daemon)", "To: root" (MAILTO unset):
+// through a running relay the next hop gets the envelope and both fields
+// qualified with the relay's configured hostname, the comment kept, and
+// cron sees exit 0.
 func TestSendmailCronLocalParts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped with -short")
@@ -201,12 +203,17 @@ func TestSendmailCronLocalParts(t *testing.T) {
 	if err := r.start(); err != nil {
 		t.Fatal(err)
 	}
-	in := "From: \"(Cron Daemon)\" <root>\nTo: root\nSubject: Cron <root@host> run-parts /etc/cron.hourly\n\noutput\n"
-	if code, errs := sendmail(t, r.addr, in, true, "-C", r.cfgPath, "-FCronDaemon", "-i", "-B8BITMIME", "-oem", "-t", "-f", "root"); code != 0 {
+	in := "From: root (Cron Daemon)\nTo: root\nSubject: Cron <root@vm> run-parts /etc/cron.hourly\n\noutput\n"
+	if code, errs := sendmail(t, r.addr, in, true, "-C", r.cfgPath, "-FCronDaemon", "-i", "-odi", "-oem", "-oi", "-t", "-f", "root"); code != 0 {
 		t.Fatalf("sendmail -t -f root: exit %d: %s", code, errs)
 	}
 	m := mx.WaitMessages(t, 1, 30*time.Second)[0]
 	if m.From != "root@relay.test" || strings.Join(m.To, ",") != "root@relay.test" {
 		t.Errorf("next hop got MAIL FROM:<%s> RCPT TO:%v, want root@relay.test for both", m.From, m.To)
+	}
+	for _, want := range []string{"\r\nFrom: root@relay.test (Cron Daemon)\r\n", "\r\nTo: root@relay.test\r\n"} {
+		if !bytes.Contains(m.Data, []byte(want)) {
+			t.Errorf("next hop's message lacks %q:\n%s", want[2:], m.Data)
+		}
 	}
 }

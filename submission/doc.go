@@ -40,8 +40,9 @@
 //     committed (longlines.go: the parts with such lines become
 //     quoted-printable or base64, mime7bit.ScanLongLines), and one whose
 //     long line encoding cannot reach (a header field, a signed part) is
-//     refused with 554 5.6.0 naming where it is. SMTP DATA lines over
-//     go-smtp's 2,000 octets still end the session (552 5.6.0).
+//     refused with 554 5.6.0 naming where it is. An SMTP DATA line has
+//     no limit but MaxMessageBytes (go-smtp's NoDataLineLimit; commands
+//     keep its 2,000 octets).
 //   - Limits (size, recipients, connections, timeouts) answer with the right
 //     reply code and affect only the offending session. One connLimiter
 //     counts the connections of every listener (SMTP; HTTP and admin

@@ -116,19 +116,19 @@ func TestDataTimeoutEndsSession(t *testing.T) {
 	}
 }
 
-// TestLongLineInDataEndsSession: a DATA line over go-smtp's 2,000-byte
-// limit is refused and the session closed, so what follows the long line
-// (here forged commands, as a smuggling attempt) is never parsed.
-func TestLongLineInDataEndsSession(t *testing.T) {
+// TestLongLineInDataIsBody: a DATA line of any length up to the size
+// limit is body, read whole: commands written into it after go-smtp's
+// 2,000-octet command limit (a smuggling attempt that relies on a server
+// cutting long lines) are neither run nor answered, and the one message is
+// queued.
+func TestLongLineInDataIsBody(t *testing.T) {
 	env := startServer(t, nil)
 	r := rawDial(t, env.addr)
 	r.openData()
-	r.send("Subject: long\r\n\r\n" + strings.Repeat("x", 2001) + "\r\n.\r\nMAIL FROM:<ceo@example.org>\r\nRCPT TO:<victim@example.net>\r\nDATA\r\nSubject: forged\r\n\r\nforged\r\n.\r\n")
-	r.expect("5")
-	if ok, rest := closedWithin(r.c, 5*time.Second); !ok || strings.Contains(rest, "250") || strings.Contains(rest, "354") {
-		t.Fatalf("after a too-long DATA line: closed %v, server said %q", ok, rest)
-	}
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued", n)
+	r.send("Subject: long\r\n\r\n" + strings.Repeat("x", 2001) + "MAIL FROM:<ceo@example.org> RCPT TO:<victim@example.net> DATA\r\n.\r\n")
+	r.expect("250")
+	r.cmd("NOOP", "250") // the next reply is NOOP's: nothing in the line was answered
+	if n := countMessages(t, env.store); n != 1 {
+		t.Fatalf("%d messages queued, want 1", n)
 	}
 }

@@ -57,13 +57,17 @@ func TestOverlongCommandLine(t *testing.T) {
 	if ok, rest := closedWithin(r.c, 5*time.Second); !ok {
 		t.Fatalf("connection still open after a 100 kB command line (read %q)", rest)
 	}
-	// An over-long line inside DATA is refused, not truncated into the queue.
+	// A line inside DATA has no limit of its own but the message's size:
+	// over it, the message is refused as too big, not truncated into the
+	// queue, and the session goes on.
+	env = startServer(t, func(o *Options) { o.MaxMessageBytes = 20_000 })
 	r = rawDial(t, env.addr)
 	r.openData()
 	r.send("Subject: long\r\n\r\n" + strings.Repeat("x", 50_000) + "\r\n.\r\n")
-	if l := r.reply(); !strings.HasPrefix(l, "5") {
-		t.Fatalf("50 kB line in DATA: %q, want a 5xx", l)
+	if l := r.reply(); !strings.HasPrefix(l, "552 5.3.4") {
+		t.Fatalf("50 kB line in DATA, 20 kB limit: %q, want 552 5.3.4", l)
 	}
+	r.cmd("NOOP", "250")
 	if n := countMessages(t, env.store); n != 0 {
 		t.Fatalf("%d messages queued from over-long lines", n)
 	}

@@ -31,6 +31,10 @@ func TestLongLinesEncodedBeforeSigning(t *testing.T) {
 		{"1500 octets", "<p>" + strings.Repeat("x", 1493) + "</p>\r\nbye\r\n", true},
 		{"1998 octets, spilled", big.String() + strings.Repeat("y", 1998) + "\r\n", true},
 		{"998 octets", strings.Repeat("z", 998) + "\r\n", false},
+		// Over go-smtp's 2,000-octet command limit, which a DATA line is
+		// not held to.
+		{"5000 octets", strings.Repeat("<b>=</b>", 625) + "\r\n", true},
+		{"100000 octets", strings.Repeat("0123456789", 10_000) + "\r\n", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

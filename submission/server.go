@@ -232,6 +232,10 @@ func New(o Options) (*Server, error) {
 	srv.FutureRelease = s.futureRelease()
 	// Paths without a domain reach session.qualify (patched go-smtp).
 	srv.AllowMailboxWithoutDomain = true
+	// A body line of any length, up to MaxMessageBytes, is taken and
+	// re-encoded (longlines.go), as on the HTTP path; commands keep
+	// go-smtp's 2,000-octet limit (patched go-smtp).
+	srv.NoDataLineLimit = true
 	srv.ErrorLog = slogAdapter{o.Logger}
 	if o.TLS != nil {
 		srv.TLSConfig = s.serverTLS()

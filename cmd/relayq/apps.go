@@ -57,15 +57,17 @@ func sendmailEnv() sendmail.Env {
 }
 
 // sendmailConfig reads what the sendmail command needs from the relay's
-// configuration file: where to submit and with which credentials.
+// configuration file: the relay's hostname and where to submit. It uses
+// config.LoadSubmitter, not Load, so that a user who is not root can run
+// it: Load opens the TLS and DKIM keys the file names.
 func sendmailConfig(path string) (sendmail.RelayConfig, error) {
-	cfg, err := config.Load(path)
+	cfg, err := config.LoadSubmitter(path)
 	if err != nil {
 		return sendmail.RelayConfig{}, err
 	}
 	rc := sendmail.RelayConfig{Hostname: cfg.Hostname}
-	if len(cfg.Submission.Listen) > 0 {
-		rc.Server = cfg.Submission.Listen[0]
+	if len(cfg.Listen) > 0 {
+		rc.Server = cfg.Listen[0]
 	}
 	return rc, nil
 }

@@ -1,6 +1,7 @@
 package sendmail
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/relayq/relayq/internal/rawmsg"
 )
 
 // serveSMTP is -bs: SMTP (RFC 5321, server side) on standard input and
@@ -30,6 +33,10 @@ func serveSMTP(env Env, rc RelayConfig, cr credentials) int {
 	}
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return rs, nil }))
 	srv.Domain = rc.Hostname
+	// "RCPT TO:<root>" reaches Rcpt, which qualifies it, instead of 501.
+	srv.AllowMailboxWithoutDomain = true
+	// A long body line goes on to the relay, which encodes it.
+	srv.NoDataLineLimit = true
 	srv.ErrorLog = log.New(env.Stderr, "sendmail: ", 0)
 	if ok, size := rs.c.Extension("SIZE"); ok {
 		srv.MaxMessageBytes, _ = strconv.ParseInt(size, 10, 64)
@@ -88,18 +95,32 @@ func (s *relaySession) Rcpt(to string, opts *smtp.RcptOptions) error {
 	return s.reply(s.c.Rcpt(qualify(to, s.hostname), opts))
 }
 
-// Data streams the body to the relay and answers with the relay's reply
-// to the final dot.
+// Data streams the message to the relay, its header's bare local parts
+// completed (qualifyHeader) and every other byte as the program sent it,
+// and answers with the relay's reply to the final dot.
 func (s *relaySession) Data(r io.Reader) error {
 	if s.c == nil {
 		return relayLost(errors.New("no connection"))
 	}
+	br := bufio.NewReaderSize(r, 32<<10)
+	h, err := rawmsg.ReadHeader(br, maxHeader)
+	if errors.Is(err, rawmsg.ErrHeaderTooBig) {
+		return &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: "header block over 1 MiB"}
+	}
+	if err != nil {
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "reading the message: " + oneLine(err.Error())}
+	}
+	qualifyHeader(h, s.hostname)
 	s.open = false
 	w, err := s.c.Data()
 	if err != nil {
 		return s.reply(err)
 	}
-	if _, err := io.Copy(w, r); err != nil {
+	if _, err := h.WriteTo(w); err != nil {
+		s.drop()
+		return relayLost(err)
+	}
+	if _, err := io.Copy(w, br); err != nil {
 		s.drop()
 		return relayLost(err)
 	}

@@ -20,6 +20,11 @@
 //     dot that is not a 2xx is the relay's own (or 451 4.4.2 when the
 //     relay's connection is lost), and a 250 to the dot is the relay's.
 //   - A Bcc header never leaves the machine.
+//   - Bare local parts ("root") in the envelope and in the From, Sender,
+//     Reply-To, To, Cc and Bcc fields are completed with "@" and the
+//     relay's hostname; nothing else in those fields changes (display
+//     names, comments, folding), and a field with nothing to complete, or
+//     that does not parse once completed, is written back byte for byte.
 //   - Credentials (RELAYQ_SENDMAIL_USERNAME/PASSWORD) go only over
 //     STARTTLS or to a loopback relay, never in clear across a network.
 package sendmail

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/user"
@@ -153,28 +154,41 @@ func loginName() string {
 	return "nobody"
 }
 
-// relayConfig finds the server: --server, then RELAYQ_SENDMAIL_SERVER,
-// then the first submission.listen of the configuration file (-C, else
-// /etc/relayq/relayq.yaml when it exists, else the built-in defaults).
+// relayConfig finds the server and the relay's hostname. The server is
+// --server, then RELAYQ_SENDMAIL_SERVER, then the first submission.listen
+// of the configuration file (-C, else /etc/relayq/relayq.yaml when it
+// exists, else the built-in defaults); the hostname is RELAYQ_HOSTNAME,
+// then the file's hostname, then the system's name. Flags and environment
+// win before any file is read: when they give both, no file is opened, and
+// when they give the server, a file the caller may not read (a
+// configuration kept from other users) leaves only the hostname to the
+// system, instead of failing every cron job and web application that is
+// not root's.
 func relayConfig(o Options, env Env) (RelayConfig, error) {
-	path := o.Config
-	if path == "" {
-		if _, err := os.Stat(DefaultConfig); err == nil {
-			path = DefaultConfig
-		}
+	rc := RelayConfig{Server: o.Server, Hostname: env.Getenv("RELAYQ_HOSTNAME")}
+	if rc.Server == "" {
+		rc.Server = env.Getenv("RELAYQ_SENDMAIL_SERVER")
 	}
-	var rc RelayConfig
-	if env.LoadConfig != nil {
-		var err error
-		if rc, err = env.LoadConfig(path); err != nil {
+	if (rc.Server == "" || rc.Hostname == "") && env.LoadConfig != nil {
+		path := o.Config
+		if path == "" {
+			if _, err := os.Stat(DefaultConfig); err == nil {
+				path = DefaultConfig
+			}
+		}
+		fc, err := env.LoadConfig(path)
+		switch {
+		case err == nil:
+		case rc.Server != "" && errors.Is(err, fs.ErrPermission):
+		default:
 			return rc, err
 		}
-	}
-	if s := env.Getenv("RELAYQ_SENDMAIL_SERVER"); s != "" {
-		rc.Server = s
-	}
-	if o.Server != "" {
-		rc.Server = o.Server
+		if rc.Server == "" {
+			rc.Server = fc.Server
+		}
+		if rc.Hostname == "" {
+			rc.Hostname = fc.Hostname
+		}
 	}
 	if rc.Server == "" {
 		return rc, errors.New("no relay to submit to: give --server or set submission.listen")
@@ -212,8 +226,8 @@ type message struct {
 	body  io.Reader
 }
 
-// prepare reads the header, works out the envelope, removes Bcc and adds
-// a missing From, Date and Message-ID.
+// prepare reads the header, completes its bare local parts, works out the
+// envelope, removes Bcc and adds a missing From, Date and Message-ID.
 func prepare(o Options, env Env, rc RelayConfig) (message, int, error) {
 	br := bufio.NewReaderSize(env.Stdin, 32<<10)
 	var in io.Reader = br
@@ -225,6 +239,7 @@ func prepare(o Options, env Env, rc RelayConfig) (message, int, error) {
 	if err != nil {
 		return message{}, ExDataErr, fmt.Errorf("reading the message: %w", err)
 	}
+	qualifyHeader(h, rc.Hostname)
 	m := message{from: o.From}
 	if m.from != "<>" {
 		m.from = qualify(m.from, rc.Hostname)
@@ -233,7 +248,7 @@ func prepare(o Options, env Env, rc RelayConfig) (message, int, error) {
 		m.rcpts = append(m.rcpts, qualify(r, rc.Hostname))
 	}
 	if o.ExtractRecipients {
-		list, err := headerRecipients(h, rc.Hostname)
+		list, err := headerRecipients(h)
 		if err != nil {
 			return message{}, ExDataErr, fmt.Errorf("recipients in the header: %w", err)
 		}

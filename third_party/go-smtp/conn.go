@@ -1021,6 +1021,13 @@ func (c *Conn) handleData(arg string) {
 
 	defer c.reset()
 
+	if c.server.NoDataLineLimit {
+		c.lineLimitReader.LineLimit = 0
+		defer func() {
+			c.lineLimitReader.LineLimit = c.server.MaxLineLength
+		}()
+	}
+
 	if c.server.LMTP {
 		c.handleDataLMTP()
 		return

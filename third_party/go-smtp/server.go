@@ -41,6 +41,14 @@ type Server struct {
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
 
+	// NoDataLineLimit lifts MaxLineLength while a DATA body is read, as
+	// it is for BDAT chunks; commands keep it. For a backend that bounds
+	// the body with MaxMessageBytes and handles long lines itself (RFC
+	// 5322's 998 octets is a rule for what it sends, not for what it
+	// can take). The body is read in bounded windows, never a line at a
+	// time, so a long line costs no memory.
+	NoDataLineLimit bool
+
 	// AllowMailboxWithoutDomain passes a MAIL or RCPT path without a
 	// domain ("<root>") to the backend as the local part alone, for it to
 	// qualify or refuse, instead of refusing it with 501.
