@@ -27,6 +27,9 @@ func (r *Recorder) outcome(rep report.Report, from string, env *queue.Envelope, 
 		}
 	case report.KindBounce:
 		ev.Type, ev.Reply, ev.EnhancedCode = queue.EventBounced, rep.Reply, rep.Status
+	case report.KindDelay:
+		ev.Type, ev.Reply, ev.EnhancedCode = queue.EventDelayed, rep.Reply, rep.Status
+		return ev, nil, true
 	case report.KindUnknown:
 		if from != "" {
 			return ev, nil, false

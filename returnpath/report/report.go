@@ -20,9 +20,10 @@ const (
 	KindBounce         // a failure report in free text
 	KindFeedback       // RFC 5965 abuse or fraud report
 	KindAutoReply      // RFC 3834 automatic response (out of office)
+	KindDelay          // a delay warning in free text: still being retried
 )
 
-var kindNames = [...]string{"unknown", "dsn", "bounce", "feedback", "auto_reply"}
+var kindNames = [...]string{"unknown", "dsn", "bounce", "feedback", "auto_reply", "delay"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -60,7 +61,7 @@ type Report struct {
 	Kind       Kind
 	Recipients []Recipient // KindDSN
 	// Status and Reply: KindBounce's best status from the text ("5.0.0"
-	// when it names none) and the line it came from.
+	// when it names none), KindDelay's 4.x.x, and the line it came from.
 	Status, Reply string
 	// FeedbackType (KindFeedback) is lower-cased: abuse, fraud, virus,
 	// other, not-spam (RFC 5965 section 7.3).
@@ -78,6 +79,7 @@ const (
 	maxTextBytes   = 64 << 10
 	maxRecipients  = 1000
 	maxHeaderBytes = 64 << 10
+	maxSignBytes   = 8 << 10 // of text searched for words (a warning's)
 )
 
 // ErrNotMessage is Parse's answer to bytes without a readable header.
@@ -103,6 +105,9 @@ func Parse(b []byte) (Report, error) {
 		return r, nil
 	}
 	if looksBounce(top.Header) || w.status != "" && !autoReply(top.Header) {
+		if w.status != "" && w.status[0] == '4' && delayWarning(top.Header, w.body) {
+			return Report{Kind: KindDelay, Status: w.status, Reply: w.line}, nil
+		}
 		r := Report{Kind: KindBounce, Status: w.status, Reply: w.line}
 		if r.Status == "" || r.Status[0] != '5' {
 			r.Status, r.Reply = "5.0.0", firstNonEmpty(w.line, "")
@@ -123,6 +128,7 @@ type walker struct {
 	feedback     *Report
 	origTo       string
 	status, line string
+	body         string // the start of the first text parts, lower-cased
 }
 
 func (w *walker) walk(e *message.Entity, depth int) {
@@ -169,6 +175,9 @@ func (w *walker) walk(e *message.Entity, depth int) {
 func (w *walker) scanText(r io.Reader) {
 	b, _ := io.ReadAll(io.LimitReader(r, int64(maxTextBytes-w.text)))
 	w.text += len(b)
+	if len(w.body) < maxSignBytes {
+		w.body += strings.ToLower(string(b[:min(len(b), maxSignBytes-len(w.body))]))
+	}
 	var soft, softLine string
 	for line := range strings.Lines(string(b)) {
 		code := findStatus(line)

@@ -78,6 +78,7 @@ func TestParseClassifiesEdgeCases(t *testing.T) {
 	}{
 		{"plain mail is nothing", "From: a@example.org\r\nSubject: hello\r\n\r\nhi there\r\n", KindUnknown, ""},
 		{"mailer-daemon with a 4.x.x only is still final", "From: MAILER-DAEMON@x.example\r\nSubject: oops\r\n\r\n421 4.4.2 timeout\r\n", KindBounce, "5.0.0"},
+		{"a text warning with a 4.x.x is a delay", "From: MAILER-DAEMON@x.example\r\nSubject: oops\r\n\r\nThis is a warning only. 451 4.4.7 still trying\r\n", KindDelay, "4.4.7"},
 		{"a version number is no status", "From: MAILER-DAEMON@x.example\r\n\r\nPostfix 5.1.10.2 said 5.1.1x no\r\n", KindBounce, "5.0.0"},
 		{"status in text without bounce headers", "From: a@example.org\r\n\r\nremote said 550 5.2.2 mailbox full\r\n", KindBounce, "5.2.2"},
 		{"auto-submitted no is not an auto-reply", "From: a@example.org\r\nAuto-Submitted: no\r\n\r\nhi\r\n", KindUnknown, ""},

@@ -75,6 +75,36 @@ func looksBounce(h message.Header) bool {
 	return false
 }
 
+// delaySubjects and delayTexts are how the common MTAs say a text report
+// is a warning about mail they still retry: Exim ("Warning: message ...
+// delayed 24 hours", "No action is required on your part"), Sendmail
+// ("Warning: could not send message for past 4 hours", "Will keep trying
+// until message is 5 days old"), Postfix ("Delayed Mail (still being
+// retried)"), Gmail ("Delivery Status Notification (Delay)").
+var (
+	delaySubjects = []string{"warning", "delayed", "(delay)", "still being retried"}
+	delayTexts    = []string{"warning only", "no action is required", "will keep trying", "still trying",
+		"will be retried", "will retry", "still being retried", "not yet been delivered", "has been delayed"}
+)
+
+// delayWarning says whether a text report, by its subject or the start of
+// its text (lower-cased), says delivery is still being attempted: then a
+// 4.x.x status in it is a delay, not the cause of a failure.
+func delayWarning(h message.Header, text string) bool {
+	subj := strings.ToLower(h.Get("Subject"))
+	for _, s := range delaySubjects {
+		if strings.Contains(subj, s) {
+			return true
+		}
+	}
+	for _, s := range delayTexts {
+		if strings.Contains(text, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // autoReply says whether the header is an automatic response's: RFC 3834
 // section 5's Auto-Submitted: auto-replied, or the vacation programs'
 // older marks.

@@ -1,0 +1,51 @@
+package returnpath
+
+import (
+	"testing"
+
+	"github.com/relayq/relayq/queue"
+)
+
+// classifyCase is one report sent to the VERP address of rcpts[0] and
+// what it must leave behind: its event type and code ("" type: no event)
+// and whether the recipient ends up suppressed.
+type classifyCase struct {
+	name, from, body string
+	typ              queue.EventType
+	code             string
+	suppressed       bool
+}
+
+// classifyCases are the reports whose reading is easy to get wrong.
+var classifyCases = []classifyCase{
+	{name: "text delay warning is a delay, not a bounce", from: "",
+		body: "From: Mail Delivery System <MAILER-DAEMON@mx.example.net>\r\nSubject: Mail delivery problem\r\n\r\nThis is a warning only. 451 4.4.7 still trying\r\n",
+		typ:  queue.EventDelayed, code: "4.4.7"},
+	{name: "Exim delay warning", from: "",
+		body: "From: Mail Delivery System <Mailer-Daemon@mx.example.net>\r\nSubject: Warning: message 1vQwEr-0003Xk-1a delayed 24 hours\r\n\r\nThis message was created automatically by mail delivery software.\r\nA message that you sent has not yet been delivered to one or more of its\r\nrecipients after more than 24 hours on the queue on mx.example.net.\r\n\r\n  gone@example.net\r\n    host mx.example.net [192.0.2.7]: 451 4.3.0 try later\r\n\r\nNo action is required on your part.\r\n",
+		typ:  queue.EventDelayed, code: "4.3.0"},
+	{name: "a final text bounce with only a 4.x.x stays final", from: "",
+		body: "From: MAILER-DAEMON@mx.example.net\r\nSubject: Mail delivery failed: returning message to sender\r\n\r\nThis is a permanent error.\r\n  gone@example.net\r\n    retry timeout exceeded: 421 4.4.2 timeout\r\n",
+		typ:  queue.EventBounced, code: "5.0.0"},
+}
+
+func TestReportsAreClassified(t *testing.T) {
+	for _, c := range classifyCases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newListener(t)
+			if err := l.send(c.from, l.verpFor(0), c.body); err != nil {
+				t.Fatalf("report refused: %v", err)
+			}
+			evs := l.events()
+			switch {
+			case c.typ == "" && len(evs) != 0:
+				t.Errorf("recorded %+v, want nothing", evs)
+			case c.typ != "" && (len(evs) != 1 || evs[0].Type != c.typ || evs[0].EnhancedCode != c.code || !evs[0].Async):
+				t.Errorf("recorded %+v, want one async %s %s", evs, c.typ, c.code)
+			}
+			if _, listed, _ := l.store.Suppressed(rcpts[0]); listed != c.suppressed {
+				t.Errorf("suppressed %v, want %v", listed, c.suppressed)
+			}
+		})
+	}
+}
