@@ -27,6 +27,19 @@ var classifyCases = []classifyCase{
 	{name: "a final text bounce with only a 4.x.x stays final", from: "",
 		body: "From: MAILER-DAEMON@mx.example.net\r\nSubject: Mail delivery failed: returning message to sender\r\n\r\nThis is a permanent error.\r\n  gone@example.net\r\n    retry timeout exceeded: 421 4.4.2 timeout\r\n",
 		typ:  queue.EventBounced, code: "5.0.0"},
+	{name: "not-spam is no complaint", from: "", body: arf("not-spam")},
+	{name: "auth-failure is no complaint", from: "", body: arf("auth-failure")},
+	{name: "abuse is a complaint", from: "", body: arf("abuse"), typ: queue.EventComplained, suppressed: true},
+}
+
+// arf is an RFC 5965 feedback report of type ft about rcpts[0].
+func arf(ft string) string {
+	return "From: fbl@isp.example\r\nSubject: FW: Your order\r\nMIME-Version: 1.0\r\n" +
+		"Content-Type: multipart/report; report-type=feedback-report; boundary=b\r\n\r\n" +
+		"--b\r\nContent-Type: text/plain\r\n\r\nThis is an email abuse report.\r\n" +
+		"--b\r\nContent-Type: message/feedback-report\r\n\r\nFeedback-Type: " + ft + "\r\nUser-Agent: isp-fbl/1.0\r\nVersion: 1\r\n" +
+		"--b\r\nContent-Type: text/rfc822-headers\r\n\r\nFrom: app@example.org\r\nTo: gone@example.net\r\nSubject: Your order\r\n" +
+		"--b--\r\n"
 }
 
 func TestReportsAreClassified(t *testing.T) {

@@ -39,6 +39,9 @@ func (r *Recorder) outcome(rep report.Report, from string, env *queue.Envelope, 
 		// notifications); the VERP address still names its recipient.
 		ev.Type, ev.EnhancedCode = queue.EventBounced, "5.0.0"
 	case report.KindFeedback:
+		if !complaint(rep.FeedbackType) {
+			return ev, nil, false
+		}
 		ev.Type, ev.FeedbackType = queue.EventComplained, rep.FeedbackType
 		return ev, &queue.Suppression{Address: rcpt, Source: queue.SourceComplaint, Reply: "complaint: " + rep.FeedbackType}, true
 	case report.KindAutoReply:
@@ -79,4 +82,12 @@ func dsnRecipient(rs []report.Recipient, rcpt string) (report.Recipient, bool) {
 		return report.Recipient{}, false
 	}
 	return *first, true
+}
+
+// complaint says whether a feedback report of type ft is the recipient's
+// complaint: not for RFC 6430's not-spam (the reporter says the message is
+// NOT spam) nor RFC 6591's auth-failure (a message failed SPF or DKIM; the
+// recipient said nothing). Those suppress no one.
+func complaint(ft string) bool {
+	return ft != "not-spam" && ft != "auth-failure"
 }

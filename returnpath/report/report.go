@@ -64,7 +64,7 @@ type Report struct {
 	// when it names none), KindDelay's 4.x.x, and the line it came from.
 	Status, Reply string
 	// FeedbackType (KindFeedback) is lower-cased: abuse, fraud, virus,
-	// other, not-spam (RFC 5965 section 7.3).
+	// other (RFC 5965 section 7.3), not-spam (RFC 6430), auth-failure (RFC 6591).
 	FeedbackType string
 	// OriginalRcptTo is a complaint's recipient: its Original-Rcpt-To
 	// field, else the To of the original message's header.
