@@ -30,14 +30,6 @@ func (r *Recorder) outcome(rep report.Report, from string, env *queue.Envelope, 
 	case report.KindDelay:
 		ev.Type, ev.Reply, ev.EnhancedCode = queue.EventDelayed, rep.Reply, rep.Status
 		return ev, nil, true
-	case report.KindUnknown:
-		if from != "" {
-			return ev, nil, false
-		}
-		// From <> to a VERP address and not an auto-reply: a bounce in a
-		// form we cannot read (RFC 5321 section 4.5.5 keeps <> for
-		// notifications); the VERP address still names its recipient.
-		ev.Type, ev.EnhancedCode = queue.EventBounced, "5.0.0"
 	case report.KindFeedback:
 		if !complaint(rep.FeedbackType) {
 			return ev, nil, false

@@ -38,6 +38,7 @@ func TestParseSamples(t *testing.T) {
 		{"fraud-arf.eml", KindFeedback, "victim@isp.example", 0, "", "", "fraud"},
 		{"gmail-vacation.eml", KindAutoReply, "", 0, "", "", ""},
 		{"exchange-oof.eml", KindAutoReply, "", 0, "", "", ""},
+		{"debian-vacation.eml", KindAutoReply, "", 0, "", "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

@@ -107,7 +107,8 @@ func delayWarning(h message.Header, text string) bool {
 
 // autoReply says whether the header is an automatic response's: RFC 3834
 // section 5's Auto-Submitted: auto-replied, or the vacation programs'
-// older marks.
+// older marks. It is asked only of a message that is neither a report nor
+// a bounce: Precedence: bulk on a bounce does not make it a reply.
 func autoReply(h message.Header) bool {
 	if strings.EqualFold(firstWord(h.Get("Auto-Submitted")), "auto-replied") {
 		return true
@@ -115,7 +116,10 @@ func autoReply(h message.Header) bool {
 	if h.Has("X-Autoreply") || h.Has("X-Autorespond") || h.Has("X-Vacation") {
 		return true
 	}
-	if strings.EqualFold(strings.TrimSpace(h.Get("Precedence")), "auto_reply") {
+	// vacation(1) sets no Auto-Submitted: its manual has the user's reply
+	// carry Precedence: bulk (junk is the other old mark of a robot).
+	switch strings.ToLower(strings.TrimSpace(h.Get("Precedence"))) {
+	case "auto_reply", "bulk", "junk":
 		return true
 	}
 	// Exchange and Outlook mark their out-of-office answers auto-generated
