@@ -17,6 +17,12 @@ func TestLoadRejectsBadBounces(t *testing.T) {
 			want: `config $FILE: bounces.listen[0]: "nope" is not host:port`, wantPrefix: true},
 		{name: "negative complaint expiry", file: base + "bounces: {domain: b.example.org, complaint_expire: -1h}\n",
 			want: `config $FILE: bounces.complaint_expire: -1h0m0s is negative (0 keeps complaints suppressed)`},
+		{name: "feedback loop without senders", file: base + "bounces: {feedback_loops: [{}]}\n",
+			want: `config $FILE: bounces.feedback_loops[0].senders: `, wantPrefix: true},
+		{name: "feedback loop sender not an address", file: base + "bounces: {feedback_loops: [{senders: [yahoo.com]}]}\n",
+			want: `config $FILE: bounces.feedback_loops[0].senders[0]: "yahoo.com" is not an address or @domain`},
+		{name: "feedback loop unknown key", file: base + "bounces: {feedback_loops: [{sender: [a@b.example]}]}\n",
+			want: `config $FILE: bounces.feedback_loops[0]: unknown key "sender" (want senders)`},
 		{name: "tiny message limit", file: base + "bounces: {max_message_bytes: 10}\n",
 			want: `config $FILE: bounces.max_message_bytes: `, wantPrefix: true},
 	})

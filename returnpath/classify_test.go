@@ -27,6 +27,17 @@ var classifyCases = []classifyCase{
 	{name: "a final text bounce with only a 4.x.x stays final", from: "",
 		body: "From: MAILER-DAEMON@mx.example.net\r\nSubject: Mail delivery failed: returning message to sender\r\n\r\nThis is a permanent error.\r\n  gone@example.net\r\n    retry timeout exceeded: 421 4.4.2 timeout\r\n",
 		typ:  queue.EventBounced, code: "5.0.0"},
+	{name: "a forged complaint from an outsider", from: "evil@attacker.test", body: arf("abuse")},
+	{name: "a person quoting a section number", from: "reader@example.net",
+		body: "From: Reader <reader@example.net>\r\nSubject: Re: Your order\r\n\r\nUnder section 5.1.2 of your terms, stop writing.\r\n"},
+	{name: "a text bounce from a real sender", from: "evil@attacker.test",
+		body: "From: Mail Delivery System <MAILER-DAEMON@attacker.test>\r\nSubject: Mail delivery failed\r\nContent-Type: text/plain\r\n\r\n550 5.1.1 <gone@example.net>: User unknown\r\n"},
+	{name: "a status in the text of a person's mail from <>", from: "",
+		body: "From: Reader <reader@example.net>\r\nSubject: about my order\r\n\r\nremote said 550 5.1.1 no such user\r\n"},
+	{name: "a text bounce from <>", from: "",
+		body: "From: Mail Delivery System <MAILER-DAEMON@mx.example.net>\r\nSubject: Mail delivery failed\r\nContent-Type: text/plain\r\n\r\n550 5.1.1 <gone@example.net>: User unknown\r\n",
+		typ:  queue.EventBounced, code: "5.1.1", suppressed: true},
+	{name: "a complaint from a feedback-loop sender", from: "fbl@isp.example", body: arf("abuse"), typ: queue.EventComplained, suppressed: true},
 	{name: "not-spam is no complaint", from: "", body: arf("not-spam")},
 	{name: "auth-failure is no complaint", from: "", body: arf("auth-failure")},
 	{name: "abuse is a complaint", from: "", body: arf("abuse"), typ: queue.EventComplained, suppressed: true},
@@ -60,5 +71,49 @@ func TestReportsAreClassified(t *testing.T) {
 				t.Errorf("suppressed %v, want %v", listed, c.suppressed)
 			}
 		})
+	}
+}
+
+// A DSN (or any report) from a real sender records nothing: DSNs come
+// from <>.
+func TestDSNFromARealSenderRecordsNothing(t *testing.T) {
+	l := newListener(t)
+	if err := l.send("evil@attacker.test", l.verpFor(0), sample(t, "postfix-dsn.eml")); err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	if evs := l.events(); len(evs) != 0 {
+		t.Errorf("recorded %+v", evs)
+	}
+	if _, listed, _ := l.store.Suppressed(rcpts[0]); listed {
+		t.Error("a DSN from evil@attacker.test suppressed the recipient")
+	}
+}
+
+// One VERP address suppresses at most once: after an operator removes
+// the entry, the same report sent again records its event and suppresses
+// no more.
+func TestReportSuppressesOncePerAddress(t *testing.T) {
+	l := newListener(t)
+	for i := range 3 {
+		if err := l.send("", l.verpFor(0), sample(t, "postfix-dsn.eml")); err != nil {
+			t.Fatalf("report %d refused: %v", i, err)
+		}
+		_, listed, _ := l.store.Suppressed(rcpts[0])
+		if listed != (i == 0) {
+			t.Fatalf("after report %d: suppressed %v, want %v", i, listed, i == 0)
+		}
+		if _, err := l.store.Unsuppress(rcpts[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if evs := l.events(); len(evs) != 3 {
+		t.Errorf("%d events, want 3 (each report recorded)", len(evs))
+	}
+	// Another recipient's address still suppresses its own recipient.
+	if err := l.send("", l.verpFor(1), sample(t, "postfix-dsn.eml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, listed, _ := l.store.Suppressed(rcpts[1]); !listed {
+		t.Error("a first report for another address did not suppress")
 	}
 }

@@ -24,6 +24,13 @@
 //     accepted, logged and counted (Stats.Unknown), and records nothing.
 //   - Only the recipient the VERP address names is ever suppressed or
 //     reported on: the report's own text cannot name another address.
+//   - Who may say what (trusted): delivery reports (DSN, text bounce,
+//     text delay warning) count only from <>; complaints from <> or a
+//     configured feedback-loop sender; auto-replies from anyone. What is
+//     not understood, or not from whom it may come, records nothing.
+//   - One VERP address makes at most one suppression entry, ever
+//     (queue.Suppression.Once): a replayed report cannot suppress again
+//     what an operator removed.
 //   - Forwarding happens after the record, from <>, so it neither loops
 //     through VERP nor causes a bounce of its own; a failure to forward
 //     is logged, never refused (the report is already recorded).

@@ -73,7 +73,8 @@ func newListener(t *testing.T) *listener {
 	}
 	l := &listener{t: t, store: st, signer: signer, id: d.ID(), fwd: &forwards{}}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l.rec, err = NewRecorder(Options{Store: st, Signer: signer, Logger: quiet, Forward: l.fwd.add,
+	fbl := []FeedbackLoop{{Senders: []string{"feedbackloop@yahoo.com", "staff@hotmail.com", "@isp.example"}}}
+	l.rec, err = NewRecorder(Options{Store: st, Signer: signer, Logger: quiet, Forward: l.fwd.add, FeedbackLoops: fbl,
 		Suppression: &suppression.List{Store: st, Config: suppression.Config{Auto: true}}})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,9 @@ import (
 // entry; false when it says nothing to record.
 func (r *Recorder) outcome(rep report.Report, from string, env *queue.Envelope, rcpt string) (queue.Event, *queue.Suppression, bool) {
 	ev := queue.Event{QueueID: env.ID, MessageID: env.MessageID, From: env.From, Recipient: rcpt, Async: true}
+	if !r.trusted(rep.Kind, from) {
+		return ev, nil, false
+	}
 	switch rep.Kind {
 	case report.KindDSN:
 		d, ok := dsnRecipient(rep.Recipients, rcpt)

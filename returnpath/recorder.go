@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -26,7 +27,9 @@ type Options struct {
 	// Forward, if set, relays an accepted report to the original sender
 	// (bounces.forward), as it arrived.
 	Forward func(ctx context.Context, to string, body []byte) error
-	Logger  *slog.Logger
+	// FeedbackLoops name who besides <> may send complaints.
+	FeedbackLoops []FeedbackLoop
+	Logger        *slog.Logger
 }
 
 // Stats counts what the listener accepted; cmd exports them as metrics.
@@ -117,6 +120,7 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 		}
 		evs = append(evs, ev)
 		if sp != nil {
+			sp.Once = onceKey(tag)
 			sps = append(sps, *sp)
 		}
 		if env.From != "" {
@@ -124,8 +128,13 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 		}
 	}
 	if len(evs) > 0 {
-		if err := r.o.Store.RecordReport(evs, sps); err != nil {
+		made, err := r.o.Store.RecordReport(evs, sps)
+		if err != nil {
 			return err
+		}
+		if len(made) < len(sps) {
+			r.o.Logger.Info("return path: a report for an address that already suppressed once; event recorded, nothing suppressed",
+				"from", from, "suppressions", len(sps), "made", len(made))
 		}
 		r.Stats.Recorded.Add(1)
 		for _, ev := range evs {
@@ -135,6 +144,10 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 	r.forward(senders, body)
 	return nil
 }
+
+// onceKey is what makes one VERP address suppress at most once: its
+// message and recipient position.
+func onceKey(tag verp.Tag) string { return "verp/" + tag.QueueID + "/" + strconv.Itoa(tag.Recipient) }
 
 // find returns the message a tag names and its recipient's address.
 func (r *Recorder) find(tag verp.Tag) (*queue.Envelope, string, bool, error) {

@@ -104,7 +104,7 @@ func Parse(b []byte) (Report, error) {
 		}
 		return r, nil
 	}
-	if looksBounce(top.Header) || w.status != "" && !autoReply(top.Header) {
+	if looksBounce(top.Header) {
 		if w.status != "" && w.status[0] == '4' && delayWarning(top.Header, w.body) {
 			return Report{Kind: KindDelay, Status: w.status, Reply: w.line}, nil
 		}

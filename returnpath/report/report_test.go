@@ -81,7 +81,10 @@ func TestParseClassifiesEdgeCases(t *testing.T) {
 		{"mailer-daemon with a 4.x.x only is still final", "From: MAILER-DAEMON@x.example\r\nSubject: oops\r\n\r\n421 4.4.2 timeout\r\n", KindBounce, "5.0.0"},
 		{"a text warning with a 4.x.x is a delay", "From: MAILER-DAEMON@x.example\r\nSubject: oops\r\n\r\nThis is a warning only. 451 4.4.7 still trying\r\n", KindDelay, "4.4.7"},
 		{"a version number is no status", "From: MAILER-DAEMON@x.example\r\n\r\nPostfix 5.1.10.2 said 5.1.1x no\r\n", KindBounce, "5.0.0"},
-		{"status in text without bounce headers", "From: a@example.org\r\n\r\nremote said 550 5.2.2 mailbox full\r\n", KindBounce, "5.2.2"},
+		{"status in text without bounce headers is no bounce", "From: a@example.org\r\n\r\nremote said 550 5.2.2 mailbox full\r\n", KindUnknown, ""},
+		{"a person quoting a section number", "From: Reader <reader@example.net>\r\nSubject: Re: Your order\r\n\r\nPer section 5.1.2 of your terms, stop.\r\n", KindUnknown, ""},
+		{"a reply to a bounce is a person's", "From: reader@example.net\r\nSubject: Re: Undeliverable: Your order\r\n\r\n550 5.1.1 ha\r\n", KindUnknown, ""},
+		{"X-Failed-Recipients makes a bounce", "From: robot@x.example\r\nX-Failed-Recipients: a@y.example\r\n\r\n550 5.1.1 no\r\n", KindBounce, "5.1.1"},
 		{"auto-submitted no is not an auto-reply", "From: a@example.org\r\nAuto-Submitted: no\r\n\r\nhi\r\n", KindUnknown, ""},
 		{"DSN wins over an auto-reply header", "Auto-Submitted: auto-replied\r\nContent-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n--b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n\r\nFinal-Recipient: rfc822; x@y.example\r\nAction: failed\r\nStatus: 5.7.1\r\n\r\n--b--\r\n", KindDSN, ""},
 	}

@@ -60,13 +60,18 @@ var bounceSubjects = []string{"undeliver", "delivery status notification", "mail
 
 // looksBounce says whether a message without a delivery-status part
 // still presents itself as a bounce: from the mailer daemon or postmaster,
-// or with a bounce's subject.
+// with Exim's X-Failed-Recipients, or with a bounce's subject that is not
+// a reply's ("Re: Undeliverable ..." is a person writing). A status code
+// in the text alone does not make a bounce: people quote "section 5.1.2".
 func looksBounce(h message.Header) bool {
 	from := strings.ToLower(h.Get("From"))
-	if strings.Contains(from, "mailer-daemon@") || strings.Contains(from, "postmaster@") {
+	if strings.Contains(from, "mailer-daemon@") || strings.Contains(from, "postmaster@") || h.Has("X-Failed-Recipients") {
 		return true
 	}
-	subj := strings.ToLower(h.Get("Subject"))
+	subj := strings.ToLower(strings.TrimSpace(h.Get("Subject")))
+	if strings.HasPrefix(subj, "re:") || strings.HasPrefix(subj, "aw:") {
+		return false
+	}
 	for _, s := range bounceSubjects {
 		if strings.Contains(subj, s) {
 			return true
