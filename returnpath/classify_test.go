@@ -38,9 +38,21 @@ var classifyCases = []classifyCase{
 		body: "From: Mail Delivery System <MAILER-DAEMON@mx.example.net>\r\nSubject: Mail delivery failed\r\nContent-Type: text/plain\r\n\r\n550 5.1.1 <gone@example.net>: User unknown\r\n",
 		typ:  queue.EventBounced, code: "5.1.1", suppressed: true},
 	{name: "a complaint from a feedback-loop sender", from: "fbl@isp.example", body: arf("abuse"), typ: queue.EventComplained, suppressed: true},
+	{name: "a DSN of relayed confirms nothing", from: "", body: dsn("relayed", "2.0.0")},
+	{name: "a DSN of expanded is delivered", from: "", body: dsn("expanded", "2.0.0"), typ: queue.EventDelivered, code: "2.0.0"},
 	{name: "not-spam is no complaint", from: "", body: arf("not-spam")},
 	{name: "auth-failure is no complaint", from: "", body: arf("auth-failure")},
 	{name: "abuse is a complaint", from: "", body: arf("abuse"), typ: queue.EventComplained, suppressed: true},
+}
+
+// dsn is an RFC 3464 report on rcpts[0] with action and status.
+func dsn(action, status string) string {
+	return "From: MAILER-DAEMON@mx.example.net\r\nMIME-Version: 1.0\r\n" +
+		"Content-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n" +
+		"--b\r\nContent-Type: text/plain\r\n\r\nReport.\r\n" +
+		"--b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.example.net\r\n\r\n" +
+		"Final-Recipient: rfc822; gone@example.net\r\nAction: " + action + "\r\nStatus: " + status + "\r\n" +
+		"--b--\r\n"
 }
 
 // arf is an RFC 5965 feedback report of type ft about rcpts[0].

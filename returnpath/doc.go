@@ -3,8 +3,8 @@
 // message relayq sends with bounces.domain set carries a signed envelope
 // sender of its own (package verp) naming the message and recipient;
 // whatever comes back to it (a bounce after the 250, a delay warning, a
-// feedback-loop complaint, an out-of-office answer) is read (package
-// report) and recorded as an event with "async": true, with its
+// success DSN, a feedback-loop complaint, an out-of-office answer) is
+// read (package report) and recorded as an event with "async": true, with its
 // suppression entry, and then dropped or forwarded to the original
 // sender.
 //

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -128,13 +129,14 @@ func (l *listener) send(from, to, body string) error {
 	return c.SendMail(from, []string{to}, strings.NewReader(body))
 }
 
+// events are the async events the reports recorded.
 func (l *listener) events() []queue.Event {
 	l.t.Helper()
-	evs, _, err := l.store.Events(queue.EventQuery{Types: []queue.EventType{queue.EventBounced, queue.EventDelayed, queue.EventComplained, queue.EventAutoReplied}})
+	evs, _, err := l.store.Events(queue.EventQuery{Types: []queue.EventType{queue.EventDelivered, queue.EventBounced, queue.EventDelayed, queue.EventComplained, queue.EventAutoReplied}})
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	return evs
+	return slices.DeleteFunc(evs, func(e queue.Event) bool { return !e.Async }) // the reports' only
 }
 
 func smtpCode(err error) int {

@@ -24,6 +24,7 @@ func TestReportsBecomeEvents(t *testing.T) {
 	}{
 		{"postfix-dsn.eml", "", 0, queue.EventBounced, "5.1.1", "550 5.1.1 <gone@example.net>", "", queue.SourceAsyncBounce},
 		{"postfix-delayed.eml", "", 2, queue.EventDelayed, "4.4.1", "connect to", "", ""},
+		{"postfix-success.eml", "", 0, queue.EventDelivered, "2.0.0", "example.net", "", ""},
 		{"m365-dsn.eml", "", 0, queue.EventBounced, "5.1.10", "550 5.1.10 RESOLVER.ADR.RecipientNotFound", "", queue.SourceAsyncBounce},
 		{"gmail-dsn.eml", "", 0, queue.EventBounced, "5.1.1", "550-5.1.1 The email account", "", queue.SourceAsyncBounce},
 		{"exim-text.eml", "", 0, queue.EventBounced, "5.1.1", "550 5.1.1", "", queue.SourceAsyncBounce},

@@ -20,8 +20,15 @@ func (r *Recorder) outcome(rep report.Report, from string, env *queue.Envelope, 
 			return ev, nil, false
 		}
 		ev.Reply, ev.EnhancedCode, ev.RemoteMTA = d.Reply, d.Status, d.RemoteMTA
-		if d.Action == report.ActionDelayed {
+		switch d.Action {
+		case report.ActionDelayed:
 			ev.Type = queue.EventDelayed
+			return ev, nil, true
+		case report.ActionDelivered, report.ActionExpanded:
+			// A success DSN (NOTIFY=SUCCESS, RFC 3461 section 4.1): the
+			// final hop's confirmation. expanded is delivered too, then
+			// passed on to a list or alias (RFC 3464 section 2.3.3).
+			ev.Type = queue.EventDelivered
 			return ev, nil, true
 		}
 		ev.Type = queue.EventBounced
@@ -57,26 +64,37 @@ func (r *Recorder) outcome(rep report.Report, from string, env *queue.Envelope, 
 
 // dsnRecipient picks the block of a DSN about rcpt: the one naming it as
 // Original- or Final-Recipient, else (a forwarder reports the address it
-// forwarded to) the first failed or delayed one. Blocks saying delivered,
-// relayed or expanded record nothing.
+// forwarded to) the first failed or delayed one, else the first
+// delivered or expanded one. Blocks saying relayed (to a hop that will
+// confirm nothing, RFC 3464 section 2.3.3) record nothing: the message
+// is not known to have arrived.
 func dsnRecipient(rs []report.Recipient, rcpt string) (report.Recipient, bool) {
-	var first *report.Recipient
+	var problem, success *report.Recipient
 	for i := range rs {
 		d := &rs[i]
-		if d.Action != report.ActionFailed && d.Action != report.ActionDelayed {
+		var first **report.Recipient
+		switch d.Action {
+		case report.ActionFailed, report.ActionDelayed:
+			first = &problem
+		case report.ActionDelivered, report.ActionExpanded:
+			first = &success
+		default:
 			continue
 		}
 		if equalFold(d.Final, rcpt) || equalFold(d.Original, rcpt) {
 			return *d, true
 		}
-		if first == nil {
-			first = d
+		if *first == nil {
+			*first = d
 		}
 	}
-	if first == nil {
-		return report.Recipient{}, false
+	switch {
+	case problem != nil:
+		return *problem, true
+	case success != nil:
+		return *success, true
 	}
-	return *first, true
+	return report.Recipient{}, false
 }
 
 // complaint says whether a feedback report of type ft is the recipient's

@@ -28,6 +28,7 @@ func TestParseSamples(t *testing.T) {
 	}{
 		{"postfix-dsn.eml", KindDSN, "gone@example.net", ActionFailed, "5.1.1",
 			"550 5.1.1 <gone@example.net>: Recipient address rejected: User unknown in local recipient table", ""},
+		{"postfix-success.eml", KindDSN, "carol@example.net", ActionDelivered, "2.0.0", "example.net", ""},
 		{"postfix-delayed.eml", KindDSN, "slow@example.net", ActionDelayed, "4.4.1", "connect to mx.example.net", ""},
 		{"m365-dsn.eml", KindDSN, "gone@contoso.com", ActionFailed, "5.1.10", "550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient gone@contoso.com", ""},
 		{"gmail-dsn.eml", KindDSN, "gone@gmail.com", ActionFailed, "5.1.1", "550-5.1.1 The email account that you tried to reach does not exist. Please try 550-5.1.1", ""},
