@@ -52,6 +52,16 @@ func (r *Recorder) outcome(rep report.Report, from string, env *queue.Envelope, 
 	default:
 		return ev, nil, false
 	}
+	if ev.EnhancedCode == "5.0.0" {
+		// Only from <> (trusted): Exim says 5.0.0 for every failure and
+		// gives the reason in words; read the status they mean.
+		if code, line := report.Specific(ev.Reply, rep.Text); code != "" {
+			ev.EnhancedCode = code
+			if ev.Reply == "" {
+				ev.Reply = line
+			}
+		}
+	}
 	if r.o.Suppression != nil && r.o.Suppression.AutoStatus(ev.EnhancedCode) {
 		reply := ev.Reply
 		if reply == "" {

@@ -69,6 +69,11 @@ type Report struct {
 	// OriginalRcptTo is a complaint's recipient: its Original-Rcpt-To
 	// field, else the To of the original message's header.
 	OriginalRcptTo string
+	// Text is the start of a DSN's or bounce's human-readable text (at
+	// most maxSignBytes), up to the copy of the returned message: where
+	// Exim, which always says Status: 5.0.0, gives the reason (see
+	// Specific).
+	Text string
 }
 
 // Limits on what Parse reads of an outsider's message.
@@ -95,7 +100,7 @@ func Parse(b []byte) (Report, error) {
 	w.walk(top, 0)
 	switch {
 	case w.dsn != nil:
-		return Report{Kind: KindDSN, Recipients: w.dsn}, nil
+		return Report{Kind: KindDSN, Recipients: w.dsn, Text: beforeCopy(w.body)}, nil
 	case w.feedback != nil:
 		r := *w.feedback
 		r.Kind = KindFeedback
@@ -105,10 +110,10 @@ func Parse(b []byte) (Report, error) {
 		return r, nil
 	}
 	if looksBounce(top.Header) {
-		if w.status != "" && w.status[0] == '4' && delayWarning(top.Header, w.body) {
+		if w.status != "" && w.status[0] == '4' && delayWarning(top.Header, strings.ToLower(w.body)) {
 			return Report{Kind: KindDelay, Status: w.status, Reply: w.line}, nil
 		}
-		r := Report{Kind: KindBounce, Status: w.status, Reply: w.line}
+		r := Report{Kind: KindBounce, Status: w.status, Reply: w.line, Text: beforeCopy(w.body)}
 		if r.Status == "" || r.Status[0] != '5' {
 			r.Status, r.Reply = "5.0.0", firstNonEmpty(w.line, "")
 		}
@@ -128,7 +133,7 @@ type walker struct {
 	feedback     *Report
 	origTo       string
 	status, line string
-	body         string // the start of the first text parts, lower-cased
+	body         string // the start of the first text parts
 }
 
 func (w *walker) walk(e *message.Entity, depth int) {
@@ -176,7 +181,7 @@ func (w *walker) scanText(r io.Reader) {
 	b, _ := io.ReadAll(io.LimitReader(r, int64(maxTextBytes-w.text)))
 	w.text += len(b)
 	if len(w.body) < maxSignBytes {
-		w.body += strings.ToLower(string(b[:min(len(b), maxSignBytes-len(w.body))]))
+		w.body += string(b[:min(len(b), maxSignBytes-len(w.body))])
 	}
 	var soft, softLine string
 	for line := range strings.Lines(string(b)) {

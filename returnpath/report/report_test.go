@@ -122,7 +122,8 @@ func TestParseManyRecipientsIsBounded(t *testing.T) {
 }
 
 // FuzzParse feeds Parse arbitrary bytes: it never panics, never answers a
-// malformed status, and allocates at most a bounded multiple of its input.
+// malformed status (nor does Specific on what it read), keeps a bounded
+// text, and allocates at most a bounded multiple of its input.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "returnpath", "*.eml"))
 	for _, p := range files {
@@ -152,5 +153,50 @@ func FuzzParse(f *testing.F) {
 		if len(r.Recipients) > maxRecipients {
 			t.Fatalf("%d recipients", len(r.Recipients))
 		}
+		if len(r.Text) > maxSignBytes {
+			t.Fatalf("text of %d bytes kept", len(r.Text))
+		}
+		if s, _ := Specific(r.Reply, r.Text); s != "" && (validStatus(s) == "" || s[0] != '5') {
+			t.Fatalf("specific status %q is not a permanent status code", s)
+		}
 	})
+}
+
+// Specific reads the status a generic 5.0.0 failure really has from the
+// texts real MTAs write.
+func TestSpecificStatusFromText(t *testing.T) {
+	cases := []struct{ origin, text, want string }{
+		{"Exim, no router accepts the address", "  gone@example.com\n    Unrouteable address\n", "5.1.0"},
+		{"Exim, :fail: in a redirect router", "  gone@example.com\n    Unknown user\n", "5.1.1"},
+		{"Exim relaying Postfix's refusal", "550 5.1.1 <gone@example.net>: Recipient address rejected: User unknown in virtual mailbox table", "5.1.1"},
+		{"Postfix, without its enhanced code", "550 <gone@example.net>: Recipient address rejected: User unknown in local recipient table", "5.1.1"},
+		{"Postfix, no such domain", "Host or domain name not found. Name service error for name=example.invalid type=A: Host not found", "5.1.2"},
+		{"Gmail", "550-5.1.1 The email account that you tried to reach does not exist. Please try", "5.1.1"},
+		{"Gmail, the words alone", "The email account that you tried to reach does not exist.", "5.1.1"},
+		{"Exchange", "550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient gone@contoso.com not found by SMTP address lookup", "5.1.10"},
+		{"Exchange, the words alone", "Remote Server returned 'RESOLVER.ADR.RecipientNotFound; not found'", "5.1.10"},
+		{"Yahoo", "554: delivery error: dd This user doesn't have a yahoo.com account (gone@yahoo.com) [0]", "5.1.1"},
+		{"a policy refusal says nothing more", "550 Administrative prohibition", ""},
+		{"5.0.0 itself says nothing more", "550 5.0.0 rejected", ""},
+		{"a temporary code is not a permanent reason", "451 4.1.1 try later", ""},
+	}
+	for _, c := range cases {
+		if got, _ := Specific(c.text); got != c.want {
+			t.Errorf("%s: %q gives %q, want %q", c.origin, c.text, got, c.want)
+		}
+	}
+}
+
+// Words in the returned copy of the original message are not the
+// reporting MTA's.
+func TestParseTextStopsAtTheReturnedCopy(t *testing.T) {
+	msg := "From: MAILER-DAEMON@x.example\r\nSubject: failure notice\r\n\r\nSorry.\r\n\r\n" +
+		"--- Below this line is a copy of the message.\r\n\r\nSubject: unknown user stories\r\n\r\nour unknown user story\r\n"
+	r, err := Parse([]byte(msg))
+	if err != nil || r.Kind != KindBounce {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if got, _ := Specific(r.Reply, r.Text); got != "" {
+		t.Errorf("the returned copy's words gave %q (text %q)", got, r.Text)
+	}
 }
