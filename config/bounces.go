@@ -30,6 +30,10 @@ type Bounces struct {
 
 // FeedbackLoop is one provider's feedback loop.
 type FeedbackLoop struct {
+	// Address, if set, is the fixed address of the bounce domain the
+	// provider sends its reports to (registered with it); the listener
+	// takes it at RCPT. Lower-cased.
+	Address string
 	// Senders are the envelope senders its reports come from: addresses,
 	// or "@domain" for every address of domain. Lower-cased.
 	Senders []string
@@ -53,8 +57,8 @@ func (l *loader) bounces() Bounces {
 
 func (l *loader) feedbackLoops() []FeedbackLoop {
 	out := []FeedbackLoop{}
-	for _, e := range l.entries("bounces.feedback_loops", "feedback loop", []string{"senders"}) {
-		fl := FeedbackLoop{Senders: []string{}}
+	for _, e := range l.entries("bounces.feedback_loops", "feedback loop", []string{"address", "senders"}) {
+		fl := FeedbackLoop{Address: strings.ToLower(strings.TrimSpace(e.str("address"))), Senders: []string{}}
 		list, ok := e.m["senders"].([]any)
 		if !ok || len(list) == 0 {
 			e.fail("senders", "%s is not a list of addresses or @domains (at least one: whom its reports come from)", describe(e.m["senders"]))
@@ -98,4 +102,16 @@ func (l *loader) validateBounces(b *Bounces) {
 		l.failf("bounces.complaint_expire", "%v is negative (0 keeps complaints suppressed)", b.ComplaintExpire)
 	}
 	l.atLeast("bounces.max_message_bytes", b.MaxMessageBytes, 1024)
+	for i, fl := range b.FeedbackLoops {
+		if fl.Address == "" {
+			continue
+		}
+		local, domain, _ := strings.Cut(fl.Address, "@")
+		switch {
+		case local == "" || strings.ContainsAny(local, " <>@") || domain != b.Domain:
+			l.failAt("bounces.feedback_loops", fmt.Sprintf("[%d].address", i), "%q is not an address of bounces.domain (%q): the listener takes mail for that domain only", fl.Address, b.Domain)
+		case strings.HasPrefix(local, "rq-") || local == "postmaster":
+			l.failAt("bounces.feedback_loops", fmt.Sprintf("[%d].address", i), "%q: rq-... and postmaster are the listener's own local parts", fl.Address)
+		}
+	}
 }

@@ -22,7 +22,11 @@ func TestLoadRejectsBadBounces(t *testing.T) {
 		{name: "feedback loop sender not an address", file: base + "bounces: {feedback_loops: [{senders: [yahoo.com]}]}\n",
 			want: `config $FILE: bounces.feedback_loops[0].senders[0]: "yahoo.com" is not an address or @domain`},
 		{name: "feedback loop unknown key", file: base + "bounces: {feedback_loops: [{sender: [a@b.example]}]}\n",
-			want: `config $FILE: bounces.feedback_loops[0]: unknown key "sender" (want senders)`},
+			want: `config $FILE: bounces.feedback_loops[0]: unknown key "sender" (want address, senders)`},
+		{name: "feedback loop address of another domain", file: base + "bounces: {domain: b.example.org, feedback_loops: [{address: fbl@example.org, senders: [a@b.example]}]}\n",
+			want: `config $FILE: bounces.feedback_loops[0].address: "fbl@example.org" is not an address of bounces.domain ("b.example.org"): the listener takes mail for that domain only`},
+		{name: "feedback loop address a VERP one", file: base + "bounces: {domain: b.example.org, feedback_loops: [{address: rq-x@b.example.org, senders: [a@b.example]}]}\n",
+			want: `config $FILE: bounces.feedback_loops[0].address: "rq-x@b.example.org": rq-... and postmaster are the listener's own local parts`},
 		{name: "tiny message limit", file: base + "bounces: {max_message_bytes: 10}\n",
 			want: `config $FILE: bounces.max_message_bytes: `, wantPrefix: true},
 	})

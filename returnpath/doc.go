@@ -17,6 +17,11 @@
 //     5321 section 3.6.2: no relaying) whose signature verifies (else 550
 //     5.1.1); postmaster@ is taken as RFC 5321 section 4.5.1 requires, and
 //     records nothing. A forged address never reaches the store.
+//   - A feedback loop's fixed address (FeedbackLoop.Address) is taken
+//     too; a report to it records only if it came from that loop's
+//     senders and its returned original names one of our messages: a
+//     VERP Return-Path whose signature verifies, else a Message-ID found
+//     in the history with the recipient the report names.
 //   - The 250 after DATA is sent only once the events and suppression
 //     entries of the report are fsync'd, in one transaction
 //     (queue.Store.RecordReport): a kill -9 after it loses neither.

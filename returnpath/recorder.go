@@ -64,9 +64,10 @@ var (
 	errForged  = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox"}
 )
 
-// Recipient refuses what is not a signed address of the bounce domain.
+// Recipient refuses what is not a signed address of the bounce domain,
+// postmaster@ or a feedback loop's fixed address.
 func (r *Recorder) Recipient(to string) error {
-	if r.postmaster(to) {
+	if r.postmaster(to) || r.feedbackLoop(to) != nil {
 		return nil
 	}
 	_, err := r.o.Signer.Verify(to)
@@ -98,9 +99,9 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 	var sps []queue.Suppression
 	senders := map[string]bool{}
 	for _, addr := range to {
-		tag, err := r.o.Signer.Verify(addr)
-		if err != nil {
-			continue // postmaster@
+		tag, ok := r.tagFor(addr, rep, from)
+		if !ok {
+			continue // postmaster@, or a feedback loop's report we cannot place
 		}
 		env, rcpt, ok, err := r.find(tag)
 		if err != nil {

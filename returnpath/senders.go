@@ -7,8 +7,12 @@ import (
 )
 
 // FeedbackLoop is a provider's complaint feedback loop (bounces.feedback_loops):
-// the envelope senders its reports come from.
+// the envelope senders its reports come from, and the fixed address of
+// the bounce domain it sends them to, if any.
 type FeedbackLoop struct {
+	// Address, if set, is taken at RCPT; reports to it are attributed by
+	// the returned original (attribute).
+	Address string
 	// Senders are addresses, or "@domain" for every address of domain.
 	Senders []string
 }
@@ -33,14 +37,22 @@ func (r *Recorder) trusted(k report.Kind, from string) bool {
 
 // feedbackSender says whether from is a sender of a configured feedback loop.
 func (r *Recorder) feedbackSender(from string) bool {
+	for _, fl := range r.o.FeedbackLoops {
+		if fl.sends(from) {
+			return true
+		}
+	}
+	return false
+}
+
+// sends says whether from is one of fl's senders.
+func (fl *FeedbackLoop) sends(from string) bool {
 	from = strings.ToLower(from)
 	_, domain, _ := strings.Cut(from, "@")
-	for _, fl := range r.o.FeedbackLoops {
-		for _, s := range fl.Senders {
-			s = strings.ToLower(s)
-			if s == from || strings.HasPrefix(s, "@") && s[1:] == domain && domain != "" {
-				return true
-			}
+	for _, s := range fl.Senders {
+		s = strings.ToLower(s)
+		if s == from || strings.HasPrefix(s, "@") && s[1:] == domain && domain != "" {
+			return true
 		}
 	}
 	return false

@@ -69,6 +69,10 @@ type Report struct {
 	// OriginalRcptTo is a complaint's recipient: its Original-Rcpt-To
 	// field, else the To of the original message's header.
 	OriginalRcptTo string
+	// OriginalReturnPath and OriginalMessageID are a complaint's returned
+	// original's Return-Path (the envelope sender it was delivered with)
+	// and Message-ID, as written there (outsiders' words: verify them).
+	OriginalReturnPath, OriginalMessageID string
 	// Text is the start of a DSN's or bounce's human-readable text (at
 	// most maxSignBytes), up to the copy of the returned message: where
 	// Exim, which always says Status: 5.0.0, gives the reason (see
@@ -105,8 +109,9 @@ func Parse(b []byte) (Report, error) {
 		r := *w.feedback
 		r.Kind = KindFeedback
 		if r.OriginalRcptTo == "" {
-			r.OriginalRcptTo = w.origTo
+			r.OriginalRcptTo = w.orig.To
 		}
+		r.OriginalReturnPath, r.OriginalMessageID = w.orig.ReturnPath, w.orig.MessageID
 		return r, nil
 	}
 	if looksBounce(top.Header) {
@@ -131,7 +136,7 @@ type walker struct {
 	text         int
 	dsn          []Recipient
 	feedback     *Report
-	origTo       string
+	orig         original
 	status, line string
 	body         string // the start of the first text parts
 }
@@ -165,8 +170,8 @@ func (w *walker) walk(e *message.Entity, depth int) {
 			w.feedback = feedbackReport(e.Body)
 		}
 	case "message/rfc822", "text/rfc822-headers", "message/global", "message/global-headers":
-		if w.origTo == "" {
-			w.origTo = originalTo(e.Body)
+		if !w.orig.read {
+			w.orig = originalHeader(e.Body)
 		}
 	case "text/plain", "":
 		if w.status == "" && w.text < maxTextBytes {
