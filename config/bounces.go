@@ -23,6 +23,20 @@ type Bounces struct {
 	ComplaintExpire time.Duration
 	// MaxMessageBytes bounds one inbound report.
 	MaxMessageBytes int64
+	// FeedbackLoops are the providers' complaint feedback loops: who,
+	// besides <>, may send a complaint (RFC 5965 report).
+	FeedbackLoops []FeedbackLoop
+}
+
+// FeedbackLoop is one provider's feedback loop.
+type FeedbackLoop struct {
+	// Address, if set, is the fixed address of the bounce domain the
+	// provider sends its reports to (registered with it); the listener
+	// takes it at RCPT. Lower-cased.
+	Address string
+	// Senders are the envelope senders its reports come from: addresses,
+	// or "@domain" for every address of domain. Lower-cased.
+	Senders []string
 }
 
 // MinBounceSecretBytes is the shortest key bounces.secret_file may hold
@@ -37,7 +51,31 @@ func (l *loader) bounces() Bounces {
 		Forward:         l.boolean("bounces.forward"),
 		ComplaintExpire: l.duration("bounces.complaint_expire"),
 		MaxMessageBytes: l.integer("bounces.max_message_bytes"),
+		FeedbackLoops:   l.feedbackLoops(),
 	}
+}
+
+func (l *loader) feedbackLoops() []FeedbackLoop {
+	out := []FeedbackLoop{}
+	for _, e := range l.entries("bounces.feedback_loops", "feedback loop", []string{"address", "senders"}) {
+		fl := FeedbackLoop{Address: strings.ToLower(strings.TrimSpace(e.str("address"))), Senders: []string{}}
+		list, ok := e.m["senders"].([]any)
+		if !ok || len(list) == 0 {
+			e.fail("senders", "%s is not a list of addresses or @domains (at least one: whom its reports come from)", describe(e.m["senders"]))
+		}
+		for i, v := range list {
+			s, _ := v.(string)
+			s = strings.ToLower(strings.TrimSpace(s))
+			local, domain, found := strings.Cut(s, "@")
+			if !found || !validHostname(domain) || strings.ContainsAny(local, " <>@") || local == "" && s[0] != '@' {
+				e.fail(fmt.Sprintf("senders[%d]", i), "%s is not an address or @domain", describe(v))
+				continue
+			}
+			fl.Senders = append(fl.Senders, s)
+		}
+		out = append(out, fl)
+	}
+	return out
 }
 
 func (l *loader) validateBounces(b *Bounces) {
@@ -64,4 +102,16 @@ func (l *loader) validateBounces(b *Bounces) {
 		l.failf("bounces.complaint_expire", "%v is negative (0 keeps complaints suppressed)", b.ComplaintExpire)
 	}
 	l.atLeast("bounces.max_message_bytes", b.MaxMessageBytes, 1024)
+	for i, fl := range b.FeedbackLoops {
+		if fl.Address == "" {
+			continue
+		}
+		local, domain, _ := strings.Cut(fl.Address, "@")
+		switch {
+		case local == "" || strings.ContainsAny(local, " <>@") || domain != b.Domain:
+			l.failAt("bounces.feedback_loops", fmt.Sprintf("[%d].address", i), "%q is not an address of bounces.domain (%q): the listener takes mail for that domain only", fl.Address, b.Domain)
+		case strings.HasPrefix(local, "rq-") || local == "postmaster":
+			l.failAt("bounces.feedback_loops", fmt.Sprintf("[%d].address", i), "%q: rq-... and postmaster are the listener's own local parts", fl.Address)
+		}
+	}
 }

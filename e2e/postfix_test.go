@@ -3,10 +3,12 @@ package e2e
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,8 +45,8 @@ func startPostfix(t *testing.T, next string) string {
 }
 
 // startPostfixWith is startPostfix with some main.cf settings replaced
-// (set, by key). It replaces rather than appends: a key written twice makes
-// Postfix's log daemon deadlock on its own warning.
+// (set, by key), and those the base does not have added. It never writes
+// a key twice: that makes Postfix's log daemon deadlock on its own warning.
 func startPostfixWith(t *testing.T, next string, set map[string]string) string {
 	t.Helper()
 	bin := findPostfix(t)
@@ -121,19 +123,21 @@ biff = no
 maillog_file = %[1]s/maillog
 maillog_file_prefixes = %[1]s
 `, dir, nextHost, nextPort)
-	lines, replaced := strings.Split(mainCF, "\n"), 0
+	lines, replaced := strings.Split(mainCF, "\n"), map[string]bool{}
 	for i, l := range lines {
 		if key, _, ok := strings.Cut(l, " = "); ok {
 			if v, ok := set[key]; ok {
 				lines[i] = key + " = " + v
-				replaced++
+				replaced[key] = true
 			}
 		}
 	}
-	if replaced != len(set) {
-		t.Fatalf("startPostfixWith: keys not in the base main.cf: %v", set)
+	for _, key := range slices.Sorted(maps.Keys(set)) {
+		if !replaced[key] {
+			lines = append(lines, key+" = "+set[key])
+		}
 	}
-	mainCF = strings.Join(lines, "\n")
+	mainCF = strings.Join(lines, "\n") + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "main.cf"), []byte(mainCF), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -98,14 +98,20 @@ func (s *Store) FindMessage(id string) (*Envelope, bool, error) {
 	return found, found != nil, err
 }
 
+// bucketReportOnce keeps the Once keys of the suppression entries reports
+// made: key -> nothing.
+var bucketReportOnce = []byte("report_once")
+
 // RecordReport appends the events of a report that came back by mail
 // after delivery, and the suppression entries it causes, in one
 // transaction: as with every outcome, a crash keeps both or neither.
 // Entries go to the auto-suppress hook (a shared list) like a bounce's.
-func (s *Store) RecordReport(evs []Event, sps []Suppression) error {
+// An entry with a Once key used before is left out (its events stand);
+// made reports which entries were made.
+func (s *Store) RecordReport(evs []Event, sps []Suppression) (made []Suppression, err error) {
 	for _, sp := range sps {
 		if strings.TrimSpace(sp.Address) == "" {
-			return fmt.Errorf("queue: suppress: empty address")
+			return nil, fmt.Errorf("queue: suppress: empty address")
 		}
 	}
 	late := map[string][]Late{}
@@ -117,7 +123,7 @@ func (s *Store) RecordReport(evs []Event, sps []Suppression) error {
 		late[ev.QueueID] = append(late[ev.QueueID], Late{Recipient: ev.Recipient, Type: ev.Type,
 			EnhancedCode: code, Reply: ev.Reply, FeedbackType: ev.FeedbackType, Time: s.now()})
 	}
-	return s.submit(func(w *writeTx) error {
+	err = s.submit(func(w *writeTx) error {
 		for _, ev := range evs {
 			if err := w.event(ev); err != nil {
 				return err
@@ -128,7 +134,15 @@ func (s *Store) RecordReport(evs []Event, sps []Suppression) error {
 				return fmt.Errorf("queue: history %s: %w", id, err)
 			}
 		}
+		made = made[:0] // a redo of the batch starts afresh
 		for _, sp := range sps {
+			if first, err := w.once(sp.Once); err != nil || !first {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			made = append(made, sp)
 			sp.Address = SuppressionKey(sp.Address) // as stored, for the shared list too
 			if sp.Since.IsZero() {
 				sp.Since = w.s.now()
@@ -142,4 +156,21 @@ func (s *Store) RecordReport(evs []Event, sps []Suppression) error {
 		}
 		return nil
 	})
+	return made, err
+}
+
+// once marks key used and says whether it was its first use; "" is
+// always a first.
+func (w *writeTx) once(key string) (bool, error) {
+	if key == "" {
+		return true, nil
+	}
+	b, err := w.bucket(bucketReportOnce)
+	if err != nil {
+		return false, err
+	}
+	if b.Get([]byte(key)) != nil {
+		return false, nil
+	}
+	return true, b.Put([]byte(key), []byte{})
 }

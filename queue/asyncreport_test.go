@@ -62,7 +62,7 @@ func TestRecordReportAndFindMessage(t *testing.T) {
 	var shared []string
 	st.SetAutoSuppressHook(func(sp Suppression) { shared = append(shared, sp.Address+" "+sp.Source) })
 	ev := Event{Type: EventBounced, QueueID: id, Recipient: "gone@example.net", Reply: "550 5.1.1 gone", Async: true}
-	if err := st.RecordReport([]Event{ev}, []Suppression{{Address: "Gone@example.net", Source: SourceAsyncBounce, Reply: ev.Reply}}); err != nil {
+	if _, err := st.RecordReport([]Event{ev}, []Suppression{{Address: "Gone@example.net", Source: SourceAsyncBounce, Reply: ev.Reply}}); err != nil {
 		t.Fatal(err)
 	}
 	evs, _, _ := st.Events(EventQuery{Types: []EventType{EventBounced}})
@@ -77,5 +77,29 @@ func TestRecordReportAndFindMessage(t *testing.T) {
 	if err != nil || len(hist) != 1 || hist[0].Recipients[0].Status != StatusDelivered ||
 		len(hist[0].Late) != 1 || hist[0].Late[0].Type != EventBounced || hist[0].Late[0].EnhancedCode != "5.1.1" {
 		t.Fatalf("history %+v, %v: want delivered, then the late bounce", hist, err)
+	}
+}
+
+// An entry with a Once key is made the first time only, across reopens;
+// the events of every report stand.
+func TestRecordReportOnceKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q.db")
+	sp := Suppression{Address: "gone@example.net", Source: SourceAsyncBounce, Once: "verp/x/0"}
+	other := Suppression{Address: "other@example.net", Source: SourceAsyncBounce, Once: "verp/x/1"}
+	ev := Event{Type: EventBounced, QueueID: "x", Recipient: "gone@example.net", Async: true}
+	for i, want := range []int{2, 0, 0} {
+		st, err := Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Unsuppress(sp.Address); err != nil {
+			t.Fatal(err)
+		}
+		made, err := st.RecordReport([]Event{ev}, []Suppression{sp, other})
+		_, listed, _ := st.Suppressed(sp.Address)
+		st.Close()
+		if err != nil || len(made) != want || listed != (want > 0) {
+			t.Fatalf("report %d: made %+v (listed %v, %v), want %d", i, made, listed, err, want)
+		}
 	}
 }

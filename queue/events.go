@@ -74,7 +74,7 @@ type Event struct {
 	NextAttempt   time.Time `json:"-"`
 	BounceQueueID string    `json:"bounce_queue_id,omitempty"`
 	// Async marks an outcome reported by mail after the next hop's 250
-	// (a bounce, delay warning, complaint or auto-reply to the VERP
+	// (a bounce, delay warning, success DSN, complaint or auto-reply to the VERP
 	// address), not seen in the SMTP conversation.
 	Async bool `json:"async,omitempty"`
 	// FeedbackType is a complaint's RFC 5965 Feedback-Type (abuse, fraud, ...).

@@ -64,7 +64,7 @@ func eventsScenario(t *testing.T, s *Store, c interface{ Advance(time.Duration) 
 		t.Fatal(err)
 	}
 	c.Advance(time.Minute)
-	if err := s.RecordReport([]Event{{Type: EventComplained, QueueID: a, Recipient: "ok@x.test", FeedbackType: "abuse", Async: true}}, nil); err != nil {
+	if _, err := s.RecordReport([]Event{{Type: EventComplained, QueueID: a, Recipient: "ok@x.test", FeedbackType: "abuse", Async: true}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	b := commit(Envelope{From: "news@example.org", MessageID: "<b@example.org>", Release: now().Add(48 * time.Hour),

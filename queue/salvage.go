@@ -18,11 +18,12 @@ var salvageBuckets = map[string]bool{
 	string(bucketQuarantineBodies): true, string(bucketQuarantineInfo): true,
 	string(bucketEvents): true, string(bucketHistory): true, string(bucketSuppressions): true,
 	string(bucketCursors): true, string(bucketStrings): true, string(bucketIdempotency): true, string(bucketIdempotencyExpiry): true,
+	string(bucketReportOnce): true,
 }
 
 // SalvageBucket reports whether a salvage copies the top-level bucket
 // name: it holds mail, its quarantine, events, history, suppressions or
-// webhook cursors (or idempotency keys).
+// webhook cursors (or idempotency keys, or which reports suppressed).
 func SalvageBucket(name []byte) bool { return salvageBuckets[string(name)] }
 
 // QuarantineUnverified reads every body as delivery would and quarantines

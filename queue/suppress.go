@@ -27,6 +27,11 @@ type Suppression struct {
 	Reply string `json:"reply,omitempty"`
 	// Source is one of the Source constants.
 	Source string `json:"source,omitempty"`
+	// Once, for RecordReport, makes the entry under this key at most once
+	// in the queue file's life: a report's VERP address, so replaying one
+	// report cannot suppress again what an operator removed. Not stored
+	// with the entry.
+	Once string `json:"-"`
 }
 
 // Where a suppression entry came from (Suppression.Source).

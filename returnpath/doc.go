@@ -3,8 +3,8 @@
 // message relayq sends with bounces.domain set carries a signed envelope
 // sender of its own (package verp) naming the message and recipient;
 // whatever comes back to it (a bounce after the 250, a delay warning, a
-// feedback-loop complaint, an out-of-office answer) is read (package
-// report) and recorded as an event with "async": true, with its
+// success DSN, a feedback-loop complaint, an out-of-office answer) is
+// read (package report) and recorded as an event with "async": true, with its
 // suppression entry, and then dropped or forwarded to the original
 // sender.
 //
@@ -17,6 +17,11 @@
 //     5321 section 3.6.2: no relaying) whose signature verifies (else 550
 //     5.1.1); postmaster@ is taken as RFC 5321 section 4.5.1 requires, and
 //     records nothing. A forged address never reaches the store.
+//   - A feedback loop's fixed address (FeedbackLoop.Address) is taken
+//     too; a report to it records only if it came from that loop's
+//     senders and its returned original names one of our messages: a
+//     VERP Return-Path whose signature verifies, else a Message-ID found
+//     in the history with the recipient the report names.
 //   - The 250 after DATA is sent only once the events and suppression
 //     entries of the report are fsync'd, in one transaction
 //     (queue.Store.RecordReport): a kill -9 after it loses neither.
@@ -24,6 +29,13 @@
 //     accepted, logged and counted (Stats.Unknown), and records nothing.
 //   - Only the recipient the VERP address names is ever suppressed or
 //     reported on: the report's own text cannot name another address.
+//   - Who may say what (trusted): delivery reports (DSN, text bounce,
+//     text delay warning) count only from <>; complaints from <> or a
+//     configured feedback-loop sender; auto-replies from anyone. What is
+//     not understood, or not from whom it may come, records nothing.
+//   - One VERP address makes at most one suppression entry, ever
+//     (queue.Suppression.Once): a replayed report cannot suppress again
+//     what an operator removed.
 //   - Forwarding happens after the record, from <>, so it neither loops
 //     through VERP nor causes a bounce of its own; a failure to forward
 //     is logged, never refused (the report is already recorded).

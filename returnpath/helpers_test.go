@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -73,7 +74,9 @@ func newListener(t *testing.T) *listener {
 	}
 	l := &listener{t: t, store: st, signer: signer, id: d.ID(), fwd: &forwards{}}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l.rec, err = NewRecorder(Options{Store: st, Signer: signer, Logger: quiet, Forward: l.fwd.add,
+	fbl := []FeedbackLoop{{Senders: []string{"feedbackloop@yahoo.com", "staff@hotmail.com", "@isp.example"}},
+		{Address: "fbl@bounces.example.org", Senders: []string{"fbl@provider.example"}}}
+	l.rec, err = NewRecorder(Options{Store: st, Signer: signer, Logger: quiet, Forward: l.fwd.add, FeedbackLoops: fbl,
 		Suppression: &suppression.List{Store: st, Config: suppression.Config{Auto: true}}})
 	if err != nil {
 		t.Fatal(err)
@@ -127,13 +130,14 @@ func (l *listener) send(from, to, body string) error {
 	return c.SendMail(from, []string{to}, strings.NewReader(body))
 }
 
+// events are the async events the reports recorded.
 func (l *listener) events() []queue.Event {
 	l.t.Helper()
-	evs, _, err := l.store.Events(queue.EventQuery{Types: []queue.EventType{queue.EventBounced, queue.EventDelayed, queue.EventComplained, queue.EventAutoReplied}})
+	evs, _, err := l.store.Events(queue.EventQuery{Types: []queue.EventType{queue.EventDelivered, queue.EventBounced, queue.EventDelayed, queue.EventComplained, queue.EventAutoReplied}})
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	return evs
+	return slices.DeleteFunc(evs, func(e queue.Event) bool { return !e.Async }) // the reports' only
 }
 
 func smtpCode(err error) int {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -26,7 +27,9 @@ type Options struct {
 	// Forward, if set, relays an accepted report to the original sender
 	// (bounces.forward), as it arrived.
 	Forward func(ctx context.Context, to string, body []byte) error
-	Logger  *slog.Logger
+	// FeedbackLoops name who besides <> may send complaints.
+	FeedbackLoops []FeedbackLoop
+	Logger        *slog.Logger
 }
 
 // Stats counts what the listener accepted; cmd exports them as metrics.
@@ -61,9 +64,10 @@ var (
 	errForged  = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox"}
 )
 
-// Recipient refuses what is not a signed address of the bounce domain.
+// Recipient refuses what is not a signed address of the bounce domain,
+// postmaster@ or a feedback loop's fixed address.
 func (r *Recorder) Recipient(to string) error {
-	if r.postmaster(to) {
+	if r.postmaster(to) || r.feedbackLoop(to) != nil {
 		return nil
 	}
 	_, err := r.o.Signer.Verify(to)
@@ -95,9 +99,9 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 	var sps []queue.Suppression
 	senders := map[string]bool{}
 	for _, addr := range to {
-		tag, err := r.o.Signer.Verify(addr)
-		if err != nil {
-			continue // postmaster@
+		tag, ok := r.tagFor(addr, rep, from)
+		if !ok {
+			continue // postmaster@, or a feedback loop's report we cannot place
 		}
 		env, rcpt, ok, err := r.find(tag)
 		if err != nil {
@@ -117,6 +121,7 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 		}
 		evs = append(evs, ev)
 		if sp != nil {
+			sp.Once = onceKey(tag)
 			sps = append(sps, *sp)
 		}
 		if env.From != "" {
@@ -124,8 +129,13 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 		}
 	}
 	if len(evs) > 0 {
-		if err := r.o.Store.RecordReport(evs, sps); err != nil {
+		made, err := r.o.Store.RecordReport(evs, sps)
+		if err != nil {
 			return err
+		}
+		if len(made) < len(sps) {
+			r.o.Logger.Info("return path: a report for an address that already suppressed once; event recorded, nothing suppressed",
+				"from", from, "suppressions", len(sps), "made", len(made))
 		}
 		r.Stats.Recorded.Add(1)
 		for _, ev := range evs {
@@ -135,6 +145,10 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 	r.forward(senders, body)
 	return nil
 }
+
+// onceKey is what makes one VERP address suppress at most once: its
+// message and recipient position.
+func onceKey(tag verp.Tag) string { return "verp/" + tag.QueueID + "/" + strconv.Itoa(tag.Recipient) }
 
 // find returns the message a tag names and its recipient's address.
 func (r *Recorder) find(tag verp.Tag) (*queue.Envelope, string, bool, error) {

@@ -65,6 +65,7 @@ func (a *app) listenBounces(tlsConf *tls.Config) error {
 		return nil
 	}
 	o := returnpath.Options{Store: a.store, Signer: a.out.verp, Suppression: a.out.supp, Logger: a.log.With("listener", "bounces")}
+	o.FeedbackLoops = feedbackLoops(cfg.Bounces)
 	if cfg.Bounces.Forward {
 		acc := a.in.srv.Acceptor()
 		o.Forward = func(ctx context.Context, to string, body []byte) error {

@@ -19,6 +19,9 @@
 //     auto-reply headers (Exim's text bounces carry Auto-Submitted:
 //     auto-replied too).
 //   - A status is only ever a well-formed RFC 3463 code (class 2, 4 or 5).
+//   - Text written after a copy mark ("This is a copy of the message",
+//     "Below this line is a copy") is the returned original's, never read
+//     for a reason (Report.Text, Specific).
 //   - Parse never fails on content it does not understand: it answers
 //     KindUnknown. Its error is only for bytes that are not a message.
 //

@@ -52,14 +52,22 @@ func feedbackReport(r io.Reader) *Report {
 	return rep
 }
 
-// originalTo is the To of the returned original's header, for a report
-// that names no recipient otherwise (RFC 5965 section 2, item 3).
-func originalTo(r io.Reader) string {
+// original is what a report's returned original (message/rfc822 or
+// text/rfc822-headers) says of itself: To names a complaint's recipient
+// when the report does not (RFC 5965 section 2, item 3); Return-Path and
+// Message-ID let a report sent to a fixed address be attributed.
+type original struct {
+	read                      bool
+	To, ReturnPath, MessageID string
+}
+
+func originalHeader(r io.Reader) original {
 	h, err := textproto.ReadHeader(bufioReader(io.LimitReader(r, maxHeaderBytes)))
 	if err != nil && h.Len() == 0 {
-		return ""
+		return original{read: true}
 	}
-	return bareAddress(h.Get("To"))
+	return original{read: true, To: bareAddress(h.Get("To")), ReturnPath: bareAddress(h.Get("Return-Path")),
+		MessageID: oneLine(h.Get("Message-Id"))}
 }
 
 // typedAddress strips the address type of "rfc822; bob@example.net"

@@ -20,9 +20,10 @@ const (
 	KindBounce         // a failure report in free text
 	KindFeedback       // RFC 5965 abuse or fraud report
 	KindAutoReply      // RFC 3834 automatic response (out of office)
+	KindDelay          // a delay warning in free text: still being retried
 )
 
-var kindNames = [...]string{"unknown", "dsn", "bounce", "feedback", "auto_reply"}
+var kindNames = [...]string{"unknown", "dsn", "bounce", "feedback", "auto_reply", "delay"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -60,14 +61,23 @@ type Report struct {
 	Kind       Kind
 	Recipients []Recipient // KindDSN
 	// Status and Reply: KindBounce's best status from the text ("5.0.0"
-	// when it names none) and the line it came from.
+	// when it names none), KindDelay's 4.x.x, and the line it came from.
 	Status, Reply string
 	// FeedbackType (KindFeedback) is lower-cased: abuse, fraud, virus,
-	// other, not-spam (RFC 5965 section 7.3).
+	// other (RFC 5965 section 7.3), not-spam (RFC 6430), auth-failure (RFC 6591).
 	FeedbackType string
 	// OriginalRcptTo is a complaint's recipient: its Original-Rcpt-To
 	// field, else the To of the original message's header.
 	OriginalRcptTo string
+	// OriginalReturnPath and OriginalMessageID are a complaint's returned
+	// original's Return-Path (the envelope sender it was delivered with)
+	// and Message-ID, as written there (outsiders' words: verify them).
+	OriginalReturnPath, OriginalMessageID string
+	// Text is the start of a DSN's or bounce's human-readable text (at
+	// most maxSignBytes), up to the copy of the returned message: where
+	// Exim, which always says Status: 5.0.0, gives the reason (see
+	// Specific).
+	Text string
 }
 
 // Limits on what Parse reads of an outsider's message.
@@ -78,6 +88,7 @@ const (
 	maxTextBytes   = 64 << 10
 	maxRecipients  = 1000
 	maxHeaderBytes = 64 << 10
+	maxSignBytes   = 8 << 10 // of text searched for words (a warning's)
 )
 
 // ErrNotMessage is Parse's answer to bytes without a readable header.
@@ -93,17 +104,21 @@ func Parse(b []byte) (Report, error) {
 	w.walk(top, 0)
 	switch {
 	case w.dsn != nil:
-		return Report{Kind: KindDSN, Recipients: w.dsn}, nil
+		return Report{Kind: KindDSN, Recipients: w.dsn, Text: beforeCopy(w.body)}, nil
 	case w.feedback != nil:
 		r := *w.feedback
 		r.Kind = KindFeedback
 		if r.OriginalRcptTo == "" {
-			r.OriginalRcptTo = w.origTo
+			r.OriginalRcptTo = w.orig.To
 		}
+		r.OriginalReturnPath, r.OriginalMessageID = w.orig.ReturnPath, w.orig.MessageID
 		return r, nil
 	}
-	if looksBounce(top.Header) || w.status != "" && !autoReply(top.Header) {
-		r := Report{Kind: KindBounce, Status: w.status, Reply: w.line}
+	if looksBounce(top.Header) {
+		if w.status != "" && w.status[0] == '4' && delayWarning(top.Header, strings.ToLower(w.body)) {
+			return Report{Kind: KindDelay, Status: w.status, Reply: w.line}, nil
+		}
+		r := Report{Kind: KindBounce, Status: w.status, Reply: w.line, Text: beforeCopy(w.body)}
 		if r.Status == "" || r.Status[0] != '5' {
 			r.Status, r.Reply = "5.0.0", firstNonEmpty(w.line, "")
 		}
@@ -121,8 +136,9 @@ type walker struct {
 	text         int
 	dsn          []Recipient
 	feedback     *Report
-	origTo       string
+	orig         original
 	status, line string
+	body         string // the start of the first text parts
 }
 
 func (w *walker) walk(e *message.Entity, depth int) {
@@ -154,8 +170,8 @@ func (w *walker) walk(e *message.Entity, depth int) {
 			w.feedback = feedbackReport(e.Body)
 		}
 	case "message/rfc822", "text/rfc822-headers", "message/global", "message/global-headers":
-		if w.origTo == "" {
-			w.origTo = originalTo(e.Body)
+		if !w.orig.read {
+			w.orig = originalHeader(e.Body)
 		}
 	case "text/plain", "":
 		if w.status == "" && w.text < maxTextBytes {
@@ -169,6 +185,9 @@ func (w *walker) walk(e *message.Entity, depth int) {
 func (w *walker) scanText(r io.Reader) {
 	b, _ := io.ReadAll(io.LimitReader(r, int64(maxTextBytes-w.text)))
 	w.text += len(b)
+	if len(w.body) < maxSignBytes {
+		w.body += string(b[:min(len(b), maxSignBytes-len(w.body))])
+	}
 	var soft, softLine string
 	for line := range strings.Lines(string(b)) {
 		code := findStatus(line)

@@ -60,13 +60,18 @@ var bounceSubjects = []string{"undeliver", "delivery status notification", "mail
 
 // looksBounce says whether a message without a delivery-status part
 // still presents itself as a bounce: from the mailer daemon or postmaster,
-// or with a bounce's subject.
+// with Exim's X-Failed-Recipients, or with a bounce's subject that is not
+// a reply's ("Re: Undeliverable ..." is a person writing). A status code
+// in the text alone does not make a bounce: people quote "section 5.1.2".
 func looksBounce(h message.Header) bool {
 	from := strings.ToLower(h.Get("From"))
-	if strings.Contains(from, "mailer-daemon@") || strings.Contains(from, "postmaster@") {
+	if strings.Contains(from, "mailer-daemon@") || strings.Contains(from, "postmaster@") || h.Has("X-Failed-Recipients") {
 		return true
 	}
-	subj := strings.ToLower(h.Get("Subject"))
+	subj := strings.ToLower(strings.TrimSpace(h.Get("Subject")))
+	if strings.HasPrefix(subj, "re:") || strings.HasPrefix(subj, "aw:") {
+		return false
+	}
 	for _, s := range bounceSubjects {
 		if strings.Contains(subj, s) {
 			return true
@@ -75,9 +80,40 @@ func looksBounce(h message.Header) bool {
 	return false
 }
 
+// delaySubjects and delayTexts are how the common MTAs say a text report
+// is a warning about mail they still retry: Exim ("Warning: message ...
+// delayed 24 hours", "No action is required on your part"), Sendmail
+// ("Warning: could not send message for past 4 hours", "Will keep trying
+// until message is 5 days old"), Postfix ("Delayed Mail (still being
+// retried)"), Gmail ("Delivery Status Notification (Delay)").
+var (
+	delaySubjects = []string{"warning", "delayed", "(delay)", "still being retried"}
+	delayTexts    = []string{"warning only", "no action is required", "will keep trying", "still trying",
+		"will be retried", "will retry", "still being retried", "not yet been delivered", "has been delayed"}
+)
+
+// delayWarning says whether a text report, by its subject or the start of
+// its text (lower-cased), says delivery is still being attempted: then a
+// 4.x.x status in it is a delay, not the cause of a failure.
+func delayWarning(h message.Header, text string) bool {
+	subj := strings.ToLower(h.Get("Subject"))
+	for _, s := range delaySubjects {
+		if strings.Contains(subj, s) {
+			return true
+		}
+	}
+	for _, s := range delayTexts {
+		if strings.Contains(text, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // autoReply says whether the header is an automatic response's: RFC 3834
 // section 5's Auto-Submitted: auto-replied, or the vacation programs'
-// older marks.
+// older marks. It is asked only of a message that is neither a report nor
+// a bounce: Precedence: bulk on a bounce does not make it a reply.
 func autoReply(h message.Header) bool {
 	if strings.EqualFold(firstWord(h.Get("Auto-Submitted")), "auto-replied") {
 		return true
@@ -85,7 +121,10 @@ func autoReply(h message.Header) bool {
 	if h.Has("X-Autoreply") || h.Has("X-Autorespond") || h.Has("X-Vacation") {
 		return true
 	}
-	if strings.EqualFold(strings.TrimSpace(h.Get("Precedence")), "auto_reply") {
+	// vacation(1) sets no Auto-Submitted: its manual has the user's reply
+	// carry Precedence: bulk (junk is the other old mark of a robot).
+	switch strings.ToLower(strings.TrimSpace(h.Get("Precedence"))) {
+	case "auto_reply", "bulk", "junk":
 		return true
 	}
 	// Exchange and Outlook mark their out-of-office answers auto-generated

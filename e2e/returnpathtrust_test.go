@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayq/relayq/smtptest"
+)
+
+// poisonReports are what anyone holding a recipient's VERP address can
+// send: a complaint forged from an outsider's address, a person's reply
+// quoting a section number, a text bounce from a real sender. None may
+// record an event or suppress.
+var poisonReports = []struct{ name, from, body string }{
+	{"forged ARF from an outsider", "evil@attacker.test",
+		"From: abuse@attacker.test\r\nSubject: complaint\r\nMIME-Version: 1.0\r\n" +
+			"Content-Type: multipart/report; report-type=feedback-report; boundary=b\r\n\r\n" +
+			"--b\r\nContent-Type: text/plain\r\n\r\nThis is an abuse report.\r\n" +
+			"--b\r\nContent-Type: message/feedback-report\r\n\r\nFeedback-Type: abuse\r\nUser-Agent: x/1\r\nVersion: 1\r\n" +
+			"--b--\r\n"},
+	{"a person quoting a section", "reader@example.net",
+		"From: Reader <reader@example.net>\r\nSubject: Re: Test\r\n\r\nUnder section 5.1.2 of your terms, stop.\r\n"},
+	{"a text bounce from a real sender", "evil@attacker.test",
+		"From: Mail Delivery System <MAILER-DAEMON@attacker.test>\r\nSubject: Mail delivery failed\r\nContent-Type: text/plain\r\n\r\n550 5.1.1 <gone@example.net>: User unknown\r\n"},
+}
+
+// TestReturnPathRefusesPoisoning: an outsider with a real SMTP client and
+// the VERP address relayq used for gone@example.net cannot suppress it
+// (a forged complaint, a person's reply, a text bounce from a real
+// sender record nothing); a DSN from <> suppresses it once, and after the
+// operator removes the entry the same DSN sent again suppresses nothing.
+func TestReturnPathRefusesPoisoning(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped with -short")
+	}
+	mx := smtptest.NewServer(t)
+	bounceAddr := smtptest.ClosedAddr(t)
+	r := bounceRelay(t, mx.Addr(), mx.Addr(), bounceAddr, newHookSink(t))
+	_, adminURL := r.withAdmin(t)
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := dialClient(r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, line, err := c.send("app@example.org", "gone@example.net", testMessage("tok-rp-poison"), nil); o != accepted {
+		t.Fatalf("submit: %v %q %v", o, line, err)
+	}
+	c.close()
+	mx.WaitFor(t, 30*time.Second, func() bool { return len(mx.Messages()) == 1 })
+	verpAddr := mx.Messages()[0].From
+
+	report := func(from, body string) {
+		t.Helper()
+		c, err := dialClient(bounceAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.close()
+		if o, line, err := c.send(from, verpAddr, body, nil); o != accepted {
+			t.Fatalf("report from <%s> refused: %v %q %v", from, o, line, err)
+		}
+	}
+	suppressed := func() bool {
+		out, code := runRelayq(t, nil, "suppressions", "list", "--admin", adminURL)
+		if code != 0 {
+			t.Fatalf("suppressions list: exit %d\n%s", code, out)
+		}
+		return strings.Contains(out, "gone@example.net,")
+	}
+	for _, p := range poisonReports {
+		report(p.from, p.body)
+		if suppressed() {
+			t.Fatalf("%s suppressed gone@example.net", p.name)
+		}
+	}
+	if n := lateEvents(t, adminURL); n != 0 {
+		t.Errorf("the outsiders' reports recorded %d events, want 0", n)
+	}
+
+	dsn, err := os.ReadFile(filepath.Join("..", "testdata", "returnpath", "postfix-dsn.eml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.ReplaceAll(string(dsn), "\n", "\r\n")
+	report("", body)
+	if !suppressed() {
+		t.Fatal("a DSN from <> did not suppress gone@example.net")
+	}
+	if out, code := runRelayq(t, nil, "suppressions", "remove", "--admin", adminURL, "gone@example.net"); code != 0 {
+		t.Fatalf("suppressions remove: exit %d\n%s", code, out)
+	}
+	report("", body)
+	if suppressed() {
+		t.Error("the same DSN sent again suppressed gone@example.net after the operator removed it")
+	}
+	if n := lateEvents(t, adminURL); n != 2 {
+		t.Errorf("%d async events, want 2 (both DSNs recorded)", n)
+	}
+}
+
+// lateEvents counts the async bounced and complained events.
+func lateEvents(t *testing.T, adminURL string) int {
+	t.Helper()
+	resp, err := http.Get(adminURL + "/api/v1/events?type=bounced,complained&limit=100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Events []hookEvent `json:"events"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range page.Events {
+		if e.Async {
+			n++
+		}
+	}
+	return n
+}
