@@ -10,20 +10,22 @@ import (
 // envelopes in a file.
 
 // salvageBuckets are the top-level buckets that hold mail and its
-// history. The schedule is rebuilt from the envelopes instead, and TLS
-// data is a cache.
+// history, and the keys relayq made for itself (the VERP key: without it
+// no report for mail already sent would verify). The schedule is rebuilt
+// from the envelopes instead, and TLS data is a cache.
 var salvageBuckets = map[string]bool{
 	string(bucketEnvelopes): true, string(bucketBodies): true, string(bucketSmallBodies): true,
 	string(bucketSmallBodiesSum): true, string(bucketDrafts): true, string(bucketQuarantine): true,
 	string(bucketQuarantineBodies): true, string(bucketQuarantineInfo): true,
 	string(bucketEvents): true, string(bucketHistory): true, string(bucketSuppressions): true,
 	string(bucketCursors): true, string(bucketStrings): true, string(bucketIdempotency): true, string(bucketIdempotencyExpiry): true,
-	string(bucketReportOnce): true,
+	string(bucketReportOnce): true, string(bucketSecrets): true,
 }
 
 // SalvageBucket reports whether a salvage copies the top-level bucket
 // name: it holds mail, its quarantine, events, history, suppressions or
-// webhook cursors (or idempotency keys, or which reports suppressed).
+// webhook cursors (or idempotency keys, which reports suppressed, or
+// relayq's own keys).
 func SalvageBucket(name []byte) bool { return salvageBuckets[string(name)] }
 
 // QuarantineUnverified reads every body as delivery would and quarantines

@@ -82,3 +82,28 @@ func TestSalvageDamagedFiles(t *testing.T) {
 		t.Logf("seed %d: kept %d, lost %d, quarantined %d, unreadable %d", seed, kept, lost, len(rep.Problems), len(rep.Unreadable))
 	}
 }
+
+// The VERP key lives in the queue file: a salvaged file that lost it would
+// refuse every report for mail sent before the salvage as forged.
+func TestSalvageKeepsRelayqsOwnKeys(t *testing.T) {
+	path, _ := fillQueue(t, 3)
+	s := openAt(t, path, testOpts(newClock()))
+	key, err := s.Secret("verp", 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	to := filepath.Join(t.TempDir(), "salvaged.db")
+	if _, err := Salvage(path, to, testOpts(newClock())); err != nil {
+		t.Fatalf("Salvage: %v", err)
+	}
+	got, err := openAt(t, to, testOpts(newClock())).Secret("verp", 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, key) {
+		t.Error("the salvaged file holds a new VERP key: reports for mail sent before the salvage would be refused")
+	}
+}
