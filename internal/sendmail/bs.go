@@ -96,8 +96,10 @@ func (s *relaySession) Rcpt(to string, opts *smtp.RcptOptions) error {
 }
 
 // Data streams the message to the relay, its header's bare local parts
-// completed (qualifyHeader) and every other byte as the program sent it,
-// and answers with the relay's reply to the final dot.
+// completed (qualifyHeader), its Bcc field removed (the recipients are in
+// the envelope; the field would show them to everyone) and every other
+// byte as the program sent it, and answers with the relay's reply to the
+// final dot.
 func (s *relaySession) Data(r io.Reader) error {
 	if s.c == nil {
 		return relayLost(errors.New("no connection"))
@@ -111,6 +113,7 @@ func (s *relaySession) Data(r io.Reader) error {
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "reading the message: " + oneLine(err.Error())}
 	}
 	qualifyHeader(h, s.hostname)
+	h.Remove("Bcc")
 	s.open = false
 	w, err := s.c.Data()
 	if err != nil {

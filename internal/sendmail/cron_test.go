@@ -41,7 +41,7 @@ func TestCronMessageQualified(t *testing.T) {
 func TestBSQualifiesBareLocalParts(t *testing.T) {
 	mx := smtptest.NewServer(t)
 	in := "EHLO app.test\r\nMAIL FROM:<root>\r\nRCPT TO:<root>\r\nDATA\r\n" +
-		"From: root (Cron Daemon)\r\nTo: Ops <ops>\r\nSubject: s\r\n\r\nbody\r\n.\r\nQUIT\r\n"
+		"From: root (Cron Daemon)\r\nTo: Ops <ops>\r\nBcc: audit\r\nSubject: s\r\n\r\nbody\r\n.\r\nQUIT\r\n"
 	var stdout, stderr bytes.Buffer
 	code := Run([]string{"--server", mx.Addr(), "-bs", "-i"}, Env{
 		Stdin: strings.NewReader(in), Stdout: &stdout, Stderr: &stderr,
