@@ -27,7 +27,14 @@
 //   - Forwarding happens after the record, from <>, so it neither loops
 //     through VERP nor causes a bounce of its own; a failure to forward
 //     is logged, never refused (the report is already recorded).
+//   - A forwarded report is outsider content and travels as such: inside
+//     relayq's own notice (From: MAILER-DAEMON@hostname), attached as it
+//     arrived (notice.go), queued by Forwarder straight into the store,
+//     never through the submission Acceptor. So no client is
+//     authenticated for it, no DKIM key signs it, and none of its header
+//     fields (Idempotency-Key, X-Relayq-Stream) is acted on; nothing of
+//     its text reaches the notice's header section.
 //
-// It imports queue, submission, internal/suppression, returnpath/verp and
-// returnpath/report, and go-smtp for its replies.
+// It imports queue, submission, internal/suppression, internal/clock,
+// returnpath/verp and returnpath/report, and go-smtp for its replies.
 package returnpath

@@ -35,12 +35,13 @@ type forwards struct {
 	mu   sync.Mutex
 	to   []string
 	body [][]byte
+	all  []Forwarded
 }
 
-func (f *forwards) add(_ context.Context, to string, body []byte) error {
+func (f *forwards) add(_ context.Context, fw Forwarded) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.to, f.body = append(f.to, to), append(f.body, body)
+	f.to, f.body, f.all = append(f.to, fw.To), append(f.body, fw.Report), append(f.all, fw)
 	return nil
 }
 

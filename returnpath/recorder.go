@@ -23,9 +23,10 @@ type Options struct {
 	// Suppression decides which statuses suppress (suppression.auto and
 	// codes); nil suppresses none but complaints.
 	Suppression *suppression.List
-	// Forward, if set, relays an accepted report to the original sender
-	// (bounces.forward), as it arrived.
-	Forward func(ctx context.Context, to string, body []byte) error
+	// Forward, if set, hands an accepted report on to the original sender
+	// (bounces.forward): Forwarder.Forward, which queues it wrapped in a
+	// notice of relayq's own.
+	Forward func(ctx context.Context, f Forwarded) error
 	Logger  *slog.Logger
 }
 
@@ -93,7 +94,7 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 	}
 	var evs []queue.Event
 	var sps []queue.Suppression
-	senders := map[string]bool{}
+	fwd := forwardSet{}
 	for _, addr := range to {
 		tag, err := r.o.Signer.Verify(addr)
 		if err != nil {
@@ -119,9 +120,7 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 		if sp != nil {
 			sps = append(sps, *sp)
 		}
-		if env.From != "" {
-			senders[env.From] = true
-		}
+		fwd.add(env, rcpt, addr)
 	}
 	if len(evs) > 0 {
 		if err := r.o.Store.RecordReport(evs, sps); err != nil {
@@ -132,7 +131,7 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 			r.o.Logger.Info("return path: recorded", "type", ev.Type, "queue_id", ev.QueueID, "recipient", ev.Recipient, "enhanced_code", ev.EnhancedCode)
 		}
 	}
-	r.forward(senders, body)
+	r.forward(from, fwd, body)
 	return nil
 }
 
@@ -146,19 +145,6 @@ func (r *Recorder) find(tag verp.Tag) (*queue.Envelope, string, bool, error) {
 		return nil, "", false, nil
 	}
 	return env, env.Recipients[tag.Recipient].Address, true, nil
-}
-
-func (r *Recorder) forward(senders map[string]bool, body []byte) {
-	if r.o.Forward == nil {
-		return
-	}
-	for to := range senders {
-		if err := r.o.Forward(context.Background(), to, body); err != nil {
-			r.o.Logger.Warn("return path: forwarding the report to the original sender failed", "to", to, "err", err)
-			continue
-		}
-		r.Stats.Forwarded.Add(1)
-	}
 }
 
 // Count is Stats by the outcome names of the
