@@ -148,3 +148,22 @@ func TestForwarderQueuesUnsignedNotice(t *testing.T) {
 		t.Error("a draining queue took a forwarded report")
 	}
 }
+
+// The report handed on carries the listener's own trace field, saying what
+// happened: SMTP from the reporting MTA, without AUTH (the listener offers
+// none), for the VERP address.
+func TestForwardedReportTraceSaysESMTP(t *testing.T) {
+	l := newListener(t)
+	to := l.verpFor(0)
+	if err := l.send("", to, sample(t, "postfix-dsn.eml")); err != nil {
+		t.Fatalf("report refused: %v", err)
+	}
+	if len(l.fwd.body) != 1 {
+		t.Fatalf("%d forwarded, want 1", len(l.fwd.body))
+	}
+	got := string(l.fwd.body[0])
+	want := "Received: from mx.example.net ([127.0.0.1])\r\n\tby bounces.example.org (relayq) with ESMTP\r\n\tfor <" + to + ">;\r\n\t"
+	if !strings.HasPrefix(got, want) || !strings.Contains(got, "\r\n"+sample(t, "postfix-dsn.eml")) {
+		t.Errorf("forwarded report begins\n%.300q\nwant the listener's trace field\n%q\nand then the report", got, want)
+	}
+}

@@ -21,9 +21,11 @@ type Inbound interface {
 	// reply.
 	Recipient(to string) error
 	// Deliver takes one message, at most MaxMessageBytes, as received
-	// (dots unstuffed, CRLF lines). It returns only after what it keeps
-	// is durable: the 250 follows. An *smtp.SMTPError is the reply; any
-	// other error is a 451.
+	// (dots unstuffed, CRLF lines) after the listener's own Received
+	// field (RFC 5321 section 4.4: ESMTP or ESMTPS, never with AUTH,
+	// which an Inbound server does not offer). It returns only after
+	// what it keeps is durable: the 250 follows. An *smtp.SMTPError is
+	// the reply; any other error is a 451.
 	Deliver(from string, to []string, body []byte) error
 }
 
@@ -43,6 +45,9 @@ func (s *session) inboundMail(from string, opts *smtp.MailOptions) error {
 	}
 	f := from
 	s.from = &f
+	if opts != nil {
+		s.mailOpts = *opts // SMTPUTF8 names the trace field's protocol
+	}
 	s.rcpts = s.rcpts[:0]
 	return nil
 }
@@ -74,10 +79,14 @@ func (s *session) inboundRcpt(to string) error {
 	return nil
 }
 
-// inboundData reads the body into memory (bounded by MaxMessageBytes) and
-// hands it to Inbound.Deliver.
+// inboundData reads the body into memory (bounded by MaxMessageBytes)
+// behind the trace field of this hop and hands it to Inbound.Deliver.
 func (s *session) inboundData(read func(w *bytes.Buffer) error) error {
 	var buf bytes.Buffer
+	buf.Write(receivedHeader(receivedInfo{
+		Helo: s.conn.Hostname(), IP: s.ip, Hostname: s.srv.opts.Hostname, TLS: s.tls,
+		UTF8: s.mailOpts.UTF8, Rcpts: s.rcpts, Now: s.srv.opts.Clock.Now(),
+	}))
 	if err := read(&buf); err != nil {
 		return err
 	}
