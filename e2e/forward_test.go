@@ -183,3 +183,63 @@ func TestForwardedReportIsWrappedAndUnsigned(t *testing.T) {
 		}
 	}
 }
+
+// A success DSN records nothing, yet the application asked for it (RCPT
+// NOTIFY=SUCCESS, RFC 3461 section 4.1) and reads its bounce mailbox for
+// it: relayq delivers with NOTIFY=SUCCESS to a private Postfix that
+// delivers locally (an alias to /dev/null) and sends its real success
+// DSN to the VERP address, through relayq's bounce listener; the original
+// sender receives it, once, attached to relayq's notice.
+func TestPostfixSuccessDSNReachesTheSender(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts relayq and Postfix")
+	}
+	app := smtptest.NewServer(t)
+	bounceAddr := smtptest.ClosedAddr(t)
+	pf := startPostfixWith(t, bounceAddr, map[string]string{
+		"transport_maps": "inline:{example.net=discard:}",
+	})
+	r := forwardRelay(t, pf, app.Addr(), bounceAddr, "")
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := dialClient(r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	for _, step := range []struct {
+		line string
+		want int
+	}{
+		{"MAIL FROM:<app@example.org>", 250},
+		{"RCPT TO:<gone@example.net> NOTIFY=SUCCESS", 250},
+		{"DATA", 354},
+		{testMessage("tok-success-dsn") + ".", 250},
+	} {
+		if code, line, err := c.cmd(step.line); err != nil || code != step.want {
+			t.Fatalf("to relayq: %q: %d %s %v", step.line, code, line, err)
+		}
+	}
+	if err := r.log.waitFor("return path:", 60*time.Second); err != nil {
+		t.Fatalf("Postfix's DSN never reached the listener: %v", err)
+	}
+	var got [][]byte
+	waitUntil(t, 30*time.Second, func() bool {
+		got = got[:0]
+		for _, m := range app.Messages() {
+			got = append(got, m.Data)
+		}
+		return len(got) > 0
+	})
+	if len(got) != 1 {
+		t.Fatalf("%d messages reached the original sender, want the success DSN once", len(got))
+	}
+	if !bytes.Contains(got[0], []byte("Action: delivered")) || !bytes.Contains(got[0], []byte("Reporting-MTA: dns; postfix.relay.test")) ||
+		!bytes.Contains(got[0], []byte("Content-Type: message/rfc822")) {
+		t.Errorf("forwarded copy is not the notice with Postfix's success DSN:\n%s", got[0])
+	}
+	if testing.Verbose() {
+		t.Logf("forwarded:\n%s", got[0])
+	}
+}

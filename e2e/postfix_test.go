@@ -116,6 +116,7 @@ smtpd_discard_ehlo_keywords = 8bitmime
 smtputf8_enable = no
 alias_maps =
 alias_database =
+transport_maps =
 local_recipient_maps =
 biff = no
 maillog_file = %[1]s/maillog
@@ -123,7 +124,7 @@ maillog_file_prefixes = %[1]s
 `, dir, nextHost, nextPort)
 	lines, replaced := strings.Split(mainCF, "\n"), 0
 	for i, l := range lines {
-		if key, _, ok := strings.Cut(l, " = "); ok {
+		if key, _, ok := strings.Cut(l, " ="); ok { // "k = v" and "k =" (empty)
 			if v, ok := set[key]; ok {
 				lines[i] = key + " = " + v
 				replaced++

@@ -24,6 +24,10 @@
 //     accepted, logged and counted (Stats.Unknown), and records nothing.
 //   - Only the recipient the VERP address names is ever suppressed or
 //     reported on: the report's own text cannot name another address.
+//   - Every report accepted for a message still known is forwarded (with
+//     bounces.forward), once per original sender, whether or not it
+//     recorded anything: a success DSN records nothing and is still owed
+//     to the sender who asked for it.
 //   - Forwarding happens after the record, from <>, so it neither loops
 //     through VERP nor causes a bounce of its own; a failure to forward
 //     is logged, never refused (the report is already recorded).

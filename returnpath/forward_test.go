@@ -167,3 +167,34 @@ func TestForwardedReportTraceSaysESMTP(t *testing.T) {
 		t.Errorf("forwarded report begins\n%.300q\nwant the listener's trace field\n%q\nand then the report", got, want)
 	}
 }
+
+// Every report accepted for a known message goes to its original sender
+// once, whether or not it recorded anything: a success DSN (RFC 3461
+// section 4.1, asked for with NOTIFY=SUCCESS) or a "relayed" one records
+// nothing, and neither does a person's answer, but the application that
+// reads its bounce mailbox is owed them.
+func TestEveryAcceptedReportIsForwarded(t *testing.T) {
+	success := sample(t, "postfix-success.eml")
+	cases := []struct{ name, from, report string }{
+		{"postfix success DSN", "", success},
+		{"relayed DSN", "", strings.Replace(success, "Action: delivered", "Action: relayed", 1)},
+		{"a person's answer", "reader@example.net", "From: reader@example.net\r\nSubject: Re: Your order\r\n\r\nThanks, got it.\r\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newListener(t)
+			if err := l.send(c.from, l.verpFor(0), c.report); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if len(l.fwd.all) != 1 || l.fwd.all[0].To != "app@example.org" || !strings.HasSuffix(string(l.fwd.all[0].Report), "\r\n"+c.report) {
+				t.Fatalf("forwarded %d times (%v), want once to app@example.org", len(l.fwd.all), l.fwd.to)
+			}
+			if a := l.fwd.all[0].About; len(a) != 1 || a[0].QueueID != l.id || a[0].Recipient != rcpts[0] {
+				t.Errorf("forwarded about %+v, want %s of %s", a, rcpts[0], l.id)
+			}
+			if got := l.rec.Count("forwarded"); got != 1 {
+				t.Errorf("forwarded count %d, want 1", got)
+			}
+		})
+	}
+}

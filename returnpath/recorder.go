@@ -110,6 +110,7 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 			r.Stats.Unknown.Add(1)
 			continue
 		}
+		fwd.add(env, rcpt, addr) // recorded or not: the sender may want it (a success DSN)
 		ev, sp, ok := r.outcome(rep, from, env, rcpt)
 		if !ok {
 			r.o.Logger.Info("return path: nothing to record", "queue_id", env.ID, "kind", rep.Kind.String(), "from", from)
@@ -120,7 +121,6 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 		if sp != nil {
 			sps = append(sps, *sp)
 		}
-		fwd.add(env, rcpt, addr)
 	}
 	if len(evs) > 0 {
 		if err := r.o.Store.RecordReport(evs, sps); err != nil {
