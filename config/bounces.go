@@ -23,6 +23,8 @@ type Bounces struct {
 	ComplaintExpire time.Duration
 	// MaxMessageBytes bounds one inbound report.
 	MaxMessageBytes int64
+	// Limits bound the listener (bouncelimits.go).
+	Limits BounceLimits
 }
 
 // MinBounceSecretBytes is the shortest key bounces.secret_file may hold
@@ -37,6 +39,7 @@ func (l *loader) bounces() Bounces {
 		Forward:         l.boolean("bounces.forward"),
 		ComplaintExpire: l.duration("bounces.complaint_expire"),
 		MaxMessageBytes: l.integer("bounces.max_message_bytes"),
+		Limits:          l.bounceLimits(),
 	}
 }
 
@@ -64,4 +67,5 @@ func (l *loader) validateBounces(b *Bounces) {
 		l.failf("bounces.complaint_expire", "%v is negative (0 keeps complaints suppressed)", b.ComplaintExpire)
 	}
 	l.atLeast("bounces.max_message_bytes", b.MaxMessageBytes, 1024)
+	l.validateBounceLimits(&b.Limits)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -241,5 +242,105 @@ func TestPostfixSuccessDSNReachesTheSender(t *testing.T) {
 	}
 	if testing.Verbose() {
 		t.Logf("forwarded:\n%s", got[0])
+	}
+}
+
+// eventCount counts the events of type typ for recipient rcpt through
+// the admin API.
+func eventCount(t *testing.T, adminURL, typ, rcpt string) int {
+	t.Helper()
+	resp, err := http.Get(adminURL + "/api/v1/events?limit=10000&type=" + typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Events []hookEvent `json:"events"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range page.Events {
+		if e.Recipient == rcpt {
+			n++
+		}
+	}
+	return n
+}
+
+// bomb sends n reports from <> to verpAddr over one connection to
+// addr, distinct unless same, and returns how many got 250 and how many
+// 450 4.7.1.
+func bomb(t *testing.T, addr, verpAddr string, n int, same bool) (taken, deferred int) {
+	t.Helper()
+	c, err := dialClient(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	for i := range n {
+		body := fmt.Sprintf("Subject: failure\r\n\r\nYour message could not be delivered (%d).\r\n", i)
+		if same {
+			body = "Subject: failure\r\n\r\nYour message could not be delivered.\r\n"
+		}
+		o, line, err := c.send("", verpAddr, body, nil)
+		switch {
+		case o == accepted:
+			taken++
+		case o == refused && strings.HasPrefix(line, "450 4.7.1"):
+			deferred++
+			if code, line, err := c.cmd("RSET"); err != nil || code != 250 {
+				t.Fatalf("RSET: %d %s %v", code, line, err)
+			}
+		default:
+			t.Fatalf("report %d: %v %q %v", i, o, line, err)
+		}
+	}
+	return taken, deferred
+}
+
+// 480 reports to one VERP address in a second from one client, through
+// the built relay with its default limits (20 per VERP address an hour):
+// the first 20 are taken, the rest deferred with 450 4.7.1, so 20 events
+// and 20 forwarded copies instead of 480 of each; 480 copies of one report
+// to another address are taken 20 times and recorded and forwarded once.
+func TestReportBombIsLimited(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped with -short")
+	}
+	mx, app := smtptest.NewServer(t), smtptest.NewServer(t)
+	bounceAddr := smtptest.ClosedAddr(t)
+	r := forwardRelay(t, mx.Addr(), app.Addr(), bounceAddr, "")
+	_, adminURL := r.withAdmin(t)
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	distinct := verpOf(t, r, mx, "gone@example.net", "tok-bomb-1")
+	copies := verpOf(t, r, mx, "twice@example.net", "tok-bomb-2")
+	fwds := 0
+	for _, c := range []struct {
+		verp, rcpt             string
+		same                   bool
+		accepted, events, fwds int
+	}{
+		{distinct, "gone@example.net", false, 20, 20, 20},
+		{copies, "twice@example.net", true, 20, 1, 1},
+	} {
+		acc, def := bomb(t, bounceAddr, c.verp, 480, c.same)
+		events := eventCount(t, adminURL, "bounced", c.rcpt)
+		t.Logf("480 reports to the VERP address of %s (copies: %v): %d accepted, %d deferred, %d events", c.rcpt, c.same, acc, def, events)
+		if acc != c.accepted || def != 480-c.accepted || events != c.events {
+			t.Errorf("%s: %d accepted, %d deferred, %d events; want %d, %d, %d", c.rcpt, acc, def, events, c.accepted, 480-c.accepted, c.events)
+		}
+		fwds += c.fwds
+	}
+	// Forwarded copies are queued before the 250; their queued events are
+	// read a moment later.
+	waitUntil(t, 10*time.Second, func() bool { return eventCount(t, adminURL, "queued", "app@example.org") >= fwds })
+	if n := eventCount(t, adminURL, "queued", "app@example.org"); n != fwds {
+		t.Errorf("%d reports forwarded to the original sender, want %d", n, fwds)
+	} else {
+		t.Logf("%d reports forwarded to the original sender", n)
 	}
 }

@@ -24,6 +24,14 @@
 //     accepted, logged and counted (Stats.Unknown), and records nothing.
 //   - Only the recipient the VERP address names is ever suppressed or
 //     reported on: the report's own text cannot name another address.
+//   - Limits (limit.go, Admit at RCPT through submission.Admitter): over
+//     bounces.limits per client or per VERP address a recipient gets 450
+//     4.7.1, so a sender retries and a bomb stops; the counts are token
+//     buckets on Options.Clock in bounded tables.
+//   - The same report again to the same VERP address within
+//     Limits.DuplicateWindow (dedupe.go, digest of the body after the
+//     listener's trace field) gets 250 and is recorded and forwarded only
+//     the first time; a report refused with 451 is not remembered.
 //   - Every report accepted for a message still known is forwarded (with
 //     bounces.forward), once per original sender, whether or not it
 //     recorded anything: a success DSN records nothing and is still owed

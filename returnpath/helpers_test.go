@@ -49,6 +49,13 @@ var rcpts = []string{"gone@example.net", "annoyed@yahoo.com", "slow@example.net"
 
 func newListener(t *testing.T) *listener {
 	t.Helper()
+	return newListenerWith(t, nil)
+}
+
+// newListenerWith is newListener with its Recorder's options changed by
+// opt (limits, a clock) first.
+func newListenerWith(t *testing.T, opt func(*Options)) *listener {
+	t.Helper()
 	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -74,8 +81,12 @@ func newListener(t *testing.T) *listener {
 	}
 	l := &listener{t: t, store: st, signer: signer, id: d.ID(), fwd: &forwards{}}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l.rec, err = NewRecorder(Options{Store: st, Signer: signer, Logger: quiet, Forward: l.fwd.add,
-		Suppression: &suppression.List{Store: st, Config: suppression.Config{Auto: true}}})
+	o := Options{Store: st, Signer: signer, Logger: quiet, Forward: l.fwd.add,
+		Suppression: &suppression.List{Store: st, Config: suppression.Config{Auto: true}}}
+	if opt != nil {
+		opt(&o)
+	}
+	l.rec, err = NewRecorder(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/returnpath/report"
@@ -27,7 +28,10 @@ type Options struct {
 	// (bounces.forward): Forwarder.Forward, which queues it wrapped in a
 	// notice of relayq's own.
 	Forward func(ctx context.Context, f Forwarded) error
-	Logger  *slog.Logger
+	// Limits bound the listener (limit.go); the zero value limits nothing.
+	Limits Limits
+	Clock  clock.Clock // default clock.Real
+	Logger *slog.Logger
 }
 
 // Stats counts what the listener accepted; cmd exports them as metrics.
@@ -36,12 +40,16 @@ type Stats struct {
 	Unknown   atomic.Int64 // for a message no longer known: nothing recorded
 	Ignored   atomic.Int64 // understood as nothing to record (e.g. a DSN of relayed)
 	Forwarded atomic.Int64
+	Duplicate atomic.Int64 // the same report again: accepted, not recorded or forwarded again
+	Limited   atomic.Int64 // recipients deferred (450) over a rate limit
 }
 
 // Recorder is the listener's submission.Inbound.
 type Recorder struct {
 	o     Options
 	Stats Stats
+	rates *rates
+	dups  *seen
 }
 
 var _ submission.Inbound = (*Recorder)(nil)
@@ -54,7 +62,10 @@ func NewRecorder(o Options) (*Recorder, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Recorder{o: o}, nil
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	return &Recorder{o: o, rates: newRates(o.Limits), dups: newSeen(o.Limits.DuplicateWindow)}, nil
 }
 
 var (
@@ -82,9 +93,9 @@ func (r *Recorder) postmaster(to string) bool {
 	return strings.EqualFold(local, "postmaster") && strings.EqualFold(strings.TrimSuffix(domain, "."), r.o.Signer.Domain())
 }
 
-// Deliver reads the report once and records it for each signed recipient
+// deliver reads the report once and records it for each signed recipient
 // of the transaction, then forwards it.
-func (r *Recorder) Deliver(from string, to []string, body []byte) error {
+func (r *Recorder) deliver(from string, to []string, body []byte) error {
 	rep, err := report.Parse(body)
 	if err != nil {
 		// Not a message at all: accepted (it was for a valid address),
@@ -159,6 +170,10 @@ func (r *Recorder) Count(outcome string) int64 {
 		return r.Stats.Ignored.Load()
 	case "forwarded":
 		return r.Stats.Forwarded.Load()
+	case "duplicate":
+		return r.Stats.Duplicate.Load()
+	case "rate_limited":
+		return r.Stats.Limited.Load()
 	}
 	return 0
 }

@@ -3,6 +3,7 @@ package submission
 import (
 	"bytes"
 	"errors"
+	"net/netip"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -27,6 +28,14 @@ type Inbound interface {
 	// what it keeps is durable: the 250 follows. An *smtp.SMTPError is
 	// the reply; any other error is a 451.
 	Deliver(from string, to []string, body []byte) error
+}
+
+// Admitter is an Inbound that limits who may hand it mail: Admit runs at
+// each RCPT that Recipient accepted, with the client's address, and an
+// *smtp.SMTPError it returns is the reply (a 4xx one defers just that
+// recipient, and the sending MTA retries it later).
+type Admitter interface {
+	Admit(ip netip.Addr, to string) error
 }
 
 var errInboundUnavailable = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Report not recorded, try again later"}
@@ -69,6 +78,15 @@ func (s *session) inboundRcpt(to string) error {
 			return s.reject(RejectRelay, se, "to", to)
 		}
 		return s.reject(RejectStorage, errInboundUnavailable, "to", to, "err", err)
+	}
+	if a, ok := s.srv.opts.Inbound.(Admitter); ok {
+		if err := a.Admit(s.ip, to); err != nil {
+			var se *smtp.SMTPError
+			if errors.As(err, &se) {
+				return s.reject(RejectRate, se, "to", to)
+			}
+			return s.reject(RejectStorage, errInboundUnavailable, "to", to, "err", err)
+		}
 	}
 	if len(s.rcpts) == 0 {
 		if lc := underlying(s.conn.Conn()); lc != nil {

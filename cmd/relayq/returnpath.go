@@ -58,7 +58,9 @@ func (a *app) listenBounces(tlsConf *tls.Config) error {
 	if len(cfg.Bounces.Listen) == 0 || a.out.verp == nil {
 		return nil
 	}
-	o := returnpath.Options{Store: a.store, Signer: a.out.verp, Suppression: a.out.supp, Logger: a.log.With("listener", "bounces")}
+	lim := cfg.Bounces.Limits
+	o := returnpath.Options{Store: a.store, Signer: a.out.verp, Suppression: a.out.supp, Logger: a.log.With("listener", "bounces"),
+		Limits: returnpath.Limits{PerClient: lim.PerClient, PerAddress: lim.PerAddress, Window: lim.Window, DuplicateWindow: lim.DuplicateWindow}}
 	if cfg.Bounces.Forward {
 		// Not through the submission Acceptor: a report is outsider
 		// content, neither authenticated nor signed (returnpath.Forwarder).
