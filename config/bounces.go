@@ -26,6 +26,8 @@ type Bounces struct {
 	// FeedbackLoops are the providers' complaint feedback loops: who,
 	// besides <>, may send a complaint (RFC 5965 report).
 	FeedbackLoops []FeedbackLoop
+	// Limits bound the listener (bouncelimits.go).
+	Limits BounceLimits
 }
 
 // FeedbackLoop is one provider's feedback loop.
@@ -52,6 +54,7 @@ func (l *loader) bounces() Bounces {
 		ComplaintExpire: l.duration("bounces.complaint_expire"),
 		MaxMessageBytes: l.integer("bounces.max_message_bytes"),
 		FeedbackLoops:   l.feedbackLoops(),
+		Limits:          l.bounceLimits(),
 	}
 }
 
@@ -114,4 +117,5 @@ func (l *loader) validateBounces(b *Bounces) {
 			l.failAt("bounces.feedback_loops", fmt.Sprintf("[%d].address", i), "%q: rq-... and postmaster are the listener's own local parts", fl.Address)
 		}
 	}
+	l.validateBounceLimits(&b.Limits)
 }

@@ -1,6 +1,9 @@
 package config
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // A wrong bounces: key stops Load naming the key, before relayq signs a
 // single envelope sender with a weak key or listens for no domain.
@@ -29,5 +32,30 @@ func TestLoadRejectsBadBounces(t *testing.T) {
 			want: `config $FILE: bounces.feedback_loops[0].address: "rq-x@b.example.org": rq-... and postmaster are the listener's own local parts`},
 		{name: "tiny message limit", file: base + "bounces: {max_message_bytes: 10}\n",
 			want: `config $FILE: bounces.max_message_bytes: `, wantPrefix: true},
+		{name: "negative client limit", file: base + "bounces: {limits: {per_client: -1}}\n",
+			want: `config $FILE: bounces.limits.per_client: -1 must be from 0 (no limit) to 10000000`},
+		{name: "huge address limit", file: base + "bounces: {limits: {per_address: 100000000}}\n",
+			want: `config $FILE: bounces.limits.per_address: 100000000 must be from 0 (no limit) to 10000000`},
+		{name: "no window", file: base + "bounces: {limits: {window: 0s}}\n",
+			want: `config $FILE: bounces.limits.window: 0s must be at least 1s while bounces.limits.per_client or per_address is set`},
+		{name: "negative duplicate window", file: base + "bounces: {limits: {duplicate_window: -1h}}\n",
+			want: `config $FILE: bounces.limits.duplicate_window: -1h0m0s is negative (0 remembers no report)`},
+		{name: "misspelt limit key", file: base + "bounces: {limits: {per_ip: 10}}\n",
+			want: `config $FILE: unknown key "bounces.limits.per_ip"`, wantPrefix: true},
 	})
+}
+
+// The listener's limits load from the file, and 0 turns each off.
+func TestLoadBounceLimits(t *testing.T) {
+	cfg, _, err := loadWith(t, "submission: {listen: [\"127.0.0.1:2525\"]}\nbounces: {limits: {per_client: 0, per_address: 5, window: 10m, duplicate_window: 0}}\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := BounceLimits{PerClient: 0, PerAddress: 5, Window: 10 * time.Minute}
+	if cfg.Bounces.Limits != want {
+		t.Errorf("limits %+v, want %+v", cfg.Bounces.Limits, want)
+	}
+	if d := Default().Bounces.Limits; d.PerClient != 1000 || d.PerAddress != 20 || d.Window != time.Hour || d.DuplicateWindow != 24*time.Hour {
+		t.Errorf("default limits %+v", d)
+	}
 }

@@ -284,7 +284,8 @@ func Default() *Config {
 		Log:         Log{Format: "text", Level: "info"},
 		Events:      Events{Retention: 168 * time.Hour, Webhooks: []Webhook{}},
 		Suppression: Suppression{Auto: true, DomainExpire: 24 * time.Hour, Codes: []string{}},
-		Bounces:     Bounces{Listen: []string{}, Forward: true, MaxMessageBytes: 10 << 20, FeedbackLoops: []FeedbackLoop{}},
-		Streams:     []Stream{{Name: "default", Weight: 1}},
+		Bounces: Bounces{Listen: []string{}, Forward: true, MaxMessageBytes: 10 << 20, FeedbackLoops: []FeedbackLoop{},
+			Limits: BounceLimits{PerClient: 1000, PerAddress: 20, Window: time.Hour, DuplicateWindow: 24 * time.Hour}},
+		Streams: []Stream{{Name: "default", Weight: 1}},
 	}
 }

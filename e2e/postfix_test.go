@@ -118,6 +118,7 @@ smtpd_discard_ehlo_keywords = 8bitmime
 smtputf8_enable = no
 alias_maps =
 alias_database =
+transport_maps =
 local_recipient_maps =
 biff = no
 maillog_file = %[1]s/maillog
@@ -125,7 +126,7 @@ maillog_file_prefixes = %[1]s
 `, dir, nextHost, nextPort)
 	lines, replaced := strings.Split(mainCF, "\n"), map[string]bool{}
 	for i, l := range lines {
-		if key, _, ok := strings.Cut(l, " = "); ok {
+		if key, _, ok := strings.Cut(l, " ="); ok { // "k = v" and "k =" (empty)
 			if v, ok := set[key]; ok {
 				lines[i] = key + " = " + v
 				replaced[key] = true

@@ -36,10 +36,29 @@
 //   - One VERP address makes at most one suppression entry, ever
 //     (queue.Suppression.Once): a replayed report cannot suppress again
 //     what an operator removed.
+//   - Limits (limit.go, Admit at RCPT through submission.Admitter): over
+//     bounces.limits per client or per VERP address a recipient gets 450
+//     4.7.1, so a sender retries and a bomb stops; the counts are token
+//     buckets on Options.Clock in bounded tables.
+//   - The same report again to the same VERP address within
+//     Limits.DuplicateWindow (dedupe.go, digest of the body after the
+//     listener's trace field) gets 250 and is recorded and forwarded only
+//     the first time; a report refused with 451 is not remembered.
+//   - Every report accepted for a message still known is forwarded (with
+//     bounces.forward), once per original sender, whether or not it
+//     recorded anything: a success DSN records nothing and is still owed
+//     to the sender who asked for it.
 //   - Forwarding happens after the record, from <>, so it neither loops
 //     through VERP nor causes a bounce of its own; a failure to forward
 //     is logged, never refused (the report is already recorded).
+//   - A forwarded report is outsider content and travels as such: inside
+//     relayq's own notice (From: MAILER-DAEMON@hostname), attached as it
+//     arrived (notice.go), queued by Forwarder straight into the store,
+//     never through the submission Acceptor. So no client is
+//     authenticated for it, no DKIM key signs it, and none of its header
+//     fields (Idempotency-Key, X-Relayq-Stream) is acted on; nothing of
+//     its text reaches the notice's header section.
 //
-// It imports queue, submission, internal/suppression, returnpath/verp and
-// returnpath/report, and go-smtp for its replies.
+// It imports queue, submission, internal/suppression, internal/clock,
+// returnpath/verp and returnpath/report, and go-smtp for its replies.
 package returnpath

@@ -36,18 +36,26 @@ type forwards struct {
 	mu   sync.Mutex
 	to   []string
 	body [][]byte
+	all  []Forwarded
 }
 
-func (f *forwards) add(_ context.Context, to string, body []byte) error {
+func (f *forwards) add(_ context.Context, fw Forwarded) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.to, f.body = append(f.to, to), append(f.body, body)
+	f.to, f.body, f.all = append(f.to, fw.To), append(f.body, fw.Report), append(f.all, fw)
 	return nil
 }
 
 var rcpts = []string{"gone@example.net", "annoyed@yahoo.com", "slow@example.net"}
 
 func newListener(t *testing.T) *listener {
+	t.Helper()
+	return newListenerWith(t, nil)
+}
+
+// newListenerWith is newListener with its Recorder's options changed by
+// opt (limits, a clock) first.
+func newListenerWith(t *testing.T, opt func(*Options)) *listener {
 	t.Helper()
 	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{})
 	if err != nil {
@@ -76,8 +84,12 @@ func newListener(t *testing.T) *listener {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	fbl := []FeedbackLoop{{Senders: []string{"feedbackloop@yahoo.com", "staff@hotmail.com", "@isp.example"}},
 		{Address: "fbl@bounces.example.org", Senders: []string{"fbl@provider.example"}}}
-	l.rec, err = NewRecorder(Options{Store: st, Signer: signer, Logger: quiet, Forward: l.fwd.add, FeedbackLoops: fbl,
-		Suppression: &suppression.List{Store: st, Config: suppression.Config{Auto: true}}})
+	o := Options{Store: st, Signer: signer, Logger: quiet, Forward: l.fwd.add, FeedbackLoops: fbl,
+		Suppression: &suppression.List{Store: st, Config: suppression.Config{Auto: true}}}
+	if opt != nil {
+		opt(&o)
+	}
+	l.rec, err = NewRecorder(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/returnpath/report"
@@ -24,12 +25,16 @@ type Options struct {
 	// Suppression decides which statuses suppress (suppression.auto and
 	// codes); nil suppresses none but complaints.
 	Suppression *suppression.List
-	// Forward, if set, relays an accepted report to the original sender
-	// (bounces.forward), as it arrived.
-	Forward func(ctx context.Context, to string, body []byte) error
+	// Forward, if set, hands an accepted report on to the original sender
+	// (bounces.forward): Forwarder.Forward, which queues it wrapped in a
+	// notice of relayq's own.
+	Forward func(ctx context.Context, f Forwarded) error
 	// FeedbackLoops name who besides <> may send complaints.
 	FeedbackLoops []FeedbackLoop
-	Logger        *slog.Logger
+	// Limits bound the listener (limit.go); the zero value limits nothing.
+	Limits Limits
+	Clock  clock.Clock // default clock.Real
+	Logger *slog.Logger
 }
 
 // Stats counts what the listener accepted; cmd exports them as metrics.
@@ -38,12 +43,16 @@ type Stats struct {
 	Unknown   atomic.Int64 // for a message no longer known: nothing recorded
 	Ignored   atomic.Int64 // understood as nothing to record (e.g. a DSN of relayed)
 	Forwarded atomic.Int64
+	Duplicate atomic.Int64 // the same report again: accepted, not recorded or forwarded again
+	Limited   atomic.Int64 // recipients deferred (450) over a rate limit
 }
 
 // Recorder is the listener's submission.Inbound.
 type Recorder struct {
 	o     Options
 	Stats Stats
+	rates *rates
+	dups  *seen
 }
 
 var _ submission.Inbound = (*Recorder)(nil)
@@ -56,7 +65,10 @@ func NewRecorder(o Options) (*Recorder, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Recorder{o: o}, nil
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	return &Recorder{o: o, rates: newRates(o.Limits), dups: newSeen(o.Limits.DuplicateWindow)}, nil
 }
 
 var (
@@ -85,9 +97,9 @@ func (r *Recorder) postmaster(to string) bool {
 	return strings.EqualFold(local, "postmaster") && strings.EqualFold(strings.TrimSuffix(domain, "."), r.o.Signer.Domain())
 }
 
-// Deliver reads the report once and records it for each signed recipient
+// deliver reads the report once and records it for each signed recipient
 // of the transaction, then forwards it.
-func (r *Recorder) Deliver(from string, to []string, body []byte) error {
+func (r *Recorder) deliver(from string, to []string, body []byte) error {
 	rep, err := report.Parse(body)
 	if err != nil {
 		// Not a message at all: accepted (it was for a valid address),
@@ -97,7 +109,7 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 	}
 	var evs []queue.Event
 	var sps []queue.Suppression
-	senders := map[string]bool{}
+	fwd := forwardSet{}
 	for _, addr := range to {
 		tag, ok := r.tagFor(addr, rep, from)
 		if !ok {
@@ -113,6 +125,7 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 			r.Stats.Unknown.Add(1)
 			continue
 		}
+		fwd.add(env, rcpt, addr) // recorded or not: the sender may want it (a success DSN)
 		ev, sp, ok := r.outcome(rep, from, env, rcpt)
 		if !ok {
 			r.o.Logger.Info("return path: nothing to record", "queue_id", env.ID, "kind", rep.Kind.String(), "from", from)
@@ -123,9 +136,6 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 		if sp != nil {
 			sp.Once = onceKey(tag)
 			sps = append(sps, *sp)
-		}
-		if env.From != "" {
-			senders[env.From] = true
 		}
 	}
 	if len(evs) > 0 {
@@ -142,7 +152,7 @@ func (r *Recorder) Deliver(from string, to []string, body []byte) error {
 			r.o.Logger.Info("return path: recorded", "type", ev.Type, "queue_id", ev.QueueID, "recipient", ev.Recipient, "enhanced_code", ev.EnhancedCode)
 		}
 	}
-	r.forward(senders, body)
+	r.forward(from, fwd, body)
 	return nil
 }
 
@@ -162,19 +172,6 @@ func (r *Recorder) find(tag verp.Tag) (*queue.Envelope, string, bool, error) {
 	return env, env.Recipients[tag.Recipient].Address, true, nil
 }
 
-func (r *Recorder) forward(senders map[string]bool, body []byte) {
-	if r.o.Forward == nil {
-		return
-	}
-	for to := range senders {
-		if err := r.o.Forward(context.Background(), to, body); err != nil {
-			r.o.Logger.Warn("return path: forwarding the report to the original sender failed", "to", to, "err", err)
-			continue
-		}
-		r.Stats.Forwarded.Add(1)
-	}
-}
-
 // Count is Stats by the outcome names of the
 // relayq_returnpath_reports_total metric.
 func (r *Recorder) Count(outcome string) int64 {
@@ -187,6 +184,10 @@ func (r *Recorder) Count(outcome string) int64 {
 		return r.Stats.Ignored.Load()
 	case "forwarded":
 		return r.Stats.Forwarded.Load()
+	case "duplicate":
+		return r.Stats.Duplicate.Load()
+	case "rate_limited":
+		return r.Stats.Limited.Load()
 	}
 	return 0
 }

@@ -3,6 +3,7 @@ package submission
 import (
 	"bytes"
 	"errors"
+	"net/netip"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -21,10 +22,20 @@ type Inbound interface {
 	// reply.
 	Recipient(to string) error
 	// Deliver takes one message, at most MaxMessageBytes, as received
-	// (dots unstuffed, CRLF lines). It returns only after what it keeps
-	// is durable: the 250 follows. An *smtp.SMTPError is the reply; any
-	// other error is a 451.
+	// (dots unstuffed, CRLF lines) after the listener's own Received
+	// field (RFC 5321 section 4.4: ESMTP or ESMTPS, never with AUTH,
+	// which an Inbound server does not offer). It returns only after
+	// what it keeps is durable: the 250 follows. An *smtp.SMTPError is
+	// the reply; any other error is a 451.
 	Deliver(from string, to []string, body []byte) error
+}
+
+// Admitter is an Inbound that limits who may hand it mail: Admit runs at
+// each RCPT that Recipient accepted, with the client's address, and an
+// *smtp.SMTPError it returns is the reply (a 4xx one defers just that
+// recipient, and the sending MTA retries it later).
+type Admitter interface {
+	Admit(ip netip.Addr, to string) error
 }
 
 var errInboundUnavailable = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Report not recorded, try again later"}
@@ -43,6 +54,9 @@ func (s *session) inboundMail(from string, opts *smtp.MailOptions) error {
 	}
 	f := from
 	s.from = &f
+	if opts != nil {
+		s.mailOpts = *opts // SMTPUTF8 names the trace field's protocol
+	}
 	s.rcpts = s.rcpts[:0]
 	return nil
 }
@@ -65,6 +79,15 @@ func (s *session) inboundRcpt(to string) error {
 		}
 		return s.reject(RejectStorage, errInboundUnavailable, "to", to, "err", err)
 	}
+	if a, ok := s.srv.opts.Inbound.(Admitter); ok {
+		if err := a.Admit(s.ip, to); err != nil {
+			var se *smtp.SMTPError
+			if errors.As(err, &se) {
+				return s.reject(RejectRate, se, "to", to)
+			}
+			return s.reject(RejectStorage, errInboundUnavailable, "to", to, "err", err)
+		}
+	}
 	if len(s.rcpts) == 0 {
 		if lc := underlying(s.conn.Conn()); lc != nil {
 			lc.setInTransaction(true)
@@ -74,10 +97,14 @@ func (s *session) inboundRcpt(to string) error {
 	return nil
 }
 
-// inboundData reads the body into memory (bounded by MaxMessageBytes) and
-// hands it to Inbound.Deliver.
+// inboundData reads the body into memory (bounded by MaxMessageBytes)
+// behind the trace field of this hop and hands it to Inbound.Deliver.
 func (s *session) inboundData(read func(w *bytes.Buffer) error) error {
 	var buf bytes.Buffer
+	buf.Write(receivedHeader(receivedInfo{
+		Helo: s.conn.Hostname(), IP: s.ip, Hostname: s.srv.opts.Hostname, TLS: s.tls,
+		UTF8: s.mailOpts.UTF8, Rcpts: s.rcpts, Now: s.srv.opts.Clock.Now(),
+	}))
 	if err := read(&buf); err != nil {
 		return err
 	}

@@ -32,13 +32,16 @@ const (
 	// RejectSuppressed refuses one recipient on the suppression list (RCPT
 	// 550 5.1.1); the message may still go to the others.
 	RejectSuppressed RejectReason = "suppressed"
+	// RejectRate defers one recipient of an Inbound server over its
+	// rate limits (Admitter, 450 4.7.1).
+	RejectRate RejectReason = "rate"
 )
 
 // RejectReasons returns every reason, for pre-creating label values.
 func RejectReasons() []RejectReason {
 	return []RejectReason{
 		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning,
-		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections, RejectRecipients, RejectDraining, RejectSuppressed,
+		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections, RejectRecipients, RejectDraining, RejectSuppressed, RejectRate,
 	}
 }
 

@@ -23,6 +23,7 @@ func TestRejectReasons(t *testing.T) {
 		{RejectConnections, false},
 		{RejectRecipients, false},
 		{RejectSuppressed, false},
+		{RejectRate, false},
 		{RejectReason("made-up"), false},
 	} {
 		if got := tc.r.RefusesMessage(); got != tc.message {
@@ -36,7 +37,7 @@ func TestRejectReasons(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	if len(seen) != 14 {
-		t.Errorf("RejectReasons lists %d reasons, want all 14 constants", len(seen))
+	if len(seen) != 15 {
+		t.Errorf("RejectReasons lists %d reasons, want all 15 constants", len(seen))
 	}
 }

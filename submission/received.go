@@ -23,7 +23,8 @@ type receivedInfo struct {
 // ESMTPSA; UTF8 variants from RFC 6531). The "for" clause names the
 // recipient only when there is exactly one, so a message to many does not
 // reveal the others. A submission that is not SMTP names its own protocol
-// (With: "HTTP", "HTTPS") and, having no HELO, is "from unknown".
+// (With: "HTTP", "HTTPS") and, having no HELO, is "from unknown". A
+// message stored under no queue ID (an Inbound report) has no "id" clause.
 func receivedHeader(i receivedInfo) []byte {
 	proto := "ESMTP"
 	if i.UTF8 {
@@ -48,8 +49,10 @@ func receivedHeader(i receivedInfo) []byte {
 			b = append(b, 'A')
 		}
 	}
-	b = append(b, " id "...)
-	b = append(b, i.ID...)
+	if i.ID != "" {
+		b = append(b, " id "...)
+		b = append(b, i.ID...)
+	}
 	if len(i.Rcpts) == 1 {
 		b = append(b, "\r\n\tfor <"...)
 		b = appendAddr(b, i.Rcpts[0].Address)

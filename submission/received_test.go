@@ -27,6 +27,8 @@ func TestReceivedHeader(t *testing.T) {
 			"Received: from unknown ([unknown])\r\n\tby r (relayq) with ESMTPS id ID4;\r\n\tMon, 30 Nov 2026 17:04:05 +0100\r\n"},
 		{"HTTP API, authenticated, over TLS", receivedInfo{IP: netip.MustParseAddr("192.0.2.7"), Hostname: "r", ID: "ID5", With: "HTTPS", TLS: true, Auth: true, Rcpts: one, Now: now},
 			"Received: from unknown ([192.0.2.7])\r\n\tby r (relayq) with HTTPS id ID5\r\n\tfor <b@example.net>;\r\n\tMon, 30 Nov 2026 17:04:05 +0100\r\n"},
+		{"inbound report over TLS: no queue ID, no AUTH", receivedInfo{Helo: "mx.example.net", IP: netip.MustParseAddr("192.0.2.9"), Hostname: "r", TLS: true, Rcpts: one, Now: now},
+			"Received: from mx.example.net ([192.0.2.9])\r\n\tby r (relayq) with ESMTPS\r\n\tfor <b@example.net>;\r\n\tMon, 30 Nov 2026 17:04:05 +0100\r\n"},
 	} {
 		if got := string(receivedHeader(tc.in)); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)

@@ -1,18 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"crypto/tls"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/relayq/relayq/config"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/returnpath"
 	"github.com/relayq/relayq/returnpath/verp"
-	"github.com/relayq/relayq/submission"
 )
 
 // verpKeyName is the queue file's secret for VERP addresses when
@@ -53,10 +51,6 @@ func (o *outbound) returnPath() func(string, int) (string, error) {
 	return o.verp.Address
 }
 
-// forwardClient is who a forwarded report is handed in as: relayq itself,
-// so the relay policy lets it through.
-var forwardClient = submission.Client{AuthUser: "relayq-returnpath", With: "ESMTPA"}
-
 // listenBounces opens bounces.listen: the submission server's limits and
 // timeouts, bounces.max_message_bytes, the same certificate for STARTTLS.
 func (a *app) listenBounces(tlsConf *tls.Config) error {
@@ -64,16 +58,18 @@ func (a *app) listenBounces(tlsConf *tls.Config) error {
 	if len(cfg.Bounces.Listen) == 0 || a.out.verp == nil {
 		return nil
 	}
-	o := returnpath.Options{Store: a.store, Signer: a.out.verp, Suppression: a.out.supp, Logger: a.log.With("listener", "bounces")}
+	lim := cfg.Bounces.Limits
+	o := returnpath.Options{Store: a.store, Signer: a.out.verp, Suppression: a.out.supp, Logger: a.log.With("listener", "bounces"),
+		Limits: returnpath.Limits{PerClient: lim.PerClient, PerAddress: lim.PerAddress, Window: lim.Window, DuplicateWindow: lim.DuplicateWindow}}
 	o.FeedbackLoops = feedbackLoops(cfg.Bounces)
 	if cfg.Bounces.Forward {
-		acc := a.in.srv.Acceptor()
-		o.Forward = func(ctx context.Context, to string, body []byte) error {
-			// From <>: a report stays a report (RFC 5321 section 4.5.5),
-			// causes no bounce of its own and keeps <> on the way out.
-			_, err := acc.Accept(ctx, forwardClient, submission.Transaction{Recipients: []queue.Recipient{{Address: to}}}, bytes.NewReader(body))
-			return err
+		// Not through the submission Acceptor: a report is outsider
+		// content, neither authenticated nor signed (returnpath.Forwarder).
+		fw := &returnpath.Forwarder{
+			Store: a.store, Hostname: cfg.Hostname, Stream: cfg.Submission.DefaultStream, Clock: clock.Real,
+			BeforeCommit: a.out.eng.ClaimFirst, OnQueued: a.out.eng.Enqueue, Draining: a.in.srv.Draining,
 		}
+		o.Forward = fw.Forward
 	}
 	rec, err := returnpath.NewRecorder(o)
 	if err != nil {
