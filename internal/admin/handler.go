@@ -13,6 +13,7 @@ import (
 
 	"github.com/relayq/relayq/internal/authlimit"
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/hostcheck"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
 )
@@ -77,7 +78,7 @@ type handler struct {
 	mux       *http.ServeMux
 	token     [sha256.Size]byte
 	readToken [sha256.Size]byte
-	hosts     hostRule
+	hosts     hostcheck.Rule
 	// csrf refuses unsafe requests that Fetch metadata marks cross-site or
 	// same-site (browser.go adds the Origin and content-type rules).
 	csrf *http.CrossOriginProtection
@@ -98,7 +99,7 @@ func NewHandler(o Options) http.Handler {
 	if o.Lockout == nil {
 		o.Lockout = NewTokenLimiter(o.Clock)
 	}
-	h := &handler{o: o, mux: http.NewServeMux(), hosts: newHostRule(o.AllowedHosts), csrf: http.NewCrossOriginProtection(), lockout: o.Lockout}
+	h := &handler{o: o, mux: http.NewServeMux(), hosts: hostcheck.New(o.AllowedHosts), csrf: http.NewCrossOriginProtection(), lockout: o.Lockout}
 	if o.Token != "" {
 		h.token = sha256.Sum256([]byte(o.Token))
 	}
