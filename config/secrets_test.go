@@ -1,6 +1,7 @@
 package config
 
 import (
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -226,5 +227,37 @@ events:
 	}
 	if !strings.Contains(all.String(), "submission.api_keys = [{key_hash: "+Redacted+", name: envkey}]") {
 		t.Errorf("API key names from the environment are not shown:\n%s", all.String())
+	}
+}
+
+// TestConfigShowShowsNotSecret: the keys a secret word names but that hold
+// a switch, a count or a duration are shown as set, not redacted; the
+// token beside them still is.
+func TestConfigShowShowsNotSecret(t *testing.T) {
+	clearEnv(t)
+	path := writeFile(t, t.TempDir(), "relayq.yaml", "submission:\n  allow_insecure_auth: true\n  auth_max_failures: 7\n  auth_lockout: 9m\n"+
+		"delivery:\n  smarthost:\n    allow_insecure_auth: true\nadmin:\n  token: CANARY-token-0123456789\n"+
+		"queue:\n  path: "+filepath.Join(t.TempDir(), "queue.db")+"\n")
+	_, settings, err := LoadSettings(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"submission.allow_insecure_auth":         "true",
+		"submission.auth_max_failures":           "7",
+		"submission.auth_lockout":                "9m",
+		"delivery.smarthost.allow_insecure_auth": "true",
+		"admin.token":                            Redacted,
+	}
+	for _, s := range settings {
+		if w, ok := want[s.Key]; ok {
+			if got := s.Shown(); got != w {
+				t.Errorf("%s shown as %s, want %s", s.Key, got, w)
+			}
+			delete(want, s.Key)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("keys not listed: %v", want)
 	}
 }

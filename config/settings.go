@@ -43,7 +43,11 @@ func (s Setting) Shown() string {
 	if raw == nil {
 		raw = s.Value
 	}
-	return show(s.Key[strings.LastIndex(s.Key, ".")+1:], raw)
+	name := s.Key[strings.LastIndex(s.Key, ".")+1:]
+	if notSecret[strings.ReplaceAll(s.Key, ".", delim)] {
+		name = "" // a switch, count or duration a secret word names
+	}
+	return show(name, raw)
 }
 
 // LoadSettings is Load that also lists every key with its value and

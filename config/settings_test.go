@@ -97,7 +97,14 @@ func TestWarnings(t *testing.T) {
 		{"admin on every address without token", "admin:\n  listen: \":8025\"\n", []string{
 			"admin.listen: :8025 is reachable beyond this host and admin.token is empty: anyone who can connect can delete mail",
 		}},
-		{"admin on every address with token", "admin:\n  listen: \"0.0.0.0:8025\"\n  token: t\n", nil},
+		{"admin on every address with a short token, no TLS", "admin:\n  listen: \"0.0.0.0:8025\"\n  token: abc\n", []string{
+			"admin.token: is 3 characters, shorter than 16: a short token can be guessed; use e.g. `openssl rand -hex 16`",
+			"admin.tls: not set while admin.listen 0.0.0.0:8025 is reachable beyond this host: the token crosses the network in clear text",
+		}},
+		{"admin on loopback with a short read token", "admin:\n  token: 0123456789abcdef\n  read_token: ro\n", []string{
+			"admin.read_token: is 2 characters, shorter than 16: a short token can be guessed; use e.g. `openssl rand -hex 16`",
+		}},
+		{"admin on loopback with a long token", "admin:\n  token: 0123456789abcdef\n", nil},
 		{"auth without tls", "submission:\n  allow_insecure_auth: true\n  users:\n    - username: app\n      password_hash: \"$2y$10$abcdefghijklmnopqrstuuJ7Zl9mMIzKCDXfHNmOYQf4PsU0ew.Ze\"\n", []string{
 			"submission.allow_insecure_auth: AUTH is offered without TLS: passwords cross the network in clear text",
 		}},

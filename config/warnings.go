@@ -56,8 +56,35 @@ func Warnings(c *Config) []Warning {
 	if c.Admin.Listen != "" && c.Admin.Token == "" && !loopbackListen(c.Admin.Listen) {
 		add("admin.listen", "%s is reachable beyond this host and admin.token is empty: anyone who can connect can delete mail", c.Admin.Listen)
 	}
+	ws = append(ws, adminTokenWarnings(c.Admin)...)
 	if err := writableDir(filepath.Dir(c.Queue.Path)); err != nil {
 		add("queue.path", "%s: %v", c.Queue.Path, err)
+	}
+	return ws
+}
+
+// MinTokenLength is the shortest admin.token and admin.read_token
+// check-config accepts without a warning: 16 characters from `openssl
+// rand -hex 16` (32) or similar are beyond guessing at the admin API's
+// limit of a few wrong tokens per address and five minutes, "abc" is not.
+const MinTokenLength = 16
+
+// adminTokenWarnings flags admin tokens too short to resist guessing, and
+// a token sent in clear text beyond this host.
+func adminTokenWarnings(a Admin) []Warning {
+	if a.Listen == "" {
+		return nil
+	}
+	var ws []Warning
+	for _, t := range []struct{ key, val string }{{"admin.token", a.Token}, {"admin.read_token", a.ReadToken}} {
+		if t.val != "" && len(t.val) < MinTokenLength {
+			ws = append(ws, Warning{Key: t.key, Message: fmt.Sprintf(
+				"is %d characters, shorter than %d: a short token can be guessed; use e.g. `openssl rand -hex 16`", len(t.val), MinTokenLength)})
+		}
+	}
+	if a.Token != "" && !a.TLS.Enabled() && !loopbackListen(a.Listen) {
+		ws = append(ws, Warning{Key: "admin.tls", Message: fmt.Sprintf(
+			"not set while admin.listen %s is reachable beyond this host: the token crosses the network in clear text", a.Listen)})
 	}
 	return ws
 }

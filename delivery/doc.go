@@ -23,6 +23,9 @@
 //     its slots.
 //   - gate (shape.go): shaping on the scheduler's side: a destination's
 //     target, the Shaper's admission, idle connections to reuse or close.
+//   - CheckScope (scopeuse.go): whether any mail is shaped under a scope
+//     with the routes in force (the Router's ShapeKey), for refusing an
+//     operator's suspension that would hold nothing back.
 //   - jobPool (pool.go): the job goroutines, at most Workers.
 //   - attempter (attempt.go, outcome.go): one job's attempt on a job
 //     goroutine: claim, SMTP, judging replies, recording the outcome; it

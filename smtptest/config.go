@@ -87,6 +87,14 @@ type Config struct {
 	OnEvent   func(Event)
 	OnMessage func(Message)
 
+	// HTTPAllowedHosts are the host names, beyond IP addresses and
+	// localhost, that HTTPHandler answers in the Host header: "name" for
+	// any port, "name:port" for that port only (the rule of relayq's
+	// admin.allowed_hosts). A request for any other name gets 403: a web
+	// page cannot read captured mail or rewrite the script through a DNS
+	// name it rebinds to 127.0.0.1.
+	HTTPAllowedHosts []string
+
 	// ErrorLog receives go-smtp's internal errors; nil discards them.
 	ErrorLog *log.Logger
 }
@@ -272,6 +280,12 @@ func Auth(user, pass string) Option {
 // AllowInsecureAuth offers AUTH on connections without TLS.
 func AllowInsecureAuth() Option {
 	return func(c *Config) error { c.AllowInsecureAuth = true; return nil }
+}
+
+// HTTPAllowedHosts sets Config.HTTPAllowedHosts: names HTTPHandler answers
+// besides IP addresses and localhost.
+func HTTPAllowedHosts(names ...string) Option {
+	return func(c *Config) error { c.HTTPAllowedHosts = append(c.HTTPAllowedHosts, names...); return nil }
 }
 
 // DiscardBodies keeps message sizes but not bodies.

@@ -38,5 +38,10 @@
 //     relayq's internal clock.Clock: smtptest is imported by other modules,
 //     which cannot name an internal package, and a method value such as
 //     fake.Now fits it from any clock library.
+//   - HTTPHandler answers only requests whose Host is an IP address,
+//     localhost or a name in Config.HTTPAllowedHosts (403 otherwise, before
+//     anything is read or changed): a page cannot reach captured mail or
+//     the script through a name rebound to 127.0.0.1. The rule is
+//     internal/hostcheck, relayq's admin API's own.
 //   - All exported methods are safe for concurrent use.
 package smtptest

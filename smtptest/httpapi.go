@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/relayq/relayq/internal/hostcheck"
 )
 
 // API bounds.
@@ -25,8 +27,27 @@ const (
 // serves): messages, a blocking wait, attempts, reset, the script, a stream
 // of change notifications, and the page at /. It holds no state of its own;
 // serve it with net/http (or httptest) for as long as the server runs.
+//
+// It answers only requests whose Host header is an IP address, localhost
+// or a name in Config.HTTPAllowedHosts; any other gets 403 with a JSON
+// error (DNS rebinding: see HTTPAllowedHosts).
 func (s *Server) HTTPHandler() http.Handler {
-	return (&api{s: s}).routes()
+	return hostGuard{rule: hostcheck.New(s.cfg.HTTPAllowedHosts), next: (&api{s: s}).routes()}
+}
+
+// hostGuard refuses requests for a host name not allowed (hostcheck),
+// before anything is read or changed.
+type hostGuard struct {
+	rule hostcheck.Rule
+	next http.Handler
+}
+
+func (g hostGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !g.rule.Allows(r.Host) {
+		httpError(w, http.StatusForbidden, fmt.Sprintf("host %q is not a name of this server: use its IP address or localhost, or allow the name (fakemx --http-allowed-hosts, smtptest.HTTPAllowedHosts)", r.Host))
+		return
+	}
+	g.next.ServeHTTP(w, r)
 }
 
 func (a *api) routes() http.Handler {

@@ -181,7 +181,7 @@ func FuzzStrictQuery(f *testing.F) {
 	}
 	h := NewServer(f).HTTPHandler()
 	f.Fuzz(func(t *testing.T, raw string) {
-		req := httptest.NewRequest("GET", "/api/v1/messages", nil)
+		req := httptest.NewRequest("GET", "http://127.0.0.1/api/v1/messages", nil)
 		req.URL.RawQuery = raw
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)

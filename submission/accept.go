@@ -105,7 +105,7 @@ func (a Acceptor) TLSConfig() *tls.Config {
 func (a Acceptor) LimitListener(l net.Listener) net.Listener { return a.s.LimitListener(l) }
 
 // Locked reports whether ip is locked out after authentication failures.
-func (a Acceptor) Locked(ip netip.Addr) bool { return a.s.auth.locked(ip) }
+func (a Acceptor) Locked(ip netip.Addr) bool { return a.s.auth.Locked(ip) }
 
 // AllowInsecureAuth reports whether credentials may travel without TLS.
 func (a Acceptor) AllowInsecureAuth() bool { return a.s.opts.AllowInsecureAuth }
@@ -384,7 +384,7 @@ func (a Acceptor) LoginKey(ip netip.Addr, key string) (string, error) {
 }
 
 // checkSecret compares secret against a bcrypt hash. The guess is
-// reserved before it is checked (authLimiter.begin), so guesses checked in
+// reserved before it is checked (authlimit.Limiter.Begin), so guesses checked in
 // parallel, over SMTP and HTTP alike, count against the limit while they
 // run, not only once they failed. bcrypt costs tens of milliseconds, far
 // too much for every HTTP request, so a secret that matched once is
@@ -392,7 +392,7 @@ func (a Acceptor) LoginKey(ip netip.Addr, key string) (string, error) {
 // configuration changes that hash.
 func (a Acceptor) checkSecret(ip netip.Addr, who, hash string, known bool, secret string) error {
 	s := a.s
-	if scope, ok := s.auth.begin(ip, who); !ok {
+	if scope, ok := s.auth.Begin(ip, who); !ok {
 		s.log.Warn("auth refused: locked out", "client", ip.String(), "who", who, "locked", string(scope))
 		if o := s.opts.Observer; o != nil {
 			o.Rejected(RejectAuthLockout)
@@ -401,7 +401,7 @@ func (a Acceptor) checkSecret(ip netip.Addr, who, hash string, known bool, secre
 	}
 	sum := sha256.Sum256([]byte(who + "\x00" + secret))
 	if known && s.verified.ok(sum, hash) {
-		s.auth.finish(ip, who, true)
+		s.auth.Finish(ip, who, true)
 		return nil
 	}
 	var h []byte
@@ -415,10 +415,10 @@ func (a Acceptor) checkSecret(ip netip.Addr, who, hash string, known bool, secre
 		h = dh
 	}
 	if err := bcrypt.CompareHashAndPassword(h, []byte(secret)); err != nil || !known {
-		n, delay := s.auth.finish(ip, who, false)
+		n, delay := s.auth.Finish(ip, who, false)
 		return s.authFailed(ip, who, "bad credentials", n, delay)
 	}
-	s.auth.finish(ip, who, true)
+	s.auth.Finish(ip, who, true)
 	s.verified.add(sum, hash)
 	return nil
 }

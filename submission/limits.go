@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/relayq/relayq/internal/authlimit"
 )
 
 // connLimiter bounds concurrent connections in total and per client
@@ -84,7 +86,7 @@ type limitListener struct {
 	limits *connLimiter
 	log    *slog.Logger
 	obs    Observer
-	auth   *authLimiter
+	auth   *authlimit.Limiter
 	live   *liveConns
 	// sessionTimeout bounds each connection's whole life.
 	sessionTimeout time.Duration
@@ -97,7 +99,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		ip := remoteIP(c)
-		if l.auth != nil && l.auth.locked(ip) {
+		if l.auth != nil && l.auth.Locked(ip) {
 			l.log.Warn("connection refused: address locked out after auth failures", "client", ip.String())
 			refuse(c, "421 4.7.0 Too many authentication failures, try again later\r\n")
 			continue

@@ -15,6 +15,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/relayq/relayq/internal/authlimit"
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 )
@@ -147,7 +148,7 @@ type Server struct {
 	smtp    *smtp.Server
 	policy  atomic.Pointer[Policy]
 	tlsConf atomic.Pointer[tls.Config]
-	auth    *authLimiter
+	auth    *authlimit.Limiter
 	conns   *connLimiter
 	log     *slog.Logger
 	// verified remembers credentials that passed bcrypt (Acceptor.Login*).
@@ -208,7 +209,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{opts: o, log: o.Logger}
 	p := o.Policy
 	s.policy.Store(&p)
-	s.auth = newAuthLimiter(o.AuthMaxFailures, o.AuthLockout, o.AuthFailureDelay, o.Clock)
+	s.auth = authlimit.New(o.AuthMaxFailures, o.AuthLockout, o.AuthFailureDelay, o.Clock)
 	s.conns = newConnLimiter(o.MaxConnections, o.MaxConnsPerIP, fdCap(o.FDReserve))
 	if o.TLS != nil {
 		s.tlsConf.Store(o.TLS)

@@ -189,6 +189,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	// nor Mailpit's 1025/8025 (docs/fakemx.md).
 	fs.StringVar(&o.cfg.Addr, "listen", "127.0.0.1:2526", "address to listen on")
 	fs.StringVar(&o.httpAddr, "http", "", "serve the HTTP API and web page here, e.g. 127.0.0.1:8026 (default: off)")
+	fs.Func("http-allowed-hosts", "host names (comma-separated, repeatable; NAME or NAME:PORT) the HTTP API answers besides IP addresses, localhost and the --http name, e.g. fakemx in a compose network", func(v string) error {
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				o.cfg.HTTPAllowedHosts = append(o.cfg.HTTPAllowedHosts, h)
+			}
+		}
+		return nil
+	})
 	fs.StringVar(&o.cfg.Hostname, "hostname", "", "name announced in the greeting (default fakemx.localhost)")
 	scriptFlag(smtptest.FlagGreylist, "greylist new (IP, sender, recipient) triplets for this long (default 0: off)")
 	scriptFlag(smtptest.FlagGreylistExpiry, "forget unconfirmed triplets retried later than this (default 0: never)")
@@ -236,6 +244,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	// The name --http listens on is the server's own: its clients use it.
+	if host, _, err := net.SplitHostPort(o.httpAddr); err == nil && host != "" {
+		o.cfg.HTTPAllowedHosts = append(o.cfg.HTTPAllowedHosts, host)
 	}
 	if err := o.check(); err != nil {
 		return o, err

@@ -231,9 +231,22 @@ func TestFakemxHTTP(t *testing.T) {
 		t.Skip("builds a binary")
 	}
 	bin := buildFakemx(t)
-	f := startFakemx(t, bin, "--greylist", "1h", "--http", "127.0.0.1:0")
+	f := startFakemx(t, bin, "--greylist", "1h", "--http", "127.0.0.1:0", "--http-allowed-hosts", "fakemx.ci, other.ci:8026")
 	line := f.waitLine(t, "fakemx: web page and API on ")
 	base := strings.TrimSuffix(strings.TrimPrefix(line, "fakemx: web page and API on "), "/")
+	// DNS rebinding: a name not allowed gets 403, an allowed one the API.
+	for host, want := range map[string]int{"rebound.example": 403, "fakemx.ci": 200, "other.ci:8026": 200, "other.ci:1": 403} {
+		req, _ := http.NewRequest("GET", base+"/api/v1/messages", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("GET messages for Host %s: %s, want %d", host, resp.Status, want)
+		}
+	}
 
 	c := greylisted(t, f.addr)
 	// The script is replaced at run time: greylisting off, on the same connection.

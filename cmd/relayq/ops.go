@@ -15,6 +15,7 @@ import (
 	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/internal/admin"
 	"github.com/relayq/relayq/internal/buildinfo"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/internal/console"
 	relaymetrics "github.com/relayq/relayq/internal/metrics"
 	"github.com/relayq/relayq/internal/suppression"
@@ -57,6 +58,8 @@ func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.
 		AllowedHosts: c.AllowedHosts,
 		Ready:        admin.StoreReady(st),
 		Logger:       log,
+		// One guessing limit for the API's tokens and the console's login.
+		Lockout: admin.NewTokenLimiter(clock.Real),
 	}
 	if eng != nil { // a nil *Engine in the interface would not compare nil
 		o.Kicker = eng
@@ -83,7 +86,7 @@ func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.
 		log.Warn("admin API listens beyond loopback without a token: anyone who can reach it can delete mail", "addr", l.Addr().String())
 	}
 	log.Info("admin API listening", "addr", l.Addr().String(), "token", c.Token != "", "tls", tlsConf != nil)
-	o.Console = console.New(console.Options{Token: c.Token, ReadToken: c.ReadToken, Loopback: isLoopback(l.Addr()), Logger: log})
+	o.Console = console.New(console.Options{Token: c.Token, ReadToken: c.ReadToken, Loopback: isLoopback(l.Addr()), Logger: log, Lockout: o.Lockout})
 	if limit != nil && !isLoopback(l.Addr()) {
 		l = limit(l)
 	}

@@ -144,7 +144,9 @@ const operatorRule = "operator"
 
 // Suspend puts an operator's suspension of scope in the shaping state,
 // where the scheduler's Suspended finds it like any rule's (on every node
-// of a cluster when the state is shared).
+// of a cluster when the state is shared). A scope no mail is shaped under
+// with the routes in force (a domain behind route "*" or the smarthost, an
+// unknown provider) is refused: it would be listed and hold nothing back.
 func (a shapingAPI) Suspend(scope string, d time.Duration, reason string) (admin.Suspension, error) {
 	sc, err := shaping.ParseScope(scope)
 	if err != nil {
@@ -152,6 +154,11 @@ func (a shapingAPI) Suspend(scope string, d time.Duration, reason string) (admin
 	}
 	if a.state == nil {
 		return admin.Suspension{}, errors.New("traffic shaping is not running")
+	}
+	if a.eng != nil && a.s != nil {
+		if err := a.eng.CheckScope(sc, a.s.Policy().Providers()); err != nil {
+			return admin.Suspension{}, admin.ConflictError{Err: err}
+		}
 	}
 	now := time.Now()
 	sus := shaping.Suspension{Scope: sc, Action: shaping.ActionSuspend, Rule: operatorRule, Cause: reason, Since: now, Until: now.Add(d)}

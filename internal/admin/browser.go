@@ -8,70 +8,10 @@ package admin
 import (
 	"fmt"
 	"mime"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 )
-
-// hostRule decides which Host headers the API answers (DNS rebinding).
-type hostRule struct {
-	// anyPort are configured names accepted with any port or none.
-	anyPort map[string]bool
-	// exact are configured "name:port" entries, accepted as written.
-	exact map[string]bool
-}
-
-// newHostRule reads Options.AllowedHosts: "name" or "name:port" entries,
-// compared without case and without a trailing dot.
-func newHostRule(allowed []string) hostRule {
-	hr := hostRule{anyPort: map[string]bool{}, exact: map[string]bool{}}
-	for _, a := range allowed {
-		a = strings.TrimSpace(a)
-		if a == "" {
-			continue
-		}
-		if name, port, err := net.SplitHostPort(a); err == nil {
-			hr.exact[net.JoinHostPort(canonName(name), port)] = true
-			continue
-		}
-		hr.anyPort[canonName(strings.TrimSuffix(strings.TrimPrefix(a, "["), "]"))] = true
-	}
-	return hr
-}
-
-// canonName lower-cases a host name and drops its trailing dot.
-func canonName(s string) string { return strings.TrimSuffix(strings.ToLower(s), ".") }
-
-// splitHost splits a Host header into name and port ("" when absent).
-func splitHost(hostport string) (name, port string) {
-	if h, p, err := net.SplitHostPort(hostport); err == nil {
-		return h, p
-	}
-	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), ""
-}
-
-// allows reports whether the API answers a request for host (r.Host).
-// DNS rebinding needs a name whose DNS the attacker answers, so only names
-// are checked: an IP literal or "localhost" cannot be rebound and is
-// accepted with any port (ssh -L tunnels, container port mappings and
-// kubectl port-forward change the address and port the client sees). Any
-// other name must be configured. An empty Host (HTTP/1.0) names nothing.
-func (hr hostRule) allows(host string) bool {
-	if host == "" {
-		return true
-	}
-	name, port := splitHost(host)
-	if _, err := netip.ParseAddr(name); err == nil {
-		return true
-	}
-	name = canonName(name)
-	if name == "localhost" || hr.anyPort[name] {
-		return true
-	}
-	return port != "" && hr.exact[net.JoinHostPort(name, port)]
-}
 
 // sameOrigin reports whether origin (an Origin header) is the origin the
 // request was sent to: the same scheme, host and port (RFC 6454 section 5).
@@ -104,7 +44,7 @@ func (h *handler) browserRefusal(r *http.Request) (int, string) {
 	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 		return 0, ""
 	}
-	if !h.hosts.allows(r.Host) {
+	if !h.hosts.Allows(r.Host) {
 		return http.StatusForbidden, fmt.Sprintf("host %q is not a name of this admin API: use its IP address or localhost, or list the name in admin.allowed_hosts", r.Host)
 	}
 	if o := r.Header.Get("Origin"); o != "" && !sameOrigin(r, o) {

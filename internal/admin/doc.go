@@ -18,6 +18,11 @@
 //     shape, the shaping in force, the event stream, the history, the
 //     suppression list and the TLS report. It can never change anything,
 //     and never reads a body or a raw header block (/raw, the quarantine).
+//   - Wrong tokens are limited per client address (lockout.go, package
+//     authlimit, shared with the console's login): past MaxTokenFailures
+//     within TokenLockout every token from the address, the right one
+//     included, gets 429 with Retry-After until the window ends. Only the
+//     address counts, so guesses from elsewhere never lock out loopback.
 //   - Serve with a TLS configuration (admin.tls) speaks HTTPS only: a plain
 //     HTTP request gets net/http's 400 and reaches no handler. The Origin
 //     rule below then takes https://Host as the API's own origin, so the
@@ -31,7 +36,8 @@
 //     went wrong: 400 bad request, 401 no or wrong token, 403 a request a
 //     browser sent for another site or for a host name not allowed (below),
 //     404 unknown message or endpoint, 405 wrong method, 415 an unsafe
-//     request that is not application/json, 503 queue closed, 500 anything
+//     request that is not application/json, 429 an address locked out
+//     after wrong tokens, 503 queue closed, 500 anything
 //     else.
 //   - Browsers (browser.go): the API has no browser clients, but the
 //     operator runs a browser on the host it listens on, and by default

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relayq/relayq/internal/authlimit"
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/hostcheck"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
 )
@@ -60,6 +62,9 @@ type Options struct {
 	// that the API answers in the Host header (admin.allowed_hosts): "name"
 	// for any port, "name:port" for that port only. See doc.go, Browsers.
 	AllowedHosts []string
+	// Lockout counts wrong tokens per client address (lockout.go); nil
+	// for NewTokenLimiter(Clock). Pass the console the same one.
+	Lockout *authlimit.Limiter
 	// Console, when set, is mounted at / and /ui/ (package console): it
 	// is given this API to call in process, so it has no path of its own
 	// to the queue. The browser rules (browser.go) apply to it first; it
@@ -73,12 +78,14 @@ type handler struct {
 	mux       *http.ServeMux
 	token     [sha256.Size]byte
 	readToken [sha256.Size]byte
-	hosts     hostRule
+	hosts     hostcheck.Rule
 	// csrf refuses unsafe requests that Fetch metadata marks cross-site or
 	// same-site (browser.go adds the Origin and content-type rules).
 	csrf *http.CrossOriginProtection
 	// console serves the operator's pages (Options.Console); nil for none.
 	console http.Handler
+	// lockout limits wrong tokens per client address (lockout.go).
+	lockout *authlimit.Limiter
 }
 
 // NewHandler builds the admin API described in doc.go.
@@ -89,7 +96,10 @@ func NewHandler(o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	h := &handler{o: o, mux: http.NewServeMux(), hosts: newHostRule(o.AllowedHosts), csrf: http.NewCrossOriginProtection()}
+	if o.Lockout == nil {
+		o.Lockout = NewTokenLimiter(o.Clock)
+	}
+	h := &handler{o: o, mux: http.NewServeMux(), hosts: hostcheck.New(o.AllowedHosts), csrf: http.NewCrossOriginProtection(), lockout: o.Lockout}
 	if o.Token != "" {
 		h.token = sha256.Sum256([]byte(o.Token))
 	}
@@ -146,10 +156,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.console.ServeHTTP(w, r)
 		return
 	}
-	if h.o.Token != "" && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !h.authorized(r) {
-		// RFC 6750 section 3: say which scheme is expected.
-		w.Header().Set("WWW-Authenticate", `Bearer realm="relayq"`)
-		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+	if h.o.Token != "" && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !h.checkToken(w, r) {
 		return
 	}
 	if next, pattern := h.mux.Handler(r); pattern == "" {
@@ -178,25 +185,32 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// authorized compares the bearer token in constant time. Both sides are
-// hashed first so that not even the token's length leaks through timing
-// (subtle.ConstantTimeCompare returns early on a length mismatch). The read
-// token reaches only readTokenRoutes.
-func (h *handler) authorized(r *http.Request) bool {
+// bearer returns the request's bearer token, and whether it carries one.
+// RFC 6750 section 2.1 / RFC 7235 section 2.1: the scheme is
+// case-insensitive.
+func bearer(r *http.Request) (string, bool) {
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	// RFC 6750 section 2.1 / RFC 7235 section 2.1: the scheme is case-insensitive.
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+		return "", false
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return strings.TrimSpace(tok), true
+}
+
+// tokenKind says whether tok is a configured token (known) and whether it
+// may reach r's route (allowed), comparing in constant time. Both sides
+// are hashed first so that not even the token's length leaks through
+// timing (subtle.ConstantTimeCompare returns early on a length mismatch).
+// The read token reaches only readTokenRoutes.
+func (h *handler) tokenKind(r *http.Request, tok string) (known, allowed bool) {
+	got := sha256.Sum256([]byte(tok))
 	if subtle.ConstantTimeCompare(got[:], h.token[:]) == 1 {
-		return true
+		return true, true
 	}
 	if h.o.ReadToken == "" || subtle.ConstantTimeCompare(got[:], h.readToken[:]) != 1 {
-		return false
+		return false, false
 	}
 	_, pattern := h.mux.Handler(r) // HEAD matches the GET patterns
-	return readTokenRoutes[pattern]
+	return true, readTokenRoutes[pattern]
 }
 
 // readTokenRoutes are what the read token (admin.read_token: monitoring,

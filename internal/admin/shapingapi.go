@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -76,6 +77,14 @@ type Suspender interface {
 	Suspend(scope string, d time.Duration, reason string) (Suspension, error)
 }
 
+// ConflictError is a Suspender's refusal of a scope that the
+// configuration makes pointless (no mail is shaped under it): 409, with
+// Err's text, which names the scope the mail really uses.
+type ConflictError struct{ Err error }
+
+func (e ConflictError) Error() string { return e.Err.Error() }
+func (e ConflictError) Unwrap() error { return e.Err }
+
 // SuspendRequest is the body of POST /api/v1/shaping/{scope}/suspend.
 type SuspendRequest struct {
 	For    string `json:"for"` // a Go duration: 30m, 1h
@@ -113,7 +122,11 @@ func (h *handler) shapingSuspend(w http.ResponseWriter, r *http.Request) {
 	scope := r.PathValue("scope")
 	sus, err := sp.Suspend(scope, d, req.Reason)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		code := http.StatusBadRequest
+		if errors.As(err, new(ConflictError)) {
+			code = http.StatusConflict
+		}
+		writeError(w, code, err.Error())
 		return
 	}
 	h.logAction(r, "suspend", scope, "for "+d.String()+" reason="+req.Reason)

@@ -1,12 +1,14 @@
 package admin
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // forcingKicker records Force calls, as the engine's Force would take them.
@@ -69,4 +71,21 @@ func TestBulkRetryForces(t *testing.T) {
 	if len(k.forced) != 1 || !slices.Equal(k.forced[0], []string{a, b}) {
 		t.Fatalf("forced %v, want [[%s %s]]", k.forced, a, b)
 	}
+}
+
+// conflictSuspender refuses every suspension as pointless.
+type conflictSuspender struct{ Shaping }
+
+func (conflictSuspender) Suspend(scope string, d time.Duration, reason string) (Suspension, error) {
+	return Suspension{}, ConflictError{Err: errors.New("scope " + scope + " is never used")}
+}
+
+// A Suspender's ConflictError is 409 with its text; other errors stay 400.
+func TestSuspendConflictIs409(t *testing.T) {
+	e := newEnv(t, "")
+	e.h = NewHandler(Options{Store: e.store, Shaping: conflictSuspender{}, Clock: e.clock, Logger: quiet})
+	req := apiRequest(http.MethodPost, "/api/v1/shaping/domain:s1.test/suspend", strings.NewReader(`{"for":"1h"}`))
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	wantError(t, rec.Code, rec.Body.Bytes(), http.StatusConflict, "scope domain:s1.test is never used")
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/relayq/relayq/internal/admin"
+	"github.com/relayq/relayq/internal/authlimit"
 	"github.com/relayq/relayq/internal/clock"
 )
 
@@ -37,6 +38,10 @@ type Options struct {
 	Clock    clock.Clock // default clock.Real
 	Rand     io.Reader   // session IDs and CSRF tokens; default crypto/rand
 	Logger   *slog.Logger
+	// Lockout counts wrong tokens at the login per client address: the
+	// admin API's (admin.Options.Lockout), so guesses through either
+	// count together; nil for admin.NewTokenLimiter(Clock).
+	Lockout *authlimit.Limiter
 }
 
 // Console serves the pages.
@@ -59,6 +64,9 @@ func New(o Options) func(api http.Handler) http.Handler {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Lockout == nil {
+		o.Lockout = admin.NewTokenLimiter(o.Clock)
 	}
 	return func(api http.Handler) http.Handler { return newConsole(o, api) }
 }

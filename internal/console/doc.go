@@ -15,6 +15,10 @@
 //   - With tokens, a login form takes the token and keeps it server-side
 //     behind a random session cookie (HttpOnly, SameSite=Strict, Secure
 //     when the request came over TLS). The session ID changes at login.
+//   - The login counts wrong tokens against the client's address in the
+//     admin API's limiter (Options.Lockout): past the limit it answers 429
+//     with Retry-After and a page that says for how long, and checks no
+//     token, the right one included, until the lockout ends.
 //   - Every POST carries the session's CSRF token, compared in constant
 //     time, else 403; a session of the read token gets 403 for every
 //     action and its pages show no action buttons. It reads what the API

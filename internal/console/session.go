@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/relayq/relayq/internal/admin"
 	"github.com/relayq/relayq/internal/clock"
 )
 
@@ -186,12 +188,24 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request, se *session) {
 		c.render(w, r, se, http.StatusOK, "login", "Log in", nil)
 		return
 	}
+	ip := admin.ClientAddr(r)
+	if _, ok := c.o.Lockout.Begin(ip, ""); !ok {
+		wait := c.o.Lockout.RetryAfter(ip)
+		secs := int((wait + time.Second - 1) / time.Second)
+		c.o.Logger.Warn("console: login refused, address locked out", "client", r.RemoteAddr, "retry_after_s", secs)
+		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+		c.render(w, r, se, http.StatusTooManyRequests, "login", "Log in",
+			fmt.Sprintf("Too many wrong tokens from your address (%s): no token is checked from it, the right one neither, for %s. Try again then.", ip, lockoutWait(wait)))
+		return
+	}
 	ro := c.tokenRole(r.PostFormValue("token"))
 	if ro == roleNone {
+		c.o.Lockout.Finish(ip, "", false)
 		c.o.Logger.Warn("console: login refused", "client", r.RemoteAddr)
 		c.render(w, r, se, http.StatusUnauthorized, "login", "Log in", "That token is neither admin.token nor admin.read_token.")
 		return
 	}
+	c.o.Lockout.Release(ip, "")
 	// A new ID at login: a session ID known before it is worth nothing.
 	c.sessions.drop(se.id)
 	tok := c.o.Token
@@ -213,4 +227,17 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request, se *session) {
 	c.sessions.drop(se.id)
 	setCookie(w, r, "", -1)
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+}
+
+// lockoutWait words the rest of a lockout for the login page: whole
+// minutes, or seconds under one.
+func lockoutWait(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%d seconds", max(int((d+time.Second-1)/time.Second), 1))
+	}
+	m := int((d + time.Minute - 1) / time.Minute)
+	if m == 1 {
+		return "1 minute"
+	}
+	return fmt.Sprintf("%d minutes", m)
 }

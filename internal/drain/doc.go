@@ -23,10 +23,12 @@
 //
 //   - A message is deleted locally only after the peer's 250 for it, and
 //     only for the recipients the peer accepted.
-//   - Record before send: a crash (kill -9) mid-drain loses nothing. The
-//     messages in flight keep their claim and are sent again by the next
-//     drain (or delivered by this node after a restart): at most one
-//     duplicate per message in flight, the same promise delivery makes.
+//   - Record before send: a crash (kill -9) or a stop mid-drain loses
+//     nothing. The messages in flight keep their claim (due again after
+//     DefaultClaimFor) and are sent again by the next drain (or delivered
+//     by this node after a restart): a message the peer took before its
+//     250 was recorded here arrives twice, at most one duplicate per
+//     message in flight, the same promise delivery makes.
 //   - While a drain runs, nothing else attempts delivery and nothing new is
 //     queued, except the bounces the drain itself writes, which it hands
 //     over too. Held messages are left alone and counted.

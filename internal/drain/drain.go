@@ -27,6 +27,17 @@ type Engine interface {
 // Intake is the switch of the submission side (*submission.Server).
 type Intake interface{ SetDraining(on bool) }
 
+// DefaultClaimFor is how long a message in flight when a drain ends
+// (kill -9, a stop, a peer gone mid-send) waits before it is due again.
+// The claim guards nothing concurrent: while the process lives, delivery
+// stays paused until the run has ended (Stop waits for it), and after a
+// crash no session is left. So it is only the pause before the node's own
+// delivery (or the next drain, whose flush makes it due at once anyway)
+// tries the message again: a minute, as a first retry, rather than the
+// ten minutes that kept a stopped batch's few messages waiting while the
+// rest of the queue, made due by the drain's flush, went at once.
+const DefaultClaimFor = time.Minute
+
 // Options configure a Drainer.
 type Options struct {
 	Store  *queue.Store
@@ -44,7 +55,8 @@ type Options struct {
 	// Sessions is how many messages are handed over at once (default 8).
 	Sessions int
 	// ClaimFor is how long a claimed message waits before it is due again
-	// if the drain dies with it in flight (default 10m).
+	// if the drain dies or is stopped with it in flight (default
+	// DefaultClaimFor).
 	ClaimFor time.Duration
 	// DialContext replaces the network dial (tests).
 	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
@@ -121,7 +133,7 @@ func New(o Options) *Drainer {
 		o.Sessions = 8
 	}
 	if o.ClaimFor <= 0 {
-		o.ClaimFor = 10 * time.Minute
+		o.ClaimFor = DefaultClaimFor
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real
