@@ -39,6 +39,10 @@ type FeedbackLoop struct {
 	// Senders are the envelope senders its reports come from: addresses,
 	// or "@domain" for every address of domain. Lower-cased.
 	Senders []string
+	// ForwardTo, required with Address, receives (with bounces.forward)
+	// what reaches Address and names no message of ours: a provider's
+	// report is never dropped unread.
+	ForwardTo string
 }
 
 // MinBounceSecretBytes is the shortest key bounces.secret_file may hold
@@ -60,8 +64,9 @@ func (l *loader) bounces() Bounces {
 
 func (l *loader) feedbackLoops() []FeedbackLoop {
 	out := []FeedbackLoop{}
-	for _, e := range l.entries("bounces.feedback_loops", "feedback loop", []string{"address", "senders"}) {
-		fl := FeedbackLoop{Address: strings.ToLower(strings.TrimSpace(e.str("address"))), Senders: []string{}}
+	for _, e := range l.entries("bounces.feedback_loops", "feedback loop", []string{"address", "senders", "forward_to"}) {
+		fl := FeedbackLoop{Address: strings.ToLower(strings.TrimSpace(e.str("address"))), Senders: []string{},
+			ForwardTo: strings.TrimSpace(e.str("forward_to"))}
 		list, ok := e.m["senders"].([]any)
 		if !ok || len(list) == 0 {
 			e.fail("senders", "%s is not a list of addresses or @domains (at least one: whom its reports come from)", describe(e.m["senders"]))
@@ -116,6 +121,23 @@ func (l *loader) validateBounces(b *Bounces) {
 		case strings.HasPrefix(local, "rq-") || local == "postmaster":
 			l.failAt("bounces.feedback_loops", fmt.Sprintf("[%d].address", i), "%q: rq-... and postmaster are the listener's own local parts", fl.Address)
 		}
+		l.validateForwardTo(i, fl, b.Domain)
 	}
 	l.validateBounceLimits(&b.Limits)
+}
+
+// validateForwardTo checks a loop's forward_to: required with an address
+// (what cannot be attributed goes there), and not of the bounce domain,
+// where it would come back to the listener.
+func (l *loader) validateForwardTo(i int, fl FeedbackLoop, bounceDomain string) {
+	key := fmt.Sprintf("[%d].forward_to", i)
+	local, domain, found := strings.Cut(fl.ForwardTo, "@")
+	switch {
+	case fl.ForwardTo == "":
+		l.failAt("bounces.feedback_loops", key, "missing: with an address, reports that name no message of ours are forwarded there (an operator's mailbox)")
+	case !found || local == "" || strings.ContainsAny(local, " <>@") || !validHostname(domain):
+		l.failAt("bounces.feedback_loops", key, "%q is not an address", fl.ForwardTo)
+	case strings.EqualFold(strings.TrimSuffix(domain, "."), bounceDomain):
+		l.failAt("bounces.feedback_loops", key, "%q is of bounces.domain: forwarded there it would come back to the listener", fl.ForwardTo)
+	}
 }

@@ -108,7 +108,7 @@ func fullFileWant(path string) *Config {
 		Suppression: Suppression{Codes: []string{"5.7.1"}, Expire: 720 * time.Hour, DomainExpire: 24 * time.Hour, ExemptAuthenticated: true, ExemptTrusted: true},
 		Bounces: Bounces{Domain: "bounces.example.net", Listen: []string{"127.0.0.1:2525"}, SecretFile: "verp.key",
 			Forward: false, ComplaintExpire: 8760 * time.Hour, MaxMessageBytes: 1 << 20,
-			FeedbackLoops: []FeedbackLoop{{Address: "fbl@bounces.example.net", Senders: []string{"feedbackloop@yahoo.com", "@fbl.example.net"}}},
+			FeedbackLoops: []FeedbackLoop{{Address: "fbl@bounces.example.net", Senders: []string{"feedbackloop@yahoo.com", "@fbl.example.net"}, ForwardTo: "abuse-desk@example.net"}},
 			Limits:        BounceLimits{PerClient: 300, PerAddress: 5, Window: 30 * time.Minute, DuplicateWindow: 48 * time.Hour}},
 		Streams: []Stream{{Name: "transactional", Weight: 10}, {Name: "bulk", Weight: 1}},
 		File:    path,

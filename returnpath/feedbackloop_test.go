@@ -65,6 +65,10 @@ func TestFeedbackLoopAddress(t *testing.T) {
 				if len(evs) != 0 || l.rec.Stats.Ignored.Load() != 1 {
 					t.Errorf("recorded %+v (ignored %d), want nothing and 1 ignored", evs, l.rec.Stats.Ignored.Load())
 				}
+				// Not attributed is not dropped: the loop's operator mailbox gets it.
+				if len(l.fwd.all) != 1 || l.fwd.all[0].To != "abuse-desk@app.example.org" || l.fwd.all[0].Loop != fbl || len(l.fwd.all[0].About) != 0 {
+					t.Errorf("forwarded %+v, want once to the loop's forward_to", l.fwd.all)
+				}
 				return
 			}
 			if len(evs) != 1 || evs[0].Type != queue.EventComplained || evs[0].Recipient != rcpts[c.want] || evs[0].QueueID != l.id {

@@ -71,15 +71,34 @@ func (w *Forwarder) Forward(ctx context.Context, f Forwarded) error {
 	return nil
 }
 
-// forwardSet is what one report is forwarded as: per original sender, the
-// messages and recipients it concerns.
-type forwardSet map[string][]About
+// forwardSet is what one report is forwarded as: per recipient of the
+// notice (an original sender, or a feedback loop's forward_to), the
+// messages and recipients it concerns, or the loop address it came to.
+type forwardSet map[string]*forwardTo
+
+type forwardTo struct {
+	about []About
+	loop  string
+}
 
 func (s forwardSet) add(env *queue.Envelope, rcpt, verpAddr string) {
 	if env.From == "" {
 		return // mail from <> (a report of relayq's own) has no one to tell
 	}
-	s[env.From] = append(s[env.From], About{VERP: verpAddr, QueueID: env.ID, MessageID: env.MessageID, Recipient: rcpt})
+	f := s[env.From]
+	if f == nil {
+		f = &forwardTo{}
+		s[env.From] = f
+	}
+	f.about = append(f.about, About{VERP: verpAddr, QueueID: env.ID, MessageID: env.MessageID, Recipient: rcpt})
+}
+
+// unattributed adds a report to fl's fixed address that names no message
+// of ours, for fl's ForwardTo; nil (postmaster@) adds nothing.
+func (s forwardSet) unattributed(fl *FeedbackLoop) {
+	if fl != nil && fl.ForwardTo != "" && s[fl.ForwardTo] == nil {
+		s[fl.ForwardTo] = &forwardTo{loop: fl.Address}
+	}
 }
 
 // forward hands the report to Options.Forward once per original sender. A
@@ -88,8 +107,8 @@ func (r *Recorder) forward(from string, s forwardSet, body []byte) {
 	if r.o.Forward == nil {
 		return
 	}
-	for to, about := range s {
-		if err := r.o.Forward(context.Background(), Forwarded{To: to, From: from, Report: body, About: about}); err != nil {
+	for to, f := range s {
+		if err := r.o.Forward(context.Background(), Forwarded{To: to, From: from, Report: body, About: f.about, Loop: f.loop}); err != nil {
 			r.o.Logger.Warn("return path: forwarding the report to the original sender failed", "to", to, "err", err)
 			continue
 		}

@@ -67,18 +67,20 @@ func TestNoticeWrapsTheReport(t *testing.T) {
 	cases := []struct {
 		name, report, typ string
 		about             []About
+		loop              string
 	}{
-		{"dsn", sample(t, "postfix-dsn.eml"), "message/rfc822", about},
-		{"control-fields", "From: ceo@example.org\r\nIdempotency-Key: k\r\nX-Relayq-Stream: bulk\r\nSubject: pay\r\n\r\nPay now.\r\n", "message/rfc822", about},
-		{"utf8", "From: zoë@example.org\r\nSubject: Abwesenheit\r\n\r\nIch bin bis Montag nicht im Büro.\r\n", "message/global", about},
-		{"long-line", "Subject: x\r\n\r\n" + strings.Repeat("y", 1200) + "\r\n", "message/global", about},
-		{"bare-lf", "Subject: x\r\n\r\na\nb\r\n", "message/global", about},
-		{"utf8-recipient", "Subject: x\r\n\r\nhi\r\n", "message/rfc822", []About{{QueueID: "Q", Recipient: "zoë@example.de"}}},
-		{"two-recipients", "Subject: x\r\n\r\nhi\r\n", "message/rfc822", append(about, About{QueueID: "18ECAF2DCCF80C22C6A8", Recipient: "slow@example.net"})},
+		{"dsn", sample(t, "postfix-dsn.eml"), "message/rfc822", about, ""},
+		{"control-fields", "From: ceo@example.org\r\nIdempotency-Key: k\r\nX-Relayq-Stream: bulk\r\nSubject: pay\r\n\r\nPay now.\r\n", "message/rfc822", about, ""},
+		{"utf8", "From: zoë@example.org\r\nSubject: Abwesenheit\r\n\r\nIch bin bis Montag nicht im Büro.\r\n", "message/global", about, ""},
+		{"long-line", "Subject: x\r\n\r\n" + strings.Repeat("y", 1200) + "\r\n", "message/global", about, ""},
+		{"bare-lf", "Subject: x\r\n\r\na\nb\r\n", "message/global", about, ""},
+		{"utf8-recipient", "Subject: x\r\n\r\nhi\r\n", "message/rfc822", []About{{QueueID: "Q", Recipient: "zoë@example.de"}}, ""},
+		{"two-recipients", "Subject: x\r\n\r\nhi\r\n", "message/rfc822", append(about, About{QueueID: "18ECAF2DCCF80C22C6A8", Recipient: "slow@example.net"}), ""},
+		{"feedback-loop", "Subject: complaint\r\n\r\nhi\r\n", "message/rfc822", nil, "fbl@bounces.example.org"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := Forwarded{To: "app@example.org", From: "mailer-daemon@mx.example.net", Report: []byte(c.report), About: c.about}
+			f := Forwarded{To: "app@example.org", From: "mailer-daemon@mx.example.net", Report: []byte(c.report), About: c.about, Loop: c.loop}
 			msg := notice(f, "relay.example.org", "18ED0000000000000001", noticeTime)
 			goldenfile.Check(t, filepath.Join("testdata", "notice-"+c.name+".golden"), msg)
 			if !sevenBit(msg) {

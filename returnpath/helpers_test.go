@@ -83,7 +83,7 @@ func newListenerWith(t *testing.T, opt func(*Options)) *listener {
 	l := &listener{t: t, store: st, signer: signer, id: d.ID(), fwd: &forwards{}}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	fbl := []FeedbackLoop{{Senders: []string{"feedbackloop@yahoo.com", "staff@hotmail.com", "@isp.example"}},
-		{Address: "fbl@bounces.example.org", Senders: []string{"fbl@provider.example"}}}
+		{Address: "fbl@bounces.example.org", Senders: []string{"fbl@provider.example"}, ForwardTo: "abuse-desk@app.example.org"}}
 	o := Options{Store: st, Signer: signer, Logger: quiet, Forward: l.fwd.add, FeedbackLoops: fbl,
 		Suppression: &suppression.List{Store: st, Config: suppression.Config{Auto: true}}}
 	if opt != nil {

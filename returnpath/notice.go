@@ -22,6 +22,10 @@ type Forwarded struct {
 	// About names the messages and recipients the report was sent about,
 	// as its VERP addresses say (never its text).
 	About []About
+	// Loop is the feedback loop's fixed address the report came to when
+	// it named no message of ours (About is then empty): it goes to the
+	// loop's forward_to, an operator's mailbox.
+	Loop string
 }
 
 // About is one message and recipient a report's VERP address names.
@@ -120,8 +124,13 @@ func noticeText(f Forwarded) string {
 	if f.From != "" {
 		sender = "<" + oneLine(f.From) + ">"
 	}
-	b.WriteString("relayq received the attached message from " + sender + " at the return\r\n" +
-		"address of your message:\r\n\r\n")
+	if f.Loop != "" {
+		b.WriteString("relayq received the attached message from " + sender + " at the feedback\r\n" +
+			"loop address <" + oneLine(f.Loop) + ">. It names no message relayq knows.\r\n\r\n")
+	} else {
+		b.WriteString("relayq received the attached message from " + sender + " at the return\r\n" +
+			"address of your message:\r\n\r\n")
+	}
 	for _, a := range f.About {
 		b.WriteString("  to:         " + oneLine(a.Recipient) + "\r\n")
 		if a.MessageID != "" {

@@ -113,6 +113,7 @@ func (r *Recorder) deliver(from string, to []string, body []byte) error {
 	for _, addr := range to {
 		tag, ok := r.tagFor(addr, rep, from)
 		if !ok {
+			fwd.unattributed(r.feedbackLoop(addr))
 			continue // postmaster@, or a feedback loop's report we cannot place
 		}
 		env, rcpt, ok, err := r.find(tag)

@@ -15,6 +15,10 @@ type FeedbackLoop struct {
 	Address string
 	// Senders are addresses, or "@domain" for every address of domain.
 	Senders []string
+	// ForwardTo receives, with bounces.forward, what reaches Address and
+	// cannot be attributed to a message of ours: a provider's report is
+	// never dropped unread.
+	ForwardTo string
 }
 
 // trusted says whether a report of kind k may be recorded when it came

@@ -9,7 +9,7 @@ import (
 func feedbackLoops(b config.Bounces) []returnpath.FeedbackLoop {
 	out := make([]returnpath.FeedbackLoop, 0, len(b.FeedbackLoops))
 	for _, fl := range b.FeedbackLoops {
-		out = append(out, returnpath.FeedbackLoop{Address: fl.Address, Senders: fl.Senders})
+		out = append(out, returnpath.FeedbackLoop{Address: fl.Address, Senders: fl.Senders, ForwardTo: fl.ForwardTo})
 	}
 	return out
 }
