@@ -33,6 +33,8 @@ type rig struct {
 	stop   func()
 	events chan string
 	opts   Options
+	// idle hears when the running engine's scheduler has nothing to do.
+	idle *idleWatch
 }
 
 type chanObserver struct{ ch chan string }
@@ -97,6 +99,7 @@ func (r *rig) start() {
 		r.t.Fatal(err)
 	}
 	r.eng = eng
+	r.idle = watchIdle(eng, r.clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { eng.Run(ctx, time.Second); close(done) }()
