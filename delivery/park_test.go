@@ -58,6 +58,22 @@ func TestSuspensionCyclesDoNotRewriteParkedMail(t *testing.T) {
 	}
 }
 
+// queueDown queues n messages to u0@down.example, ... with the engine
+// paused (rig.paused), so that its first pass finds them all: the two
+// first attempts (the slow-start window) then fail together and the rest
+// is parked. A pass that came in while they were being committed would
+// start on the first one alone, and its failure would suspend the
+// destination before a second attempt, which then waits for the fake
+// clock to move.
+func (r *rig) queueDown(n int) []string {
+	r.t.Helper()
+	var ids []string
+	r.paused(func() {
+		ids = r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@down.example", i) })
+	})
+	return ids
+}
+
 // parkedCycles parks n messages behind a destination that is down, goes
 // through four suspension cycles, checks that the mail not probed was not
 // rewritten, and returns the page bytes written per cycle.
@@ -65,7 +81,7 @@ func parkedCycles(t *testing.T, n int) int64 {
 	clk := clock.NewFake(t0)
 	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", ConnectTimeout: 5 * time.Second, CommandTimeout: 5 * time.Second}
 	r := newRigWith(t, clk, smtptest.DownAddr(t), dialer, nil)
-	ids := r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@down.example", i) })
+	ids := r.queueDown(n)
 	// The first attempts fail and suspend the destination; the rest is
 	// parked.
 	r.expectOutcomes(2)
@@ -238,7 +254,7 @@ func TestFailedProbeStoresTheNewEnd(t *testing.T) {
 	clk := clock.NewFake(t0)
 	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", ConnectTimeout: 5 * time.Second, CommandTimeout: 5 * time.Second}
 	r := newRigWith(t, clk, smtptest.DownAddr(t), dialer, nil)
-	ids := r.queueMessages(20, func(i int) string { return fmt.Sprintf("u%d@down.example", i) })
+	ids := r.queueDown(20)
 	r.expectOutcomes(2)
 	r.waitScheduler(10*time.Second, func() bool { return r.countParked(ids) == 18 })
 	for range 3 {
@@ -261,9 +277,12 @@ func TestParkedMailFollowsANewRouteAfterTheHold(t *testing.T) {
 	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", ConnectTimeout: 5 * time.Second, CommandTimeout: 5 * time.Second}
 	r := newRigWith(t, clk, smtptest.DownAddr(t), dialer, nil)
 	var want []string
-	ids := r.queueMessages(20, func(i int) string {
-		want = append(want, fmt.Sprintf("u%02d@down.example", i))
-		return want[i]
+	var ids []string
+	r.paused(func() {
+		ids = r.queueMessages(20, func(i int) string {
+			want = append(want, fmt.Sprintf("u%02d@down.example", i))
+			return want[i]
+		})
 	})
 	r.expectOutcomes(2)
 	r.waitScheduler(10*time.Second, func() bool { return r.countParked(ids) == 18 })
