@@ -233,8 +233,10 @@ func (r *diskRig) waitError(s string) {
 // The dials wait for one another, so that how the job goroutines happen
 // to be scheduled never decides which write fails first: with a claim
 // made after the fill, its failure could start the back-off before the
-// suspension's postpone were tried.
-func fillingDialer(d *disk, inFlight func() int) Courier {
+// suspension's postpone were tried. Then the pages bbolt has free inside
+// the queue file are used up too (useFreePages), or what fits in them
+// would depend on which transactions happened to free them.
+func fillingDialer(d *disk, st func() *queue.Store, inFlight func() int) Courier {
 	var mu sync.Mutex
 	var dials int
 	var once sync.Once
@@ -244,7 +246,11 @@ func fillingDialer(d *disk, inFlight func() int) Courier {
 			mu.Lock()
 			dials++
 			if dials >= inFlight() {
-				once.Do(func() { d.fill(); close(full) })
+				once.Do(func() {
+					d.fill()
+					useFreePages(st())
+					close(full)
+				})
 			}
 			mu.Unlock()
 			select {
@@ -255,6 +261,27 @@ func fillingDialer(d *disk, inFlight func() int) Courier {
 			var nd net.Dialer
 			return nd.DialContext(ctx, network, addr)
 		}}
+}
+
+// useFreePages commits small messages, released only in a year (so never
+// due in the test), until two commits in a row fail on the full disk: the
+// first failure makes bbolt free the pages still pending, the second shows
+// that even those are too few for another such message. The engine's
+// postpones, which move many envelopes, cannot fit after that.
+func useFreePages(st *queue.Store) {
+	failures := 0
+	for failures < 2 {
+		d := st.NewDraft()
+		io.WriteString(d, "Subject: filler\r\n\r\nx\r\n")
+		env := queue.Envelope{From: "filler@example.org", Created: t0, Release: t0.AddDate(1, 0, 0),
+			Recipients: []queue.Recipient{{Address: "filler@filler.example"}}}
+		if err := d.Commit(env); err != nil {
+			d.Abort()
+			failures++
+			continue
+		}
+		failures = 0
+	}
 }
 
 // attemptsInFlight counts eng's attempts under way, all destinations.
@@ -279,7 +306,9 @@ func attemptsInFlight(eng *Engine) int {
 // a pass does is then counted in full, whatever the machine's load.
 func TestDiskFullSuspendedDestinationBacksOff(t *testing.T) {
 	var r *diskRig
-	courier := func(d *disk) Courier { return fillingDialer(d, func() int { return attemptsInFlight(r.eng) }) }
+	courier := func(d *disk) Courier {
+		return fillingDialer(d, func() *queue.Store { return r.store }, func() int { return attemptsInFlight(r.eng) })
+	}
 	r = newDiskRig(t, "16m", courier, smtptest.DownAddr(t), func(o *Options) {
 		// Connections never refuse a job (their 100 ms re-check would be
 		// a timer of its own): the slow-start window bounds the attempts.
@@ -323,6 +352,7 @@ func TestDiskFullSuspendedDestinationBacksOff(t *testing.T) {
 	}
 	// While the disk stays full, a few tries per back-off period (a small
 	// write may still fit in pages bbolt freed earlier), never a spin.
+	var perRound []int
 	for i := 0; i < 3; i++ {
 		before := r.obs.total()
 		r.clk.Set(at)
@@ -340,8 +370,10 @@ func TestDiskFullSuspendedDestinationBacksOff(t *testing.T) {
 		if d := next.Sub(at); d < time.Second {
 			t.Fatalf("round %d: the scheduler wakes again after %v while the disk stays full", i, d)
 		}
+		perRound = append(perRound, n)
 		at = next
 	}
+	t.Logf("%d failed postpones before the scheduler first slept; storage errors per back-off period after: %v", failed, perRound)
 	// Space is back: the next try postpones the mail to the end of the
 	// suspension, and nothing was lost on the way.
 	r.disk.free()
