@@ -105,9 +105,8 @@ func (l *logCounter) matching(s string) int {
 // storageObserver is chanObserver that also counts storage errors.
 type storageObserver struct {
 	chanObserver
-	mu      sync.Mutex
-	errors  map[StorageOp]int
-	changed chan struct{} // closed at the next error (waitAbove)
+	mu     sync.Mutex
+	errors map[StorageOp]int
 }
 
 func (o *storageObserver) StorageError(op StorageOp) {
@@ -117,37 +116,6 @@ func (o *storageObserver) StorageError(op StorageOp) {
 		o.errors = map[StorageOp]int{}
 	}
 	o.errors[op]++
-	if o.changed != nil {
-		close(o.changed)
-		o.changed = nil
-	}
-}
-
-// waitAbove waits until more than n storage errors were reported, for at
-// most timeout; it reports whether they were.
-func (o *storageObserver) waitAbove(n int, timeout time.Duration) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		o.mu.Lock()
-		total := 0
-		for _, c := range o.errors {
-			total += c
-		}
-		if o.changed == nil {
-			o.changed = make(chan struct{})
-		}
-		ch := o.changed
-		o.mu.Unlock()
-		if total > n {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return false
-		}
-	}
 }
 
 func (o *storageObserver) total() int {
@@ -260,27 +228,88 @@ func (r *diskRig) waitError(s string) {
 }
 
 // fillingDialer dials with the real client to a closed port, filling the
-// disk right before the first dial: the claim of that attempt is on disk,
-// everything after it finds the disk full.
-func fillingDialer(d *disk) Courier {
+// disk once every attempt the engine has in flight (inFlight) has dialed:
+// their claims are on disk, everything after them finds the disk full.
+// The dials wait for one another, so that how the job goroutines happen
+// to be scheduled never decides which write fails first: with a claim
+// made after the fill, its failure could start the back-off before the
+// suspension's postpone were tried. Then the pages bbolt has free inside
+// the queue file are used up too (useFreePages), or what fits in them
+// would depend on which transactions happened to free them.
+func fillingDialer(d *disk, st func() *queue.Store, inFlight func() int) Courier {
+	var mu sync.Mutex
+	var dials int
+	var once sync.Once
+	full := make(chan struct{})
 	return &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", ConnectTimeout: 5 * time.Second, CommandTimeout: 5 * time.Second,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			d.fill()
+			mu.Lock()
+			dials++
+			if dials >= inFlight() {
+				once.Do(func() {
+					d.fill()
+					useFreePages(st())
+					close(full)
+				})
+			}
+			mu.Unlock()
+			select {
+			case <-full:
+			case <-time.After(time.Minute):
+				panic("fillingDialer: the attempts in flight never all dialed")
+			}
 			var nd net.Dialer
 			return nd.DialContext(ctx, network, addr)
 		}}
 }
 
-// Issue 12, defect 1: with the disk full, mail waiting for a suspended
-// destination cannot be postponed on disk. Before, every failed postpone
-// reset the scan, which found the same mail due and failed again: 75-134
-// failures a second and a CPU busy until space was freed. Now a failed
+// useFreePages commits small messages, released only in a year (so never
+// due in the test), until two commits in a row fail on the full disk: the
+// first failure makes bbolt free the pages still pending, the second shows
+// that even those are too few for another such message. The engine's
+// postpones, which move many envelopes, cannot fit after that.
+func useFreePages(st *queue.Store) {
+	failures := 0
+	for failures < 2 {
+		d := st.NewDraft()
+		io.WriteString(d, "Subject: filler\r\n\r\nx\r\n")
+		env := queue.Envelope{From: "filler@example.org", Created: t0, Release: t0.AddDate(1, 0, 0),
+			Recipients: []queue.Recipient{{Address: "filler@filler.example"}}}
+		if err := d.Commit(env); err != nil {
+			d.Abort()
+			failures++
+			continue
+		}
+		failures = 0
+	}
+}
+
+// attemptsInFlight counts eng's attempts under way, all destinations.
+func attemptsInFlight(eng *Engine) int {
+	n := 0
+	for _, f := range eng.InFlight() {
+		n += f.Attempts
+	}
+	return n
+}
+
+// With the disk full, mail waiting for a suspended destination cannot be
+// postponed on disk. Before, every failed postpone reset the scan, which
+// found the same mail due and failed again: 75-134 failures a second and
+// a CPU busy until space was freed. Now a failed
 // write backs off (counted by the observer) and the scheduler sleeps.
 // Each message also has a recipient at a second dead destination, so it
 // is moved forward on disk (a whole envelope per message), not parked by
 // tag, which fits in the pages bbolt has free.
+//
+// The fake clock moves only once the scheduler is idle (idleWatch): what
+// a pass does is then counted in full, whatever the machine's load.
 func TestDiskFullSuspendedDestinationBacksOff(t *testing.T) {
-	r := newDiskRig(t, "16m", fillingDialer, smtptest.DownAddr(t), func(o *Options) {
+	var r *diskRig
+	courier := func(d *disk) Courier {
+		return fillingDialer(d, func() *queue.Store { return r.store }, func() int { return attemptsInFlight(r.eng) })
+	}
+	r = newDiskRig(t, "16m", courier, smtptest.DownAddr(t), func(o *Options) {
 		// Connections never refuse a job (their 100 ms re-check would be
 		// a timer of its own): the slow-start window bounds the attempts.
 		o.MaxConnsPerDest = 10
@@ -291,58 +320,66 @@ func TestDiskFullSuspendedDestinationBacksOff(t *testing.T) {
 	ids := r.queueWith(200, 1000, "", func(i int) []string {
 		return []string{fmt.Sprintf("u%d@dead.example", i), fmt.Sprintf("u%d@other.example", i)}
 	})
+	idle := watchIdle(r.eng, r.clk)
 	r.run()
-	// The first attempt is refused: the destination is suspended, and the
-	// 199 other messages cannot be postponed on the full disk.
-	r.waitError("postponing mail for a suspended destination failed")
-	at, ok := r.clk.WaitTimer(r.clk.Now(), 3*time.Second)
-	if !ok {
-		t.Fatalf("the scheduler never went to sleep: %d failed postpones in 3s without the clock moving",
-			r.logs.matching("postponing mail for a suspended destination failed"))
+	// The first attempts are refused: the destinations are suspended, and
+	// the 199 other messages cannot be postponed on the full disk. The
+	// scheduler then sleeps, its attempts done, without the clock moving.
+	at, ok, settled := idle.wait(10 * time.Second)
+	const postponeFailed = "postponing mail for a suspended destination failed"
+	failed := r.logs.matching(postponeFailed)
+	if !settled {
+		t.Fatalf("the scheduler never went to sleep: %d failed postpones without the clock moving", failed)
+	}
+	if failed == 0 {
+		t.Fatal("the mail of the suspended destinations was not postponed")
 	}
 	// Each queue write that works meanwhile (an outcome that fits in pages
 	// bbolt freed earlier, so even on a full disk) ends the back-off, and
 	// the scheduler may try once more: a few tries, never the hundreds of
 	// the hot loop.
-	failed := r.logs.matching("postponing mail for a suspended destination failed")
 	if failed > 4 {
 		t.Fatalf("%d failed postpones before the scheduler slept, want at most 4", failed)
 	}
 	if r.obs.total() == 0 {
 		t.Fatal("storage errors were not reported to the observer (metrics)")
 	}
+	if !ok {
+		t.Fatal("the scheduler sleeps with no timer: nothing would try the writes again")
+	}
 	if d := at.Sub(r.clk.Now()); d < time.Second {
 		t.Fatalf("the scheduler wakes again after %v; a storage error must back off", d)
 	}
 	// While the disk stays full, a few tries per back-off period (a small
 	// write may still fit in pages bbolt freed earlier), never a spin.
+	var perRound []int
 	for i := 0; i < 3; i++ {
 		before := r.obs.total()
 		r.clk.Set(at)
-		// The pass at the end of the back-off tries again and fails; only
-		// then is the timer it sleeps on the one to look at (another
-		// timer after at may be pending already).
-		if !r.obs.waitAbove(before, 5*time.Second) {
+		next, ok := idle.settled(t, 10*time.Second)
+		n := r.obs.total() - before
+		if n == 0 {
 			t.Fatalf("round %d: no write tried at the end of the back-off", i)
 		}
-		next, ok := r.clk.WaitTimer(at, 5*time.Second)
 		if !ok {
-			t.Fatalf("round %d: the scheduler never went to sleep again", i)
+			t.Fatalf("round %d: the scheduler sleeps with no timer", i)
 		}
-		if n := r.obs.total() - before; n > 3 {
+		if n > 3 {
 			t.Fatalf("round %d: %d storage errors in one back-off period, want 1 to 3", i, n)
 		}
 		if d := next.Sub(at); d < time.Second {
 			t.Fatalf("round %d: the scheduler wakes again after %v while the disk stays full", i, d)
 		}
+		perRound = append(perRound, n)
 		at = next
 	}
+	t.Logf("%d failed postpones before the scheduler first slept; storage errors per back-off period after: %v", failed, perRound)
 	// Space is back: the next try postpones the mail to the end of the
 	// suspension, and nothing was lost on the way.
 	r.disk.free()
 	errsBefore := r.obs.total()
 	r.clk.Set(at)
-	r.clk.WaitTimer(at, 5*time.Second)
+	idle.settled(t, 10*time.Second)
 	if n := r.obs.total() - errsBefore; n != 0 {
 		t.Fatalf("%d storage errors after space came back", n)
 	}

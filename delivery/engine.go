@@ -146,6 +146,15 @@ type Engine struct {
 
 	// att makes the attempts, on the job goroutines (attempt.go).
 	att attempter
+
+	// idle, when set (by tests, before Run), is called on the scheduler
+	// goroutine each time it is about to wait with no job or lookup in
+	// flight and no event in its inbox, with the time its timer is set
+	// for (ok false: none). Until that timer fires or someone outside
+	// the engine sends it something, it does nothing: a test can then
+	// look at the queue, or move a fake clock, knowing that no pass is
+	// under way or about to start.
+	idle func(wake time.Time, ok bool)
 }
 
 // New builds an Engine; Run starts it.

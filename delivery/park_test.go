@@ -58,6 +58,22 @@ func TestSuspensionCyclesDoNotRewriteParkedMail(t *testing.T) {
 	}
 }
 
+// queueDown queues n messages to u0@down.example, ... with the engine
+// paused (rig.paused), so that its first pass finds them all: the two
+// first attempts (the slow-start window) then fail together and the rest
+// is parked. A pass that came in while they were being committed would
+// start on the first one alone, and its failure would suspend the
+// destination before a second attempt, which then waits for the fake
+// clock to move.
+func (r *rig) queueDown(n int) []string {
+	r.t.Helper()
+	var ids []string
+	r.paused(func() {
+		ids = r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@down.example", i) })
+	})
+	return ids
+}
+
 // parkedCycles parks n messages behind a destination that is down, goes
 // through four suspension cycles, checks that the mail not probed was not
 // rewritten, and returns the page bytes written per cycle.
@@ -65,7 +81,7 @@ func parkedCycles(t *testing.T, n int) int64 {
 	clk := clock.NewFake(t0)
 	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", ConnectTimeout: 5 * time.Second, CommandTimeout: 5 * time.Second}
 	r := newRigWith(t, clk, smtptest.DownAddr(t), dialer, nil)
-	ids := r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@down.example", i) })
+	ids := r.queueDown(n)
 	// The first attempts fail and suspend the destination; the rest is
 	// parked.
 	r.expectOutcomes(2)
@@ -199,19 +215,34 @@ func TestResumeLetsParkedMailOutInOrder(t *testing.T) {
 // A restart during a suspension keeps the mail parked until the
 // suspension ends, though the shaping state in memory (and the
 // suspension in it) is gone: the hold is on disk. Then it goes, in order.
+//
+// The clock moves only while the scheduler is idle (idleWatch), and each
+// look is taken once it is idle again: a second before the end it has
+// had its chance to send mail early, and at the end it is done.
 func TestRestartKeepsMailParkedUntilTheSuspensionEnds(t *testing.T) {
 	r, sc := parkRig(t, time.Hour)
 	want := r.queueParked(20)
 	r.stop()
+	// A new process: shaping state and connection cache start empty (the
+	// old dialer's cache was closed at the stop).
 	r.opts.Shaper = suspendedShaper(t, r.clk, sc, 0)
+	r.opts.Courier = &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
 	r.start()
+	if wake, ok := r.idle.settled(t, time.Minute); !ok || !wake.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("after the restart the scheduler waits for %v (%v), want the stored end of the suspension", wake, ok)
+	}
 	r.clk.Set(t0.Add(time.Hour - time.Second))
-	r.waitScheduler(5*time.Second, func() bool { return r.clk.Now().Equal(t0.Add(time.Hour - time.Second)) })
+	r.idle.settled(t, time.Minute)
 	if n := r.srv.MessageCount(); n != 0 {
 		t.Fatalf("%d messages went after the restart, before the suspension's end", n)
 	}
 	r.clk.Set(t0.Add(time.Hour))
-	if got := r.arrivals(20); !slices.Equal(got, want) {
+	r.idle.settled(t, time.Minute)
+	var got []string
+	for _, m := range r.srv.Messages() {
+		got = append(got, m.To...)
+	}
+	if !slices.Equal(got, want) {
 		t.Fatalf("after the suspension: %v, want %v", got, want)
 	}
 }
@@ -223,7 +254,7 @@ func TestFailedProbeStoresTheNewEnd(t *testing.T) {
 	clk := clock.NewFake(t0)
 	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", ConnectTimeout: 5 * time.Second, CommandTimeout: 5 * time.Second}
 	r := newRigWith(t, clk, smtptest.DownAddr(t), dialer, nil)
-	ids := r.queueMessages(20, func(i int) string { return fmt.Sprintf("u%d@down.example", i) })
+	ids := r.queueDown(20)
 	r.expectOutcomes(2)
 	r.waitScheduler(10*time.Second, func() bool { return r.countParked(ids) == 18 })
 	for range 3 {
@@ -246,9 +277,12 @@ func TestParkedMailFollowsANewRouteAfterTheHold(t *testing.T) {
 	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", ConnectTimeout: 5 * time.Second, CommandTimeout: 5 * time.Second}
 	r := newRigWith(t, clk, smtptest.DownAddr(t), dialer, nil)
 	var want []string
-	ids := r.queueMessages(20, func(i int) string {
-		want = append(want, fmt.Sprintf("u%02d@down.example", i))
-		return want[i]
+	var ids []string
+	r.paused(func() {
+		ids = r.queueMessages(20, func(i int) string {
+			want = append(want, fmt.Sprintf("u%02d@down.example", i))
+			return want[i]
+		})
 	})
 	r.expectOutcomes(2)
 	r.waitScheduler(10*time.Second, func() bool { return r.countParked(ids) == 18 })

@@ -33,6 +33,8 @@ type rig struct {
 	stop   func()
 	events chan string
 	opts   Options
+	// idle hears when the running engine's scheduler has nothing to do.
+	idle *idleWatch
 }
 
 type chanObserver struct{ ch chan string }
@@ -97,6 +99,7 @@ func (r *rig) start() {
 		r.t.Fatal(err)
 	}
 	r.eng = eng
+	r.idle = watchIdle(eng, r.clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { eng.Run(ctx, time.Second); close(done) }()
@@ -204,4 +207,22 @@ func (r *rig) advanceToOutcome() (string, time.Time) {
 			r.t.Fatal("no delivery attempt within 10s")
 		}
 	}
+}
+
+// paused runs change with the engine paused: no attempt is in flight and
+// none starts, and no scan reads the queue, until change returns; then the
+// engine looks at the whole queue again (Resume). A test that builds a
+// queue state in several writes behind the running engine's back uses it,
+// so that the engine sees that state whole, never a write half-way, and
+// so that nothing is delivered meanwhile however long the writes take.
+// Hand-overs (Enqueue) made by change are booked and loaded at Resume.
+func (r *rig) paused(change func()) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.eng.Pause(ctx); err != nil {
+		r.t.Fatalf("pausing the engine: %v", err)
+	}
+	change()
+	r.eng.Resume()
 }

@@ -28,9 +28,13 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) {
 		e.fill(workCtx)
 		var timer clock.Timer
 		var tc <-chan time.Time
-		if wake, ok := e.nextWake(e.clock.Now()); ok && !e.pause.paused() {
+		wake, ok := e.nextWake(e.clock.Now())
+		if ok = ok && !e.pause.paused(); ok {
 			timer = e.clock.NewTimer(wake.Sub(e.clock.Now()))
 			tc = timer.C()
+		}
+		if e.idle != nil && e.sched.running == 0 && len(e.inbox) == 0 {
+			e.idle(wake, ok)
 		}
 		select {
 		case <-ctx.Done():

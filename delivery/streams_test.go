@@ -173,7 +173,8 @@ func TestTransactionalOvertakesBulkBacklog(t *testing.T) {
 
 // commitRetries stores n messages whose one recipient was deferred once
 // and is due again now, to prefix0@example.net, ..., without the engine
-// knowing (Kick it).
+// knowing (write them with the engine paused, rig.paused: each takes
+// three writes, and a scan between them sees a new message).
 func (r *rig) commitRetries(n int, prefix string) {
 	r.t.Helper()
 	var wg sync.WaitGroup
@@ -211,14 +212,18 @@ func (r *rig) commitRetries(n int, prefix string) {
 // time, and 100 new messages arrive: retries and new mail take turns, so
 // the new messages go out among the first few hundred, not after every
 // retry.
+//
+// Both batches are written with the engine paused (rig.paused): a scan
+// between a retry's commit and its deferral would take it for new mail,
+// and retries delivered while the 100 are being committed would count
+// against the new mail for as long as the disk takes.
 func TestNewMailAlternatesWithRetries(t *testing.T) {
 	r := newRig(t, []smtptest.Option{smtptest.DiscardBodies()}, func(o *Options) { o.MaxConnsPerDest = 1 })
-	r.commitRetries(2000, "r")
-	r.eng.Kick()
+	r.paused(func() { r.commitRetries(2000, "r") })
 	if s := r.outcome(); s != "delivered" {
 		t.Fatalf("first retry: %s", s)
 	}
-	r.submitStream(100, "", "n", "example.net")
+	r.paused(func() { r.submitStream(100, "", "n", "example.net") })
 	order := func() (retries, fresh int) {
 		for _, e := range r.srv.Events() {
 			if e.Stage != smtptest.StageRcpt || !strings.HasPrefix(e.Reply, "250") {
