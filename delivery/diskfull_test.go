@@ -271,7 +271,7 @@ func fillingDialer(d *disk) Courier {
 		}}
 }
 
-// Issue 12, defect 1: with the disk full, mail waiting for a suspended
+// With the disk full, mail waiting for a suspended
 // destination cannot be postponed on disk. Before, every failed postpone
 // reset the scan, which found the same mail due and failed again: 75-134
 // failures a second and a CPU busy until space was freed. Now a failed
@@ -366,7 +366,7 @@ func plainDialer(*disk) Courier {
 	return &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", ConnectTimeout: 5 * time.Second, CommandTimeout: 5 * time.Second}
 }
 
-// Issue 12, defect 7: a delivery whose outcome could not be written on a
+// A delivery whose outcome could not be written on a
 // full disk was made again once its claim ran out (18 and 152 duplicates in
 // the review, without any crash). Now the outcome is kept in memory and
 // written when space returns; the message is never attempted again.
