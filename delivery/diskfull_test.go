@@ -403,7 +403,7 @@ func plainDialer(*disk) Courier {
 	return &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", ConnectTimeout: 5 * time.Second, CommandTimeout: 5 * time.Second}
 }
 
-// Issue 12, defect 7: a delivery whose outcome could not be written on a
+// A delivery whose outcome could not be written on a
 // full disk was made again once its claim ran out (18 and 152 duplicates in
 // the review, without any crash). Now the outcome is kept in memory and
 // written when space returns; the message is never attempted again.

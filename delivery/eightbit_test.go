@@ -30,7 +30,7 @@ func (r *rig) queue8Bit(prefix string) {
 	r.eng.Enqueue(stored)
 }
 
-// Issue 12, defect 10, through the engine: to a server without 8BITMIME an
+// Through the engine: to a server without 8BITMIME an
 // unsigned 8-bit message goes out quoted-printable and is recorded
 // delivered; one relayq signed is bounced with 5.6.3 (converting it would
 // break its DKIM signature), and the sender's report says why.

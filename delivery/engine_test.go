@@ -308,7 +308,7 @@ func TestFirstAttemptNeedsNoClaimWrite(t *testing.T) {
 	}
 }
 
-// Issue 12, defect 9: an operator who deletes a message while it is being
+// An operator who deletes a message while it is being
 // delivered causes no ERROR: the outcome has nothing left to update, which
 // is expected, so it is logged at info.
 func TestDeletedDuringDeliveryIsNotAnError(t *testing.T) {

@@ -93,7 +93,7 @@ func names(report, action string, addrs ...string) bool {
 	return true
 }
 
-// Issue 12, defect 12: recipients of one message at three destinations,
+// Recipients of one message at three destinations,
 // each refused with a 550 in the same pass, get one report listing all
 // three (as from Postfix), not one per destination. Before: 3 reports.
 func TestOneReportForRecipientsAtThreeDestinations(t *testing.T) {
@@ -124,7 +124,7 @@ func TestOneReportForRecipientsAtThreeDestinations(t *testing.T) {
 	}
 }
 
-// Issue 12, defect 12, mixed: a@one is refused at once; b@two is deferred
+// Grouped reports, mixed: a@one is refused at once; b@two is deferred
 // until it gives up (max_attempts) in the same pass in which c@three, also
 // deferred until then, is refused. One report per pass: a's, then b's and
 // c's together. Before: 3 reports.
@@ -156,7 +156,7 @@ func TestOneReportPerPassMixedOutcomes(t *testing.T) {
 	}
 }
 
-// Issue 12, defect 12, with the backoff's jitter: recipients of one
+// Grouped reports with the backoff's jitter: recipients of one
 // message at two destinations deferred in the same pass share one draw, so
 // they come due together, are attempted together and, when they give up
 // together, get one report. Before, each destination's job drew its own
@@ -178,7 +178,7 @@ func TestOneReportWithJitterAcrossDestinations(t *testing.T) {
 	}
 }
 
-// Issue 12, defect 12: recipients at two destinations still deferred
+// Recipients at two destinations still deferred
 // after warn_after, crossing it in the same pass, get one "delayed"
 // warning for both. Before: one per destination.
 func TestOneDelayWarningForRecipientsAtTwoDestinations(t *testing.T) {
@@ -206,7 +206,7 @@ func TestOneDelayWarningForRecipientsAtTwoDestinations(t *testing.T) {
 	}
 }
 
-// Issue 12, defect 12, crash safety: relayq stopped after the outcomes of
+// Grouped reports, crash safety: relayq stopped after the outcomes of
 // a message's attempts were recorded with their reports owed, before the
 // last one queued the report. At the next start the engine queues that
 // report, once, before anything else, and the message then leaves.
@@ -246,7 +246,7 @@ func TestPendingReportQueuedOnceAfterRestart(t *testing.T) {
 	}
 }
 
-// Issue 12, defect 12, full disk: the disk fills while the three attempts
+// Grouped reports, full disk: the disk fills while the three attempts
 // of a message are at RCPT, so the grouped report (the whole message
 // returned: RET=FULL, 100 kB) cannot be written, and maybe not the
 // outcomes either. When space is back the sender gets exactly one report

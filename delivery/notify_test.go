@@ -107,7 +107,7 @@ func TestNotifyNeverSuppressesBounce(t *testing.T) {
 	}
 }
 
-// Issue 12, defect 13: a report names a Remote-MTA only for a reply that
+// A report names a Remote-MTA only for a reply that
 // host sent (RFC 3464 section 2.3.5). relayq's own decisions, a message too
 // big for the server's SIZE (5.3.4) and giving up on a host that never
 // answered, carried "Remote-MTA: dns; 127.0.0.1" before. A server's UTF-8
@@ -159,7 +159,7 @@ func TestReportsNameRemoteMTAOnlyForItsReplies(t *testing.T) {
 	}
 }
 
-// Issue 12, defect 12: recipients of one message deferred together by the
+// Recipients of one message deferred together by the
 // same destination keep one schedule: they are retried in one transaction
 // (the backoff's jitter is drawn per message and destination, not per
 // recipient), and when they give up together the sender gets one report
@@ -221,7 +221,7 @@ func TestRecipientsDeferredTogetherStayTogether(t *testing.T) {
 	}
 }
 
-// Issue 12, defect 12: recipients of one message found past max_age in
+// Recipients of one message found past max_age in
 // one pass are bounced in one report, whatever their destinations.
 func TestExpiredRecipientsOneReport(t *testing.T) {
 	sink := smtptest.NewServer(t)

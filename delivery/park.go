@@ -11,7 +11,8 @@ import (
 // destination's hold (until, strikes) is stored once. The scan steps over
 // parked entries while the destination holds them back, without reading
 // them, so a suspension that ends with a failed probe and begins again
-// costs one write, not one per waiting message (issue 34). The cursor's
+// costs one write, not one per waiting message
+// (docs/decisions/0006-parked-mail.md). The cursor's
 // rule (cursor.go) becomes: every entry due before its position is in
 // memory or parked behind a destination that notes how early
 // (parking.since); when the destination lets its mail out again, the

@@ -41,7 +41,7 @@ func (r *rig) countParked(ids []string) int {
 	return n
 }
 
-// Issue 34: 100,000 messages behind a destination whose probe keeps
+// 100,000 messages behind a destination whose probe keeps
 // failing cost 12-17 % CPU and 2.3 MiB/s of writes, because every end of
 // the suspension rewrote the parked mail. Now a cycle writes the probe's
 // claim and outcome and the hold: the parked envelopes stay as they were,

@@ -2,6 +2,8 @@ package docs
 
 import (
 	"bufio"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
@@ -155,6 +157,67 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s imports %s, which design.md's import rules do not list", name, imp)
 			}
 		}
+	}
+}
+
+// A row must not allow what its package does not use: an allowance nobody
+// takes is a claim about the code that is no longer true, and it lets the
+// next import in without a review of the table. Each relayq package and each
+// outside module a row lists must be imported by a non-test file of that
+// package (go list's Imports leaves test files out).
+func TestImportRulesAreUsed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over the module")
+	}
+	for _, msg := range unusedAllowances(readRules(t), listPackages(t)) {
+		t.Error(msg)
+	}
+}
+
+// unusedAllowances names, row by row, each import a row allows and no
+// non-test file of its package makes. Rows of packages go list does not know
+// are TestImportRules's to report.
+func unusedAllowances(rules map[string]rule, pkgs map[string]pkgInfo) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(rules)) {
+		p, ok := pkgs[name]
+		if !ok {
+			continue
+		}
+		r := rules[name]
+		for _, q := range r.relayq {
+			if q != "*" && !slices.Contains(p.imports, module+"/"+q) {
+				out = append(out, fmt.Sprintf("design.md's row for %s allows %s, which no non-test file of %s imports: remove it from the row", name, q, name))
+			}
+		}
+		for _, m := range r.outside {
+			if m != "*" && !slices.ContainsFunc(p.imports, func(imp string) bool { return imp == m || strings.HasPrefix(imp, m+"/") }) {
+				out = append(out, fmt.Sprintf("design.md's row for %s allows %s, which no non-test file of %s imports: remove it from the row", name, m, name))
+			}
+		}
+	}
+	return out
+}
+
+func TestUnusedAllowancesFound(t *testing.T) {
+	rules := map[string]rule{
+		"a":    {relayq: []string{"b", "c"}, outside: []string{"example.org/used", "example.org/unused"}},
+		"b":    {relayq: []string{"*"}, outside: []string{"*"}},
+		"c":    {},
+		"gone": {relayq: []string{"a"}},
+	}
+	pkgs := map[string]pkgInfo{
+		"a": {imports: []string{"fmt", module + "/b", "example.org/used/sub"}},
+		"b": {},
+		"c": {},
+	}
+	got := unusedAllowances(rules, pkgs)
+	want := []string{
+		"design.md's row for a allows c, which no non-test file of a imports: remove it from the row",
+		"design.md's row for a allows example.org/unused, which no non-test file of a imports: remove it from the row",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("unusedAllowances:\n got %q\nwant %q", got, want)
 	}
 }
 

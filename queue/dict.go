@@ -12,7 +12,9 @@ import (
 // bucketStrings is the dictionary of the strings finished messages repeat
 // from one to the next: the sender side's (From, HELO, client address,
 // AUTH user, BODY, stream) and the next hops' names. A record in the
-// events tree names an entry instead of repeating its bytes (issue 34).
+// events tree names an entry instead of repeating its bytes, which keeps
+// the bytes per finished message small
+// (docs/decisions/0008-events-and-history.md).
 //
 //	4-byte big-endian entry number (from 1) -> CRC-32C (4 bytes) + the string
 //

@@ -11,7 +11,7 @@ import (
 )
 
 // An event record is compact binary, because a week of events is millions
-// of them (issue 15's budget: 1M events in under 200 MiB):
+// of them (the budget: 1M events in under 200 MiB):
 //
 //	0x01 (format) | CRC-32C of the rest (4 bytes, big-endian) |
 //	kind (1 byte: bits 0-3 the index in EventTypes, or kindOperatorBounce

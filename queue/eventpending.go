@@ -15,7 +15,7 @@ import (
 // envelope while it waits, then from its history record once it
 // finished. The finish sets the forward distance in place, a record of
 // the same size, so the page it sits on neither grows nor is left with a
-// hole (issue 34: bytes per finished message, under load as alone).
+// hole: bytes per finished message stay the same under load as alone.
 //
 //	eventPending | CRC-32C of the rest (4 bytes) | kind (as format 0x01,
 //	bits 0-3 only) | time, next_attempt, attempt (uvarint each, as format

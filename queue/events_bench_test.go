@@ -17,7 +17,7 @@ import (
 // retained events (default 1,000,000; a realistic mix: each message's
 // queued event and its delivered one, with reply, MX and TLS) and reports
 // the file's size and how long Open (the restart: structure check and
-// recovery) then takes. Issue 15's budget: under 200 MiB, and restart
+// recovery) then takes. The budget: under 200 MiB, and restart
 // no more than 3 s slower. Run it alone: it writes a large file.
 //
 //	go test -run XXX -bench EventsRetained -benchtime 1x ./queue/
@@ -91,7 +91,7 @@ func BenchmarkEventsRetained(b *testing.B) {
 // delivered with the next hop's reply) and reports the bytes the events
 // and history of a finished message take in the file: pages allocated
 // (alloc-B/msg, what the file pays) and bytes of records on them
-// (inuse-B/msg). Issue 34's budget: under 300.
+// (inuse-B/msg). The budget: under 300.
 //
 //	go test -run XXX -bench FinishedMessage -benchtime 5000x ./queue/
 func BenchmarkFinishedMessage(b *testing.B) {

@@ -14,7 +14,7 @@ import (
 // Events and the history of finished messages share the events tree, so
 // the committer appends to one growing tree instead of two, and the
 // events written with a message's history record name it instead of
-// repeating the message's fields (issue 34: bytes per finished message).
+// repeating the message's fields, so a finished message costs few bytes.
 //
 //	8-byte key: the event of that sequence number (eventcodec.go; format
 //	  0x01 self-contained, eventShared sharing a history record,

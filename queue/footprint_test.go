@@ -50,7 +50,7 @@ func fillWaiting(t *testing.T, s *Store, n int, body []byte) []string {
 }
 
 // TestWaitingMailFileSize: the queue file's bytes per waiting 1 KiB
-// message (issue 34: 3,024 bytes, target under 2.5 KiB). bbolt left the
+// message (it was 3,024 bytes; the target is under 2.5 KiB). bbolt left the
 // time-ordered buckets' pages half full; bodies went two to a page.
 func TestWaitingMailFileSize(t *testing.T) {
 	if testing.Short() {

@@ -10,7 +10,8 @@ import (
 )
 
 // A history record is compact binary, because every finished message
-// writes one in the committer's transaction (issue 15's rate budget):
+// writes one in the committer's transaction, where every microsecond
+// counts against the acceptance rate:
 //
 //	0x01 (format) | CRC-32C of the rest (4 bytes, big-endian) |
 //	flags (1 byte: bit 0 SMTPUTF8, bit 1 Held, bit 2 a release time

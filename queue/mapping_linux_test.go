@@ -41,7 +41,7 @@ func mappedRSS(t *testing.T, path string) int64 {
 
 // TestWaitingMailIsNotResident: the queue file's pages that commits and
 // an operator's scan read do not stay in the process's memory while the
-// mail waits (issue 34: 242 MiB of a 286 MB file did). What stays mapped
+// mail waits (242 MiB of a 286 MB file once did). What stays mapped
 // is bounded by the pages read since the last release: releaseEvery, here
 // 1 MiB's worth so that a small queue shows it (bbolt's own remaps, as the
 // file doubles, drop the map too).

@@ -14,7 +14,7 @@ import (
 // its place in the schedule index; only the entry's value changes, to the
 // destination's name, and the destination's hold (its "not before") is
 // one record in holds. A suspension that ends and begins again writes that
-// one record, not every message (issue 34). The scheduler skips entries
+// one record, not every message (docs/decisions/0006-parked-mail.md). The scheduler skips entries
 // parked behind a destination it holds; any write that moves an entry (a
 // claim, an outcome, an operator's retry) drops the tag with the old key.
 

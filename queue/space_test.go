@@ -7,8 +7,8 @@ import (
 
 // TestFreedSpaceIsReused: delivered (deleted) mail leaves free pages that
 // later mail reuses, across restarts too, so a queue that keeps draining
-// stops growing after its first busy moment (issue 12, defect 8: 85 MB
-// after 3,000 messages of 600 KB had gone).
+// stops growing after its first busy moment (without the synced freelist:
+// 85 MB after 3,000 messages of 600 KB had gone).
 //
 // The bound is a multiple of the most mail ever queued at once, not of the
 // size after the first rounds: bbolt grows a small file by doubling its

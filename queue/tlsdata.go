@@ -13,9 +13,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Buckets of verified-TLS data (issue 14); see doc.go. Neither holds mail:
-// Salvage leaves them behind, and a damaged value is reported, not
-// quarantined.
+// Buckets of verified-TLS data (cached MTA-STS policies, TLS-RPT session
+// counts); see doc.go. Neither holds mail: Salvage leaves them behind, and
+// a damaged value is reported, not quarantined.
 var (
 	// bucketTLSPolicies caches MTA-STS policies for their max_age
 	// (domain -> CRC-32C + the caller's bytes).

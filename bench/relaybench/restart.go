@@ -139,7 +139,8 @@ func (wr *waitResult) line() string {
 		mib(wr.End.RSS), mib(wr.End.RSSAnon), mib(wr.End.RSSFile), mib(wr.PeakRSS), heap, wr.CPUPercent(), wr.Writes, wr.Duration.Round(time.Second))
 }
 
-// checks judges scenario (d) against issue 34's targets.
+// checks judges scenario (d) against its targets (see
+// docs/decisions/0006-parked-mail.md for why parked mail must restart fast).
 func (r *restartResult) checks(add func(ok bool, format string, args ...any)) {
 	for _, x := range []struct {
 		name string

@@ -215,8 +215,9 @@ func (h *handler) tokenKind(r *http.Request, tok string) (known, allowed bool) {
 
 // readTokenRoutes are what the read token (admin.read_token: monitoring,
 // and the console's look-only login) may reach: every GET of metadata the
-// queue keeps about mail, none of the mail itself (issue 31: "sees
-// everything but message bodies and raw headers and cannot act"). The
+// queue keeps about mail, none of the mail itself: it "sees everything
+// but message bodies and raw headers and cannot act"
+// (docs/decisions/0010-read-token-scope.md). The
 // envelopes and recipient states were already its own; events and the
 // history repeat their fields (sender, recipient, Message-ID, replies,
 // next hop), and the suppression list and TLS reports name only

@@ -40,8 +40,8 @@ func TestReadTokenOnlyReads(t *testing.T) {
 }
 
 // The read token sees everything but message bodies and raw headers and
-// cannot act (issue 31, which decided this after issue 25's "metrics and
-// health only"): it reads the metadata the queue keeps about mail (events,
+// cannot act (docs/decisions/0010-read-token-scope.md says why this
+// replaced "metrics and health only"): it reads the metadata the queue keeps about mail (events,
 // the history, the suppression list, TLS reports, as it reads envelopes),
 // and is refused the raw message and the quarantine (raw undecodable
 // records), with 401 as for anything else it may not reach.

@@ -8,7 +8,8 @@ import (
 	"testing"
 )
 
-// benchQueued is the queue size the console must stay usable at (issue 31).
+// benchQueued is the queue size the console must stay usable at: a
+// backlog an incident can build, when the console is most needed.
 const benchQueued = 100_000
 
 var (

@@ -2,7 +2,8 @@
 // listener at / and /ui/ (admin.Options.Console): the overview, the
 // destinations, message search and one message's timeline, actions on a
 // message, a selection or a filter, the suppression list and the live
-// event stream. docs/design.md says why it is server-rendered.
+// event stream. docs/decisions/0009-operator-console.md says why it is
+// server-rendered.
 //
 // Invariants:
 //   - It reaches the queue only through the admin API handler, called in

@@ -27,7 +27,8 @@
 // reproduce go-msgauth's signer byte for byte (a test and a fuzz test
 // compare them): its streaming Signer cost a goroutine, an io.Pipe and
 // ~250 allocations per message, three times the Ed25519 signature itself.
-// go-msgauth still verifies, in relayq's tests and `dkim check`.
+// go-msgauth still verifies, in relayq's tests only (dkim/dkimtest);
+// `dkim check` compares the published record with the key itself.
 //
 // Cost: what is left per message is the private-key operation
 // (BenchmarkKeySign) plus ~10 us for a 1 KiB message. For RSA-2048 that
