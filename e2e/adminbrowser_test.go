@@ -71,9 +71,6 @@ func adminState(t *testing.T, c *admin.Client) (ids []string, state string) {
 // are refused with 415 or 403, and the queue, the suppression list and the
 // drain state are exactly as before; the CLI's own requests still work.
 func TestAdminRefusesCrossSiteRequests(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	c, addr := queuedRelay(t, 3)
 	ids, before := adminState(t, c)
 	if len(ids) != 3 {
@@ -162,9 +159,6 @@ type seenRequest struct {
 // the browser sees two sites. A proxy in front of the API records what
 // arrived and the answer; the queue must be exactly as before.
 func TestAdminRefusesAWebPageInABrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	chrome := findChromium(t)
 	c, addr := queuedRelay(t, 2)
 	ids, before := adminState(t, c)

@@ -60,9 +60,6 @@ func waitDial(t *testing.T, addr string) {
 // them gets its answer, and after a restart every message that got a 202
 // reaches the next hop.
 func TestHTTPKillRightAfter202LosesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t, smtptest.DiscardEvents())
 	r := newRelay(t, mx.Addr(), "", "")
 	url := r.withHTTP(t)
@@ -155,9 +152,6 @@ func sendmail(t *testing.T, server, stdin string, asSymlink bool, args ...string
 // binary under the name sendmail) sets the envelope sender; with the relay
 // down the caller gets 75.
 func TestSendmailThroughRelay(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	r := newRelay(t, mx.Addr(), "", "")
 	if err := r.start(); err != nil {
@@ -195,9 +189,6 @@ func TestSendmailThroughRelay(t *testing.T) {
 // qualified with the relay's configured hostname, the comment kept, and
 // cron sees exit 0.
 func TestSendmailCronLocalParts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	r := newRelay(t, mx.Addr(), "", "")
 	if err := r.start(); err != nil {

@@ -43,9 +43,6 @@ func rcptRefusedSoon(t *testing.T, n *node, addr string, want bool, what string)
 // through node B's, node A accepts it again; an address that bounced as
 // nonexistent on node A is refused by node B.
 func TestClusterSuppressionListIsShared(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts redis-server and two relayq processes")
-	}
 	rds := startRedis(t)
 	mx := smtptest.NewServer(t, smtptest.Reply("rcpt:nobody@=550 5.1.1 No such user"))
 	nodes := startNodes(t, 2, rds.url(), mx.Addr(), `  domains:

@@ -65,9 +65,6 @@ func (p *podman) run(args ...string) string {
 // reports healthy through its HEALTHCHECK, and relays mail with its queue on
 // the volume.
 func TestContainerImageRelaysMail(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	p := newPodman(t)
 	image := fmt.Sprintf("localhost/relayq-e2e:%d", time.Now().UnixNano())
 	build := exec.Command("make", "--no-print-directory", "image", "IMAGE="+image,

@@ -154,9 +154,6 @@ func refusedCleanly(t *testing.T, r *relay, startErr error) {
 // 3, `relayq queue check` must say what is wrong, and salvage must give a
 // file it starts on.
 func TestTruncatedQueueFileIsRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	live, _, _ := fillLiveQueue(t, 8)
 	r := newRelay(t, smtptest.DownAddr(t), "", "")
 	b, err := os.ReadFile(live)
@@ -197,9 +194,6 @@ func TestTruncatedQueueFileIsRefused(t *testing.T) {
 // every message then either goes out byte-identical or is quarantined,
 // never altered.
 func TestCorruptionRound(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	rng := seededRand(t, "damage")
 	live, ids, msgs := fillLiveQueue(t, 24)
 	ours := map[string]bool{}

@@ -109,9 +109,6 @@ func crashSeed(t *testing.T) int64 {
 // the same queue file each time. Every message that got a 250 must reach the
 // next hop; nothing refused or cut off before its final dot may.
 func TestCrashSafety(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crash test skipped with -short")
-	}
 	rng := seededRand(t, "kill timing")
 	sink := newCrashSink(t)
 	r := newRelay(t, sink.mx.Addr(), "", "shutdown_timeout: 5s\n")

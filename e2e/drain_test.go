@@ -153,9 +153,6 @@ func queueEmpty(t *testing.T, adminURL string) bool {
 // relayq, with `relayq queue drain`; once the next hop is back, every
 // message arrives there exactly once, counted by Message-ID token.
 func TestDrainToPeer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mxAddr := smtptest.ClosedAddr(t)
 	a, b, aAdmin, aURL, bURL := drainPair(t, mxAddr)
 	n := *drainMessages
@@ -200,9 +197,6 @@ func TestDrainToPeer(t *testing.T) {
 // None of its messages is lost; only the ones in flight at the kill (at
 // most one per drain session, 8) may arrive twice.
 func TestDrainKilledMidway(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	const n, sessions = 1500, 8
 	mxAddr := smtptest.ClosedAddr(t)
 	a, b, aAdmin, aURL, bURL := drainPair(t, mxAddr)

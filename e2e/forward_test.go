@@ -128,9 +128,6 @@ func forgedReport(tok string) string {
 // report's Idempotency-Key and X-Relayq-Stream are inert text, so a
 // second report with the same key is forwarded too.
 func TestForwardedReportIsWrappedAndUnsigned(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	needDkimpy(t)
 	recs := dkimtest.Records{}
 	key := keygen(t, t.TempDir(), "example.org", "s1", "ed25519", recs)
@@ -192,9 +189,6 @@ func TestForwardedReportIsWrappedAndUnsigned(t *testing.T) {
 // DSN to the VERP address, through relayq's bounce listener; the original
 // sender receives it, once, attached to relayq's notice.
 func TestPostfixSuccessDSNReachesTheSender(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts relayq and Postfix")
-	}
 	app := smtptest.NewServer(t)
 	bounceAddr := smtptest.ClosedAddr(t)
 	pf := startPostfixWith(t, bounceAddr, map[string]string{
@@ -306,9 +300,6 @@ func bomb(t *testing.T, addr, verpAddr string, n int, same bool) (taken, deferre
 // and 20 forwarded copies instead of 480 of each; 480 copies of one report
 // to another address are taken 20 times and recorded and forwarded once.
 func TestReportBombIsLimited(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx, app := smtptest.NewServer(t), smtptest.NewServer(t)
 	bounceAddr := smtptest.ClosedAddr(t)
 	r := forwardRelay(t, mx.Addr(), app.Addr(), bounceAddr, "")

@@ -39,9 +39,6 @@ func sendKeyed(t *testing.T, addr, tok, key string) string {
 // it once, without the field. `relayq sendmail` passes the field on and
 // gets the same.
 func TestIdempotencyKeySurvivesKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	r := newRelay(t, mx.Addr(), "", "")
 	if err := r.start(); err != nil {

@@ -33,9 +33,6 @@ func longLineMessage(tok string, n int) string {
 // gets lines of at most 76 octets, a DKIM signature that verifies and,
 // once decoded, the line that was submitted.
 func TestLongLinesEncodedOverSMTPAndSendmail(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	recs := dkimtest.Records{}
 	key := keygen(t, t.TempDir(), "example.org", "s1", "rsa", recs)

@@ -278,9 +278,6 @@ const postfix8BitBody = "From: <app@example.org>\r\nTo: <bob@example.net>\r\nSub
 // with UTF-8 headers submitted with SMTPUTF8 is not sent to Postfix but
 // bounced with 5.6.7, and the report arrives through Postfix.
 func TestInteropPostfixWithout8BitMIME(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts relayq and Postfix")
-	}
 	sink := smtptest.NewServer(t)
 	pf := startPostfix(t, sink.Addr())
 	r := newRelay(t, pf, "", "")

@@ -13,9 +13,6 @@ import (
 // key, instead of a bare "configuration reloaded". The start-up line names
 // the listeners and where mail goes.
 func TestSIGHUPNamesKeysThatNeedARestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	r := newRelay(t, mx.Addr(), "", "")
 	if err := r.start(); err != nil {

@@ -23,9 +23,6 @@ import (
 // disk was full, and then the queued mail could not be claimed or
 // recorded for minutes while /readyz said ready. Needs root for mount.
 func TestDiskReserveKeepsQueuedMailMoving(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	dir := testfs.Tmpfs(t, "25m")
 	mx := smtptest.NewServer(t, smtptest.DiscardEvents(), smtptest.Greylist(10*time.Second))
 	r := newRelay(t, mx.Addr(), "retry:\n  initial_delay: 1s\n  max_delay: 2s\n  jitter: 0s\n", "")

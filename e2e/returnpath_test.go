@@ -140,9 +140,6 @@ events:
 // suppressed with their sources and refused at RCPT, and the original
 // sender received both reports.
 func TestReturnPathLoop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	bounceAddr := smtptest.ClosedAddr(t)
 	mx := startFakemxBin(t, "--return-to", bounceAddr,
 		"--reply", "rcpt:gone@=250 then bounce 5.1.1 after 2s",
@@ -214,9 +211,6 @@ func TestReturnPathLoop(t *testing.T) {
 // its bounce listener answered 250 to a report; after a restart the
 // async bounced event and the suppression entry are both there.
 func TestReturnPathSurvivesKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	bounceAddr := smtptest.ClosedAddr(t)
 	r := bounceRelay(t, mx.Addr(), mx.Addr(), bounceAddr, newHookSink(t))

@@ -15,9 +15,6 @@ import (
 // webhook hears the synchronous delivered and then an async delivered,
 // the final hop's confirmation; nothing is suppressed.
 func TestPostfixSuccessDSNRecordedDelivered(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts relayq and Postfix")
-	}
 	bounceAddr := smtptest.ClosedAddr(t)
 	pf := startPostfixWith(t, bounceAddr, map[string]string{"transport_maps": "inline:{ example.net=discard: }"})
 	hook := newHookSink(t)

@@ -35,9 +35,6 @@ var poisonReports = []struct{ name, from, body string }{
 // sender record nothing); a DSN from <> suppresses it once, and after the
 // operator removes the entry the same DSN sent again suppresses nothing.
 func TestReturnPathRefusesPoisoning(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	bounceAddr := smtptest.ClosedAddr(t)
 	r := bounceRelay(t, mx.Addr(), mx.Addr(), bounceAddr, newHookSink(t))

@@ -66,9 +66,6 @@ func ehloLines(t *testing.T, addr string) string {
 // held mail, delete cancels it, retry sends it now; a hold beyond max_hold
 // is 501 5.5.4.
 func TestSendLaterFutureRelease(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	r := newRelay(t, mx.Addr(), "", "")
 	_, adminURL := r.withAdmin(t)

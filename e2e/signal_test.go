@@ -49,9 +49,6 @@ func openData(t *testing.T, addr, tok string) (*client, string) {
 // at shutdown_timeout without a 250; the process exits 0; and after a
 // restart every accepted message is delivered.
 func TestSIGTERMDuringSubmission(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	r := newRelay(t, mx.Addr(), "", "shutdown_timeout: 2s\n")
 	if err := r.start(); err != nil {
@@ -129,9 +126,6 @@ func (c *client) send2(rest string) (outcome, string, error) {
 // finishes; with a shorter one it is cut off. Either way the process exits
 // 0 and, after a restart, the message has been delivered at least once.
 func TestSIGTERMDuringDelivery(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	for _, tc := range []struct {
 		name     string
 		shutdown string

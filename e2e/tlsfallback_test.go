@@ -127,9 +127,6 @@ func (r *relay) setDeliveryTLS(t *testing.T, mode string) {
 // "fallback", the log and a metric count it, and TLS-RPT records the
 // failure. delivery.tls: required never falls back.
 func TestOpportunisticTLSFallsBack(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	for _, tc := range []struct {
 		name        string
 		refuse      bool
