@@ -25,15 +25,9 @@ import (
 // messages and returns a client for its admin API and that API's address.
 func queuedRelay(t *testing.T, n int) (*admin.Client, string) {
 	t.Helper()
-	r := newRelay(t, smtptest.DownAddr(t), "retry:\n  initial_delay: 1h\n  max_delay: 1h\n  jitter: 1m\n", "")
-	c, base := r.withAdmin(t)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
-	addr := strings.TrimPrefix(base, "http://")
-	waitDial(t, addr)
+	r := startRelay(t, smtptest.DownAddr(t), withRetry(heldRetries), withAdminAPI())
 	fillQueue(t, r, "xsite", n)
-	return c, addr
+	return r.admin, strings.TrimPrefix(r.adminURL, "http://")
 }
 
 // adminState is what an attack would change, read the way the CLI reads

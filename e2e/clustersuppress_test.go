@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -31,7 +32,7 @@ func rcptRefusedSoon(t *testing.T, n *node, addr string, want bool, what string)
 		}
 		return o == accepted
 	}
-	waitUntil(t, 5*time.Second, try)
+	waitfor.Within(5*time.Second, try)
 	if !try() {
 		t.Fatalf("%s: %s: RCPT %s: %v %q after 5s; want refused %v", n.name, what, addr, o, line, want)
 	}

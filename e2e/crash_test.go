@@ -111,10 +111,7 @@ func crashSeed(t *testing.T) int64 {
 func TestCrashSafety(t *testing.T) {
 	rng := seededRand(t, "kill timing")
 	sink := newCrashSink(t)
-	r := newRelay(t, sink.mx.Addr(), "", "shutdown_timeout: 5s\n")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, sink.mx.Addr(), withYAML("shutdown_timeout: 5s\n"))
 	c := &crashRun{
 		r: r, sink: sink, state: newUpState(),
 		led:       &ledger{outcome: map[string]outcome{}, progress: make(chan struct{}, 1)},

@@ -123,10 +123,7 @@ func TestDKIMSignedOnceAcrossRestart(t *testing.T) {
 	recs := dkimtest.Records{}
 	key := keygen(t, t.TempDir(), "example.org", "ed1", "ed25519", recs)
 	down := smtptest.DownAddr(t) // nothing listens here
-	r := newRelay(t, down, "", dkimSection("example.org", "ed1", key))
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, down, withYAML(dkimSection("example.org", "ed1", key)))
 	r.submitToken(t, "tok-restart")
 	r.kill()
 

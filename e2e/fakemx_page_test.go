@@ -84,10 +84,7 @@ func TestFakemxPageInABrowser(t *testing.T) {
 	mx := smtptest.NewServer(t, smtptest.Greylist(time.Second))
 	site := httptest.NewServer(mx.HTTPHandler())
 	t.Cleanup(site.Close)
-	r := newRelay(t, mx.Addr(), "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr())
 	ctx := newBrowser(t, chrome)
 
 	must(t, "open the page", chromedp.Do(ctx,

@@ -40,10 +40,7 @@ func sendKeyed(t *testing.T, addr, tok, key string) string {
 // gets the same.
 func TestIdempotencyKeySurvivesKill9(t *testing.T) {
 	mx := smtptest.NewServer(t)
-	r := newRelay(t, mx.Addr(), "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr())
 	first := sendKeyed(t, r.addr, "tok-idem-1", "order-1")
 	r.kill()
 	if err := r.start(); err != nil {

@@ -83,10 +83,7 @@ func startDSNHop(t *testing.T) (*dsnHop, string) {
 // transaction.
 func TestInteropPostfixUTF8RecipientWithORCPT(t *testing.T) {
 	hop, hopAddr := startDSNHop(t)
-	r := newRelay(t, hopAddr, "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, hopAddr)
 	pf := startPostfixWith(t, r.addr, map[string]string{"smtputf8_enable": "yes"})
 
 	c, err := dialClient(pf)

@@ -184,11 +184,8 @@ func TestNoBodyTakenIsNeverDelivered(t *testing.T) {
 }
 
 func noBodyNeverDelivered(t *testing.T, mx *stepServer) {
-	r := newRelay(t, mx.l.Addr().String(), "", "")
-	_, adminURL := r.withAdmin(t)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.l.Addr().String(), withAdminAPI())
+	adminURL := r.adminURL
 	toks := []string{"tok-nobody-0", "tok-nobody-1", "tok-nobody-2"}
 	ids := submitTokens(t, r, toks)
 	// Two deferrals each: the first attempt, and a retry.
@@ -229,11 +226,8 @@ func TestExtraReplyAfterDotDeliversNothingFalsely(t *testing.T) {
 	for _, pipelining := range []bool{false, true} {
 		t.Run(fmt.Sprintf("pipelining=%v", pipelining), func(t *testing.T) {
 			mx := newStepServer(t, extraAfterDot, pipelining)
-			r := newRelay(t, mx.l.Addr().String(), "", "")
-			_, adminURL := r.withAdmin(t)
-			if err := r.start(); err != nil {
-				t.Fatal(err)
-			}
+			r := startRelay(t, mx.l.Addr().String(), withAdminAPI())
+			adminURL := r.adminURL
 			var toks []string
 			for i := range 8 {
 				toks = append(toks, fmt.Sprintf("tok-extra-%d", i))

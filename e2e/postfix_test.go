@@ -15,6 +15,7 @@ import (
 
 	"github.com/emersion/go-message"
 
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -199,19 +200,15 @@ func privateMaster(master, port string) []byte {
 // waitListening dials addr until it answers with an SMTP greeting.
 func waitListening(t *testing.T, addr string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		c, err := dialClient(addr)
-		if err == nil {
+	var err error
+	if !waitfor.Within(within, func() bool {
+		var c *client
+		if c, err = dialClient(addr); err == nil {
 			c.close()
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("postfix does not answer on %s: %v", addr, err)
-		}
-		<-tick.C
+		return err == nil
+	}) {
+		t.Fatalf("postfix does not answer on %s: %v", addr, err)
 	}
 }
 
@@ -280,10 +277,7 @@ const postfix8BitBody = "From: <app@example.org>\r\nTo: <bob@example.net>\r\nSub
 func TestInteropPostfixWithout8BitMIME(t *testing.T) {
 	sink := smtptest.NewServer(t)
 	pf := startPostfix(t, sink.Addr())
-	r := newRelay(t, pf, "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, pf)
 
 	c, err := dialClient(r.addr)
 	if err != nil {

@@ -41,10 +41,7 @@ func (r *relay) submitToken(t *testing.T, tok string) {
 func TestSIGHUPReloadsAndRefusesBadConfig(t *testing.T) {
 	mx1 := smtptest.NewServer(t)
 	mx2 := smtptest.NewServer(t)
-	r := newRelay(t, mx1.Addr(), "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx1.Addr())
 	r.submitToken(t, "tok-before")
 	mx1.WaitFor(t, 10*time.Second, func() bool { return deliveredTokens(mx1)["tok-before"] == 1 })
 

@@ -14,10 +14,7 @@ import (
 // the listeners and where mail goes.
 func TestSIGHUPNamesKeysThatNeedARestart(t *testing.T) {
 	mx := smtptest.NewServer(t)
-	r := newRelay(t, mx.Addr(), "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr())
 	if err := r.log.waitFor("smtp="+r.addr, 5*time.Second); err != nil {
 		t.Fatalf("start-up summary: %v", err)
 	}

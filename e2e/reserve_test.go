@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/internal/testfs"
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -73,7 +74,7 @@ func TestDiskReserveKeepsQueuedMailMoving(t *testing.T) {
 	// Delivered mail gives its pages back: intake opens again.
 	var late outcome = refused
 	var line string
-	waitUntil(t, 10*time.Second, func() bool {
+	waitfor.Within(10*time.Second, func() bool {
 		c, err := dialClient(r.addr)
 		if err != nil {
 			return false

@@ -38,10 +38,7 @@ func TestReturnPathRefusesPoisoning(t *testing.T) {
 	mx := smtptest.NewServer(t)
 	bounceAddr := smtptest.ClosedAddr(t)
 	r := bounceRelay(t, mx.Addr(), mx.Addr(), bounceAddr, newHookSink(t))
-	_, adminURL := r.withAdmin(t)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	adminURL := r.adminURL
 	c, err := dialClient(r.addr)
 	if err != nil {
 		t.Fatal(err)

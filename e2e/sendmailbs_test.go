@@ -94,10 +94,7 @@ func (p *bsPeer) command(s, code string) string {
 // Transport/Smtp/SmtpTransport.php.
 func TestSendmailBSLikeSymfony(t *testing.T) {
 	mx := smtptest.NewServer(t)
-	r := newRelay(t, mx.Addr(), "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr())
 	p, cmd := startBS(t, r.addr)
 	if g := p.reply(); !strings.HasPrefix(g, "220 ") {
 		t.Fatalf("greeting %q, want 220", g)

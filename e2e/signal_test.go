@@ -50,10 +50,7 @@ func openData(t *testing.T, addr, tok string) (*client, string) {
 // restart every accepted message is delivered.
 func TestSIGTERMDuringSubmission(t *testing.T) {
 	mx := smtptest.NewServer(t)
-	r := newRelay(t, mx.Addr(), "", "shutdown_timeout: 2s\n")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr(), withYAML("shutdown_timeout: 2s\n"))
 	finisher, rest := openData(t, r.addr, "tok-finisher")
 	staller, _ := openData(t, r.addr, "tok-staller")
 
@@ -140,10 +137,7 @@ func TestSIGTERMDuringDelivery(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// Only the first DATA is slow, so the retry after restart is quick.
 			mx := smtptest.NewServer(t, smtptest.Sequence(smtptest.StageData, "", "delay 1500ms 250 2.0.0 OK slow"))
-			r := newRelay(t, mx.Addr(), "", "shutdown_timeout: "+tc.shutdown+"\n")
-			if err := r.start(); err != nil {
-				t.Fatal(err)
-			}
+			r := startRelay(t, mx.Addr(), withYAML("shutdown_timeout: "+tc.shutdown+"\n"))
 			c, err := dialClient(r.addr)
 			if err != nil {
 				t.Fatal(err)
