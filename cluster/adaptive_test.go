@@ -12,6 +12,7 @@ import (
 
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtpcodes"
 	"github.com/relayq/relayq/smtptest"
 )
@@ -143,7 +144,7 @@ func threeNodes(t *testing.T, limit int, states ...shaping.State) (share, rate f
 func propagation(t *testing.T, nodes []shaping.PaceState, i int, key string, p shaping.Pace) time.Duration {
 	t.Helper()
 	began := time.Now()
-	ok := poll(5*time.Second, func() bool {
+	ok := waitfor.Within(5*time.Second, func() bool {
 		for j, n := range nodes {
 			if got, _ := n.Pace(key); j != i && !got.Same(p) {
 				return false
@@ -177,7 +178,7 @@ func TestLearnedRateThroughAnOutage(t *testing.T) {
 	if p.Interval != 50*time.Millisecond {
 		t.Fatalf("learned %v per message, want 50ms (half of 2 nodes × 20/s)", p.Interval)
 	}
-	if !poll(time.Second, func() bool { q, ok := b.Pace(key); return ok && q.Same(p) }) {
+	if !waitfor.Within(time.Second, func() bool { q, ok := b.Pace(key); return ok && q.Same(p) }) {
 		t.Fatal("b never saw a's learned rate")
 	}
 	admitted := func(s *shaping.Shaper, from time.Time) int {
@@ -199,12 +200,12 @@ func TestLearnedRateThroughAnOutage(t *testing.T) {
 		t.Error("b reports Redis up while it is down")
 	}
 	r.start()
-	if !poll(5*time.Second, func() bool { return a.RedisUp() && b.RedisUp() }) {
+	if !waitfor.Within(5*time.Second, func() bool { return a.RedisUp() && b.RedisUp() }) {
 		t.Fatal("Redis back, but the nodes still use local limits")
 	}
 	// Redis restarted empty: its record is gone, and so is every node's
 	// view of it once they read Redis again.
-	if !poll(2*time.Second, func() bool { _, ok := b.Pace(key); return !ok }) {
+	if !waitfor.Within(2*time.Second, func() bool { _, ok := b.Pace(key); return !ok }) {
 		t.Error("b kept a learned rate Redis no longer has")
 	}
 }
@@ -222,7 +223,7 @@ func TestQuickWayBackIsShared(t *testing.T) {
 	sa.React(target, parseReply(t, "421 4.3.2 Too busy")) // nothing delivered: from 10/s
 	key := target.Primary().String()
 	p, _ := a.Pace(key)
-	if !poll(time.Second, func() bool { q, ok := b.Pace(key); return ok && q.Same(p) }) {
+	if !waitfor.Within(time.Second, func() bool { q, ok := b.Pace(key); return ok && q.Same(p) }) {
 		t.Fatal("b never saw a's learned rate")
 	}
 	if q, _ := b.Pace(key); q.Peak != 100*time.Millisecond || q.From != 100*time.Millisecond {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/internal/waitfor"
 )
 
 // The password comes from the file; a wrong one is an outage, not a crash.
@@ -111,7 +112,7 @@ func TestFrozenRedisTimesOut(t *testing.T) {
 		t.Errorf("a call while Redis is down took %v: it waited on Redis", d)
 	}
 	r.cmd.Process.Signal(syscall.SIGCONT)
-	if !poll(5*time.Second, n.RedisUp) {
+	if !waitfor.Within(5*time.Second, n.RedisUp) {
 		t.Fatal("Redis answers again, the node does not use it")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/internal/waitfor"
 )
 
 // Entries read back from Redis are whatever another node (or anyone with
@@ -50,7 +51,7 @@ func TestJunkEntryIgnored(t *testing.T) {
 	b, _ := newNode(t, r, "b", nil)
 	sc := shaping.Scope{Kind: shaping.ScopeDomain, Name: "real.example"}
 	a.Put(start, suspension(sc, shaping.ActionSuspend, time.Hour))
-	if !poll(time.Second, func() bool { return len(b.Active(start, []string{sc.String()})) == 1 }) {
+	if !waitfor.Within(time.Second, func() bool { return len(b.Active(start, []string{sc.String()})) == 1 }) {
 		t.Fatal("b: the real suspension did not arrive next to the junk")
 	}
 	if !b.RedisUp() || len(b.List(start)) != 1 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtpcodes"
 )
 
@@ -56,7 +57,7 @@ func acquire(t *testing.T, n *Node, slots []shaping.Slot, what string) {
 // release on another node reaches Redis a moment after Release returns.
 func acquireSoon(t *testing.T, n *Node, slots []shaping.Slot, what string) {
 	t.Helper()
-	if !poll(time.Second, func() bool { ok, _ := n.Acquire(slots); return ok }) {
+	if !waitfor.Within(time.Second, func() bool { ok, _ := n.Acquire(slots); return ok }) {
 		t.Fatalf("%s: %s refused for 1s", n.Name(), what)
 	}
 }
@@ -157,7 +158,7 @@ func TestDeadNodeSlotsComeBack(t *testing.T) {
 	if ok, _ := b.Acquire(slots); ok {
 		t.Fatal("b got a slot the dead node still holds")
 	}
-	if !poll(10*lease, func() bool { ok, _ := b.Acquire(slots); return ok }) {
+	if !waitfor.Within(10*lease, func() bool { ok, _ := b.Acquire(slots); return ok }) {
 		t.Fatalf("the dead node's slots did not come back within %v", 10*lease)
 	}
 	t.Logf("slots back %v after the node died (lease %v)", time.Since(killed).Round(10*time.Millisecond), lease)
@@ -179,7 +180,7 @@ func TestSuspensionSharedAcrossNodes(t *testing.T) {
 	}
 	keys := []string{sc.String(), "domain:gmail.com"}
 	for _, n := range []*Node{b, c} {
-		if !poll(time.Second, func() bool { return len(n.Active(start.Add(time.Second), keys)) == 1 }) {
+		if !waitfor.Within(time.Second, func() bool { return len(n.Active(start.Add(time.Second), keys)) == 1 }) {
 			t.Fatalf("%s: suspension not in force within 1s", n.Name())
 		}
 	}
@@ -198,7 +199,7 @@ func TestSuspensionSharedAcrossNodes(t *testing.T) {
 		l = a.List(start.Add(time.Minute))
 		return len(l) == 1 && l[0].Until.Equal(later.Until) && l[0].Cause == s.Cause
 	}
-	if !poll(time.Second, extended) {
+	if !waitfor.Within(time.Second, extended) {
 		t.Errorf("a lists %+v; want one suspension extended to %v", l, later.Until)
 	}
 	if e := b.Expire(start.Add(30 * time.Minute)); len(e) != 0 {
@@ -229,7 +230,7 @@ func TestRemoveOnOneNodeEndsItEverywhere(t *testing.T) {
 	if got := b.Remove(sc.String()); len(got) != 1 || got[0].Action != shaping.ActionThrottle {
 		t.Fatalf("b: Remove = %+v", got)
 	}
-	if !poll(time.Second, func() bool { return len(a.Active(start, []string{sc.String()})) == 0 }) {
+	if !waitfor.Within(time.Second, func() bool { return len(a.Active(start, []string{sc.String()})) == 0 }) {
 		t.Fatal("a: still throttled after the resume on b")
 	}
 	if e := a.Expire(start.Add(time.Second)); len(e) != 1 {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/internal/waitfor"
 )
 
 // takes counts the tokens n gets asking every 5 ms for 1 s from t0.
@@ -51,7 +52,7 @@ func TestRedisOutageLocalLimitsThenSharedAgain(t *testing.T) {
 	}
 
 	r.start()
-	if !poll(5*time.Second, func() bool { return a.RedisUp() && b.RedisUp() }) {
+	if !waitfor.Within(5*time.Second, func() bool { return a.RedisUp() && b.RedisUp() }) {
 		t.Fatalf("Redis back, but the nodes still use local limits:\n%s\n%s", alog, blog)
 	}
 	for _, l := range []*logBuf{alog, blog} {
@@ -96,7 +97,7 @@ func TestSuspensionDuringOutageReachesOthersAfter(t *testing.T) {
 		t.Fatal("a: its own suspension is not in force during the outage")
 	}
 	r.start()
-	if !poll(5*time.Second, func() bool { return len(b.Active(start.Add(time.Second), keys)) == 1 }) {
+	if !waitfor.Within(5*time.Second, func() bool { return len(b.Active(start.Add(time.Second), keys)) == 1 }) {
 		t.Fatal("b: the suspension a began during the outage never arrived")
 	}
 	if e := a.Expire(start.Add(time.Hour)); len(e) != 1 {
@@ -115,22 +116,22 @@ func TestSuspensionSurvivesRedisRestart(t *testing.T) {
 		a.Put(start, suspension(shaping.Scope{Kind: shaping.ScopeDomain, Name: "x.example"}, shaping.ActionThrottle, time.Duration(i+1)*time.Minute))
 	}
 	a.Put(start, suspension(sc, shaping.ActionSuspend, time.Hour))
-	if !poll(time.Second, func() bool { return len(b.Active(start, keys)) == 1 }) {
+	if !waitfor.Within(time.Second, func() bool { return len(b.Active(start, keys)) == 1 }) {
 		t.Fatal("b: suspension not in force before the restart")
 	}
 	r.stop()
 	r.start()
 	b.Take(start, []shaping.Bucket{{Key: "domain:y.example", Interval: time.Second}}) // b notices
-	if !poll(5*time.Second, func() bool { return a.RedisUp() && b.RedisUp() }) {
+	if !waitfor.Within(5*time.Second, func() bool { return a.RedisUp() && b.RedisUp() }) {
 		t.Fatal("Redis back, nodes not")
 	}
-	if !poll(5*time.Second, func() bool {
+	if !waitfor.Within(5*time.Second, func() bool {
 		got, _ := r.probe("EXISTS", Prefix+"sus:"+sc.String()+"|suspend")
 		return got == ":1"
 	}) {
 		t.Fatal("the suspension a began was not sent again to the restarted Redis")
 	}
-	if !poll(time.Second, func() bool { return len(b.Active(start.Add(time.Minute), keys)) == 1 }) {
+	if !waitfor.Within(time.Second, func() bool { return len(b.Active(start.Add(time.Minute), keys)) == 1 }) {
 		t.Error("b: suspension not in force after the restart")
 	}
 }

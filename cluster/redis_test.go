@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/relayq/relayq/internal/waitfor"
 )
 
 // redisServer is a redis-server process started by a test on a loopback
@@ -57,7 +59,7 @@ func (r *redisServer) start() {
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatalf("start redis-server: %v", err)
 	}
-	ok := poll(5*time.Second, func() bool {
+	ok := waitfor.Within(5*time.Second, func() bool {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", r.port), 100*time.Millisecond)
 		if err != nil {
 			return false
@@ -102,21 +104,6 @@ func (r *redisServer) stop() {
 	r.cmd.Process.Kill()
 	r.cmd.Wait()
 	r.cmd = nil
-}
-
-// poll calls cond until it is true or the time is up; it reports the
-// last result. Tests wait with it, never with a bare sleep.
-func poll(limit time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // logBuf collects a node's log lines; safe for the node's goroutines.

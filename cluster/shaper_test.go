@@ -10,6 +10,7 @@ import (
 
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/waitfor"
 )
 
 // changes records a Shaper's Observer calls.
@@ -67,7 +68,7 @@ func TestShaperReplyOnOneNodeSuspendsTheOther(t *testing.T) {
 		t.Fatalf("a: no suspend verdict for %v: %+v", reply, v)
 	}
 	var w shaping.Wait
-	if !poll(time.Second, func() bool { _, w = sb.Admit(tb, shaping.Ask{}); return w.Reason == shaping.WaitSuspended }) {
+	if !waitfor.Within(time.Second, func() bool { _, w = sb.Admit(tb, shaping.Ask{}); return w.Reason == shaping.WaitSuspended }) {
 		t.Fatalf("b: Admit = %+v; want suspended within 1s", w)
 	}
 	if w.Scope.String() != "provider:google" {
@@ -86,7 +87,7 @@ func TestEveryNodeReportsBeginAndEndOnce(t *testing.T) {
 	sa, sb := shaperOn(t, n[0], clk, obsA, nil), shaperOn(t, b, clk, obsB, logB)
 	sa.React(sa.Resolve("gmail.com", gmailMX), parseReply(t, "421 4.7.28 unusual rate"))
 	keys := []string{"provider:google"}
-	if !poll(time.Second, func() bool { return len(b.Active(clk.Now(), keys)) == 1 }) {
+	if !waitfor.Within(time.Second, func() bool { return len(b.Active(clk.Now(), keys)) == 1 }) {
 		t.Fatal("b never saw the suspension")
 	}
 	clk.Advance(time.Second)
@@ -132,7 +133,7 @@ func TestRefusedNodeLogsAnotherNodesSuspensionAtOnce(t *testing.T) {
 	}
 	sa.React(sa.Resolve("gmail.com", gmailMX), parseReply(t, "421 4.7.28 unusual rate"))
 	var w shaping.Wait
-	if !poll(time.Second, func() bool { _, w = sb.Admit(tb, shaping.Ask{}); return w.Reason == shaping.WaitSuspended }) {
+	if !waitfor.Within(time.Second, func() bool { _, w = sb.Admit(tb, shaping.Ask{}); return w.Reason == shaping.WaitSuspended }) {
 		t.Fatalf("b: Admit = %+v; want suspended within 1s", w)
 	}
 	if !strings.Contains(logB.String(), `by="another node"`) || obsB.String() != "suspended provider:google" {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/internal/suppression"
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -28,7 +29,7 @@ func sharedList(t *testing.T, n *Node) (*suppression.List, *Suppressions, *queue
 // accepts) mail to addr.
 func refusedSoon(t *testing.T, l *suppression.List, addr string, want bool, what string) {
 	t.Helper()
-	if !poll(2*time.Second, func() bool { _, ok, err := l.Check(addr, false, false); return err == nil && ok == want }) {
+	if !waitfor.Within(2*time.Second, func() bool { _, ok, err := l.Check(addr, false, false); return err == nil && ok == want }) {
 		t.Fatalf("%s: %s refused: want %v for 2s", what, addr, want)
 	}
 }
@@ -61,7 +62,7 @@ func TestSuppressionSharedAcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	lb.SetConfig(suppression.Config{Expire: 24 * time.Hour})
-	if !poll(2*time.Second, func() bool { _, ok, _ := lb.Store.Suppressed("old@example.com"); return ok }) {
+	if !waitfor.Within(2*time.Second, func() bool { _, ok, _ := lb.Store.Suppressed("old@example.com"); return ok }) {
 		t.Fatal("b never got the imported entry")
 	}
 	if _, ok, _ := lb.Check("old@example.com", false, false); ok {
@@ -110,7 +111,7 @@ func TestSuppressionsDuringOutageReachOthersAfter(t *testing.T) {
 	}
 	refusedSoon(t, la, "back@example.com", true, "a, before the outage")
 	r.stop()
-	if !poll(2*time.Second, func() bool { return !a.RedisUp() && !b.RedisUp() }) {
+	if !waitfor.Within(2*time.Second, func() bool { return !a.RedisUp() && !b.RedisUp() }) {
 		t.Fatal("the nodes did not notice that Redis is down")
 	}
 	if err := sa.Suppress(suppression.Entry{Address: "during@example.com", Source: "api"}); err != nil {
@@ -141,7 +142,7 @@ func TestLargeSuppressionImportReachesOtherNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got int
-	if !poll(5*time.Second, func() bool { all, err := lb.Entries(); got = len(all); return err == nil && got == len(es) }) {
+	if !waitfor.Within(5*time.Second, func() bool { all, err := lb.Entries(); got = len(all); return err == nil && got == len(es) }) {
 		t.Fatalf("b lists %d of the %d imported on a", got, len(es))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery/route"
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"
 )
@@ -316,7 +317,7 @@ func TestLastJobReportsThePassWithItsOutcome(t *testing.T) {
 	r, sink := groupRig(t, map[string][]smtptest.Option{"one.example": refuse, "two.example": slow}, nil)
 	id := r.submit("app@example.org", "a@one.example", "b@two.example")
 	r.failures(1) // a's
-	waitFor(t, "a's job to end", func() bool {
+	waitfor.Until(t, 10*time.Second, "a's job to end", func() bool {
 		r.eng.flights.mu.Lock()
 		defer r.eng.flights.mu.Unlock()
 		g := r.eng.flights.m[id]
@@ -334,20 +335,5 @@ func TestLastJobReportsThePassWithItsOutcome(t *testing.T) {
 	// claim and its outcome.
 	if got := r.store.Stats().CommittedWrites - before; got != 3 {
 		t.Errorf("%d writes from b's outcome to the report's delivery, want 3", got)
-	}
-}
-
-// waitFor waits up to 10 s for cond, which another goroutine makes true.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(10 * time.Second)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("no %s within 10s", what)
-		}
 	}
 }

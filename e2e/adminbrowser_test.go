@@ -25,15 +25,9 @@ import (
 // messages and returns a client for its admin API and that API's address.
 func queuedRelay(t *testing.T, n int) (*admin.Client, string) {
 	t.Helper()
-	r := newRelay(t, smtptest.DownAddr(t), "retry:\n  initial_delay: 1h\n  max_delay: 1h\n  jitter: 1m\n", "")
-	c, base := r.withAdmin(t)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
-	addr := strings.TrimPrefix(base, "http://")
-	waitDial(t, addr)
+	r := startRelay(t, smtptest.DownAddr(t), withRetry(heldRetries), withAdminAPI())
 	fillQueue(t, r, "xsite", n)
-	return c, addr
+	return r.admin, strings.TrimPrefix(r.adminURL, "http://")
 }
 
 // adminState is what an attack would change, read the way the CLI reads
@@ -71,9 +65,6 @@ func adminState(t *testing.T, c *admin.Client) (ids []string, state string) {
 // are refused with 415 or 403, and the queue, the suppression list and the
 // drain state are exactly as before; the CLI's own requests still work.
 func TestAdminRefusesCrossSiteRequests(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	c, addr := queuedRelay(t, 3)
 	ids, before := adminState(t, c)
 	if len(ids) != 3 {
@@ -162,9 +153,6 @@ type seenRequest struct {
 // the browser sees two sites. A proxy in front of the API records what
 // arrived and the answer; the queue must be exactly as before.
 func TestAdminRefusesAWebPageInABrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	chrome := findChromium(t)
 	c, addr := queuedRelay(t, 2)
 	ids, before := adminState(t, c)

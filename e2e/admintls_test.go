@@ -136,9 +136,6 @@ func (tr *tlsRelay) login(t *testing.T, token string) *http.Cookie {
 // CLI reading the relay's config; plain HTTP to the port gets no data; a
 // POST from another origin is 403.
 func TestAdminOverTLS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	tr := newTLSRelay(t)
 	ck := tr.login(t, tlsWriteToken)
 	if ck.Name != "__Host-relayq_console" || !ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/" {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -32,27 +33,21 @@ func (r *relay) withHTTP(t *testing.T) string {
 	return "http://" + addr + "/api/v1/messages"
 }
 
-// waitDial waits until addr accepts connections: a bounded poll on a
-// ticker (the relay opens its HTTP listener just after the SMTP one that
-// start waited for).
+// waitDial waits until addr accepts connections (the relay opens its HTTP
+// listener just after the SMTP one that start waited for).
 func waitDial(t *testing.T, addr string) {
 	t.Helper()
-	deadline := time.NewTimer(15 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		select {
-		case <-deadline.C:
-			t.Fatalf("%s not listening: %v", addr, err)
-		case <-tick.C:
-		}
+	waitfor.Until(t, 15*time.Second, "listener on "+addr, func() bool { return dialable(addr) })
+}
+
+// dialable reports whether addr accepts a TCP connection now.
+func dialable(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
 	}
+	c.Close()
+	return true
 }
 
 // A message answered 202 survives a SIGKILL that comes right after the
@@ -60,16 +55,9 @@ func waitDial(t *testing.T, addr string) {
 // them gets its answer, and after a restart every message that got a 202
 // reaches the next hop.
 func TestHTTPKillRightAfter202LosesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t, smtptest.DiscardEvents())
-	r := newRelay(t, mx.Addr(), "", "")
-	url := r.withHTTP(t)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
-	waitDial(t, strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/api/v1/messages"))
+	r := startRelay(t, mx.Addr(), withHTTPAPI())
+	url := r.httpURL
 
 	var (
 		mu       sync.Mutex
@@ -155,14 +143,8 @@ func sendmail(t *testing.T, server, stdin string, asSymlink bool, args ...string
 // binary under the name sendmail) sets the envelope sender; with the relay
 // down the caller gets 75.
 func TestSendmailThroughRelay(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
-	r := newRelay(t, mx.Addr(), "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr())
 	if code, errs := sendmail(t, r.addr, "To: a@x.test\nSubject: tok-sm-1\n\nbody\n", false, "-t", "-i"); code != 0 {
 		t.Fatalf("relayq sendmail -t -i: exit %d: %s", code, errs)
 	}
@@ -195,14 +177,8 @@ func TestSendmailThroughRelay(t *testing.T) {
 // qualified with the relay's configured hostname, the comment kept, and
 // cron sees exit 0.
 func TestSendmailCronLocalParts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
-	r := newRelay(t, mx.Addr(), "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr())
 	in := "From: root (Cron Daemon)\nTo: root\nSubject: Cron <root@vm> run-parts /etc/cron.hourly\n\noutput\n"
 	if code, errs := sendmail(t, r.addr, in, true, "-C", r.cfgPath, "-FCronDaemon", "-i", "-odi", "-oem", "-oi", "-t", "-f", "root"); code != 0 {
 		t.Fatalf("sendmail -t -f root: exit %d: %s", code, errs)

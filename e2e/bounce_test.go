@@ -78,9 +78,6 @@ func eventsOf(t *testing.T, admin string) []opEvent {
 // report per message, the events say bounced by operator, and the other
 // recipients and messages are delivered as ever.
 func TestQueueBounceDomain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	down := smtptest.DownAddr(t)
 	adminAddr := smtptest.ClosedAddr(t)

@@ -31,9 +31,6 @@ func runRelayq(t *testing.T, env []string, args ...string) (string, int) {
 // given without --config and a misspelt variable stop relayq before it
 // runs on defaults it was not meant to.
 func TestCommandLineTraps(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	cases := []struct {
 		name string
 		env  []string

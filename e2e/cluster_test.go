@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -65,24 +66,24 @@ func (r *redisProc) start() {
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatalf("start redis-server: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if c, err := net.DialTimeout("tcp", r.addr, time.Second); err == nil {
-			c.SetDeadline(time.Now().Add(time.Second))
-			buf := make([]byte, 16)
-			_, _ = c.Write([]byte("PING\r\n"))
-			n, _ := c.Read(buf)
-			c.Close()
-			if strings.HasPrefix(string(buf[:n]), "+PONG") {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			r.stop()
-			r.t.Fatalf("redis-server on %s did not answer PING: %s", r.addr, r.out.String())
-		}
-		time.Sleep(20 * time.Millisecond) // bounded poll for the port to open
+	if !waitfor.Within(10*time.Second, r.pong) {
+		r.stop()
+		r.t.Fatalf("redis-server on %s did not answer PING: %s", r.addr, r.out.String())
 	}
+}
+
+// pong reports whether the server answers PING now.
+func (r *redisProc) pong() bool {
+	c, err := net.DialTimeout("tcp", r.addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	buf := make([]byte, 16)
+	_, _ = c.Write([]byte("PING\r\n"))
+	n, _ := c.Read(buf)
+	return strings.HasPrefix(string(buf[:n]), "+PONG")
 }
 
 // stop kills the server by its PID and waits for it.

@@ -14,9 +14,6 @@ import (
 // node alone could send far faster, and every message arrives exactly
 // once. The per-second series is logged.
 func TestClusterPacesOneDomain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts redis-server and three relayq processes")
-	}
 	rds := startRedis(t)
 	mx := smtptest.NewServer(t)
 	nodes := startNodes(t, 3, rds.url(), mx.Addr(), `  domains:
@@ -59,9 +56,6 @@ func TestClusterPacesOneDomain(t *testing.T) {
 // that, while it saw their mail before. A resume on A sends everyone's
 // parked mail, each message once.
 func TestClusterSuspensionReachesEveryNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts redis-server and three relayq processes")
-	}
 	rds := startRedis(t)
 	const reply = "421 4.7.28 Our system has detected an unusual rate of mail"
 	mx := smtptest.NewServer(t, smtptest.Reply("rcpt:node-a-#10="+reply))
@@ -136,9 +130,6 @@ func TestClusterSuspensionReachesEveryNode(t *testing.T) {
 // then goes once the dead node's lease ran out (cluster.DefaultLeaseTTL,
 // 10 s after its last heartbeat or change), without any release.
 func TestClusterDeadNodesSlotsComeBack(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts redis-server and two relayq processes")
-	}
 	rds := startRedis(t)
 	mx := smtptest.NewServer(t, smtptest.Reply("mail:@node-a.test=delay 1m 250 OK"))
 	nodes := startNodes(t, 2, rds.url(), mx.Addr(), `  domains:
@@ -173,9 +164,6 @@ func TestClusterDeadNodesSlotsComeBack(t *testing.T) {
 // limits; Redis back: they say so and share the limits again. Every
 // message, before, during and after, arrives exactly once.
 func TestClusterRedisOutage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts redis-server and three relayq processes")
-	}
 	rds := startRedis(t)
 	mx := smtptest.NewServer(t)
 	nodes := startNodes(t, 3, rds.url(), mx.Addr(), `  domains:

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -31,7 +32,7 @@ func rcptRefusedSoon(t *testing.T, n *node, addr string, want bool, what string)
 		}
 		return o == accepted
 	}
-	waitUntil(t, 5*time.Second, try)
+	waitfor.Within(5*time.Second, try)
 	if !try() {
 		t.Fatalf("%s: %s: RCPT %s: %v %q after 5s; want refused %v", n.name, what, addr, o, line, want)
 	}
@@ -43,9 +44,6 @@ func rcptRefusedSoon(t *testing.T, n *node, addr string, want bool, what string)
 // through node B's, node A accepts it again; an address that bounced as
 // nonexistent on node A is refused by node B.
 func TestClusterSuppressionListIsShared(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts redis-server and two relayq processes")
-	}
 	rds := startRedis(t)
 	mx := smtptest.NewServer(t, smtptest.Reply("rcpt:nobody@=550 5.1.1 No such user"))
 	nodes := startNodes(t, 2, rds.url(), mx.Addr(), `  domains:

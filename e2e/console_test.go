@@ -153,9 +153,6 @@ func login(t *testing.T, ctx context.Context, base, token string) {
 // shows its dry-run count and holds exactly those, a POST without the
 // CSRF token and the read token's forged action get 403.
 func TestConsoleInABrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	chrome := findChromium(t)
 	cr := startConsoleRelay(t)
 	ctx := newBrowser(t, chrome)

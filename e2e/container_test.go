@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -65,9 +66,6 @@ func (p *podman) run(args ...string) string {
 // reports healthy through its HEALTHCHECK, and relays mail with its queue on
 // the volume.
 func TestContainerImageRelaysMail(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	p := newPodman(t)
 	image := fmt.Sprintf("localhost/relayq-e2e:%d", time.Now().UnixNano())
 	build := exec.Command("make", "--no-print-directory", "image", "IMAGE="+image,
@@ -111,18 +109,9 @@ func TestContainerImageRelaysMail(t *testing.T) {
 
 	// The health check, as the engine runs it, turns healthy once the
 	// relay is up (a bounded poll: start-up time is not assumed).
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if err := p.cmd("healthcheck", "run", name).Run(); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			out, _ := p.cmd("healthcheck", "run", name).CombinedOutput()
-			t.Fatalf("container never became healthy: %s", out)
-		}
-		<-tick.C
+	if !waitfor.Within(30*time.Second, func() bool { return p.cmd("healthcheck", "run", name).Run() == nil }) {
+		out, _ := p.cmd("healthcheck", "run", name).CombinedOutput()
+		t.Fatalf("container never became healthy: %s", out)
 	}
 
 	c, err := dialClient(smtpAddr)

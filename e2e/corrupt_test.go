@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -45,10 +46,7 @@ var quarantinedLog = regexp.MustCompile(`moved to quarantine.* id=("(?:[^"\\]|\\
 func fillLiveQueue(t *testing.T, n int) (file string, ids, msgs map[string]string) {
 	t.Helper()
 	dead := smtptest.DownAddr(t) // nobody listens: every attempt is deferred
-	r := newRelay(t, dead, "retry:\n  initial_delay: 2s\n  max_delay: 2s\n  jitter: 100ms\n", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, dead, withRetry("retry:\n  initial_delay: 2s\n  max_delay: 2s\n  jitter: 100ms\n"))
 	c, err := dialClient(r.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -154,9 +152,6 @@ func refusedCleanly(t *testing.T, r *relay, startErr error) {
 // 3, `relayq queue check` must say what is wrong, and salvage must give a
 // file it starts on.
 func TestTruncatedQueueFileIsRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	live, _, _ := fillLiveQueue(t, 8)
 	r := newRelay(t, smtptest.DownAddr(t), "", "")
 	b, err := os.ReadFile(live)
@@ -197,9 +192,6 @@ func TestTruncatedQueueFileIsRefused(t *testing.T) {
 // every message then either goes out byte-identical or is quarantined,
 // never altered.
 func TestCorruptionRound(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	rng := seededRand(t, "damage")
 	live, ids, msgs := fillLiveQueue(t, 24)
 	ours := map[string]bool{}
@@ -217,7 +209,7 @@ func TestCorruptionRound(t *testing.T) {
 		// Rounds 0-2 damage anywhere (mostly bodies), 3-5 the structure.
 		flipBytes(t, live, filepath.Join(d.r.dir, "queue.db"), rng, 10+rng.Intn(60), round >= 3)
 		d.start()
-		waitUntil(t, 20*time.Second, d.settled)
+		waitfor.Within(20*time.Second, d.settled)
 		if code, err := d.r.term(10 * time.Second); err != nil || code != 0 {
 			t.Errorf("round %d: SIGTERM: exit %d, %v", round, code, err)
 		}
@@ -342,21 +334,4 @@ func (d *damageRound) account() {
 	}
 	t.Logf("round %d: salvaged %v; delivered intact %d, quarantined %d, under damaged IDs %d, lost with unreadable pages %d",
 		round, d.salvaged, sent, held, foreign, max(unaccounted-foreign, 0))
-}
-
-// waitUntil polls cond on a ticker until it holds or within passes (then
-// the caller's final checks say what is missing).
-func waitUntil(t *testing.T, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			return
-		case <-tick.C:
-		}
-	}
 }

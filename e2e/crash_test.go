@@ -109,15 +109,9 @@ func crashSeed(t *testing.T) int64 {
 // the same queue file each time. Every message that got a 250 must reach the
 // next hop; nothing refused or cut off before its final dot may.
 func TestCrashSafety(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crash test skipped with -short")
-	}
 	rng := seededRand(t, "kill timing")
 	sink := newCrashSink(t)
-	r := newRelay(t, sink.mx.Addr(), "", "shutdown_timeout: 5s\n")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, sink.mx.Addr(), withYAML("shutdown_timeout: 5s\n"))
 	c := &crashRun{
 		r: r, sink: sink, state: newUpState(),
 		led:       &ledger{outcome: map[string]outcome{}, progress: make(chan struct{}, 1)},

@@ -58,9 +58,6 @@ func port(t *testing.T) string {
 // retry after about 2s, another after about 4s, delivered; 550, bounced,
 // and the RFC 3464 report delivered to the sender.
 func TestMakeDemo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the demo's binaries")
-	}
 	bin := filepath.Dir(relayqBin)
 	fakemxBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -26,9 +26,6 @@ import (
 // alone is parked by tag, which fits in the pages bbolt has free. Needs
 // root for mount; skipped otherwise.
 func TestDiskFullSuspendedDestinationNoHotLoop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	dir := testfs.Tmpfs(t, "16m")
 	down := smtptest.DownAddr(t)
 	r := newRelay(t, down, "retry:\n  initial_delay: 1s\n  max_delay: 2s\n  jitter: 0s\n", "")

@@ -47,9 +47,6 @@ func dkimSection(keys ...string) string {
 // bounces carry the hostname domain's signature; a SIGHUP after a rotation
 // signs new mail with the new selector only; `dkim check` agrees with DNS.
 func TestDKIMSigningRotationAndBounces(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t, smtptest.Reply("rcpt:nobody@=550 5.1.1 No such user"))
 	keyDir := t.TempDir()
 	recs := dkimtest.Records{}
@@ -123,16 +120,10 @@ func waitToken(t *testing.T, mx *smtptest.Server, tok string) []byte {
 // down, then delivered by a restarted relay, it carries one signature, the
 // one it was accepted with.
 func TestDKIMSignedOnceAcrossRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	recs := dkimtest.Records{}
 	key := keygen(t, t.TempDir(), "example.org", "ed1", "ed25519", recs)
 	down := smtptest.DownAddr(t) // nothing listens here
-	r := newRelay(t, down, "", dkimSection("example.org", "ed1", key))
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, down, withYAML(dkimSection("example.org", "ed1", key)))
 	r.submitToken(t, "tok-restart")
 	r.kill()
 

@@ -18,5 +18,5 @@
 //     message on it is delivered byte-identical or quarantined, never
 //     altered.
 //
-// The tests are skipped under -short.
+// Under -short, TestMain runs none of the tests (each starts the binary).
 package e2e

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/internal/admin"
+	"github.com/relayq/relayq/internal/drain"
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -81,17 +83,9 @@ func fillQueue(t *testing.T, r *relay, prefix string, n int) []string {
 // node A (next hop down for an hour), both with an admin API.
 func drainPair(t *testing.T, mxAddr string) (a, b *relay, aAdmin *admin.Client, aURL, bURL string) {
 	t.Helper()
-	b = newRelay(t, mxAddr, "retry:\n  initial_delay: 500ms\n  max_delay: 1s\n  jitter: 100ms\n", "")
-	a = newRelay(t, smtptest.DownAddr(t), "retry:\n  initial_delay: 1h\n  max_delay: 1h\n  jitter: 1m\n", "")
-	aAdmin, aURL = a.withAdmin(t)
-	_, bURL = b.withAdmin(t)
-	for _, r := range []*relay{a, b} {
-		if err := r.start(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitDial(t, strings.TrimPrefix(aURL, "http://"))
-	return a, b, aAdmin, aURL, bURL
+	a = startRelay(t, smtptest.DownAddr(t), withRetry(heldRetries), withAdminAPI())
+	b = startRelay(t, mxAddr, withRetry("retry:\n  initial_delay: 500ms\n  max_delay: 1s\n  jitter: 100ms\n"), withAdminAPI())
+	return a, b, a.admin, a.adminURL, b.adminURL
 }
 
 // countAtMX starts the next hop at mxAddr, waits until every token has
@@ -120,16 +114,7 @@ func countAtMX(t *testing.T, mxAddr string, toks []string, empty func() bool) ma
 	})
 	// The last outcomes are recorded just after the next hop's 250: a
 	// bounded poll of the queues, not a guess at how long that takes.
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(time.Minute)
-	for !empty() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatal("queues not empty a minute after every message arrived")
-		}
-	}
+	waitfor.Until(t, time.Minute, "empty queues after every message arrived", empty)
 	got := map[string]int{}
 	for _, m := range mx.Messages() {
 		got[tokenOf(m.Data)]++
@@ -153,9 +138,6 @@ func queueEmpty(t *testing.T, adminURL string) bool {
 // relayq, with `relayq queue drain`; once the next hop is back, every
 // message arrives there exactly once, counted by Message-ID token.
 func TestDrainToPeer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mxAddr := smtptest.ClosedAddr(t)
 	a, b, aAdmin, aURL, bURL := drainPair(t, mxAddr)
 	n := *drainMessages
@@ -200,9 +182,6 @@ func TestDrainToPeer(t *testing.T) {
 // None of its messages is lost; only the ones in flight at the kill (at
 // most one per drain session, 8) may arrive twice.
 func TestDrainKilledMidway(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	const n, sessions = 1500, 8
 	mxAddr := smtptest.ClosedAddr(t)
 	a, b, aAdmin, aURL, bURL := drainPair(t, mxAddr)
@@ -213,25 +192,18 @@ func TestDrainKilledMidway(t *testing.T) {
 		t.Fatalf("relayq queue drain --detach: exit %d\n%s", code, out)
 	}
 	// Kill once a third is across: a bounded poll of the progress.
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(2 * time.Minute)
-	for {
-		p, err := aAdmin.DrainProgress(ctx)
-		if err != nil {
+	var p *drain.Progress
+	if !waitfor.Within(2*time.Minute, func() bool {
+		var err error
+		if p, err = aAdmin.DrainProgress(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if p.Drained >= n/3 {
-			break
-		}
-		if p.State != "running" {
+		if p.State != "running" && p.Drained < n/3 {
 			t.Fatalf("drain ended before the kill: %+v", p)
 		}
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("drain too slow: %+v", p)
-		}
+		return p.Drained >= n/3
+	}) {
+		t.Fatalf("drain too slow: %+v", p)
 	}
 	a.kill()
 	if err := a.start(); err != nil {

@@ -63,9 +63,6 @@ func readEvents(t *testing.T, admin string, done func([]streamEvent) bool) []str
 // event per message, IDs gapless and increasing. Only the receiver may see
 // a message twice (the in-flight attempt, redone).
 func TestEventsSurviveKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	const total, stallAt = 20, 5
 	var seen atomic.Int32
 	stalled := make(chan struct{})

@@ -19,9 +19,6 @@ import (
 // non-root user, takes extra flags after its defaults, plays a persona and
 // answers on its API.
 func TestFakemxImage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	p := newPodman(t)
 	stamp := time.Now().UnixNano()
 	relayqImage, image := fmt.Sprintf("localhost/relayq-e2e:%d", stamp), fmt.Sprintf("localhost/fakemx-e2e:%d", stamp)

@@ -80,17 +80,11 @@ const pageTestMessage = "From: Shop <app@example.org>\r\n" +
 // appears without a reload, the timeline shows the 451s and the 250, and
 // the script editor replaces the server's script.
 func TestFakemxPageInABrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	chrome := findChromium(t)
 	mx := smtptest.NewServer(t, smtptest.Greylist(time.Second))
 	site := httptest.NewServer(mx.HTTPHandler())
 	t.Cleanup(site.Close)
-	r := newRelay(t, mx.Addr(), "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr())
 	ctx := newBrowser(t, chrome)
 
 	must(t, "open the page", chromedp.Do(ctx,

@@ -26,9 +26,6 @@ var searchMessages = []string{
 // in its body, opens it by its own URL in a fresh page (its image shown
 // inline), deletes it there, and sees it gone from the list and the API.
 func TestFakemxPageSearchOpenDelete(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	chrome := findChromium(t)
 	mx := smtptest.NewServer(t)
 	site := httptest.NewServer(mx.HTTPHandler())

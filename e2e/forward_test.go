@@ -13,24 +13,19 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/internal/dkim/dkimtest"
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
-// forwardRelay is bounceRelay with extra YAML of its own: mail for
+// forwardRelay starts bounceRelay's relay without its webhook: mail for
 // example.org (the application's domain) goes to appMX, everything else to
 // mx, bounces.domain is bounces.test with its listener at bounceAddr.
-func forwardRelay(t *testing.T, mx, appMX, bounceAddr, extra string) *relay {
+func forwardRelay(t *testing.T, mx, appMX, bounceAddr string, opts ...relayOpt) *relay {
 	t.Helper()
-	r := newRelay(t, mx, "", fmt.Sprintf("bounces:\n  domain: bounces.test\n  listen: [%q]\n%s", bounceAddr, extra))
-	b, err := os.ReadFile(r.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = []byte(strings.Replace(string(b), "  routes:\n", fmt.Sprintf("  routes:\n    \"example.org\": %q\n", appMX), 1))
-	if err := os.WriteFile(r.cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return startRelay(t, mx, append([]relayOpt{
+		withYAML(fmt.Sprintf("bounces:\n  domain: bounces.test\n  listen: [%q]\n", bounceAddr)),
+		withRoute("example.org", appMX),
+	}, opts...)...)
 }
 
 // verpOf submits one message from app@example.org to rcpt through r and
@@ -128,19 +123,13 @@ func forgedReport(tok string) string {
 // report's Idempotency-Key and X-Relayq-Stream are inert text, so a
 // second report with the same key is forwarded too.
 func TestForwardedReportIsWrappedAndUnsigned(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	needDkimpy(t)
 	recs := dkimtest.Records{}
 	key := keygen(t, t.TempDir(), "example.org", "s1", "ed25519", recs)
 	mx, app := smtptest.NewServer(t), smtptest.NewServer(t)
 	bounceAddr := smtptest.ClosedAddr(t)
-	r := forwardRelay(t, mx.Addr(), app.Addr(), bounceAddr, dkimSection("example.org", "s1", key)+
-		"streams: [{name: default, weight: 1}, {name: bulk, weight: 1}]\n")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := forwardRelay(t, mx.Addr(), app.Addr(), bounceAddr, withYAML(dkimSection("example.org", "s1", key)+
+		"streams: [{name: default, weight: 1}, {name: bulk, weight: 1}]\n"))
 	verpAddr := verpOf(t, r, mx, "gone@example.net", "tok-fw-orig")
 	for _, tok := range []string{"tok-forged-1", "tok-forged-2"} {
 		c, err := dialClient(bounceAddr)
@@ -153,7 +142,7 @@ func TestForwardedReportIsWrappedAndUnsigned(t *testing.T) {
 		c.close()
 	}
 	var got [][]byte
-	waitUntil(t, 30*time.Second, func() bool {
+	waitfor.Within(30*time.Second, func() bool {
 		got = got[:0]
 		for _, m := range app.Messages() {
 			if bytes.Contains(m.Data, []byte("tok-forged-")) {
@@ -192,18 +181,12 @@ func TestForwardedReportIsWrappedAndUnsigned(t *testing.T) {
 // DSN to the VERP address, through relayq's bounce listener; the original
 // sender receives it, once, attached to relayq's notice.
 func TestPostfixSuccessDSNReachesTheSender(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts relayq and Postfix")
-	}
 	app := smtptest.NewServer(t)
 	bounceAddr := smtptest.ClosedAddr(t)
 	pf := startPostfixWith(t, bounceAddr, map[string]string{
 		"transport_maps": "inline:{example.net=discard:}",
 	})
-	r := forwardRelay(t, pf, app.Addr(), bounceAddr, "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := forwardRelay(t, pf, app.Addr(), bounceAddr)
 	c, err := dialClient(r.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +209,7 @@ func TestPostfixSuccessDSNReachesTheSender(t *testing.T) {
 		t.Fatalf("Postfix's DSN never reached the listener: %v", err)
 	}
 	var got [][]byte
-	waitUntil(t, 30*time.Second, func() bool {
+	waitfor.Within(30*time.Second, func() bool {
 		got = got[:0]
 		for _, m := range app.Messages() {
 			got = append(got, m.Data)
@@ -306,16 +289,10 @@ func bomb(t *testing.T, addr, verpAddr string, n int, same bool) (taken, deferre
 // and 20 forwarded copies instead of 480 of each; 480 copies of one report
 // to another address are taken 20 times and recorded and forwarded once.
 func TestReportBombIsLimited(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx, app := smtptest.NewServer(t), smtptest.NewServer(t)
 	bounceAddr := smtptest.ClosedAddr(t)
-	r := forwardRelay(t, mx.Addr(), app.Addr(), bounceAddr, "")
-	_, adminURL := r.withAdmin(t)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := forwardRelay(t, mx.Addr(), app.Addr(), bounceAddr, withAdminAPI())
+	adminURL := r.adminURL
 	distinct := verpOf(t, r, mx, "gone@example.net", "tok-bomb-1")
 	copies := verpOf(t, r, mx, "twice@example.net", "tok-bomb-2")
 	fwds := 0
@@ -337,7 +314,7 @@ func TestReportBombIsLimited(t *testing.T) {
 	}
 	// Forwarded copies are queued before the 250; their queued events are
 	// read a moment later.
-	waitUntil(t, 10*time.Second, func() bool { return eventCount(t, adminURL, "queued", "app@example.org") >= fwds })
+	waitfor.Within(10*time.Second, func() bool { return eventCount(t, adminURL, "queued", "app@example.org") >= fwds })
 	if n := eventCount(t, adminURL, "queued", "app@example.org"); n != fwds {
 		t.Errorf("%d reports forwarded to the original sender, want %d", n, fwds)
 	} else {

@@ -17,9 +17,6 @@ import (
 // first, used to fill the destination's slow-start slots and keep every
 // message to the other domain behind them.
 func TestSlowDomainDoesNotHoldOthersAtSharedNextHop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t, smtptest.DiscardBodies(), smtptest.Reply("rcpt:@slow.test=delay 1h 451 4.4.2 tarpit"))
 	r := newRelay(t, mx.Addr(), "", "")
 	cfg := fmt.Sprintf(`hostname: relay.test

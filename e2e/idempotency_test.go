@@ -39,14 +39,8 @@ func sendKeyed(t *testing.T, addr, tok, key string) string {
 // it once, without the field. `relayq sendmail` passes the field on and
 // gets the same.
 func TestIdempotencyKeySurvivesKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
-	r := newRelay(t, mx.Addr(), "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr())
 	first := sendKeyed(t, r.addr, "tok-idem-1", "order-1")
 	r.kill()
 	if err := r.start(); err != nil {

@@ -30,18 +30,12 @@ func needDkimpy(t *testing.T) {
 // that was submitted. (Sent as it was, Postfix folded the line at 998 and
 // every verifier failed.)
 func TestLongLineThroughPostfixKeepsDKIM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts relayq and Postfix")
-	}
 	needDkimpy(t)
 	sink := smtptest.NewServer(t)
 	pf := startPostfix(t, sink.Addr())
 	recs := dkimtest.Records{}
 	key := keygen(t, t.TempDir(), "example.org", "s1", "rsa", recs)
-	r := newRelay(t, pf, "", dkimSection("example.org", "s1", key))
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, pf, withYAML(dkimSection("example.org", "s1", key)))
 	html := "<table>" + strings.Repeat("<tr><td>tok-long</td></tr>", 50) + "</table>"
 	html += strings.Repeat("x", 1500-len(html))
 	msg := "From: App <app@example.org>\r\nTo: <bob@example.net>\r\nSubject: template\r\n" +

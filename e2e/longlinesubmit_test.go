@@ -33,16 +33,10 @@ func longLineMessage(tok string, n int) string {
 // gets lines of at most 76 octets, a DKIM signature that verifies and,
 // once decoded, the line that was submitted.
 func TestLongLinesEncodedOverSMTPAndSendmail(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	recs := dkimtest.Records{}
 	key := keygen(t, t.TempDir(), "example.org", "s1", "rsa", recs)
-	r := newRelay(t, mx.Addr(), "", dkimSection("example.org", "s1", key))
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr(), withYAML(dkimSection("example.org", "s1", key)))
 	sent := map[string]string{}
 	for _, n := range []int{5000, 100000} {
 		tok := fmt.Sprintf("tok-long-smtp-%d", n)

@@ -82,14 +82,8 @@ func startDSNHop(t *testing.T) (*dsnHop, string) {
 // the next hop, as RFC 6533 utf-8-addr-unitext in that SMTPUTF8
 // transaction.
 func TestInteropPostfixUTF8RecipientWithORCPT(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts relayq and Postfix")
-	}
 	hop, hopAddr := startDSNHop(t)
-	r := newRelay(t, hopAddr, "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, hopAddr)
 	pf := startPostfixWith(t, r.addr, map[string]string{"smtputf8_enable": "yes"})
 
 	c, err := dialClient(pf)

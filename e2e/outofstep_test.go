@@ -171,9 +171,6 @@ func submitTokens(t *testing.T, r *relay, toks []string) map[string]string {
 // replies at once) gave that 250 before it saw any content, which it then
 // refuses. Every attempt is deferred with 4.5.0, none delivered.
 func TestNoBodyTakenIsNeverDelivered(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	for _, mode := range []struct {
 		name string
 		mode stepMode
@@ -187,11 +184,8 @@ func TestNoBodyTakenIsNeverDelivered(t *testing.T) {
 }
 
 func noBodyNeverDelivered(t *testing.T, mx *stepServer) {
-	r := newRelay(t, mx.l.Addr().String(), "", "")
-	_, adminURL := r.withAdmin(t)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.l.Addr().String(), withAdminAPI())
+	adminURL := r.adminURL
 	toks := []string{"tok-nobody-0", "tok-nobody-1", "tok-nobody-2"}
 	ids := submitTokens(t, r, toks)
 	// Two deferrals each: the first attempt, and a retry.
@@ -229,17 +223,11 @@ func noBodyNeverDelivered(t *testing.T, mx *stepServer) {
 // every later reply on a reused connection: each message recorded as
 // delivered must be one whose body it took, and all of them get there.
 func TestExtraReplyAfterDotDeliversNothingFalsely(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	for _, pipelining := range []bool{false, true} {
 		t.Run(fmt.Sprintf("pipelining=%v", pipelining), func(t *testing.T) {
 			mx := newStepServer(t, extraAfterDot, pipelining)
-			r := newRelay(t, mx.l.Addr().String(), "", "")
-			_, adminURL := r.withAdmin(t)
-			if err := r.start(); err != nil {
-				t.Fatal(err)
-			}
+			r := startRelay(t, mx.l.Addr().String(), withAdminAPI())
+			adminURL := r.adminURL
 			var toks []string
 			for i := range 8 {
 				toks = append(toks, fmt.Sprintf("tok-extra-%d", i))

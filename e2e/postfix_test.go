@@ -15,6 +15,7 @@ import (
 
 	"github.com/emersion/go-message"
 
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -199,19 +200,15 @@ func privateMaster(master, port string) []byte {
 // waitListening dials addr until it answers with an SMTP greeting.
 func waitListening(t *testing.T, addr string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		c, err := dialClient(addr)
-		if err == nil {
+	var err error
+	if !waitfor.Within(within, func() bool {
+		var c *client
+		if c, err = dialClient(addr); err == nil {
 			c.close()
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("postfix does not answer on %s: %v", addr, err)
-		}
-		<-tick.C
+		return err == nil
+	}) {
+		t.Fatalf("postfix does not answer on %s: %v", addr, err)
 	}
 }
 
@@ -278,15 +275,9 @@ const postfix8BitBody = "From: <app@example.org>\r\nTo: <bob@example.net>\r\nSub
 // with UTF-8 headers submitted with SMTPUTF8 is not sent to Postfix but
 // bounced with 5.6.7, and the report arrives through Postfix.
 func TestInteropPostfixWithout8BitMIME(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts relayq and Postfix")
-	}
 	sink := smtptest.NewServer(t)
 	pf := startPostfix(t, sink.Addr())
-	r := newRelay(t, pf, "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, pf)
 
 	c, err := dialClient(r.addr)
 	if err != nil {

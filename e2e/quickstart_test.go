@@ -37,9 +37,6 @@ func quickStart(t *testing.T) string {
 // Ports and the queue file are the test's own (make variables and RELAYQ_*
 // settings), so that two runs can share a machine.
 func TestQuickStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the quick start")
-	}
 	for _, tool := range []string{"make", "python3"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("no %s on PATH: the quick start needs it", tool)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/admin"
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -30,6 +31,79 @@ type relay struct {
 	exited  chan struct{} // closed when the current process has been reaped
 	exitErr error
 	log     *lineLog
+
+	admin    *admin.Client // set by withAdminAPI
+	adminURL string        // set by withAdminAPI: http://host:port
+	httpURL  string        // set by withHTTPAPI: the messages endpoint
+}
+
+// heldRetries puts every retry an hour away, for tests that look at mail
+// while it waits in the queue.
+const heldRetries = "retry:\n  initial_delay: 1h\n  max_delay: 1h\n  jitter: 1m\n"
+
+// relaySetup is what startRelay's options change in newRelay's config.
+type relaySetup struct {
+	retry, extra string
+	admin, http  bool
+	deliveryTLS  string
+	routes       []string // "domain": addr lines, before newRelay's "*"
+}
+
+// relayOpt is one change to the config startRelay writes.
+type relayOpt func(*relaySetup)
+
+// withRetry replaces the default retry section (retried within a second).
+func withRetry(yaml string) relayOpt { return func(s *relaySetup) { s.retry = yaml } }
+
+// withYAML appends top-level keys not set by newRelay.
+func withYAML(yaml string) relayOpt { return func(s *relaySetup) { s.extra += yaml } }
+
+// withRoute sends mail for domain to addr instead of startRelay's mxAddr.
+func withRoute(domain, addr string) relayOpt {
+	return func(s *relaySetup) { s.routes = append(s.routes, fmt.Sprintf("    %q: %q\n", domain, addr)) }
+}
+
+// withAdminAPI turns on the admin API on a fresh port (r.admin, r.adminURL).
+func withAdminAPI() relayOpt { return func(s *relaySetup) { s.admin = true } }
+
+// withHTTPAPI turns on HTTP submission on a fresh port (r.httpURL).
+func withHTTPAPI() relayOpt { return func(s *relaySetup) { s.http = true } }
+
+// withDeliveryTLS sets delivery.tls (newRelay's default is none).
+func withDeliveryTLS(mode string) relayOpt { return func(s *relaySetup) { s.deliveryTLS = mode } }
+
+// startRelay is the set-up most tests share: newRelay routing every domain
+// to mxAddr, changed by opts, then started; any failure ends the test. The
+// admin and HTTP listeners it turns on are answering when it returns.
+func startRelay(t *testing.T, mxAddr string, opts ...relayOpt) *relay {
+	t.Helper()
+	var s relaySetup
+	for _, o := range opts {
+		o(&s)
+	}
+	r := newRelay(t, mxAddr, s.retry, s.extra)
+	if len(s.routes) > 0 {
+		rewriteConfig(t, r, map[string]string{"  routes:\n": "  routes:\n" + strings.Join(s.routes, "")})
+	}
+	if s.deliveryTLS != "" {
+		r.setDeliveryTLS(t, s.deliveryTLS)
+	}
+	if s.admin {
+		r.admin, r.adminURL = r.withAdmin(t)
+	}
+	if s.http {
+		r.httpURL = r.withHTTP(t)
+	}
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	if s.admin {
+		waitDial(t, strings.TrimPrefix(r.adminURL, "http://"))
+	}
+	if s.http {
+		waitDial(t, strings.TrimSuffix(strings.TrimPrefix(r.httpURL, "http://"), "/api/v1/messages"))
+	}
+	return r
 }
 
 // newRelay writes a config routing every domain to mxAddr and returns a
@@ -102,27 +176,27 @@ func (r *relay) start() error {
 }
 
 // waitReady dials the SMTP port until it answers, the process exits, or the
-// deadline passes. Each failed dial is followed by a short pause on a ticker:
-// this is a bounded poll, not a guess at how long start-up takes.
+// deadline passes: a bounded poll, not a guess at how long start-up takes.
 func (r *relay) waitReady(exited <-chan struct{}, within time.Duration) error {
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		c, err := net.DialTimeout("tcp", r.addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
+	died := false
+	up := waitfor.Within(within, func() bool {
+		if dialable(r.addr) {
+			return true
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("relayq exited during start-up: %v\n%s", r.exitError(), r.log.tail())
-		case <-deadline.C:
-			return fmt.Errorf("relayq not listening on %s after %v", r.addr, within)
-		case <-tick.C:
+			died = true
+		default:
 		}
+		return died
+	})
+	switch {
+	case died:
+		return fmt.Errorf("relayq exited during start-up: %v\n%s", r.exitError(), r.log.tail())
+	case !up:
+		return fmt.Errorf("relayq not listening on %s after %v", r.addr, within)
 	}
+	return nil
 }
 
 func (r *relay) exitError() error {

@@ -39,15 +39,9 @@ func (r *relay) submitToken(t *testing.T, tok string) {
 // SIGHUP applies a new routing table without a restart; a broken file is
 // refused with a log line and the running configuration stays.
 func TestSIGHUPReloadsAndRefusesBadConfig(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx1 := smtptest.NewServer(t)
 	mx2 := smtptest.NewServer(t)
-	r := newRelay(t, mx1.Addr(), "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx1.Addr())
 	r.submitToken(t, "tok-before")
 	mx1.WaitFor(t, 10*time.Second, func() bool { return deliveredTokens(mx1)["tok-before"] == 1 })
 

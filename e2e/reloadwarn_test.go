@@ -13,14 +13,8 @@ import (
 // key, instead of a bare "configuration reloaded". The start-up line names
 // the listeners and where mail goes.
 func TestSIGHUPNamesKeysThatNeedARestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
-	r := newRelay(t, mx.Addr(), "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr())
 	if err := r.log.waitFor("smtp="+r.addr, 5*time.Second); err != nil {
 		t.Fatalf("start-up summary: %v", err)
 	}

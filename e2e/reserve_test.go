@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/internal/testfs"
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -23,9 +24,6 @@ import (
 // disk was full, and then the queued mail could not be claimed or
 // recorded for minutes while /readyz said ready. Needs root for mount.
 func TestDiskReserveKeepsQueuedMailMoving(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	dir := testfs.Tmpfs(t, "25m")
 	mx := smtptest.NewServer(t, smtptest.DiscardEvents(), smtptest.Greylist(10*time.Second))
 	r := newRelay(t, mx.Addr(), "retry:\n  initial_delay: 1s\n  max_delay: 2s\n  jitter: 0s\n", "")
@@ -76,7 +74,7 @@ func TestDiskReserveKeepsQueuedMailMoving(t *testing.T) {
 	// Delivered mail gives its pages back: intake opens again.
 	var late outcome = refused
 	var line string
-	waitUntil(t, 10*time.Second, func() bool {
+	waitfor.Within(10*time.Second, func() bool {
 		c, err := dialClient(r.addr)
 		if err != nil {
 			return false

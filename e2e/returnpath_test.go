@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -100,7 +101,7 @@ func startFakemxBin(t *testing.T, args ...string) string {
 			t.Logf("fakemx log:\n%s", log.tail())
 		}
 	})
-	waitUntil(t, 10*time.Second, func() bool {
+	waitfor.Within(10*time.Second, func() bool {
 		c, err := dialClient(addr)
 		if err == nil {
 			c.close()
@@ -110,27 +111,18 @@ func startFakemxBin(t *testing.T, args ...string) string {
 	return addr
 }
 
-// bounceRelay is a relay with bounces.domain set, its listener on a free
-// port, a webhook to hook, mail for example.org (the applications' own
-// domain) to appMX and everything else to mx.
+// bounceRelay starts a relay with bounces.domain set, its listener on a
+// free port, a webhook to hook, mail for example.org (the applications' own
+// domain) to appMX and everything else to mx, and its admin API on.
 func bounceRelay(t *testing.T, mx, appMX, bounceAddr string, hook *hookSink) *relay {
-	extra := fmt.Sprintf(`bounces:
+	t.Helper()
+	return startRelay(t, mx, withYAML(fmt.Sprintf(`bounces:
   domain: bounces.test
   listen: [%q]
 events:
   webhooks:
     - {url: %q, secret: s, batch: 10}
-`, bounceAddr, hook.url)
-	r := newRelay(t, mx, "", extra)
-	b, err := os.ReadFile(r.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = []byte(strings.Replace(string(b), "  routes:\n", fmt.Sprintf("  routes:\n    \"example.org\": %q\n", appMX), 1))
-	if err := os.WriteFile(r.cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return r
+`, bounceAddr, hook.url)), withRoute("example.org", appMX), withAdminAPI())
 }
 
 // TestReturnPathLoop: relayq delivers to a fakemx that accepts both
@@ -140,9 +132,6 @@ events:
 // suppressed with their sources and refused at RCPT, and the original
 // sender received both reports.
 func TestReturnPathLoop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	bounceAddr := smtptest.ClosedAddr(t)
 	mx := startFakemxBin(t, "--return-to", bounceAddr,
 		"--reply", "rcpt:gone@=250 then bounce 5.1.1 after 2s",
@@ -150,10 +139,7 @@ func TestReturnPathLoop(t *testing.T) {
 	app := smtptest.NewServer(t)
 	hook := newHookSink(t)
 	r := bounceRelay(t, mx, app.Addr(), bounceAddr, hook)
-	_, adminURL := r.withAdmin(t)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	adminURL := r.adminURL
 	for _, to := range []string{"gone@example.net", "angry@example.net"} {
 		c, err := dialClient(r.addr)
 		if err != nil {
@@ -165,7 +151,7 @@ func TestReturnPathLoop(t *testing.T) {
 		c.close()
 	}
 	want := map[string]string{"gone@example.net": "bounced", "angry@example.net": "complained"}
-	waitUntil(t, 30*time.Second, func() bool { return len(hook.of("gone@example.net")) >= 2 && len(hook.of("angry@example.net")) >= 2 })
+	waitfor.Within(30*time.Second, func() bool { return len(hook.of("gone@example.net")) >= 2 && len(hook.of("angry@example.net")) >= 2 })
 	for addr, late := range want {
 		evs := hook.of(addr)
 		if len(evs) != 2 || evs[0].Type != "delivered" || evs[0].Async || evs[1].Type != late || !evs[1].Async || evs[1].QueueID != evs[0].QueueID {
@@ -214,16 +200,10 @@ func TestReturnPathLoop(t *testing.T) {
 // its bounce listener answered 250 to a report; after a restart the
 // async bounced event and the suppression entry are both there.
 func TestReturnPathSurvivesKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	bounceAddr := smtptest.ClosedAddr(t)
 	r := bounceRelay(t, mx.Addr(), mx.Addr(), bounceAddr, newHookSink(t))
-	_, adminURL := r.withAdmin(t)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	adminURL := r.adminURL
 	c, err := dialClient(r.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +237,7 @@ func TestReturnPathSurvivesKill9(t *testing.T) {
 	}
 	// start waits for the SMTP port only; the admin API opens just after.
 	var resp *http.Response
-	waitUntil(t, 10*time.Second, func() bool {
+	waitfor.Within(10*time.Second, func() bool {
 		resp, err = http.Get(adminURL + "/api/v1/events?type=bounced&limit=100")
 		return err == nil
 	})

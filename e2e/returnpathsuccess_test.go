@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -15,17 +16,11 @@ import (
 // webhook hears the synchronous delivered and then an async delivered,
 // the final hop's confirmation; nothing is suppressed.
 func TestPostfixSuccessDSNRecordedDelivered(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts relayq and Postfix")
-	}
 	bounceAddr := smtptest.ClosedAddr(t)
 	pf := startPostfixWith(t, bounceAddr, map[string]string{"transport_maps": "inline:{ example.net=discard: }"})
 	hook := newHookSink(t)
 	r := bounceRelay(t, pf, pf, bounceAddr, hook)
-	_, adminURL := r.withAdmin(t)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	adminURL := r.adminURL
 	c, err := dialClient(r.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +37,7 @@ func TestPostfixSuccessDSNRecordedDelivered(t *testing.T) {
 	if code, line, err := c.cmd(testMessage("tok-rp-success") + "."); err != nil || code != 250 {
 		t.Fatalf("message not accepted: %d %s %v", code, line, err)
 	}
-	waitUntil(t, 60*time.Second, func() bool { return len(hook.of("carol@example.net")) >= 2 })
+	waitfor.Within(60*time.Second, func() bool { return len(hook.of("carol@example.net")) >= 2 })
 	evs := hook.of("carol@example.net")
 	if len(evs) != 2 || evs[0].Type != "delivered" || evs[0].Async || evs[1].Type != "delivered" || !evs[1].Async ||
 		evs[1].EnhancedCode != "2.0.0" || evs[1].QueueID != evs[0].QueueID {

@@ -35,16 +35,10 @@ var poisonReports = []struct{ name, from, body string }{
 // sender record nothing); a DSN from <> suppresses it once, and after the
 // operator removes the entry the same DSN sent again suppresses nothing.
 func TestReturnPathRefusesPoisoning(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	bounceAddr := smtptest.ClosedAddr(t)
 	r := bounceRelay(t, mx.Addr(), mx.Addr(), bounceAddr, newHookSink(t))
-	_, adminURL := r.withAdmin(t)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	adminURL := r.adminURL
 	c, err := dialClient(r.addr)
 	if err != nil {
 		t.Fatal(err)

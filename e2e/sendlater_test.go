@@ -66,15 +66,9 @@ func ehloLines(t *testing.T, addr string) string {
 // held mail, delete cancels it, retry sends it now; a hold beyond max_hold
 // is 501 5.5.4.
 func TestSendLaterFutureRelease(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
-	r := newRelay(t, mx.Addr(), "", "")
-	_, adminURL := r.withAdmin(t)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr(), withAdminAPI())
+	adminURL := r.adminURL
 	if e := ehloLines(t, r.addr); !strings.Contains(e, "FUTURERELEASE 604800 ") {
 		t.Fatalf("EHLO does not offer FUTURERELEASE:\n%s", e)
 	}

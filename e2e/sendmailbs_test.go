@@ -93,14 +93,8 @@ func (p *bsPeer) command(s, code string) string {
 // symfony/mailer's Transport/SendmailTransport.php and
 // Transport/Smtp/SmtpTransport.php.
 func TestSendmailBSLikeSymfony(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
-	r := newRelay(t, mx.Addr(), "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr())
 	p, cmd := startBS(t, r.addr)
 	if g := p.reply(); !strings.HasPrefix(g, "220 ") {
 		t.Fatalf("greeting %q, want 220", g)

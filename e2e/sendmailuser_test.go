@@ -139,9 +139,6 @@ func runSendmailAs(t *testing.T, in install, cred *syscall.Credential, dir, stdi
 // hostname and the submission address and opens no key file; the daemon
 // (root) still signs what it receives.
 func TestSendmailAsAnyUser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	cred := nobody(t)
 	mx := smtptest.NewServer(t)
 	r := newRelay(t, mx.Addr(), "", "")

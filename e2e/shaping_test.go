@@ -18,9 +18,6 @@ import (
 // one gets no connection, `relayq queue retry ID` reaches it within a
 // second anyway, and `relayq queue resume` ends the suspension.
 func TestShapingSuspendRetryResume(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	limited := smtptest.NewServer(t, smtptest.Reply("mail=421 4.7.28 Our system has detected an unusual rate of mail"))
 	other := smtptest.NewServer(t)
 	r, adminAddr := startSuspendingRelay(t, limited.Addr(), other.Addr())

@@ -49,14 +49,8 @@ func openData(t *testing.T, addr, tok string) (*client, string) {
 // at shutdown_timeout without a 250; the process exits 0; and after a
 // restart every accepted message is delivered.
 func TestSIGTERMDuringSubmission(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
-	r := newRelay(t, mx.Addr(), "", "shutdown_timeout: 2s\n")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr(), withYAML("shutdown_timeout: 2s\n"))
 	finisher, rest := openData(t, r.addr, "tok-finisher")
 	staller, _ := openData(t, r.addr, "tok-staller")
 
@@ -129,9 +123,6 @@ func (c *client) send2(rest string) (outcome, string, error) {
 // finishes; with a shorter one it is cut off. Either way the process exits
 // 0 and, after a restart, the message has been delivered at least once.
 func TestSIGTERMDuringDelivery(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	for _, tc := range []struct {
 		name     string
 		shutdown string
@@ -146,10 +137,7 @@ func TestSIGTERMDuringDelivery(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// Only the first DATA is slow, so the retry after restart is quick.
 			mx := smtptest.NewServer(t, smtptest.Sequence(smtptest.StageData, "", "delay 1500ms 250 2.0.0 OK slow"))
-			r := newRelay(t, mx.Addr(), "", "shutdown_timeout: "+tc.shutdown+"\n")
-			if err := r.start(); err != nil {
-				t.Fatal(err)
-			}
+			r := startRelay(t, mx.Addr(), withYAML("shutdown_timeout: "+tc.shutdown+"\n"))
 			c, err := dialClient(r.addr)
 			if err != nil {
 				t.Fatal(err)

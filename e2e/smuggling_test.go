@@ -14,14 +14,8 @@ import (
 // payloads are refused at submission, so the next hop never sees them, and
 // the clean messages arrive byte for byte with only CRLF line ends.
 func TestDeliveredBytesHaveNoBareNewlines(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
-	r := newRelay(t, mx.Addr(), "", "")
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRelay(t, mx.Addr())
 	const forged = "MAIL FROM:<ceo@example.org>\r\nRCPT TO:<victim@example.net>\r\nDATA\r\nSubject: tok-forged\r\n\r\nforged\r\n"
 	smuggling := []struct{ name, body string }{
 		{"LF.LF", "Subject: tok-s1\r\n\r\nhi\n.\n" + forged},

@@ -14,9 +14,6 @@ import (
 // nothing back. It is refused (409) with the scope the mail really uses;
 // domain:* itself is accepted.
 func TestSuspendRefusesScopeNoMailUses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	r := newRelay(t, mx.Addr(), "", "")
 	adminAddr := smtptest.ClosedAddr(t)

@@ -16,9 +16,6 @@ import (
 // The shipped unit passes systemd's own checker (unknown keys and bad
 // values are only warnings there, so any output about the unit fails too).
 func TestSystemdUnitVerifies(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		t.Skip("systemd-analyze not installed (Debian package systemd)")
@@ -57,9 +54,6 @@ func TestSystemdUnitVerifies(t *testing.T) {
 // Under systemd (Type=notify) relayq says READY=1 only once its listeners
 // accept connections, and STOPPING=1 when it starts to shut down.
 func TestNotifyReadyOnceListening(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	mx := smtptest.NewServer(t)
 	r := newRelay(t, mx.Addr(), "", "")
 	sockPath := filepath.Join(t.TempDir(), "notify.sock")

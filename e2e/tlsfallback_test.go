@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/relayq/relayq/internal/waitfor"
 )
 
 // tlsHop is a next hop whose STARTTLS is broken, in one of the two ways
@@ -127,9 +129,6 @@ func (r *relay) setDeliveryTLS(t *testing.T, mode string) {
 // "fallback", the log and a metric count it, and TLS-RPT records the
 // failure. delivery.tls: required never falls back.
 func TestOpportunisticTLSFallsBack(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
 	for _, tc := range []struct {
 		name        string
 		refuse      bool
@@ -144,12 +143,8 @@ func TestOpportunisticTLSFallsBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hop := newTLSHop(t, tc.refuse)
-			r := newRelay(t, hop.l.Addr().String(), "", "")
-			r.setDeliveryTLS(t, tc.mode)
-			_, adminURL := r.withAdmin(t)
-			if err := r.start(); err != nil {
-				t.Fatal(err)
-			}
+			r := startRelay(t, hop.l.Addr().String(), withDeliveryTLS(tc.mode), withAdminAPI())
+			adminURL := r.adminURL
 			tok := "tok-tlsfb-" + strings.ReplaceAll(tc.name, "/", "-")
 			id := submitTokens(t, r, []string{tok})[tok]
 			var delivered *streamEvent
@@ -202,32 +197,41 @@ func TestOpportunisticTLSFallsBack(t *testing.T) {
 }
 
 // waitMetric waits until the relay's /metrics has the sample name = want,
-// scraping every 20ms: a counter has no way to say it changed.
+// scraping it on waitfor's ticks: a counter has no way to say it changed.
 func waitMetric(adminURL, name, want string, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
+	var got string
+	var err error
+	waitfor.Within(within, func() bool {
+		got, err = scrapeMetric(adminURL, name)
+		return err != nil || got == want
+	})
+	switch {
+	case err != nil:
+		return err
+	case got != want:
+		return fmt.Errorf("metric %s is %q after %v, want %s", name, got, within, want)
+	}
+	return nil
+}
+
+// scrapeMetric returns the value of the sample name in adminURL's /metrics.
+func scrapeMetric(adminURL, name string) (string, error) {
+	resp, err := http.Get(adminURL + "/metrics")
+	if err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return "", err
+	}
 	got := ""
-	for ; time.Now().Before(deadline); <-tick.C {
-		resp, err := http.Get(adminURL + "/metrics")
-		if err != nil {
-			return err
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, name+" "); ok {
-				got = v
-			}
-		}
-		if got == want {
-			return nil
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			got = v
 		}
 	}
-	return fmt.Errorf("metric %s is %q after %v, want %s", name, got, within, want)
+	return got, nil
 }
 
 func getBody(t *testing.T, url string) string {

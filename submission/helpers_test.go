@@ -19,6 +19,7 @@ import (
 	"github.com/emersion/go-smtp"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"
 )
@@ -271,20 +272,18 @@ func countMessages(t testing.TB, st *queue.Store) int {
 	}
 }
 
-// waitRefused polls addr until a dial is refused (the listener closed),
+// waitRefused waits until a dial of addr is refused (the listener closed),
 // failing the test after five seconds.
 func waitRefused(t *testing.T, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	waitfor.Until(t, 5*time.Second, "refused dial of "+addr, func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
-			return
+			return true
 		}
 		c.Close()
-		time.Sleep(2 * time.Millisecond)
-	}
-	t.Fatalf("%s still accepts connections", addr)
+		return false
+	})
 }
 
 // shutdownAsync starts a graceful shutdown and returns its result channel.
