@@ -263,9 +263,12 @@ func bomb(t *testing.T, addr, verpAddr string, n int, same bool) (taken, deferre
 	}
 	defer c.close()
 	for i := range n {
-		body := fmt.Sprintf("Subject: failure\r\n\r\nYour message could not be delivered (%d).\r\n", i)
+		// A mail server's text bounce (From MAILER-DAEMON, a bounce's
+		// subject): from <> it records a bounce.
+		const head = "From: MAILER-DAEMON@mx.example.net\r\nSubject: Undelivered Mail Returned to Sender\r\n\r\n"
+		body := fmt.Sprintf(head+"Your message could not be delivered (%d).\r\n", i)
 		if same {
-			body = "Subject: failure\r\n\r\nYour message could not be delivered.\r\n"
+			body = head + "Your message could not be delivered.\r\n"
 		}
 		o, line, err := c.send("", verpAddr, body, nil)
 		switch {
