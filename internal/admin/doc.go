@@ -3,7 +3,8 @@
 // flush, bulk actions by filter with a dry run, bounce a domain's waiting
 // mail, shape by domain and age; list
 // the quarantine of damaged messages), the health and readiness probes, the
-// Prometheus endpoint, the event stream (GET /api/v1/events, long-polled),
+// Prometheus endpoint, the event stream (GET /api/v1/events, long-polled,
+// of one message by queue_id or message_id if asked),
 // finished-message history (GET /api/v1/messages), the suppression list
 // (/api/v1/suppressions), and a Client for that API which the `relayq
 // queue` and `relayq suppressions` commands use.
