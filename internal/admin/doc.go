@@ -40,6 +40,10 @@
 //     request that is not application/json, 429 an address locked out
 //     after wrong tokens, 503 queue closed, 500 anything
 //     else.
+//   - Every route takes only the query parameters queryParams (params.go)
+//     lists for it, none when it is not listed; any other is 400 naming it
+//     (and the nearest it takes) before the handler runs, so a misspelt
+//     filter never widens an answer or an action.
 //   - Browsers (browser.go): the API has no browser clients, but the
 //     operator runs a browser on the host it listens on, and by default
 //     there is no token. So, before the token is checked and whether or not
