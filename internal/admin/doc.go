@@ -3,7 +3,8 @@
 // flush, bulk actions by filter with a dry run, bounce a domain's waiting
 // mail, shape by domain and age; list
 // the quarantine of damaged messages), the health and readiness probes, the
-// Prometheus endpoint, the event stream (GET /api/v1/events, long-polled),
+// Prometheus endpoint, the event stream (GET /api/v1/events, long-polled,
+// of one message by queue_id or message_id if asked),
 // finished-message history (GET /api/v1/messages), the suppression list
 // (/api/v1/suppressions), and a Client for that API which the `relayq
 // queue` and `relayq suppressions` commands use.
@@ -39,6 +40,10 @@
 //     request that is not application/json, 429 an address locked out
 //     after wrong tokens, 503 queue closed, 500 anything
 //     else.
+//   - Every route takes only the query parameters queryParams (params.go)
+//     lists for it, none when it is not listed; any other is 400 naming it
+//     (and the nearest it takes) before the handler runs, so a misspelt
+//     filter never widens an answer or an action.
 //   - Browsers (browser.go): the API has no browser clients, but the
 //     operator runs a browser on the host it listens on, and by default
 //     there is no token. So, before the token is checked and whether or not

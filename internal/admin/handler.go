@@ -144,8 +144,9 @@ func NewHandler(o Options) http.Handler {
 func consolePath(p string) bool { return p == "/" || strings.HasPrefix(p, "/ui/") }
 
 // ServeHTTP refuses what a browser sends for another site (browser.go),
-// checks the token, routes, and refuses an unsafe request that is not
-// application/json. Requests the mux would answer with its own plain-text
+// checks the token, routes, refuses an unsafe request that is not
+// application/json and a query parameter the route does not take
+// (params.go). Requests the mux would answer with its own plain-text
 // 404 or 405 get the JSON error form instead.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if code, msg := h.browserRefusal(r); code != 0 {
@@ -159,7 +160,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.o.Token != "" && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !h.checkToken(w, r) {
 		return
 	}
-	if next, pattern := h.mux.Handler(r); pattern == "" {
+	next, pattern := h.mux.Handler(r)
+	if pattern == "" {
 		rec := &statusRecorder{header: make(http.Header)}
 		next.ServeHTTP(rec, r)
 		if allow := rec.header.Get("Allow"); allow != "" {
@@ -180,6 +182,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			got = fmt.Sprintf("%q", ct)
 		}
 		writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("%s %s needs Content-Type: application/json (got %s)", r.Method, r.URL.Path, got))
+		return
+	}
+	if !checkQuery(w, r, pattern) {
 		return
 	}
 	h.mux.ServeHTTP(w, r)

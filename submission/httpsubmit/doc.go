@@ -19,6 +19,9 @@
 //   - Credentials (Bearer API key, Basic SMTP user) are refused over plain
 //     HTTP unless submission.allow_insecure_auth is set.
 //   - A Bcc header never reaches the queue ("Bcc :" included).
+//   - A query parameter the request does not take (a raw message takes
+//     from, to and send_at; a JSON one none) is refused with 400 naming
+//     it (internal/queryparam), before the body is read.
 //   - A JSON body with a member name twice in one object (case aside) is
 //     refused with 400 naming it (internal/jsonkeys), never decoded last-wins.
 package httpsubmit

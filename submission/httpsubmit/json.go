@@ -46,6 +46,9 @@ type jsonAttachment struct {
 // message it describes (base64 attachments, escapes), so it is allowed
 // twice the size limit; the built message is held to the limit itself.
 func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) (*submitted, *smtp.SMTPError) {
+	if e := checkQuery(r, nil); e != nil {
+		return nil, e
+	}
 	limit := s.acc.MaxMessageBytes()
 	// Read whole (Decode would hold the whole value in its buffer too), so
 	// that duplicate names can be looked for before decoding.

@@ -22,6 +22,9 @@ const maxHeaderBlock = 1 << 20
 // br is a reader from rawReaders for the request's lifetime: the body
 // reads through it until the message is stored.
 func (s *Server) readRaw(w http.ResponseWriter, r *http.Request, br *bufio.Reader) (*submitted, *smtp.SMTPError) {
+	if e := checkQuery(r, rawParams); e != nil {
+		return nil, e
+	}
 	limit := s.acc.MaxMessageBytes()
 	br.Reset(http.MaxBytesReader(w, r.Body, limit+1))
 	h, err := rawmsg.ReadHeader(br, min(maxHeaderBlock, int(limit)+1))
