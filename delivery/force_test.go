@@ -50,7 +50,7 @@ func TestSuspendedScopeGetsNoConnectionsAndRetryForces(t *testing.T) {
 		t.Fatalf("%d connections to the suspended scope during its suspension", got-conns)
 	}
 	// An operator retries one message: it goes now, not after the suspension.
-	if err := r.store.Retry(ids[3], r.clk.Now()); err != nil {
+	if err := r.store.Admin().Retry(ids[3], r.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	r.eng.Force(ids[3])
@@ -85,7 +85,7 @@ func TestFlushForcesASuspendedScope(t *testing.T) {
 		return true
 	})
 	conns := srv.Connections()
-	if _, err := r.store.Flush(r.clk.Now()); err != nil {
+	if _, err := r.store.Admin().Flush(r.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	r.eng.Force()
@@ -163,7 +163,7 @@ func flushWhileParking(t *testing.T, sole bool) {
 		t.Fatal("mail for a suspended destination was not parked")
 	}
 	after := queueOne() // loaded by the pass, unforced
-	if _, err := st.Flush(clk.Now()); err != nil {
+	if _, err := st.Admin().Flush(clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	park(after)

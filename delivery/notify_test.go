@@ -50,7 +50,7 @@ func TestNullSenderNeverBounced(t *testing.T) {
 		t.Fatalf("%s", s)
 	}
 	// Nothing else is queued: a bounce is never bounced.
-	msgs, _, err := r.store.List(queue.ListOptions{Limit: 10})
+	msgs, _, err := r.store.Admin().List(queue.ListOptions{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestNotifyNeverSuppressesBounce(t *testing.T) {
 	if s := r.outcome(); s != "bounced" {
 		t.Fatalf("%s", s)
 	}
-	msgs, _, _ := r.store.List(queue.ListOptions{})
+	msgs, _, _ := r.store.Admin().List(queue.ListOptions{})
 	if len(msgs) != 0 {
 		t.Fatalf("a report was queued despite NOTIFY=NEVER")
 	}
@@ -184,7 +184,7 @@ func TestRecipientsDeferredTogetherStayTogether(t *testing.T) {
 		t.Fatalf("first attempt: %v, want 1 bounced and 5 deferred", got)
 	}
 	for i := 0; i < 100; i++ {
-		if msgs, _, _ := r.store.List(queue.ListOptions{Limit: 10}); len(msgs) == 0 {
+		if msgs, _, _ := r.store.Admin().List(queue.ListOptions{Limit: 10}); len(msgs) == 0 {
 			break
 		}
 		r.advanceToOutcome()

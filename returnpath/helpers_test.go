@@ -85,7 +85,7 @@ func newListenerWith(t *testing.T, opt func(*Options)) *listener {
 	fbl := []FeedbackLoop{{Senders: []string{"feedbackloop@yahoo.com", "staff@hotmail.com", "@isp.example"}},
 		{Address: "fbl@bounces.example.org", Senders: []string{"fbl@provider.example"}}}
 	o := Options{Store: st, Signer: signer, Logger: quiet, Forward: l.fwd.add, FeedbackLoops: fbl,
-		Suppression: &suppression.List{Store: st, Config: suppression.Config{Auto: true}}}
+		Suppression: &suppression.List{Store: st.Suppressions(), Config: suppression.Config{Auto: true}}}
 	if opt != nil {
 		opt(&o)
 	}
@@ -145,7 +145,7 @@ func (l *listener) send(from, to, body string) error {
 // events are the async events the reports recorded.
 func (l *listener) events() []queue.Event {
 	l.t.Helper()
-	evs, _, err := l.store.Events(queue.EventQuery{Types: []queue.EventType{queue.EventDelivered, queue.EventBounced, queue.EventDelayed, queue.EventComplained, queue.EventAutoReplied}})
+	evs, _, err := l.store.Events().List(queue.EventQuery{Types: []queue.EventType{queue.EventDelivered, queue.EventBounced, queue.EventDelayed, queue.EventComplained, queue.EventAutoReplied}})
 	if err != nil {
 		l.t.Fatal(err)
 	}

@@ -75,8 +75,8 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		timeout = t.C
 	}
 	for {
-		changed := st.EventsChanged() // before reading: no commit slips between
-		evs, last, err := st.Events(q)
+		changed := st.Events().Changed() // before reading: no commit slips between
+		evs, last, err := st.Events().List(q)
 		if err != nil {
 			h.fail(w, "events", "", err)
 			return

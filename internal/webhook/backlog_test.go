@@ -54,7 +54,7 @@ func TestBacklogCurrentWhilePostHangs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		Run(ctx, Options{Source: st, Hooks: []Hook{{URL: srv.URL, Secret: "s"}}, Timeout: time.Hour,
+		Run(ctx, Options{Source: st.Events(), Hooks: []Hook{{URL: srv.URL, Secret: "s"}}, Timeout: time.Hour,
 			Backoff: queue.Backoff{Initial: time.Minute, Multiplier: 2, Max: time.Hour}, Clock: clk, Logger: quiet, Observer: seen})
 		close(done)
 	}()

@@ -71,7 +71,7 @@ func failOnce(t *testing.T, url string, client *http.Client) string {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Run(ctx, Options{Source: st, Clock: clk, Client: client,
+		Run(ctx, Options{Source: st.Events(), Clock: clk, Client: client,
 			Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 			Backoff: queue.Backoff{Initial: time.Minute, Multiplier: 2, Max: time.Hour},
 			Hooks:   []Hook{{URL: url, Secret: "k"}}})

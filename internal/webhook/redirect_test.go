@@ -112,7 +112,7 @@ func testRedirect(t *testing.T, code int) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Run(ctx, Options{Source: st, Clock: clk, Observer: obs,
+		Run(ctx, Options{Source: st.Events(), Clock: clk, Observer: obs,
 			Logger:  slog.New(slog.NewTextHandler(logs, nil)),
 			Backoff: queue.Backoff{Initial: time.Minute, Multiplier: 2, Max: time.Hour},
 			Hooks:   []Hook{{URL: srv.URL, Secret: "k", Batch: 10}}})
@@ -122,7 +122,7 @@ func testRedirect(t *testing.T, code int) {
 	if !ok {
 		t.Errorf("%d: no retry timer; the redirect was taken as success", code)
 	}
-	if c, _ := st.WebhookCursor(srv.URL); c != "" {
+	if c, _ := st.Events().Cursor(srv.URL); c != "" {
 		t.Errorf("%d: cursor moved to %q: %d events skipped for good", code, c, events)
 	}
 	if f, s := obs.counts(srv.URL); f != 1 || s != 0 {

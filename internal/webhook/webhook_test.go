@@ -109,7 +109,7 @@ func TestFailThreeTimesThenEveryEventInOrder(t *testing.T) {
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
 	opts := Options{
-		Source: st, Hooks: []Hook{{URL: srv.URL, Secret: "s3cret", Batch: 2}},
+		Source: st.Events(), Hooks: []Hook{{URL: srv.URL, Secret: "s3cret", Batch: 2}},
 		Backoff: queue.Backoff{Initial: time.Minute, Multiplier: 2, Max: time.Hour},
 		Clock:   clk, Logger: quiet,
 	}
@@ -135,7 +135,7 @@ func TestFailThreeTimesThenEveryEventInOrder(t *testing.T) {
 
 	// The cursor is durable: a restarted sender sends what is new, and at
 	// most the batch whose acknowledgement it had not yet stored again.
-	c, _ := st.WebhookCursor(srv.URL)
+	c, _ := st.Events().Cursor(srv.URL)
 	if c < want[len(want)-3].ID { // the batch before the last (batch 2)
 		t.Errorf("cursor %q is behind the last acknowledged batch", c)
 	}
@@ -152,7 +152,7 @@ func TestFailThreeTimesThenEveryEventInOrder(t *testing.T) {
 func checkInOrderOnce(t *testing.T, rc *receiver, st *queue.Store) []queue.Event {
 	t.Helper()
 	got := waitFor(t, rc, 6)
-	want, _, _ := st.Events(queue.EventQuery{Limit: 100})
+	want, _, _ := st.Events().List(queue.EventQuery{Limit: 100})
 	if len(got) != len(want) {
 		t.Fatalf("received %d events, stored %d", len(got), len(want))
 	}
@@ -200,7 +200,7 @@ func checkRestartResendsAtMostABatch(t *testing.T, rc *receiver, st *queue.Store
 			ids = append(ids, e.ID)
 		}
 	}
-	all, _, _ := st.Events(queue.EventQuery{Limit: 100})
+	all, _, _ := st.Events().List(queue.EventQuery{Limit: 100})
 	if len(ids) != len(all) {
 		t.Fatalf("received %d distinct events, stored %d", len(ids), len(all))
 	}
@@ -227,13 +227,13 @@ func TestTypesFilterAndSignature(t *testing.T) {
 	}
 	defer st.Close()
 	enqueue(t, st, "a@example.net")
-	st.AddEvents(queue.Event{Type: queue.EventSuppressed, Recipient: "s@example.net"})
+	st.Events().Add(queue.Event{Type: queue.EventSuppressed, Recipient: "s@example.net"})
 	rc := &receiver{secret: "k", arrived: make(chan struct{}, 1)}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go Run(ctx, Options{Source: st, Clock: clk, Logger: quiet,
+	go Run(ctx, Options{Source: st.Events(), Clock: clk, Logger: quiet,
 		Hooks: []Hook{{Name: "only-suppressed", URL: srv.URL, Secret: "k", Types: []queue.EventType{queue.EventSuppressed}}}})
 	got := waitFor(t, rc, 1)
 	if len(got) != 1 || got[0].Type != queue.EventSuppressed {
@@ -256,7 +256,7 @@ func TestLingerGathersABatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	enqueue(t, st, "first@example.net")
-	go Run(ctx, Options{Source: st, Clock: clk, Logger: quiet, Linger: time.Second,
+	go Run(ctx, Options{Source: st.Events(), Clock: clk, Logger: quiet, Linger: time.Second,
 		Hooks: []Hook{{URL: srv.URL, Secret: "k", Batch: 10}}})
 	waitFor(t, rc, 1)
 	at, ok := clk.WaitTimer(clk.Now(), 20*time.Second)

@@ -100,7 +100,7 @@ func fillQueue(t *testing.T, n int) (string, map[string][]byte) {
 	// Delivered and deleted messages leave free pages behind, as in life.
 	for i := range n / 4 {
 		id := enqueue(t, s, pattern(50<<10+i), "gone@example.net")
-		if err := s.Delete(id); err != nil {
+		if err := s.Admin().Delete(id); err != nil {
 			t.Fatal(err)
 		}
 	}

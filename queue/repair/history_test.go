@@ -12,11 +12,11 @@ import (
 // historyAndEvents is what the events and history API show of the file.
 func historyAndEvents(t *testing.T, s *queue.Store) ([]queue.Finished, []byte) {
 	t.Helper()
-	hist, err := s.History(queue.HistoryQuery{})
+	hist, err := s.History().List(queue.HistoryQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, _, err := s.Events(queue.EventQuery{Limit: 1000})
+	evs, _, err := s.Events().List(queue.EventQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

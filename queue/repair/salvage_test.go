@@ -88,7 +88,7 @@ func TestSalvageDamagedFiles(t *testing.T) {
 func TestSalvageKeepsRelayqsOwnKeys(t *testing.T) {
 	path, _ := fillQueue(t, 3)
 	s := openAt(t, path, testOpts(newClock()))
-	key, err := s.Secret("verp", 32)
+	key, err := s.ReturnPath().Secret("verp", 32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestSalvageKeepsRelayqsOwnKeys(t *testing.T) {
 	if _, err := Salvage(path, to, testOpts(newClock())); err != nil {
 		t.Fatalf("Salvage: %v", err)
 	}
-	got, err := openAt(t, to, testOpts(newClock())).Secret("verp", 32)
+	got, err := openAt(t, to, testOpts(newClock())).ReturnPath().Secret("verp", 32)
 	if err != nil {
 		t.Fatal(err)
 	}
