@@ -2,22 +2,19 @@ package cluster
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 )
 
 // sharedList is one node's suppression list: its own queue file, shared
 // through node n.
 func sharedList(t *testing.T, n *Node) (*suppression.List, *Suppressions, *queue.Store) {
 	t.Helper()
-	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := queuetest.NewStore(t, nil)
 	s := NewSuppressions(n, st.Suppressions(), nil)
 	st.Suppressions().SetAutoHook(s.Auto)
 	t.Cleanup(func() { s.Close(); st.Close() })

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -221,11 +221,7 @@ func TestRealDelaysEndToEnd(t *testing.T) {
 		t.Skip("uses real time")
 	}
 	srv := smtptest.NewServer(t, smtptest.Greylist(300*time.Millisecond), smtptest.GreylistText("Greylisted"))
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := queuetest.NewStore(t, nil)
 	eng, err := New(Options{
 		Store:   st,
 		Router:  route.NewRouter(route.Options{Routes: map[string]string{"*": srv.Addr()}}),

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -111,11 +111,7 @@ func TestFlushWhileParkingIsNotUndone(t *testing.T) {
 // by tag (sole: its one destination is the suspended one) or moved forward.
 func flushWhileParking(t *testing.T, sole bool) {
 	clk := clock.NewFake(t0)
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := queuetest.NewStore(t, clk)
 	e, err := New(Options{
 		Store: st, Clock: clk,
 		Router:  route.NewRouter(route.Options{Routes: map[string]string{"*": smtptest.DownAddr(t)}}),

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -251,11 +251,7 @@ func TestExpiredRecipientsOneReport(t *testing.T) {
 // openStore opens a queue file of its own in t.TempDir on clk.
 func openStore(t *testing.T, clk clock.Clock) *queue.Store {
 	t.Helper()
-	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := queuetest.NewStore(t, clk)
 	return st
 }
 

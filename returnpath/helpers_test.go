@@ -16,6 +16,7 @@ import (
 
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 	"github.com/relayq/relayq/returnpath/verp"
 	"github.com/relayq/relayq/submission"
 )
@@ -57,11 +58,7 @@ func newListener(t *testing.T) *listener {
 // opt (limits, a clock) first.
 func newListenerWith(t *testing.T, opt func(*Options)) *listener {
 	t.Helper()
-	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := queuetest.NewStore(t, nil)
 	d := st.NewDraft()
 	d.Write([]byte("From: app@example.org\r\nMessage-ID: <order-42@app.example.org>\r\nSubject: Your order\r\n\r\nThanks.\r\n"))
 	env := queue.Envelope{From: "app@example.org", MessageID: "<order-42@app.example.org>"}

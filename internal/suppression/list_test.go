@@ -1,22 +1,18 @@
 package suppression
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 	"github.com/relayq/relayq/smtpcodes"
 )
 
 func open(t *testing.T, clk *clock.Fake) *queue.Store {
 	t.Helper()
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := queuetest.NewStore(t, clk)
 	return st
 }
 

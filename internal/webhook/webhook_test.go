@@ -16,6 +16,7 @@ import (
 
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -221,11 +222,7 @@ func TestTypesFilterAndSignature(t *testing.T) {
 		t.Error("signature does not verify exactly the body with the secret")
 	}
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := queuetest.NewStore(t, clk)
 	enqueue(t, st, "a@example.net")
 	st.Events().Add(queue.Event{Type: queue.EventSuppressed, Recipient: "s@example.net"})
 	rc := &receiver{secret: "k", arrived: make(chan struct{}, 1)}
@@ -245,11 +242,7 @@ func TestTypesFilterAndSignature(t *testing.T) {
 // waits Linger, and what arrived meanwhile goes out in one request.
 func TestLingerGathersABatch(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := queuetest.NewStore(t, clk)
 	rc := &receiver{secret: "k", arrived: make(chan struct{}, 1)}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
