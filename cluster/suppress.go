@@ -79,22 +79,22 @@ func (s *Suppressions) Close() error {
 }
 
 // Suppressed implements suppression.Store from the local list.
-func (s *Suppressions) Suppressed(addr string) (suppression.Entry, bool, error) {
-	return s.local.Suppressed(addr)
+func (s *Suppressions) Get(addr string) (suppression.Entry, bool, error) {
+	return s.local.Get(addr)
 }
 
 // Suppressions implements suppression.Store from the local list.
-func (s *Suppressions) Suppressions() ([]suppression.Entry, error) { return s.local.Suppressions() }
+func (s *Suppressions) List() ([]suppression.Entry, error) { return s.local.List() }
 
 // Suppress implements suppression.Store: locally, then to Redis.
-func (s *Suppressions) Suppress(entries ...suppression.Entry) error {
+func (s *Suppressions) Add(entries ...suppression.Entry) error {
 	now := s.clock.Now()
 	for i := range entries {
 		if entries[i].Since.IsZero() {
 			entries[i].Since = now // the same time on every node
 		}
 	}
-	if err := s.local.Suppress(entries...); err != nil {
+	if err := s.local.Add(entries...); err != nil {
 		return err
 	}
 	for _, e := range entries {
@@ -104,8 +104,8 @@ func (s *Suppressions) Suppress(entries ...suppression.Entry) error {
 }
 
 // Unsuppress implements suppression.Store: locally, then in Redis.
-func (s *Suppressions) Unsuppress(addr string) (bool, error) {
-	found, err := s.local.Unsuppress(addr)
+func (s *Suppressions) Remove(addr string) (bool, error) {
+	found, err := s.local.Remove(addr)
 	if err != nil {
 		return found, err
 	}
@@ -114,7 +114,7 @@ func (s *Suppressions) Unsuppress(addr string) (bool, error) {
 }
 
 // Auto queues for Redis an entry the local store added itself (a bounce):
-// queue.Store.SetAutoSuppressHook. It never blocks.
+// queue.Suppressions.SetAutoHook. It never blocks.
 func (s *Suppressions) Auto(e suppression.Entry) {
 	e.Address = suppression.Key(e.Address)
 	s.queue(e.Address, supChange{entry: &e})
@@ -297,7 +297,7 @@ func (s *Suppressions) copy(merge bool) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.local.Suppressions()
+	list, err := s.local.List()
 	if err != nil {
 		return fmt.Errorf("cluster: suppressions: %w", err)
 	}
@@ -323,7 +323,7 @@ func (s *Suppressions) copy(merge bool) error {
 		}
 	}
 	if len(add) > 0 {
-		if err := s.local.Suppress(add...); err != nil {
+		if err := s.local.Add(add...); err != nil {
 			return fmt.Errorf("cluster: suppressions: copy: %w", err)
 		}
 	}
@@ -332,7 +332,7 @@ func (s *Suppressions) copy(merge bool) error {
 		switch {
 		case !ok || busy[addr]:
 		case !l.Since.After(at):
-			if _, err := s.local.Unsuppress(addr); err != nil {
+			if _, err := s.local.Remove(addr); err != nil {
 				return fmt.Errorf("cluster: suppressions: copy: %w", err)
 			}
 		case merge:

@@ -2,25 +2,22 @@ package cluster
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 )
 
 // sharedList is one node's suppression list: its own queue file, shared
 // through node n.
 func sharedList(t *testing.T, n *Node) (*suppression.List, *Suppressions, *queue.Store) {
 	t.Helper()
-	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewSuppressions(n, st, nil)
-	st.SetAutoSuppressHook(s.Auto)
+	st := queuetest.NewStore(t, nil)
+	s := NewSuppressions(n, st.Suppressions(), nil)
+	st.Suppressions().SetAutoHook(s.Auto)
 	t.Cleanup(func() { s.Close(); st.Close() })
 	return &suppression.List{Store: s}, s, st
 }
@@ -42,7 +39,7 @@ func TestSuppressionSharedAcrossNodes(t *testing.T) {
 	la, sa, _ := sharedList(t, n[0])
 	lb, _, _ := sharedList(t, n[1])
 
-	if err := sa.Suppress(suppression.Entry{Address: "Gone@Example.com", Reply: "550 5.1.1 no such user", Source: "api"}); err != nil {
+	if err := sa.Add(suppression.Entry{Address: "Gone@Example.com", Reply: "550 5.1.1 no such user", Source: "api"}); err != nil {
 		t.Fatal(err)
 	}
 	refusedSoon(t, la, "gone@example.com", true, "a, where it was added")
@@ -52,17 +49,17 @@ func TestSuppressionSharedAcrossNodes(t *testing.T) {
 		t.Errorf("b's copy: %+v", e)
 	}
 
-	if found, err := lb.Store.Unsuppress("GONE@example.com"); err != nil || !found {
+	if found, err := lb.Store.Remove("GONE@example.com"); err != nil || !found {
 		t.Fatalf("unsuppress on b: %v, %v", found, err)
 	}
 	refusedSoon(t, la, "gone@example.com", false, "a, after b removed it")
 
 	old := suppression.Entry{Address: "old@example.com", Since: time.Now().Add(-48 * time.Hour), Source: "import"}
-	if err := sa.Suppress(old); err != nil {
+	if err := sa.Add(old); err != nil {
 		t.Fatal(err)
 	}
 	lb.SetConfig(suppression.Config{Expire: 24 * time.Hour})
-	if !waitfor.Within(2*time.Second, func() bool { _, ok, _ := lb.Store.Suppressed("old@example.com"); return ok }) {
+	if !waitfor.Within(2*time.Second, func() bool { _, ok, _ := lb.Store.Get("old@example.com"); return ok }) {
 		t.Fatal("b never got the imported entry")
 	}
 	if _, ok, _ := lb.Check("old@example.com", false, false); ok {
@@ -106,7 +103,7 @@ func TestSuppressionsDuringOutageReachOthersAfter(t *testing.T) {
 	})
 	la, sa, _ := sharedList(t, a)
 	lb, sb, _ := sharedList(t, b)
-	if err := sb.Suppress(suppression.Entry{Address: "back@example.com", Source: "api"}); err != nil {
+	if err := sb.Add(suppression.Entry{Address: "back@example.com", Source: "api"}); err != nil {
 		t.Fatal(err)
 	}
 	refusedSoon(t, la, "back@example.com", true, "a, before the outage")
@@ -114,11 +111,11 @@ func TestSuppressionsDuringOutageReachOthersAfter(t *testing.T) {
 	if !waitfor.Within(2*time.Second, func() bool { return !a.RedisUp() && !b.RedisUp() }) {
 		t.Fatal("the nodes did not notice that Redis is down")
 	}
-	if err := sa.Suppress(suppression.Entry{Address: "during@example.com", Source: "api"}); err != nil {
+	if err := sa.Add(suppression.Entry{Address: "during@example.com", Source: "api"}); err != nil {
 		t.Fatalf("suppress with Redis down: %v", err)
 	}
 	refusedSoon(t, la, "during@example.com", true, "a, with Redis down")
-	if _, err := sa.Unsuppress("back@example.com"); err != nil {
+	if _, err := sa.Remove("back@example.com"); err != nil {
 		t.Fatal(err)
 	}
 	refusedSoon(t, la, "back@example.com", false, "a, removed with Redis down")
@@ -138,7 +135,7 @@ func TestLargeSuppressionImportReachesOtherNodes(t *testing.T) {
 	for i := 0; i < 2*supChunk+7; i++ {
 		es = append(es, suppression.Entry{Address: fmt.Sprintf("user%d@example.net", i), Source: "import"})
 	}
-	if err := sa.Suppress(es...); err != nil {
+	if err := sa.Add(es...); err != nil {
 		t.Fatal(err)
 	}
 	var got int
@@ -157,7 +154,7 @@ func TestSuppressionListSurvivesRedisRestart(t *testing.T) {
 	b, _ := newNode(t, r, "b", nil)
 	la, sa, _ := sharedList(t, a)
 	lb, _, _ := sharedList(t, b)
-	if err := sa.Suppress(suppression.Entry{Address: "before@example.com", Source: "api"}); err != nil {
+	if err := sa.Add(suppression.Entry{Address: "before@example.com", Source: "api"}); err != nil {
 		t.Fatal(err)
 	}
 	refusedSoon(t, lb, "before@example.com", true, "b, before the restart")
@@ -171,7 +168,7 @@ func TestSuppressionListSurvivesRedisRestart(t *testing.T) {
 	c, _ := newNode(t, r, "c", nil)
 	lc, sc, _ := sharedList(t, c)
 	refusedSoon(t, lc, "before@example.com", true, "c, joined after the restart")
-	if err := sc.Suppress(suppression.Entry{Address: "after@example.com", Source: "api"}); err != nil {
+	if err := sc.Add(suppression.Entry{Address: "after@example.com", Source: "api"}); err != nil {
 		t.Fatal(err)
 	}
 	refusedSoon(t, la, "after@example.com", true, "a, added on c after the restart")

@@ -20,7 +20,7 @@ import (
 // what one job needs and nothing of the scheduler's state, which it
 // reaches only through the inbox (a slot given back, a job done).
 type attempter struct {
-	store    *queue.Store
+	store    Store
 	clock    clock.Clock
 	log      *slog.Logger
 	settings *atomic.Pointer[Settings] // the engine's, replaced by Update
@@ -48,7 +48,7 @@ func (a *attempter) run(ctx context.Context, j *job) result {
 	a.free(release{job: j})
 	if r.unwritten == nil {
 		// Written, abandoned or never to be written: no longer in flight
-		// for an operator's bounce (queue.Store.Bounce).
+		// for an operator's bounce (queue.Admin.Bounce).
 		a.store.EndAttempt(j.id, j.addrs)
 		r = a.settle(r)
 	}

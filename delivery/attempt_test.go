@@ -82,13 +82,13 @@ func TestAttempterRunsOneJob(t *testing.T) {
 	if strings.Join(c.asked, ",") != "bob@example.net,gone@example.net" {
 		t.Fatalf("asked for %v", c.asked)
 	}
-	msgs, _, err := st.List(queue.ListOptions{Limit: 10})
+	msgs, _, err := st.Admin().List(queue.ListOptions{Limit: 10})
 	if err != nil || len(msgs) != 1 || msgs[0].From != "" {
 		t.Fatalf("queue after the attempt: %+v, %v; want only the bounce", msgs, err)
 	}
 
 	gone := commitMessage(t, st, t0, "app@example.org", "bob@example.net")
-	if err := st.Delete(gone.ID); err != nil {
+	if err := st.Admin().Delete(gone.ID); err != nil {
 		t.Fatal(err)
 	}
 	j = &job{id: gone.ID, env: gone, dest: "example.net", addrs: []string{"bob@example.net"}}

@@ -470,7 +470,7 @@ func (r *diskRig) advance(d time.Duration) {
 
 // queued counts the messages still in the queue.
 func (r *diskRig) queued() int {
-	msgs, _, err := r.store.List(queue.ListOptions{Limit: 1000})
+	msgs, _, err := r.store.Admin().List(queue.ListOptions{Limit: 1000})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -110,7 +110,7 @@
 //     flushes (Force) skip suspensions and rates, never connection limits,
 //     and are never undone by parking: the store tells the engine of them
 //     on its committer goroutine right after their write commits, before
-//     any later write runs (queue.Store.SetForceHook), and a park written
+//     any later write runs (queue.Admin.SetForceHook), and a park written
 //     after that leaves the forced mail due (forceSet.has).
 //     Every failure reply goes to Shaper.React, and every attempt that
 //     delivered to a recipient to Shaper.Delivered.

@@ -51,7 +51,8 @@ type Router interface {
 
 // Options configure an Engine.
 type Options struct {
-	Store *queue.Store
+	// Store is the queue; relayq gives it a *queue.Store.
+	Store Store
 	// Router routes each attempt; relayq gives it a *route.Router.
 	Router Router
 	// Courier makes the attempts; relayq gives it a *smtpclient.Dialer.
@@ -120,7 +121,7 @@ type Settings struct {
 // and hands them to a bounded pool of attempts, per destination. It is
 // the scheduler loop and the wiring; what each part owns is in doc.go.
 type Engine struct {
-	store    *queue.Store
+	store    Store
 	clock    clock.Clock
 	log      *slog.Logger
 	obs      Observer
@@ -193,12 +194,16 @@ func New(o Options) (*Engine, error) {
 		sched: newSchedState(o.Workers),
 	}
 	e.gate = gate{shaper: o.Shaper, settings: &e.settings, clock: o.Clock, inbox: e.inbox}
-	inStore, _ := o.TLSReport.(*queue.Store)
+	// The store's own TLS data counts the results in Record's transaction.
+	var inStore bool
+	if st, ok := o.Store.(*queue.Store); ok && st != nil && o.TLSReport != nil {
+		inStore = o.TLSReport == TLSRecorder(st.TLS())
+	}
 	e.att = attempter{
 		store: o.Store, clock: o.Clock, log: o.Logger, settings: &e.settings, shaper: o.Shaper, maxHint: o.MaxHintDelay,
 		draws: &e.draws, flights: &e.flights, inbox: e.inbox,
 		reports: dsnWriter{store: o.Store, clock: o.Clock, log: o.Logger, hostname: o.Hostname, sign: o.Sign},
-		outlog:  outcomeLog{log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, tlsInStore: inStore != nil && inStore == o.Store},
+		outlog:  outcomeLog{log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, tlsInStore: inStore},
 	}
 	e.storage.obs, _ = o.Observer.(StorageObserver)
 	e.jobs.size, e.jobs.work = o.Workers, e.att.jobber
@@ -210,7 +215,7 @@ func New(o Options) (*Engine, error) {
 	// An operator's retry or flush is known to the engine from inside the
 	// write that makes the mail due, so parking never undoes it
 	// (forceSet.has).
-	o.Store.SetForceHook(e.Force)
+	o.Store.Admin().SetForceHook(e.Force)
 	e.restoreHolds(o.Clock.Now())
 	return e, nil
 }

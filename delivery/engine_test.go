@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -221,11 +221,7 @@ func TestRealDelaysEndToEnd(t *testing.T) {
 		t.Skip("uses real time")
 	}
 	srv := smtptest.NewServer(t, smtptest.Greylist(300*time.Millisecond), smtptest.GreylistText("Greylisted"))
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := queuetest.NewStore(t, nil)
 	eng, err := New(Options{
 		Store:   st,
 		Router:  route.NewRouter(route.Options{Routes: map[string]string{"*": srv.Addr()}}),
@@ -260,7 +256,7 @@ func TestRealDelaysEndToEnd(t *testing.T) {
 	t.Logf("delivered after %d attempts in %v", attempts, time.Since(start).Round(time.Millisecond))
 }
 
-// An operator's retry (admin API: Store.Retry + Kick) makes the attempt
+// An operator's retry (admin API: Admin().Retry + Kick) makes the attempt
 // happen now, without waiting for the backoff; hold stops delivery until
 // release.
 func TestOperatorRetryHoldRelease(t *testing.T) {
@@ -270,18 +266,18 @@ func TestOperatorRetryHoldRelease(t *testing.T) {
 		t.Fatalf("%s", s)
 	}
 	r.nextTimer() // the scheduler is waiting for the backoff
-	if err := r.store.Hold(id); err != nil {
+	if err := r.store.Admin().Hold(id); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.store.Retry(id, r.clk.Now()); err != nil {
+	if err := r.store.Admin().Retry(id, r.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	r.clk.Advance(time.Hour)
 	// Held, it is out of the schedule: nothing is due however late it gets.
-	if _, ok, err := r.store.NextDue(nil); ok || err != nil {
+	if _, ok, err := r.store.NextEntry(time.Time{}, nil); ok || err != nil {
 		t.Fatalf("held message still scheduled (err %v)", err)
 	}
-	if err := r.store.Release(id, r.clk.Now()); err != nil {
+	if err := r.store.Admin().Release(id, r.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	r.eng.Kick()
@@ -303,7 +299,7 @@ func TestFirstAttemptNeedsNoClaimWrite(t *testing.T) {
 		t.Fatalf("%d queue writes for one delivered message, want 2", n)
 	}
 	// Record deleted it: nothing left, nothing due.
-	if _, ok, _ := r.store.NextDue(nil); ok {
+	if _, ok, _ := r.store.NextEntry(time.Time{}, nil); ok {
 		t.Fatal("delivered message still scheduled")
 	}
 }
@@ -315,12 +311,12 @@ func TestDeletedDuringDeliveryIsNotAnError(t *testing.T) {
 	logs := newLogCounter()
 	var r *rig
 	r = newRig(t, []smtptest.Option{smtptest.OnMessage(func(smtptest.Message) {
-		msgs, _, err := r.store.List(queue.ListOptions{Limit: 10})
+		msgs, _, err := r.store.Admin().List(queue.ListOptions{Limit: 10})
 		if err != nil {
 			t.Error(err)
 		}
 		for _, m := range msgs {
-			if err := r.store.Delete(m.ID); err != nil {
+			if err := r.store.Admin().Delete(m.ID); err != nil {
 				t.Error(err)
 			}
 		}

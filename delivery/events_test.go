@@ -26,7 +26,7 @@ func TestEventsFollowOutcomes(t *testing.T) {
 	if s := r.outcome(); s != "delivered" {
 		t.Fatalf("retry of later@: %s", s)
 	}
-	evs, _, err := r.store.Events(queue.EventQuery{Limit: 100})
+	evs, _, err := r.store.Events().List(queue.EventQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,10 +68,10 @@ func TestEventsFollowOutcomes(t *testing.T) {
 			t.Errorf("the bounce's delivery event names %s, want its own ID %s", ev.QueueID, bounceID)
 		}
 	}
-	if sp, ok, _ := r.store.Suppressed("nobody@example.net"); !ok || !strings.Contains(sp.Reply, "5.1.1") {
+	if sp, ok, _ := r.store.Suppressions().Get("nobody@example.net"); !ok || !strings.Contains(sp.Reply, "5.1.1") {
 		t.Errorf("nobody@ not suppressed after 550 5.1.1: %+v %v", sp, ok)
 	}
-	if _, ok, _ := r.store.Suppressed("later@example.net"); ok {
+	if _, ok, _ := r.store.Suppressions().Get("later@example.net"); ok {
 		t.Error("a deferred recipient was suppressed")
 	}
 }

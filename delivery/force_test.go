@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -50,7 +50,7 @@ func TestSuspendedScopeGetsNoConnectionsAndRetryForces(t *testing.T) {
 		t.Fatalf("%d connections to the suspended scope during its suspension", got-conns)
 	}
 	// An operator retries one message: it goes now, not after the suspension.
-	if err := r.store.Retry(ids[3], r.clk.Now()); err != nil {
+	if err := r.store.Admin().Retry(ids[3], r.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	r.eng.Force(ids[3])
@@ -88,7 +88,7 @@ func TestFlushForcesASuspendedScope(t *testing.T) {
 		return true
 	})
 	conns := srv.Connections()
-	if _, err := r.store.Flush(r.clk.Now()); err != nil {
+	if _, err := r.store.Admin().Flush(r.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	r.eng.Force()
@@ -114,11 +114,7 @@ func TestFlushWhileParkingIsNotUndone(t *testing.T) {
 // by tag (sole: its one destination is the suspended one) or moved forward.
 func flushWhileParking(t *testing.T, sole bool) {
 	clk := clock.NewFake(t0)
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := queuetest.NewStore(t, clk)
 	e, err := New(Options{
 		Store: st, Clock: clk,
 		Router:  route.NewRouter(route.Options{Routes: map[string]string{"*": smtptest.DownAddr(t)}}),
@@ -166,7 +162,7 @@ func flushWhileParking(t *testing.T, sole bool) {
 		t.Fatal("mail for a suspended destination was not parked")
 	}
 	after := queueOne() // loaded by the pass, unforced
-	if _, err := st.Flush(clk.Now()); err != nil {
+	if _, err := st.Admin().Flush(clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	park(after)

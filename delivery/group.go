@@ -180,7 +180,7 @@ func (a *attempter) settle(r result) result {
 }
 
 // ReportOwed has the scheduler queue the reports marked on messages ids
-// by an operator's bounce (queue.Store.Bounce), as it queues those a stop
+// by an operator's bounce (queue.Admin.Bounce), as it queues those a stop
 // left: one per message, at its next pass, once no job of the message is
 // in flight. It never blocks.
 func (e *Engine) ReportOwed(ids ...string) {

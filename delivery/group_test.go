@@ -57,7 +57,7 @@ func (r *rig) nextPass() { r.t.Helper(); r.clk.Set(r.nextTimer()) }
 func (r *rig) settleTo(want int) {
 	r.t.Helper()
 	for {
-		msgs, _, err := r.store.List(queue.ListOptions{Limit: 10})
+		msgs, _, err := r.store.Admin().List(queue.ListOptions{Limit: 10})
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestOneReportForRecipientsAtThreeDestinations(t *testing.T) {
 		t.Fatalf("the report does not list the three failed recipients:\n%s", reports[0])
 	}
 	var sent int
-	evs, _, err := r.store.Events(queue.EventQuery{Limit: 1000})
+	evs, _, err := r.store.Events().List(queue.EventQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // hostname, signed by sign when set) and queues those owed for marks
 // (group.go). It keeps no state: any goroutine may use it.
 type dsnWriter struct {
-	store    *queue.Store
+	store    Store
 	clock    clock.Clock
 	log      *slog.Logger
 	hostname string

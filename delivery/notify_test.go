@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -50,7 +50,7 @@ func TestNullSenderNeverBounced(t *testing.T) {
 		t.Fatalf("%s", s)
 	}
 	// Nothing else is queued: a bounce is never bounced.
-	msgs, _, err := r.store.List(queue.ListOptions{Limit: 10})
+	msgs, _, err := r.store.Admin().List(queue.ListOptions{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestNotifyNeverSuppressesBounce(t *testing.T) {
 	if s := r.outcome(); s != "bounced" {
 		t.Fatalf("%s", s)
 	}
-	msgs, _, _ := r.store.List(queue.ListOptions{})
+	msgs, _, _ := r.store.Admin().List(queue.ListOptions{})
 	if len(msgs) != 0 {
 		t.Fatalf("a report was queued despite NOTIFY=NEVER")
 	}
@@ -184,7 +184,7 @@ func TestRecipientsDeferredTogetherStayTogether(t *testing.T) {
 		t.Fatalf("first attempt: %v, want 1 bounced and 5 deferred", got)
 	}
 	for i := 0; i < 100; i++ {
-		if msgs, _, _ := r.store.List(queue.ListOptions{Limit: 10}); len(msgs) == 0 {
+		if msgs, _, _ := r.store.Admin().List(queue.ListOptions{Limit: 10}); len(msgs) == 0 {
 			break
 		}
 		r.advanceToOutcome()
@@ -251,11 +251,7 @@ func TestExpiredRecipientsOneReport(t *testing.T) {
 // openStore opens a queue file of its own in t.TempDir on clk.
 func openStore(t *testing.T, clk clock.Clock) *queue.Store {
 	t.Helper()
-	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := queuetest.NewStore(t, clk)
 	return st
 }
 

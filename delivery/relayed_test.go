@@ -82,9 +82,9 @@ func (r *rig) afterDeleted(id string) []queue.Envelope {
 	r.t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
-		changed := r.store.EventsChanged()
+		changed := r.store.Events().Changed()
 		if _, err := r.store.Get(id); err != nil {
-			msgs, _, err := r.store.List(queue.ListOptions{Limit: 10})
+			msgs, _, err := r.store.Admin().List(queue.ListOptions{Limit: 10})
 			if err != nil {
 				r.t.Fatal(err)
 			}

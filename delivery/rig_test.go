@@ -92,7 +92,7 @@ func (r *rig) start() {
 	o := r.opts
 	o.Store = st
 	if o.TLSReport == tlsToStore {
-		o.TLSReport = st
+		o.TLSReport = st.TLS()
 	}
 	eng, err := New(o)
 	if err != nil {

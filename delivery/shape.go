@@ -288,7 +288,7 @@ type forceSet struct {
 // has reports whether id was forced and the scheduler has not taken it
 // yet. An operator's retry or flush adds to the set right after the write
 // that makes the mail due commits, on the committer goroutine and so
-// before any later write runs (queue.Store.SetForceHook). A pass that loaded
+// before any later write runs (queue.Admin.SetForceHook). A pass that loaded
 // the mail before that, unforced, may be about to park it for a suspended
 // or rate-limited destination: Postpone asks has inside its own write, and
 // if that write comes after the operator's (the only order in which it
@@ -327,7 +327,7 @@ func (f *forceSet) take() (map[string]bool, bool) {
 // message when ids is empty) go at once, even to a destination that is
 // suspended or out of tokens: an operator's explicit retry or flush wins,
 // as Postfix's postqueue -f does. Connection limits still hold. Call it
-// after the queue made them due (queue.Store.Retry, Flush); it wakes the
+// after the queue made them due (queue.Admin.Retry, Flush); it wakes the
 // scheduler and never blocks.
 func (e *Engine) Force(ids ...string) {
 	e.asks.forced.add(ids)
@@ -391,7 +391,7 @@ func (e *Engine) applyResumes(now time.Time) {
 			if domain == "*" {
 				continue // the wildcard route or the smarthost: no filter names its mail
 			}
-			if _, err := e.store.Bulk(queue.BulkRetry, queue.Filter{Domain: domain}, nil, now); err != nil {
+			if _, err := e.store.Admin().Bulk(queue.BulkRetry, queue.Filter{Domain: domain}, nil, now); err != nil {
 				e.log.Error("making a resumed destination's mail due failed", "destination", d.name, "err", err)
 			}
 		}

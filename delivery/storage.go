@@ -2,10 +2,43 @@ package delivery
 
 import (
 	"errors"
+	"io"
 	"time"
 
 	"github.com/relayq/relayq/queue"
 )
+
+// Store is what the engine asks of the queue; relayq gives it a
+// *queue.Store. Every write goes through the store's one committer, so the
+// engine never holds a transaction of its own.
+type Store interface {
+	// The schedule, read in due order (queue/read.go).
+	NextEntry(since time.Time, skip func(e queue.Entry) bool) (next queue.Entry, ok bool, err error)
+	DueEntries(since, now time.Time, limit int, skip func(e queue.Entry) bool) ([]string, error)
+	Get(id string) (*queue.Envelope, error)
+	Body(id string) (io.ReadCloser, error)
+	BodyOf(env *queue.Envelope) io.ReadCloser
+	// Reports queued as new messages (dsn.go).
+	NewID() string
+	// Claims before an attempt, the attempt under way, and its outcome.
+	Claim(id string, addrs []string, now, retryAt time.Time) (queue.Claimed, error)
+	UseFirstClaim(env *queue.Envelope, addrs []string, now time.Time) queue.Claimed
+	BeginAttempt(id string, addrs []string) (*queue.Envelope, error)
+	EndAttempt(id string, addrs []string)
+	Record(id string, outcomes []queue.Outcome, notices ...queue.Notice) (*queue.Envelope, error)
+	RecordReporting(id string, outcomes []queue.Outcome, marks []queue.Mark, notices ...queue.Notice) (*queue.Envelope, error)
+	// Grouped reports (group.go).
+	QueueGroupedDSN(id string, marks []queue.Mark, notices ...queue.Notice) (bool, error)
+	Marked() []string
+	// Parking behind a suspended or backed-off destination (park.go).
+	Postpone(jobs map[string][]string, until time.Time, forced func(id string) bool) error
+	Park(dest string, h *queue.Hold, jobs map[string][]string, forced func(id string) bool) (time.Time, error)
+	Unhold(dest string) error
+	Holds() (map[string]queue.Hold, error)
+	// The operator's side: the force hook, and a destination's mail made
+	// due again when it resumes (shape.go).
+	Admin() queue.Admin
+}
 
 // StorageOp names the queue operation on the delivery side that failed.
 type StorageOp string

@@ -35,7 +35,7 @@ type tlsResults struct {
 	got []string
 }
 
-func (r *tlsResults) RecordTLS(domain string, _ time.Time, res queue.TLSResult) error {
+func (r *tlsResults) Record(domain string, _ time.Time, res queue.TLSResult) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, domain+" "+res.Policy+" "+res.MX+" "+res.Failure)

@@ -16,9 +16,9 @@ type TLSObserver interface {
 }
 
 // TLSRecorder keeps the per-domain TLS results TLS-RPT (RFC 8460) reports
-// on; *queue.Store is one.
+// on; the queue's (*queue.Store).TLS() is one.
 type TLSRecorder interface {
-	RecordTLS(domain string, at time.Time, r queue.TLSResult) error
+	Record(domain string, at time.Time, r queue.TLSResult) error
 }
 
 // attemptTLS is how the attempt's connection was secured: Deliver gives
@@ -64,7 +64,7 @@ func (l outcomeLog) observeTLS(j *job, o queue.Outcome, first bool, end time.Tim
 		obs.SecuredBy(t, o.Status)
 	}
 	if r, ok := tlsResult(t, o); ok && first && l.tlsrpt != nil && !l.tlsInStore {
-		if err := l.tlsrpt.RecordTLS(domainOf(o.Address), end, r); err != nil {
+		if err := l.tlsrpt.Record(domainOf(o.Address), end, r); err != nil {
 			l.log.Warn("tls-rpt: recording a result failed", "id", j.id, "err", err)
 		}
 	}

@@ -26,7 +26,7 @@ func TestTLSCountGoesWithTheOutcome(t *testing.T) {
 	if n := r.store.Stats().Commits - before; n != 2 {
 		t.Errorf("queueing and one attempt took %d commits, want 2 (message, outcome with its TLS count)", n)
 	}
-	counts, err := r.store.TLSDay("example.net", r.clk.Now())
+	counts, err := r.store.TLS().Day("example.net", r.clk.Now())
 	if err != nil || len(counts) != 1 || counts[0].N != 1 || counts[0].Policy != "tlsa" {
 		t.Errorf("TLS-RPT counts %+v, %v; want one tlsa session", counts, err)
 	}

@@ -10,6 +10,14 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// Admin is the operator's side of the queue: listing, retrying, holding,
+// releasing, deleting, flushing and bouncing mail, by ID or by filter, and
+// the queue's shape. Every change goes through the Store's one committer.
+type Admin struct{ s *Store }
+
+// Admin returns the store's operator's side.
+func (s *Store) Admin() Admin { return Admin{s} }
+
 // ListOptions selects messages for List.
 type ListOptions struct {
 	// Status "" matches any; otherwise a message matches when any of its
@@ -35,7 +43,8 @@ const defaultListLimit = 100
 // them, and the cursor for the next page: "" when no more messages match.
 // It decodes every envelope past After, so it is an operator tool, not
 // something to call per delivery.
-func (s *Store) List(o ListOptions) (msgs []Envelope, next string, err error) {
+func (a Admin) List(o ListOptions) (msgs []Envelope, next string, err error) {
+	s := a.s
 	limit := o.Limit
 	if limit <= 0 {
 		limit = defaultListLimit
@@ -118,7 +127,8 @@ func domainOf(addr string) string {
 // Retry makes every non-final recipient of id due at now. Attempts are left
 // alone, so the retry policy still gives up at MaxAttempts. A held message
 // stays held. The force hook hears of it (SetForceHook).
-func (s *Store) Retry(id string, now time.Time) error {
+func (a Admin) Retry(id string, now time.Time) error {
+	s := a.s
 	return s.modify("retry", id, func(w *writeTx, env *Envelope) {
 		releaseNow(env, now)
 		dueNow(env, now)
@@ -134,7 +144,7 @@ func (s *Store) Retry(id string, now time.Time) error {
 // runBatch). f runs on the committer goroutine: it must be quick and must
 // not write to the Store. The scheduler uses it so that it never parks
 // mail an operator forced while it was deciding to (see Postpone).
-func (s *Store) SetForceHook(f func(ids ...string)) { s.forced.Store(&f) }
+func (a Admin) SetForceHook(f func(ids ...string)) { a.s.forced.Store(&f) }
 
 // forceNote is what one write forced: ids, or every message (all).
 type forceNote struct {
@@ -185,7 +195,8 @@ func (s *Store) tellForced(ws []*writeTx) {
 }
 
 // Hold takes id out of the schedule: it is never attempted while held.
-func (s *Store) Hold(id string) error {
+func (a Admin) Hold(id string) error {
+	s := a.s
 	return s.modify("hold", id, func(_ *writeTx, env *Envelope) { env.Held = true })
 }
 
@@ -217,7 +228,8 @@ func (w *writeTx) operatorWrite(a BulkAction, env *Envelope) error {
 // Release puts a held message back in the schedule, every non-final
 // recipient due at now (its old next attempt may be long past or far off;
 // the operator releasing it wants it tried).
-func (s *Store) Release(id string, now time.Time) error {
+func (a Admin) Release(id string, now time.Time) error {
+	s := a.s
 	return s.modify("release", id, func(_ *writeTx, env *Envelope) {
 		env.Held = false
 		dueNow(env, now)
@@ -226,7 +238,8 @@ func (s *Store) Release(id string, now time.Time) error {
 
 // Delete removes id entirely: envelope, body and schedule entry. No DSN is
 // sent: this is the operator's decision.
-func (s *Store) Delete(id string) error {
+func (a Admin) Delete(id string) error {
+	s := a.s
 	return s.submit(func(w *writeTx) error {
 		env, err := w.load(id)
 		if err != nil {
@@ -246,7 +259,8 @@ func (s *Store) Delete(id string) error {
 // finished (a crash): both are waiting, and the operator asked for all.
 // It is one transaction over the whole schedule: other commits wait for it.
 // The force hook hears of it, for all messages (SetForceHook).
-func (s *Store) Flush(now time.Time) (int, error) {
+func (a Admin) Flush(now time.Time) (int, error) {
+	s := a.s
 	var touched int
 	err := s.submit(func(w *writeTx) error {
 		touched = 0

@@ -9,7 +9,7 @@ import (
 
 func listIDs(t *testing.T, s *Store, o ListOptions) ([]string, string) {
 	t.Helper()
-	msgs, next, err := s.List(o)
+	msgs, next, err := s.Admin().List(o)
 	if err != nil {
 		t.Fatalf("List(%+v): %v", o, err)
 	}
@@ -31,7 +31,7 @@ func TestListFiltersAndPaging(t *testing.T) {
 		t.Fatal(err)
 	}
 	held := enqueue(t, s, nil, "v@example.org")
-	if err := s.Hold(held); err != nil {
+	if err := s.Admin().Hold(held); err != nil {
 		t.Fatal(err)
 	}
 
@@ -74,10 +74,10 @@ func TestRetryHoldReleaseDeleteFlush(t *testing.T) {
 	a, b, c := threeWaiting(t, s, now, later)
 
 	// Retry: due now, attempts untouched, final recipient untouched.
-	if err := s.Retry(a, now); err != nil {
+	if err := s.Admin().Retry(a, now); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := s.Due(now, 0, nil); !slices.Equal(ids, []string{a}) {
+	if ids, _ := s.due(now, 0, nil); !slices.Equal(ids, []string{a}) {
 		t.Errorf("after Retry(a) Due = %v", ids)
 	}
 	env, _ := s.Get(a)
@@ -86,17 +86,17 @@ func TestRetryHoldReleaseDeleteFlush(t *testing.T) {
 	}
 
 	// Hold removes from the schedule; Flush leaves held messages alone.
-	if err := s.Hold(b); err != nil {
+	if err := s.Admin().Hold(b); err != nil {
 		t.Fatal(err)
 	}
-	n, err := s.Flush(now)
+	n, err := s.Admin().Flush(now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n != 1 { // c only: a was due already, b is held
 		t.Errorf("Flush touched %d messages, want 1", n)
 	}
-	if ids, _ := s.Due(now, 0, nil); !slices.Equal(ids, []string{a, c}) {
+	if ids, _ := s.due(now, 0, nil); !slices.Equal(ids, []string{a, c}) {
 		t.Errorf("after Flush Due = %v, want a, c", ids)
 	}
 	if st := s.Stats(); st.Held != 1 {
@@ -106,10 +106,10 @@ func TestRetryHoldReleaseDeleteFlush(t *testing.T) {
 	// Release: back in the schedule, due at the release time.
 	clock.Advance(time.Minute)
 	rel := clock.Now()
-	if err := s.Release(b, rel); err != nil {
+	if err := s.Admin().Release(b, rel); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := s.Due(rel, 0, nil); !slices.Equal(ids, []string{a, c, b}) { // b due at rel, after a and c
+	if ids, _ := s.due(rel, 0, nil); !slices.Equal(ids, []string{a, c, b}) { // b due at rel, after a and c
 		t.Errorf("after Release Due = %v", ids)
 	}
 	if st := s.Stats(); st.Held != 0 {
@@ -117,11 +117,11 @@ func TestRetryHoldReleaseDeleteFlush(t *testing.T) {
 	}
 
 	// Delete: gone everywhere.
-	if err := s.Delete(c); err != nil {
+	if err := s.Admin().Delete(c); err != nil {
 		t.Fatal(err)
 	}
 	checkGone(t, s, c, rel)
-	if ids, _ := s.Due(rel, 0, nil); !slices.Equal(ids, []string{a, b}) {
+	if ids, _ := s.due(rel, 0, nil); !slices.Equal(ids, []string{a, b}) {
 		t.Errorf("after Delete Due = %v", ids)
 	}
 	if st := s.Stats(); st.Messages != 2 {
@@ -156,7 +156,7 @@ func threeWaiting(t *testing.T, s *Store, now, later time.Time) (a, b, c string)
 	if _, err := s.Record(b, []Outcome{{Address: "b@example.net", Status: StatusDeferred, NextAttempt: later}}); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := s.Due(now, 0, nil); len(ids) != 0 {
+	if ids, _ := s.due(now, 0, nil); len(ids) != 0 {
 		t.Fatalf("nothing should be due yet: %v", ids)
 	}
 	return a, b, c
@@ -169,10 +169,10 @@ func checkGone(t *testing.T, s *Store, id string, now time.Time) {
 		t.Errorf("Get after Delete: %v", err)
 	}
 	for name, err := range map[string]error{
-		"Delete":  s.Delete(id),
-		"Hold":    s.Hold(id),
-		"Retry":   s.Retry(id, now),
-		"Release": s.Release(id, now),
+		"Delete":  s.Admin().Delete(id),
+		"Hold":    s.Admin().Hold(id),
+		"Retry":   s.Admin().Retry(id, now),
+		"Release": s.Admin().Release(id, now),
 	} {
 		if !errors.Is(err, ErrNotFound) {
 			t.Errorf("%s of deleted message: %v, want ErrNotFound", name, err)

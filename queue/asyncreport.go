@@ -3,12 +3,18 @@ package queue
 import (
 	"bytes"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
+
+// ReturnPath is what the return path writes: reports that arrive after
+// delivery (events and suppressions in one transaction) and the VERP key.
+type ReturnPath struct{ s *Store }
+
+// ReturnPath returns the store's return-path side.
+func (s *Store) ReturnPath() ReturnPath { return ReturnPath{s} }
 
 // bucketSecrets keeps keys relayq made for itself: name -> bytes (the VERP
 // key when bounces.secret_file is not set).
@@ -17,7 +23,8 @@ var bucketSecrets = []byte("secrets")
 // Secret returns the key stored under name, making a random one of n
 // bytes the first time: it then lasts as long as the queue file, so the
 // VERP addresses of mail already sent still verify after a restart.
-func (s *Store) Secret(name string, n int) ([]byte, error) {
+func (rp ReturnPath) Secret(name string, n int) ([]byte, error) {
+	s := rp.s
 	var key []byte
 	err := s.view(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketSecrets); b != nil {
@@ -47,68 +54,18 @@ func (s *Store) Secret(name string, n int) ([]byte, error) {
 	return key, err
 }
 
-// FindMessage returns the envelope of message id, still queued or in the
-// history; false when neither has it (its history has expired, or it was
-// never ours). The history is searched from its newest entry back to the
-// message's arrival, which its ID encodes: a late report usually comes
-// soon after the message finished.
-func (s *Store) FindMessage(id string) (*Envelope, bool, error) {
-	env, err := s.Get(id)
-	switch {
-	case err == nil:
-		return env, true, nil
-	case !errors.Is(err, ErrNotFound):
-		return nil, false, err
-	}
-	if len(id) != idLen {
-		return nil, false, nil
-	}
-	arrival, ok := arrivalKey(id)
-	if !ok {
-		return nil, false, nil
-	}
-	var found *Envelope
-	err = s.view(func(tx *bolt.Tx) error {
-		if k, v := findShared(tx.Bucket(bucketEvents), id); k != nil {
-			f, err := decodeSharedHistory(k, v, s.dictOf(tx))
-			if err != nil {
-				return damaged(id, err)
-			}
-			found = &f.Envelope
-			return nil
-		}
-		b := tx.Bucket(bucketHistory)
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		for k, v := c.Last(); len(k) > 8 && bytes.Compare(k[:8], arrival) >= 0; k, v = c.Prev() {
-			if string(k[8:]) != id {
-				continue
-			}
-			f, err := decodeHistory(k, v)
-			if err != nil {
-				return damaged(id, err)
-			}
-			found = &f.Envelope
-			return nil
-		}
-		return nil
-	})
-	return found, found != nil, err
-}
-
 // bucketReportOnce keeps the Once keys of the suppression entries reports
 // made: key -> nothing.
 var bucketReportOnce = []byte("report_once")
 
-// RecordReport appends the events of a report that came back by mail
+// Record appends the events of a report that came back by mail
 // after delivery, and the suppression entries it causes, in one
 // transaction: as with every outcome, a crash keeps both or neither.
 // Entries go to the auto-suppress hook (a shared list) like a bounce's.
 // An entry with a Once key used before is left out (its events stand);
 // made reports which entries were made.
-func (s *Store) RecordReport(evs []Event, sps []Suppression) (made []Suppression, err error) {
+func (rp ReturnPath) Record(evs []Event, sps []Suppression) (made []Suppression, err error) {
+	s := rp.s
 	for _, sp := range sps {
 		if strings.TrimSpace(sp.Address) == "" {
 			return nil, fmt.Errorf("queue: suppress: empty address")

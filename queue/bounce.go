@@ -52,7 +52,8 @@ type BounceResult struct {
 // whose recipients are then all final is deleted into the history once
 // its report is queued (at once for the null sender, which gets none).
 // A damaged envelope is left to the quarantine.
-func (s *Store) Bounce(req BounceRequest) (BounceResult, error) {
+func (a Admin) Bounce(req BounceRequest) (BounceResult, error) {
+	s := a.s
 	if req.Domain == "" || req.Reply == "" || strings.ContainsAny(req.Reply, "\r\n") {
 		return BounceResult{}, fmt.Errorf("queue: bounce: want a domain and a one-line reply, got %q and %q", req.Domain, req.Reply)
 	}

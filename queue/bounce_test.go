@@ -34,13 +34,13 @@ func TestBounceDomainEndsItsWaitingRecipientsOnly(t *testing.T) {
 	upper := enqueueFrom(t, s, "app@example.org", "C@DOWN.TEST")
 	other := enqueueFrom(t, s, "app@example.org", "x@up.test")
 	held := enqueueFrom(t, s, "app@example.org", "h@down.test")
-	if err := s.Hold(held); err != nil {
+	if err := s.Admin().Hold(held); err != nil {
 		t.Fatal(err)
 	}
 	null := enqueueFrom(t, s, "", "n@down.test")
 
 	req := BounceRequest{Domain: "down.test", Reply: opReply, DryRun: true}
-	dry, err := s.Bounce(req)
+	dry, err := s.Admin().Bounce(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestBounceDomainEndsItsWaitingRecipientsOnly(t *testing.T) {
 	}
 
 	req.DryRun = false
-	res, err := s.Bounce(req)
+	res, err := s.Admin().Bounce(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestBounceDomainEndsItsWaitingRecipientsOnly(t *testing.T) {
 	if env.Recipients[1].Report != ReportNone {
 		t.Errorf("the other domain's recipient owes a report")
 	}
-	evs, _, err := s.Events(EventQuery{Types: []EventType{EventBounced}})
+	evs, _, err := s.Events().List(EventQuery{Types: []EventType{EventBounced}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestBounceDomainEndsItsWaitingRecipientsOnly(t *testing.T) {
 		}
 	}
 	// The null sender gets no report: its message is history at once.
-	h, err := s.History(HistoryQuery{Recipient: "n@down.test"})
+	h, err := s.History().List(HistoryQuery{Recipient: "n@down.test"})
 	if err != nil || len(h) != 1 || h[0].Recipients[0].Status != StatusBounced || h[0].Recipients[0].LastReply != opReply {
 		t.Fatalf("history of the null sender's message: %+v, %v", h, err)
 	}
@@ -111,7 +111,7 @@ func TestBounceLeavesAttemptsInFlight(t *testing.T) {
 	if _, err := s.Claim(id, []string{"a@down.test", "b@down.test"}, now, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Bounce(BounceRequest{Domain: "down.test", Reply: opReply})
+	res, err := s.Admin().Bounce(BounceRequest{Domain: "down.test", Reply: opReply})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestBounceLeavesAttemptsInFlight(t *testing.T) {
 	if n := s.InFlight(flying); n != 0 {
 		t.Fatalf("%d still in flight after the outcome", n)
 	}
-	res, err = s.Bounce(BounceRequest{Domain: "down.test", Reply: opReply, Only: flying})
+	res, err = s.Admin().Bounce(BounceRequest{Domain: "down.test", Reply: opReply, Only: flying})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestBounceAndTheFirstClaim(t *testing.T) {
 		t.Fatalf("fresh first claim not used: %v", got.Addrs)
 	}
 	waiting := commitClaimed(t, s, now, now.Add(time.Minute), "b@down.test")
-	res, err := s.Bounce(BounceRequest{Domain: "down.test", Reply: opReply})
+	res, err := s.Admin().Bounce(BounceRequest{Domain: "down.test", Reply: opReply})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestBounceAndTheFirstClaim(t *testing.T) {
 func TestBounceRefusesBadRequests(t *testing.T) {
 	s, _ := openTemp(t, testOpts(newClock()))
 	for _, req := range []BounceRequest{{Reply: opReply}, {Domain: "d.test"}, {Domain: "d.test", Reply: "5.0.0 a\r\nb"}} {
-		if _, err := s.Bounce(req); err == nil {
+		if _, err := s.Admin().Bounce(req); err == nil {
 			t.Errorf("Bounce(%+v) accepted", req)
 		}
 	}
@@ -232,7 +232,7 @@ func TestBeginAttemptOrdersWithBounce(t *testing.T) {
 	if err != nil || len(env.Recipients) != 2 {
 		t.Fatalf("BeginAttempt: %+v, %v", env, err)
 	}
-	res, err := s.Bounce(BounceRequest{Domain: "down.test", Reply: opReply})
+	res, err := s.Admin().Bounce(BounceRequest{Domain: "down.test", Reply: opReply})
 	if err != nil || res.Recipients != 1 || !slices.Equal(res.InFlight, []Attempt{{first, "a@down.test"}}) {
 		t.Fatalf("bounce: %+v, %v", res, err)
 	}

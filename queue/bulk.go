@@ -71,7 +71,8 @@ func (a BulkAction) Valid() bool {
 // Select returns, in ID order, the messages that match f; with ids, only
 // those of ids that match (an unknown ID is ErrNotFound). It changes
 // nothing: it is the dry run of Bulk.
-func (s *Store) Select(f Filter, ids []string) ([]string, error) {
+func (a Admin) Select(f Filter, ids []string) ([]string, error) {
+	s := a.s
 	var out []string
 	err := s.view(func(tx *bolt.Tx) error {
 		var err error
@@ -89,7 +90,8 @@ func (s *Store) Select(f Filter, ids []string) ([]string, error) {
 // unknown ID fails the whole call). Retry and release make waiting
 // recipients due at now (retry tells the force hook: SetForceHook); delete
 // sends no DSN.
-func (s *Store) Bulk(a BulkAction, f Filter, ids []string, now time.Time) ([]string, error) {
+func (ad Admin) Bulk(a BulkAction, f Filter, ids []string, now time.Time) ([]string, error) {
+	s := ad.s
 	if !a.Valid() {
 		return nil, fmt.Errorf("queue: bulk: unknown action %q", a)
 	}

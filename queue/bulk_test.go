@@ -50,7 +50,7 @@ func TestSelectFilters(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := s.Select(c.f, c.ids)
+			got, err := s.Admin().Select(c.f, c.ids)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +59,7 @@ func TestSelectFilters(t *testing.T) {
 			}
 		})
 	}
-	if _, err := s.Select(Filter{}, []string{other, "00000000000000000000"}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Admin().Select(Filter{}, []string{other, "00000000000000000000"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown ID: %v, want ErrNotFound", err)
 	}
 }
@@ -79,46 +79,46 @@ func TestBulkActions(t *testing.T) {
 	keep := enqueueFrom(t, s, "ok@app.example", "x@example.net")
 	byFlood := Filter{From: "flood@app.example"}
 
-	held, err := s.Bulk(BulkHold, byFlood, nil, now)
+	held, err := s.Admin().Bulk(BulkHold, byFlood, nil, now)
 	if err != nil || !slices.Equal(held, flood) {
 		t.Fatalf("hold: %v %v", held, err)
 	}
-	due, _ := s.Due(now.Add(2*time.Hour), 0, nil)
+	due, _ := s.due(now.Add(2*time.Hour), 0, nil)
 	if slices.ContainsFunc(due, func(id string) bool { return slices.Contains(flood, id) }) {
 		t.Errorf("held messages still scheduled: %v", due)
 	}
-	if got, _ := s.Select(Filter{Held: true}, nil); !slices.Equal(got, flood) {
+	if got, _ := s.Admin().Select(Filter{Held: true}, nil); !slices.Equal(got, flood) {
 		t.Errorf("held = %v, want %v", got, flood)
 	}
 
-	released, err := s.Bulk(BulkRelease, byFlood, flood[:2], now)
+	released, err := s.Admin().Bulk(BulkRelease, byFlood, flood[:2], now)
 	if err != nil || !slices.Equal(released, flood[:2]) {
 		t.Fatalf("release: %v %v", released, err)
 	}
-	due, _ = s.Due(now, 0, nil)
+	due, _ = s.due(now, 0, nil)
 	if !slices.Equal(due, []string{flood[0], flood[1], keep}) {
 		t.Errorf("due after release = %v", due)
 	}
 
 	// An unknown ID fails the whole call: nothing is deleted.
-	if _, err := s.Bulk(BulkDelete, Filter{}, []string{flood[0], "00000000000000000000"}, now); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Admin().Bulk(BulkDelete, Filter{}, []string{flood[0], "00000000000000000000"}, now); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("delete with an unknown ID: %v", err)
 	}
 	if _, err := s.Get(flood[0]); err != nil {
 		t.Fatalf("a failed bulk delete removed %s: %v", flood[0], err)
 	}
-	deleted, err := s.Bulk(BulkDelete, byFlood, nil, now)
+	deleted, err := s.Admin().Bulk(BulkDelete, byFlood, nil, now)
 	if err != nil || !slices.Equal(deleted, flood) {
 		t.Fatalf("delete: %v %v", deleted, err)
 	}
-	left, _ := s.Select(Filter{}, nil)
+	left, _ := s.Admin().Select(Filter{}, nil)
 	if !slices.Equal(left, []string{keep}) {
 		t.Errorf("left after delete = %v, want only %s", left, keep)
 	}
 	if st := s.Stats(); st.Messages != 1 {
 		t.Errorf("stats say %d messages, want 1", st.Messages)
 	}
-	if _, err := s.Bulk("purge", Filter{}, nil, now); err == nil {
+	if _, err := s.Admin().Bulk("purge", Filter{}, nil, now); err == nil {
 		t.Error("unknown action accepted")
 	}
 }
@@ -131,7 +131,7 @@ func TestShape(t *testing.T) {
 	enqueueFrom(t, s, "a@x", "4@gmail.com")
 	clock.Advance(3 * time.Hour)
 	enqueueFrom(t, s, "a@x", "5@example.org")
-	rows, total, err := s.Shape(clock.Now(), "", 2)
+	rows, total, err := s.Admin().Shape(clock.Now(), "", 2)
 	if err != nil {
 		t.Fatal(err)
 	}

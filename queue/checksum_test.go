@@ -83,10 +83,10 @@ func TestDamagedBodyIsQuarantinedNotRead(t *testing.T) {
 			if _, err := s.Get(id); !errors.Is(err, ErrNotFound) {
 				t.Errorf("after the damage was found, Get = %v, want ErrNotFound (quarantined)", err)
 			}
-			if due, _ := s.Due(s.now().Add(1e12), 0, nil); len(due) != 1 || due[0] != other {
+			if due, _ := s.due(s.now().Add(1e12), 0, nil); len(due) != 1 || due[0] != other {
 				t.Errorf("due after quarantine = %v, want only %s", due, other)
 			}
-			q, _, err := s.ListQuarantined("", 0)
+			q, _, err := s.Quarantine().List("", 0)
 			if err != nil || len(q) != 1 || q[0].ID != id || q[0].Reason == "" {
 				t.Fatalf("ListQuarantined = %+v, %v; want %s with a reason", q, err, id)
 			}
@@ -97,13 +97,13 @@ func TestDamagedBodyIsQuarantinedNotRead(t *testing.T) {
 			if got := readBody(t, s, other); string(got) != "innocent bystander" {
 				t.Errorf("other message's body = %q", got)
 			}
-			if err := s.DeleteQuarantined(id); err != nil {
+			if err := s.Quarantine().Delete(id); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.DeleteQuarantined(id); !errors.Is(err, ErrNotFound) {
+			if err := s.Quarantine().Delete(id); !errors.Is(err, ErrNotFound) {
 				t.Errorf("second DeleteQuarantined = %v, want ErrNotFound", err)
 			}
-			if q, _, _ := s.ListQuarantined("", 0); len(q) != 0 || s.Stats().Quarantined != 0 {
+			if q, _, _ := s.Quarantine().List("", 0); len(q) != 0 || s.Stats().Quarantined != 0 {
 				t.Errorf("after DeleteQuarantined: %+v, stats %+v", q, s.Stats())
 			}
 		})
@@ -158,13 +158,13 @@ func TestLegacyRecordsStayReadable(t *testing.T) {
 		t.Errorf("legacy chunked body differs (%d bytes)", len(got))
 	}
 	// A write re-encodes the envelope with a checksum; the body stays legacy.
-	if err := s.Hold("18000000000000000002"); err != nil {
+	if err := s.Admin().Hold("18000000000000000002"); err != nil {
 		t.Fatal(err)
 	}
 	if env, err := s.Get("18000000000000000002"); err != nil || !env.Held {
 		t.Fatalf("Get after Hold = %+v, %v", env, err)
 	}
-	if q, _, _ := s.ListQuarantined("", 0); len(q) != 0 {
+	if q, _, _ := s.Quarantine().List("", 0); len(q) != 0 {
 		t.Errorf("legacy records quarantined: %+v", q)
 	}
 }

@@ -78,7 +78,7 @@ func (s *Store) UseFirstClaim(env *Envelope, addrs []string, now time.Time) Clai
 		return Claimed{} // an operator's bounce began since its commit: Claim reads
 	}
 	if s.mayHaveIntervened(env.ID) {
-		if ok, err := s.Scheduled(env); err != nil || !ok {
+		if ok, err := s.scheduled(env); err != nil || !ok {
 			s.attempts.end(env.ID, out)
 			return Claimed{} // Claim will say what happened (held, deleted, ...)
 		}

@@ -77,7 +77,7 @@ func TestUseFirstClaim(t *testing.T) {
 	if got := s.UseFirstClaim(&used, all, now); len(got.Addrs) != 0 {
 		t.Errorf("partly used claim was used again for %v", got.Addrs)
 	}
-	if err := s.Hold(env.ID); err != nil {
+	if err := s.Admin().Hold(env.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.UseFirstClaim(&env, all, now); len(got.Addrs) != 0 {

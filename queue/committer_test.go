@@ -176,7 +176,7 @@ func TestReadsAfterCloseSayClosed(t *testing.T) {
 	if _, err := s.Get("X"); !errors.Is(err, ErrClosed) {
 		t.Errorf("Get after Close: %v, want ErrClosed", err)
 	}
-	if _, _, err := s.List(ListOptions{}); !errors.Is(err, ErrClosed) {
+	if _, _, err := s.Admin().List(ListOptions{}); !errors.Is(err, ErrClosed) {
 		t.Errorf("List after Close: %v, want ErrClosed", err)
 	}
 }

@@ -5,6 +5,21 @@
 // the on-disk format, the schedule index, the claims and crash recovery;
 // the retry arithmetic whose times it stores is internal/backoff.
 //
+// # Surface
+//
+// The Store's own methods are the message's life: drafts (NewDraft,
+// idempotent Replay), the schedule read in due order (NextEntry,
+// DueEntries), claims and attempts in flight, outcomes (Record), grouped
+// reports, parking (Park, Postpone, Holds), bodies, and the store's own
+// state (Stats, Low, Err, Close). The rest is reached through small value
+// types that hold the Store, each in its own file with its methods:
+// Admin (the operator's listing, retry, hold, bulk, bounce and shape;
+// admin.go), Events (the event log and the webhooks' cursors; events.go,
+// eventcursor.go), History (history.go), Suppressions (suppress.go), TLS
+// (tlsdata.go), Quarantine (quarantine.go, salvage.go) and ReturnPath
+// (asyncreport.go). They add no state: every write still goes through the
+// one committer (committer.go).
+//
 // # Invariants
 //
 //   - Draft.Commit returns only after the message is fsync'd, so a 250 is
@@ -42,7 +57,7 @@
 //     report is neither lost nor queued twice either, and its message
 //     keeps its body until then. An outcome's TLS-RPT count
 //     (Outcome.TLSRPT) is written in the same transaction too.
-//   - The force hook (SetForceHook) hears of an operator's retry once per
+//   - The force hook (Admin.SetForceHook) hears of an operator's retry once per
 //     committed write, after the commit: never for a write that failed,
 //     never twice for a write the committer redid.
 //   - An idempotency key (Draft.KeepKey) is written in the transaction
@@ -54,14 +69,14 @@
 //     nothing claims it earlier (no first claim either); its first Claim
 //     makes it StatusQueued. Only Retry of the message moves the release
 //     forward (release.go).
-//   - Shape reads an in-memory index (shapeindex.go), kept as Stats'
+//   - Admin.Shape reads an in-memory index (shapeindex.go), kept as Stats'
 //     counters are: rebuilt at Open from the envelopes, changed only with
 //     what writeTx.put, remove and quarantine write, and applied once the
 //     transaction has committed, before its writers hear of it. So it
 //     counts what a scan of the committed envelopes counts (scanShape).
-//   - Bulk applies one action to its whole selection in one transaction:
+//   - Admin.Bulk applies one action to its whole selection in one transaction:
 //     every selected message changes, or none does.
-//   - An operator's Bounce never ends a recipient an attempt is in flight
+//   - An operator's Admin.Bounce never ends a recipient an attempt is in flight
 //     for, so none is both delivered and bounced: the store remembers the
 //     recipients claimed (Claim and BeginAttempt register inside their
 //     write, UseFirstClaim against the bounce floor) until their outcome
@@ -72,16 +87,16 @@
 //     bounced, expired, delayed and dsn_sent in Record (dsn_sent in
 //     QueueGroupedDSN for a grouped report). Event IDs are a per-file
 //     sequence, so their lexical order is commit order, and a
-//     waiter taken with EventsChanged is woken by the commit that adds one.
+//     waiter taken with Events.Changed is woken by the commit that adds one.
 //     A finished message leaves its envelope (no body) in history, and a
 //     bounce marked Suppress puts the address on the suppression list, in
-//     that same transaction. Prune removes both after the retention.
+//     that same transaction. History.Prune removes both after the retention.
 //   - A finished message's history record sits in the events tree, and the
 //     events that name it instead of repeating its fields are written in
 //     its transaction and dated no later: Prune, oldest key first, never
 //     leaves such an event without its record. A dictionary entry a record
 //     names is written in the same transaction and never removed.
-//   - Suppressed reads no page while the store knows the list is empty:
+//   - Suppressions.Get reads no page while the store knows the list is empty:
 //     the flag is set at Open from the bucket and by every write that adds
 //     an entry, before that write commits; it is never cleared while open.
 //

@@ -188,7 +188,7 @@ func TestBodyDeletedWhileReading(t *testing.T) {
 	if _, err := io.ReadFull(rc, make([]byte, 2000)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(id); err != nil {
+	if err := s.Admin().Delete(id); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := io.ReadAll(rc); !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -207,7 +207,7 @@ func TestStatsOldest(t *testing.T) {
 	if st := s.Stats(); !st.Oldest.Equal(t0) || st.Messages != 2 {
 		t.Errorf("Stats = %+v, want Oldest %v", st, t0)
 	}
-	if err := s.Delete(a); err != nil {
+	if err := s.Admin().Delete(a); err != nil {
 		t.Fatal(err)
 	}
 	if st := s.Stats(); !st.Oldest.Equal(t1) || st.Messages != 1 {
@@ -240,7 +240,7 @@ func TestCommitKeepsFirstAttemptClaim(t *testing.T) {
 		t.Fatalf("plain recipient: %+v", r)
 	}
 	// Not due before the claim runs out.
-	if ids, _ := st.Due(now.Add(time.Second), 10, nil); len(ids) != 1 {
+	if ids, _ := st.due(now.Add(time.Second), 10, nil); len(ids) != 1 {
 		// plain@ is due, so the message is due; its key is the earliest.
 		t.Fatalf("due: %v", ids)
 	}
@@ -280,7 +280,7 @@ func TestBodyOfReadsWithoutTheEnvelope(t *testing.T) {
 			t.Fatalf("size %d: BodyOf read %d bytes, err %v; want the stored body", size, len(got), err)
 		}
 		// Deleted after the envelope was read: an error, never an empty body.
-		if err := s.Delete(id); err != nil {
+		if err := s.Admin().Delete(id); err != nil {
 			t.Fatal(err)
 		}
 		if b, err := io.ReadAll(s.BodyOf(env)); !errors.Is(err, io.ErrUnexpectedEOF) {

@@ -13,7 +13,7 @@ import (
 // queue ID and recipient.
 func queuedEvents(t *testing.T, s *Store) map[string]Event {
 	t.Helper()
-	evs, _, err := s.Events(EventQuery{Types: []EventType{EventQueued, EventScheduled}, Limit: 10000})
+	evs, _, err := s.Events().List(EventQuery{Types: []EventType{EventQueued, EventScheduled}, Limit: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,10 +87,10 @@ func TestPendingEventsReadTheSameWhenTheirMessageFinishes(t *testing.T) {
 		{Address: "b@example.com", Status: StatusBounced, Reply: "550 no"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(later); err != nil {
+	if err := s.Admin().Delete(later); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(gone); err != nil {
+	if err := s.Admin().Delete(gone); err != nil {
 		t.Fatal(err)
 	}
 	finished := queuedEvents(t, s)
@@ -119,7 +119,7 @@ func TestPendingEventWithoutItsMessage(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	evs, _, err := s.Events(EventQuery{})
+	evs, _, err := s.Events().List(EventQuery{})
 	if err != nil || len(evs) != 2 {
 		t.Fatalf("events %+v, %v", evs, err)
 	}
@@ -127,13 +127,13 @@ func TestPendingEventWithoutItsMessage(t *testing.T) {
 		t.Errorf("event of a quarantined message: %+v", ev)
 	}
 	c.Advance(time.Hour)
-	if n, err := s.Prune(c.Now(), 100); err != nil || n != 2 {
+	if n, err := s.History().Prune(c.Now(), 100); err != nil || n != 2 {
 		t.Fatalf("Prune: %d, %v", n, err)
 	}
 	if _, err := s.Record(pruned, []Outcome{{Address: "b@example.net", Status: StatusDelivered, Reply: "250 ok"}}); err != nil {
 		t.Fatal(err)
 	}
-	if evs, _, err := s.Events(EventQuery{}); err != nil || len(evs) != 1 || evs[0].Type != EventDelivered || evs[0].Recipient != "b@example.net" {
+	if evs, _, err := s.Events().List(EventQuery{}); err != nil || len(evs) != 1 || evs[0].Type != EventDelivered || evs[0].Recipient != "b@example.net" {
 		t.Errorf("after the finish: %+v, %v", evs, err)
 	}
 }
@@ -184,11 +184,11 @@ func TestSplitDomainsReadBackExactly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hist, err := s.History(HistoryQuery{})
+	hist, err := s.History().List(HistoryQuery{})
 	if err != nil || len(hist) != len(cases) {
 		t.Fatalf("history: %d messages, %v", len(hist), err)
 	}
-	evs, _, err := s.Events(EventQuery{Types: []EventType{EventDelivered}})
+	evs, _, err := s.Events().List(EventQuery{Types: []EventType{EventDelivered}})
 	if err != nil || len(evs) != len(cases) {
 		t.Fatalf("events: %d, %v", len(evs), err)
 	}

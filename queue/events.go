@@ -13,6 +13,14 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// Events is the store's event log: what happened to each recipient, in
+// order, for the admin API and the webhooks, with the webhooks' durable
+// cursors into it.
+type Events struct{ s *Store }
+
+// Events returns the store's event log.
+func (s *Store) Events() Events { return Events{s} }
+
 // EventType names what happened to one recipient (or, for EventDSNSent, the
 // report relayq generated about it).
 type EventType string
@@ -243,10 +251,11 @@ type EventQuery struct {
 	Limit int
 }
 
-// Events returns the events matching q, in order, and the ID of the last
+// List returns the events matching q, in order, and the ID of the last
 // one examined (the cursor to continue from, even when all were filtered
 // out).
-func (s *Store) Events(q EventQuery) (evs []Event, last string, err error) {
+func (ev Events) List(q EventQuery) (evs []Event, last string, err error) {
+	s := ev.s
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 100
@@ -296,8 +305,9 @@ func (s *Store) Events(q EventQuery) (evs []Event, last string, err error) {
 	return evs, last, err
 }
 
-// LastEventID is the ID of the newest event, "" when there is none.
-func (s *Store) LastEventID() (string, error) {
+// LastID is the ID of the newest event, "" when there is none.
+func (ev Events) LastID() (string, error) {
+	s := ev.s
 	var id string
 	err := s.view(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketEvents); b != nil {
@@ -310,10 +320,11 @@ func (s *Store) LastEventID() (string, error) {
 	return id, err
 }
 
-// EventBacklog is how many events follow the cursor id, in O(log n): IDs
+// Backlog is how many events follow the cursor id, in O(log n): IDs
 // are a gapless sequence except where Prune removed the oldest, so it is
 // the distance from the cursor (or the oldest kept event) to the newest.
-func (s *Store) EventBacklog(id string) (int, error) {
+func (ev Events) Backlog(id string) (int, error) {
+	s := ev.s
 	var cursor uint64
 	if id != "" {
 		k, ok := EventKey(id)
@@ -370,9 +381,10 @@ func decodeStored(k, v []byte, l *historyLookup) (Event, error) {
 	return decodeEvent(v)
 }
 
-// AddEvents appends events that belong to no queued message (a recipient
+// Add appends events that belong to no queued message (a recipient
 // refused because it is suppressed), durably, in one transaction.
-func (s *Store) AddEvents(evs ...Event) error {
+func (ev Events) Add(evs ...Event) error {
+	s := ev.s
 	return s.submit(func(w *writeTx) error {
 		for _, ev := range evs {
 			if err := w.event(ev); err != nil {
@@ -383,9 +395,10 @@ func (s *Store) AddEvents(evs ...Event) error {
 	})
 }
 
-// EventsChanged returns a channel that is closed at the next commit that
+// Changed returns a channel that is closed at the next commit that
 // adds events. Take it before reading, then wait on it: no event is missed.
-func (s *Store) EventsChanged() <-chan struct{} {
+func (ev Events) Changed() <-chan struct{} {
+	s := ev.s
 	s.evMu.Lock()
 	defer s.evMu.Unlock()
 	if s.evCh == nil {

@@ -51,7 +51,7 @@ func BenchmarkEventsRetained(b *testing.B) {
 			}
 			batch = append(batch, ev)
 			if len(batch) == perTx || i == total-1 {
-				if err := s.AddEvents(batch...); err != nil {
+				if err := s.Events().Add(batch...); err != nil {
 					b.Fatal(err)
 				}
 				batch = batch[:0]
@@ -177,7 +177,7 @@ func BenchmarkEventsRead(b *testing.B) {
 	for range b.N {
 		cursor, n := "", 0
 		for {
-			evs, last, err := s.Events(EventQuery{After: cursor, Limit: 100})
+			evs, last, err := s.Events().List(EventQuery{After: cursor, Limit: 100})
 			if err != nil {
 				b.Fatal(err)
 			}

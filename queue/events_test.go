@@ -28,7 +28,7 @@ func eventMaps(t *testing.T, evs []Event) []map[string]any {
 
 func allEvents(t *testing.T, s *Store, after string) []Event {
 	t.Helper()
-	evs, _, err := s.Events(EventQuery{After: after, Limit: 1000})
+	evs, _, err := s.Events().List(EventQuery{After: after, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +105,11 @@ func TestEventsOnePerOutcome(t *testing.T) {
 	if _, ok := got[0]["next_attempt"]; ok {
 		t.Errorf("empty field not omitted: %v", got[0])
 	}
-	sp, ok, err := s.Suppressed("NO@x.test")
+	sp, ok, err := s.Suppressions().Get("NO@x.test")
 	if err != nil || !ok || sp.Reply != "550 5.1.1 no such user" || sp.Source != "auto" {
 		t.Errorf("auto suppression = %+v %v %v", sp, ok, err)
 	}
-	if _, ok, _ := s.Suppressed("old@x.test"); ok {
+	if _, ok, _ := s.Suppressions().Get("old@x.test"); ok {
 		t.Errorf("an expired recipient was suppressed")
 	}
 }
@@ -117,7 +117,7 @@ func TestEventsOnePerOutcome(t *testing.T) {
 func TestEventsWaitAndFilter(t *testing.T) {
 	c := newClock()
 	s, _ := openTemp(t, testOpts(c))
-	ch := s.EventsChanged()
+	ch := s.Events().Changed()
 	select {
 	case <-ch:
 		t.Fatal("woken before any event")
@@ -129,17 +129,17 @@ func TestEventsWaitAndFilter(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("waiter not woken by a commit with events")
 	}
-	if err := s.AddEvents(Event{Type: EventSuppressed, Recipient: "b@x.test", Reply: "550 5.1.1 suppressed"}); err != nil {
+	if err := s.Events().Add(Event{Type: EventSuppressed, Recipient: "b@x.test", Reply: "550 5.1.1 suppressed"}); err != nil {
 		t.Fatal(err)
 	}
-	evs, last, err := s.Events(EventQuery{Types: []EventType{EventSuppressed}})
+	evs, last, err := s.Events().List(EventQuery{Types: []EventType{EventSuppressed}})
 	if err != nil || len(evs) != 1 || evs[0].Recipient != "b@x.test" || last != evs[0].ID {
 		t.Fatalf("filtered = %+v last %q err %v", evs, last, err)
 	}
-	if n, _ := s.EventBacklog(""); n != 2 {
+	if n, _ := s.Events().Backlog(""); n != 2 {
 		t.Errorf("EventBacklog = %d, want 2", n)
 	}
-	if _, _, err := s.Events(EventQuery{After: "zz"}); err == nil {
+	if _, _, err := s.Events().List(EventQuery{After: "zz"}); err == nil {
 		t.Error("a bad cursor was accepted")
 	}
 }
@@ -156,27 +156,27 @@ func TestHistoryAndPrune(t *testing.T) {
 	if _, err := s.Record(d.ID(), []Outcome{{Address: "bob@x.test", Status: StatusDelivered, Reply: "250 ok", RemoteMTA: "mx.x.test"}}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := s.History(HistoryQuery{Recipient: "BOB@x.test"})
+	h, err := s.History().List(HistoryQuery{Recipient: "BOB@x.test"})
 	if err != nil || len(h) != 1 {
 		t.Fatalf("history = %v, %v", h, err)
 	}
 	if f := h[0]; f.ID != d.ID() || f.Subject != "Hello" || f.MessageID != "<h@x>" || f.Recipients[0].RemoteMTA != "mx.x.test" || f.Recipients[0].Status != StatusDelivered {
 		t.Errorf("history entry %+v", f)
 	}
-	if h, _ := s.History(HistoryQuery{Sender: "other@x"}); len(h) != 0 {
+	if h, _ := s.History().List(HistoryQuery{Sender: "other@x"}); len(h) != 0 {
 		t.Errorf("sender filter let %v through", h)
 	}
-	if h, _ := s.History(HistoryQuery{MessageID: "h@x"}); len(h) != 1 {
+	if h, _ := s.History().List(HistoryQuery{MessageID: "h@x"}); len(h) != 1 {
 		t.Errorf("message_id filter found %d", len(h))
 	}
 	// Nothing is old yet.
-	if n, err := s.Prune(c.Now().Add(-time.Hour), 10); n != 0 || err != nil {
+	if n, err := s.History().Prune(c.Now().Add(-time.Hour), 10); n != 0 || err != nil {
 		t.Fatalf("Prune = %d, %v", n, err)
 	}
 	total := 0
 	for {
 		c.Advance(2 * time.Hour)
-		n, err := s.Prune(c.Now(), 1)
+		n, err := s.History().Prune(c.Now(), 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,26 +201,26 @@ func TestHistoryAndPrune(t *testing.T) {
 func TestSuppressionList(t *testing.T) {
 	c := newClock()
 	s, _ := openTemp(t, testOpts(c))
-	if err := s.Suppress(Suppression{Address: "A@X.test", Reply: "manual", Source: "api"}); err != nil {
+	if err := s.Suppressions().Add(Suppression{Address: "A@X.test", Reply: "manual", Source: "api"}); err != nil {
 		t.Fatal(err)
 	}
-	sp, ok, _ := s.Suppressed("a@x.TEST")
+	sp, ok, _ := s.Suppressions().Get("a@x.TEST")
 	if !ok || sp.Since != c.Now() || sp.Address != "a@x.test" {
 		t.Fatalf("Suppressed = %+v %v", sp, ok)
 	}
-	if l, _ := s.Suppressions(); len(l) != 1 {
+	if l, _ := s.Suppressions().List(); len(l) != 1 {
 		t.Errorf("list = %v", l)
 	}
-	if found, err := s.Unsuppress("a@x.test"); !found || err != nil {
+	if found, err := s.Suppressions().Remove("a@x.test"); !found || err != nil {
 		t.Errorf("Unsuppress = %v %v", found, err)
 	}
-	if _, ok, _ := s.Suppressed("a@x.test"); ok {
+	if _, ok, _ := s.Suppressions().Get("a@x.test"); ok {
 		t.Error("still suppressed after removal")
 	}
-	if err := s.SetWebhookCursor("hook", "0000000000000007"); err != nil {
+	if err := s.Events().SetCursor("hook", "0000000000000007"); err != nil {
 		t.Fatal(err)
 	}
-	if id, _ := s.WebhookCursor("hook"); id != "0000000000000007" {
+	if id, _ := s.Events().Cursor("hook"); id != "0000000000000007" {
 		t.Errorf("cursor = %q", id)
 	}
 }
@@ -229,20 +229,20 @@ func TestEventBacklogAfterPrune(t *testing.T) {
 	c := newClock()
 	s, _ := openTemp(t, testOpts(c))
 	for range 5 {
-		s.AddEvents(Event{Type: EventSuppressed, Recipient: "a@x.test"})
+		s.Events().Add(Event{Type: EventSuppressed, Recipient: "a@x.test"})
 	}
 	evs := allEvents(t, s, "")
-	if n, _ := s.EventBacklog(evs[1].ID); n != 3 {
+	if n, _ := s.Events().Backlog(evs[1].ID); n != 3 {
 		t.Errorf("backlog after the 2nd = %d, want 3", n)
 	}
 	c.Advance(time.Hour)
-	if n, _ := s.Prune(c.Now(), 3); n != 3 {
+	if n, _ := s.History().Prune(c.Now(), 3); n != 3 {
 		t.Fatalf("pruned %d", n)
 	}
-	if n, _ := s.EventBacklog(evs[0].ID); n != 2 {
+	if n, _ := s.Events().Backlog(evs[0].ID); n != 2 {
 		t.Errorf("backlog from a pruned cursor = %d, want the 2 kept", n)
 	}
-	if n, _ := s.EventBacklog(evs[4].ID); n != 0 {
+	if n, _ := s.Events().Backlog(evs[4].ID); n != 0 {
 		t.Errorf("backlog at the end = %d", n)
 	}
 }
@@ -252,11 +252,11 @@ func TestEventBacklogAfterPrune(t *testing.T) {
 func TestEventIDsNeverReused(t *testing.T) {
 	c := newClock()
 	s, path := openTemp(t, testOpts(c))
-	s.AddEvents(Event{Type: EventSuppressed}, Event{Type: EventSuppressed})
+	s.Events().Add(Event{Type: EventSuppressed}, Event{Type: EventSuppressed})
 	if err := s.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketEvents).SetSequence(0) }); err != nil {
 		t.Fatal(err)
 	}
-	s.AddEvents(Event{Type: EventSuppressed, Recipient: "third@x.test"})
+	s.Events().Add(Event{Type: EventSuppressed, Recipient: "third@x.test"})
 	evs := allEvents(t, s, "")
 	if len(evs) != 3 || evs[2].ID != "0000000000000003" || evs[2].Recipient != "third@x.test" {
 		t.Errorf("after a lost sequence: %+v (%s)", evs, path)

@@ -64,23 +64,23 @@ func eventsScenario(t *testing.T, s *Store, c interface{ Advance(time.Duration) 
 		t.Fatal(err)
 	}
 	c.Advance(time.Minute)
-	if _, err := s.RecordReport([]Event{{Type: EventComplained, QueueID: a, Recipient: "ok@x.test", FeedbackType: "abuse", Async: true}}, nil); err != nil {
+	if _, err := s.ReturnPath().Record([]Event{{Type: EventComplained, QueueID: a, Recipient: "ok@x.test", FeedbackType: "abuse", Async: true}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	b := commit(Envelope{From: "news@example.org", MessageID: "<b@example.org>", Release: now().Add(48 * time.Hour),
 		Recipients: rcpts("s1@y.test", "s2@y.test")})
 	c.Advance(time.Second)
-	if err := s.Hold(b); err != nil {
+	if err := s.Admin().Hold(b); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Release(b, now()); err != nil {
+	if err := s.Admin().Release(b, now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(b); err != nil {
+	if err := s.Admin().Delete(b); err != nil {
 		t.Fatal(err)
 	}
 	c.Advance(time.Second)
-	if err := s.AddEvents(Event{Type: EventSuppressed, From: "app@example.org", Recipient: "gone@z.test", Reply: "550 5.1.1 suppressed"}); err != nil {
+	if err := s.Events().Add(Event{Type: EventSuppressed, From: "app@example.org", Recipient: "gone@z.test", Reply: "550 5.1.1 suppressed"}); err != nil {
 		t.Fatal(err)
 	}
 	d := commit(Envelope{From: "app@example.org", MessageID: "<d@example.org>", Stream: "billing",
@@ -107,7 +107,7 @@ var queueIDs = regexp.MustCompile(`[0-9A-F]{20}`)
 func apiOutput(t *testing.T, s *Store) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	evs, _, err := s.Events(EventQuery{Limit: 1000})
+	evs, _, err := s.Events().List(EventQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func apiOutput(t *testing.T, s *Store) []byte {
 		out.Write(evs[i].AppendJSON(nil))
 		out.WriteByte('\n')
 	}
-	hist, err := s.History(HistoryQuery{Limit: 1000})
+	hist, err := s.History().List(HistoryQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,14 +126,14 @@ func apiOutput(t *testing.T, s *Store) []byte {
 		}
 		out.Write(js)
 		out.WriteByte('\n')
-		env, ok, err := s.FindMessage(hist[i].ID)
+		env, ok, err := s.History().Find(hist[i].ID)
 		if err != nil || !ok {
 			t.Fatalf("FindMessage(%s) = %v, %v", hist[i].ID, ok, err)
 		}
 		js, _ = json.Marshal(env)
 		fmt.Fprintf(&out, "find %s\n", js)
 	}
-	since, err := s.History(HistoryQuery{Since: evs[len(evs)-1].Time, Sender: "APP@example.org"})
+	since, err := s.History().List(HistoryQuery{Since: evs[len(evs)-1].Time, Sender: "APP@example.org"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,14 +212,14 @@ func TestEventsAndHistoryOldFile(t *testing.T) {
 	if _, err := s.Record(id, []Outcome{{Address: "new@x.test", Status: StatusDelivered, Reply: "250 ok"}}); err != nil {
 		t.Fatal(err)
 	}
-	hist, err := s.History(HistoryQuery{})
+	hist, err := s.History().List(HistoryQuery{})
 	if err != nil || len(hist) != 4 || hist[0].ID != id || hist[3].MessageID != "<a.1@example.org>" {
 		t.Fatalf("history after a new message: %d entries, %v", len(hist), err)
 	}
-	if _, ok, err := s.FindMessage(hist[3].ID); !ok || err != nil {
+	if _, ok, err := s.History().Find(hist[3].ID); !ok || err != nil {
 		t.Errorf("the oldest message is no longer found: %v %v", ok, err)
 	}
-	evs, _, err := s.Events(EventQuery{After: "000000000000001d"})
+	evs, _, err := s.Events().List(EventQuery{After: "000000000000001d"})
 	if err != nil || len(evs) != 2 || evs[0].ID != "000000000000001e" || evs[1].Type != EventDelivered || evs[1].Recipient != "new@x.test" {
 		t.Fatalf("events after the old ones: %+v %v", evs, err)
 	}

@@ -130,7 +130,7 @@ func TestPruneKeepsSharedEventsWhole(t *testing.T) {
 	}
 	before := c.Now().Add(-9*time.Minute - 5*time.Second) // between the third and fourth message
 	for {
-		n, err := s.Prune(before, 1)
+		n, err := s.History().Prune(before, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +151,7 @@ func TestPruneKeepsSharedEventsWhole(t *testing.T) {
 			break
 		}
 	}
-	hist, err := s.History(HistoryQuery{})
+	hist, err := s.History().List(HistoryQuery{})
 	if err != nil || len(hist) != 2 {
 		t.Fatalf("history after pruning = %d messages, %v; want the 2 newest", len(hist), err)
 	}
@@ -246,7 +246,7 @@ func TestDictionaryAcrossRestart(t *testing.T) {
 	for range 3 {
 		finish(s, "news@example.org", "app2.example.org")
 	}
-	hist, err := s.History(HistoryQuery{})
+	hist, err := s.History().List(HistoryQuery{})
 	if err != nil || len(hist) != 6 {
 		t.Fatalf("history: %d messages, %v", len(hist), err)
 	}

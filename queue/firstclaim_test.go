@@ -24,7 +24,7 @@ func TestUseFirstClaimReadsNothing(t *testing.T) {
 	}
 
 	other := enqueue(t, s, []byte("x"), "b@example.net")
-	if err := s.Hold(other); err != nil {
+	if err := s.Admin().Hold(other); err != nil {
 		t.Fatal(err)
 	}
 	before = s.db.Stats().TxN

@@ -77,7 +77,7 @@ func TestPruneWithNothingDueWritesNothing(t *testing.T) {
 	s, _ := openTemp(t, testOpts(c))
 	enqueue(t, s, pattern(100), "a@example.net")
 	before := s.Stats().Commits
-	n, err := s.Prune(c.Now().Add(-time.Hour), 100)
+	n, err := s.History().Prune(c.Now().Add(-time.Hour), 100)
 	if err != nil || n != 0 {
 		t.Fatalf("Prune = %d, %v; want 0, nil", n, err)
 	}
@@ -85,7 +85,7 @@ func TestPruneWithNothingDueWritesNothing(t *testing.T) {
 		t.Errorf("Prune with nothing past the retention made %d commits", got-before)
 	}
 	c.Advance(2 * time.Hour)
-	if n, err := s.Prune(c.Now().Add(-time.Hour), 100); err != nil || n == 0 {
+	if n, err := s.History().Prune(c.Now().Add(-time.Hour), 100); err != nil || n == 0 {
 		t.Fatalf("Prune past the queued event = %d, %v; want it deleted", n, err)
 	}
 }

@@ -31,7 +31,7 @@ func TestForceHookOncePerCommit(t *testing.T) {
 	id := enqueue(t, st, []byte("hi"), "a@example.net")
 	var mu sync.Mutex
 	var heard [][]string
-	st.SetForceHook(func(ids ...string) {
+	st.Admin().SetForceHook(func(ids ...string) {
 		mu.Lock()
 		heard = append(heard, ids)
 		mu.Unlock()
@@ -51,7 +51,7 @@ func TestForceHookOncePerCommit(t *testing.T) {
 	}()
 	<-running
 	retried := make(chan error, 1)
-	go func() { retried <- st.Retry(id, c.Now()) }()
+	go func() { retried <- st.Admin().Retry(id, c.Now()) }()
 	waitQueued(t, st, 1)
 	failed := make(chan error, 1)
 	errOops := errors.New("oops")
@@ -78,11 +78,11 @@ func TestForceHookSilentOnFailure(t *testing.T) {
 	c := newClock()
 	st, _ := openTemp(t, testOpts(c))
 	n := 0
-	st.SetForceHook(func(...string) { n++ })
-	if err := st.Retry("00000000000000000000", c.Now()); !errors.Is(err, ErrNotFound) {
+	st.Admin().SetForceHook(func(...string) { n++ })
+	if err := st.Admin().Retry("00000000000000000000", c.Now()); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("retry of nothing: %v", err)
 	}
-	if _, err := st.Bulk(BulkRetry, Filter{}, []string{"00000000000000000000"}, c.Now()); err == nil {
+	if _, err := st.Admin().Bulk(BulkRetry, Filter{}, []string{"00000000000000000000"}, c.Now()); err == nil {
 		t.Fatal("bulk retry of an unknown ID worked")
 	}
 	if n != 0 {
@@ -111,7 +111,7 @@ func TestPostponeAfterRetryInOneBatch(t *testing.T) {
 		})
 	}()
 	<-running
-	go func() { done <- st.Retry(id, c.Now()) }()
+	go func() { done <- st.Admin().Retry(id, c.Now()) }()
 	waitQueued(t, st, 1)
 	go func() { done <- st.Postpone(map[string][]string{id: {"a@example.net"}}, c.Now().Add(2*time.Hour), nil) }()
 	waitQueued(t, st, 2)

@@ -58,7 +58,7 @@ func TestPendingReportSurvivesReopenAndIsQueuedOnce(t *testing.T) {
 	if done, err := s.QueueGroupedDSN(id, marks, report); done || !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second Report = %v, %v; want nothing done: the message is finished", done, err)
 	}
-	msgs, _, err := s.List(ListOptions{})
+	msgs, _, err := s.Admin().List(ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestPendingReportSurvivesReopenAndIsQueuedOnce(t *testing.T) {
 	if sent != 1 {
 		t.Errorf("%d dsn_sent events, want 1", sent)
 	}
-	if h, err := s.History(HistoryQuery{}); err != nil || len(h) != 1 || h[0].ID != id || h[0].Marked() {
+	if h, err := s.History().List(HistoryQuery{}); err != nil || len(h) != 1 || h[0].ID != id || h[0].Marked() {
 		t.Errorf("history = %+v, %v; want the finished message without marks", h, err)
 	}
 	s.Close()
@@ -110,10 +110,10 @@ func TestReportStaleMarksChangeNothing(t *testing.T) {
 	if got := env.Marks(); len(got) != 1 || got[0] != (Mark{Address: "b@two.test", Report: ReportDelayed}) {
 		t.Fatalf("marks left = %+v, want b's warning", got)
 	}
-	if ids, _ := s.Due(next, 0, nil); !slices.Contains(ids, id) {
+	if ids, _ := s.due(next, 0, nil); !slices.Contains(ids, id) {
 		t.Errorf("message with a deferred recipient left the schedule: due %v", ids)
 	}
-	msgs, _, _ := s.List(ListOptions{})
+	msgs, _, _ := s.Admin().List(ListOptions{})
 	if len(msgs) != 2 {
 		t.Errorf("%d messages, want the original and one report", len(msgs))
 	}
@@ -175,7 +175,7 @@ func TestRecordReportingClearsMarksWithTheOutcome(t *testing.T) {
 	if _, err := s.Get(id); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get after the last outcome = %v, want the message finished", err)
 	}
-	msgs, _, _ := s.List(ListOptions{})
+	msgs, _, _ := s.Admin().List(ListOptions{})
 	if len(msgs) != 1 || msgs[0].From != "" {
 		t.Fatalf("queue = %+v, want the one report alone", msgs)
 	}

@@ -1,13 +1,22 @@
 package queue
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
+
+// History is the record of finished messages, kept after they leave the
+// queue for the retention period.
+type History struct{ s *Store }
+
+// History returns the store's history of finished messages.
+func (s *Store) History() History { return History{s} }
 
 // bucketHistory keeps finished messages (envelope, Message-ID, subject and
 // every recipient's outcome, never the body) for the events retention:
@@ -75,8 +84,9 @@ func (q HistoryQuery) matches(f *Finished) bool {
 	return true
 }
 
-// History returns finished messages matching q, newest first.
-func (s *Store) History(q HistoryQuery) ([]Finished, error) {
+// List returns finished messages matching q, newest first.
+func (h History) List(q HistoryQuery) ([]Finished, error) {
+	s := h.s
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 100
@@ -137,7 +147,8 @@ func (s *Store) History(q HistoryQuery) ([]Finished, error) {
 // most max records per call, in one small transaction, and says how many
 // it deleted: call it again until it returns 0. Small transactions keep
 // the committer free for mail.
-func (s *Store) Prune(before time.Time, max int) (int, error) {
+func (h History) Prune(before time.Time, max int) (int, error) {
+	s := h.s
 	// A commit writes pages even when it changes nothing (the meta page,
 	// the freelist): look first, so a queue with nothing past the retention
 	// causes no disk write (the pruner asks once a minute).
@@ -197,4 +208,56 @@ func (s *Store) pruneDue(before time.Time) (bool, error) {
 		return nil
 	})
 	return due, err
+}
+
+// Find returns the envelope of message id, still queued or in the
+// history; false when neither has it (its history has expired, or it was
+// never ours). The history is searched from its newest entry back to the
+// message's arrival, which its ID encodes: a late report usually comes
+// soon after the message finished.
+func (h History) Find(id string) (*Envelope, bool, error) {
+	s := h.s
+	env, err := s.Get(id)
+	switch {
+	case err == nil:
+		return env, true, nil
+	case !errors.Is(err, ErrNotFound):
+		return nil, false, err
+	}
+	if len(id) != idLen {
+		return nil, false, nil
+	}
+	arrival, ok := arrivalKey(id)
+	if !ok {
+		return nil, false, nil
+	}
+	var found *Envelope
+	err = s.view(func(tx *bolt.Tx) error {
+		if k, v := findShared(tx.Bucket(bucketEvents), id); k != nil {
+			f, err := decodeSharedHistory(k, v, s.dictOf(tx))
+			if err != nil {
+				return damaged(id, err)
+			}
+			found = &f.Envelope
+			return nil
+		}
+		b := tx.Bucket(bucketHistory)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Last(); len(k) > 8 && bytes.Compare(k[:8], arrival) >= 0; k, v = c.Prev() {
+			if string(k[8:]) != id {
+				continue
+			}
+			f, err := decodeHistory(k, v)
+			if err != nil {
+				return damaged(id, err)
+			}
+			found = &f.Envelope
+			return nil
+		}
+		return nil
+	})
+	return found, found != nil, err
 }

@@ -124,11 +124,11 @@ func TestHistoryByQueueID(t *testing.T) {
 	}
 	waiting := enqueue(t, s, []byte("x\r\n"), "b@example.net")
 	for _, id := range []string{ids[0], ids[2], ids[4]} {
-		if h, err := s.History(HistoryQuery{ID: id}); err != nil || len(h) != 1 || h[0].ID != id {
+		if h, err := s.History().List(HistoryQuery{ID: id}); err != nil || len(h) != 1 || h[0].ID != id {
 			t.Errorf("History(ID %s) = %+v, %v", id, h, err)
 		}
 	}
-	if h, err := s.History(HistoryQuery{ID: waiting}); err != nil || len(h) != 0 {
+	if h, err := s.History().List(HistoryQuery{ID: waiting}); err != nil || len(h) != 0 {
 		t.Errorf("a waiting message has history: %+v, %v", h, err)
 	}
 }

@@ -27,7 +27,7 @@ func fillQueue(t *testing.T, n int) (string, map[string][]byte) {
 	// Delivered and deleted messages leave free pages behind, as in life.
 	for i := range n / 4 {
 		id := enqueue(t, s, pattern(50<<10+i), "gone@example.net")
-		if err := s.Delete(id); err != nil {
+		if err := s.Admin().Delete(id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -95,8 +95,8 @@ func TestFlippedBytesNeverCrashOrAlter(t *testing.T) {
 		// Writes free and allocate pages: where the freelist is damaged
 		// this used to panic ("page ... already freed").
 		for id := range bodies {
-			_ = s.Hold(id)
-			_ = s.Delete(id)
+			_ = s.Admin().Hold(id)
+			_ = s.Admin().Delete(id)
 		}
 		if err := s.Close(); err != nil {
 			t.Logf("seed %d: Close: %v", seed, err)

@@ -52,10 +52,10 @@ func TestWaitingMailIsNotResident(t *testing.T) {
 	s, path := openTemp(t, testOpts(newClock()))
 	s.mapLimit = 256                       // set before the first write reaches the committer
 	fillWaiting(t, s, 8000, pattern(1200)) // about 16 MB of file
-	if _, _, err := s.Shape(s.now(), "", 0); err != nil {
+	if _, _, err := s.Admin().Shape(s.now(), "", 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.List(ListOptions{Limit: 10000}); err != nil {
+	if _, _, err := s.Admin().List(ListOptions{Limit: 10000}); err != nil {
 		t.Fatal(err)
 	}
 	st := s.Stats()

@@ -9,7 +9,7 @@ import (
 // operatorEventsOf lists the events of the given types as "type id rcpt by".
 func operatorEventsOf(t *testing.T, s *Store, types ...EventType) []string {
 	t.Helper()
-	evs, _, err := s.Events(EventQuery{Types: types, Limit: 1000})
+	evs, _, err := s.Events().List(EventQuery{Types: types, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,19 +29,19 @@ func TestOperatorActionsEmitEventsAndHistory(t *testing.T) {
 	s, _ := openTemp(t, testOpts(clock))
 	a := enqueueFrom(t, s, "noisy-app@example.org", "x@example.net", "y@example.net")
 	b := enqueueFrom(t, s, "noisy-app@example.org", "z@example.net")
-	if err := s.Hold(a); err != nil {
+	if err := s.Admin().Hold(a); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Bulk(BulkHold, Filter{From: "noisy-app@example.org"}, nil, clock.Now()); err != nil {
+	if _, err := s.Admin().Bulk(BulkHold, Filter{From: "noisy-app@example.org"}, nil, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Release(b, clock.Now()); err != nil {
+	if err := s.Admin().Release(b, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Bulk(BulkDelete, Filter{Held: true}, nil, clock.Now()); err != nil {
+	if _, err := s.Admin().Bulk(BulkDelete, Filter{Held: true}, nil, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(b); err != nil {
+	if err := s.Admin().Delete(b); err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Join(operatorEventsOf(t, s, EventHeld, EventReleased, EventDeleted), "\n")
@@ -55,7 +55,7 @@ func TestOperatorActionsEmitEventsAndHistory(t *testing.T) {
 	if got != want {
 		t.Errorf("events:\n%s\nwant\n%s", got, want)
 	}
-	h, err := s.History(HistoryQuery{Sender: "noisy-app@example.org"})
+	h, err := s.History().List(HistoryQuery{Sender: "noisy-app@example.org"})
 	if err != nil {
 		t.Fatal(err)
 	}

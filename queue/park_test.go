@@ -102,10 +102,10 @@ func TestWritesUnparkAndForcedMailIsNotParked(t *testing.T) {
 	if _, err := st.Claim(claimed, []string{"a@down.example"}, now, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Flush(now); err != nil {
+	if _, err := st.Admin().Flush(now); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Retry(retried, now); err != nil {
+	if err := st.Admin().Retry(retried, now); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{claimed, flushed, retried} {

@@ -10,6 +10,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// Quarantine is the messages set aside because their envelope or body
+// failed its checksum, and the sweeps queue/repair runs to find them.
+type Quarantine struct{ s *Store }
+
+// Quarantine returns the store's quarantine.
+func (s *Store) Quarantine() Quarantine { return Quarantine{s} }
+
 // Quarantine: a message whose envelope or body fails its checksum or does
 // not decode is moved out of the live buckets, whole, into the quarantine
 // buckets, and never delivered: relayq cannot tell what of it is true, so
@@ -218,10 +225,11 @@ func parseLoose(v []byte) (*Envelope, error) {
 	return &env, nil
 }
 
-// ListQuarantined returns up to limit quarantined messages (limit <= 0:
+// List returns up to limit quarantined messages (limit <= 0:
 // 100) with IDs greater than after, in ID order, and the cursor of the next
 // page ("" when there is none).
-func (s *Store) ListQuarantined(after string, limit int) (list []Quarantined, next string, err error) {
+func (q Quarantine) List(after string, limit int) (list []Quarantined, next string, err error) {
+	s := q.s
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
@@ -279,10 +287,11 @@ func countQuarantined(tx *bolt.Tx) int {
 	return n
 }
 
-// DeleteQuarantined removes quarantined message id for good (its record,
+// Delete removes quarantined message id for good (its record,
 // body and reason): the operator has rescued what was worth rescuing, or
 // decided nothing was. ErrNotFound when there is no such entry.
-func (s *Store) DeleteQuarantined(id string) error {
+func (q Quarantine) Delete(id string) error {
+	s := q.s
 	return s.submit(func(w *writeTx) error {
 		key := []byte(id)
 		q := w.tx.Bucket(bucketQuarantine)

@@ -32,11 +32,11 @@ func (s *Store) Get(id string) (*Envelope, error) {
 	return env, err
 }
 
-// Scheduled reports whether env's schedule entry is in the index exactly as
+// scheduled reports whether env's schedule entry is in the index exactly as
 // env has it: false when the message has been held, deleted or rescheduled
 // since env was read. It is one key lookup, no decoding, so the scheduler
 // can afford it on every hand-over.
-func (s *Store) Scheduled(env *Envelope) (bool, error) {
+func (s *Store) scheduled(env *Envelope) (bool, error) {
 	key := scheduleKey(env)
 	if key == nil {
 		return false, nil
@@ -156,19 +156,19 @@ func (s *Store) scanSchedule(start, end time.Time, visit func(e Entry) bool) err
 	}
 }
 
-// NextDue returns the earliest schedule time of a message that is not held
+// nextDue returns the earliest schedule time of a message that is not held
 // and not skipped (skip may be nil; the scheduler skips messages in flight).
 // ok is false when nothing is scheduled.
-func (s *Store) NextDue(skip func(id string) bool) (at time.Time, ok bool, err error) {
-	at, _, ok, err = s.NextDueSince(time.Time{}, skip)
+func (s *Store) nextDue(skip func(id string) bool) (at time.Time, ok bool, err error) {
+	at, _, ok, err = s.nextDueSince(time.Time{}, skip)
 	return at, ok, err
 }
 
-// NextDueSince is NextDue looking only at entries due at or after since,
+// nextDueSince is NextDue looking only at entries due at or after since,
 // and also says which message is due then. The scheduler knows that
 // everything due earlier is already in its hands, so it need not step over
 // those entries again.
-func (s *Store) NextDueSince(since time.Time, skip func(id string) bool) (at time.Time, id string, ok bool, err error) {
+func (s *Store) nextDueSince(since time.Time, skip func(id string) bool) (at time.Time, id string, ok bool, err error) {
 	e, ok, err := s.NextEntry(since, byID(skip))
 	return e.At, e.ID, ok, err
 }
@@ -186,16 +186,16 @@ func (s *Store) NextEntry(since time.Time, skip func(e Entry) bool) (next Entry,
 	return next, ok, err
 }
 
-// Due returns up to limit IDs (limit <= 0: no limit) whose schedule time is
+// due returns up to limit IDs (limit <= 0: no limit) whose schedule time is
 // at or before now, earliest first, leaving out skipped ones. It is a cursor
 // walk over the index, so its cost depends on what is due, not on the
 // queue's size.
-func (s *Store) Due(now time.Time, limit int, skip func(id string) bool) ([]string, error) {
-	return s.DueSince(time.Time{}, now, limit, skip)
+func (s *Store) due(now time.Time, limit int, skip func(id string) bool) ([]string, error) {
+	return s.dueSince(time.Time{}, now, limit, skip)
 }
 
-// DueSince is Due looking only at entries due at or after since.
-func (s *Store) DueSince(since, now time.Time, limit int, skip func(id string) bool) ([]string, error) {
+// dueSince is Due looking only at entries due at or after since.
+func (s *Store) dueSince(since, now time.Time, limit int, skip func(id string) bool) ([]string, error) {
 	return s.DueEntries(since, now, limit, byID(skip))
 }
 

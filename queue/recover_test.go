@@ -63,10 +63,10 @@ func TestOpenQuarantinesCorruptRecord(t *testing.T) {
 	if got := readBody(t, s, good); string(got) != "good body" {
 		t.Errorf("good message damaged: %q", got)
 	}
-	if ids, _ := s.Due(clock.Now(), 0, nil); !slices.Equal(ids, []string{good}) {
+	if ids, _ := s.due(clock.Now(), 0, nil); !slices.Equal(ids, []string{good}) {
 		t.Errorf("Due = %v, want only the good message", ids)
 	}
-	if msgs, _, err := s.List(ListOptions{}); err != nil || len(msgs) != 1 {
+	if msgs, _, err := s.Admin().List(ListOptions{}); err != nil || len(msgs) != 1 {
 		t.Errorf("List = %d msgs, %v", len(msgs), err)
 	}
 	if st := s.Stats(); st.Messages != 1 {
@@ -118,7 +118,7 @@ func TestOpenRepairsScheduleIndex(t *testing.T) {
 		return sched.Put(append(bytes.Repeat([]byte{0xff}, 8), "FFFFFFFFFFFFFFFF0001"...), nil)
 	})
 	s = openAt(t, path, o)
-	if ids, _ := s.Due(clock.Now(), 0, nil); !slices.Equal(ids, []string{a, b}) {
+	if ids, _ := s.due(clock.Now(), 0, nil); !slices.Equal(ids, []string{a, b}) {
 		t.Errorf("Due after repair = %v, want a, b", ids)
 	}
 	var left int

@@ -28,11 +28,11 @@ func TestCommitWithReleaseIsScheduled(t *testing.T) {
 	if n := s.Stats().Recipients[StatusScheduled]; n != 1 {
 		t.Fatalf("Stats counts %d scheduled recipients", n)
 	}
-	evs, _, err := s.Events(EventQuery{Types: []EventType{EventScheduled}})
+	evs, _, err := s.Events().List(EventQuery{Types: []EventType{EventScheduled}})
 	if err != nil || len(evs) != 1 || !evs[0].NextAttempt.Equal(release) {
 		t.Fatalf("scheduled events %+v, %v", evs, err)
 	}
-	if ids, _ := s.DueSince(time.Time{}, c.Now(), 10, nil); len(ids) != 0 {
+	if ids, _ := s.dueSince(time.Time{}, c.Now(), 10, nil); len(ids) != 0 {
 		t.Fatalf("due before its release: %v", ids)
 	}
 	cl, err := s.Claim(d.ID(), []string{"b@example.net"}, release, release.Add(time.Minute))

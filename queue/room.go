@@ -24,12 +24,12 @@ type roomCache struct {
 	low atomic.Bool
 }
 
-// Room is the space left for the queue's writes: what the file system
+// roomLeft is the space left for the queue's writes: what the file system
 // under the queue file lets relayq write, plus the free pages inside the
 // file, which writes reuse. The file's length past its last page is not
 // counted: bbolt grows the file with truncate, which leaves a hole that
 // takes disk space only when written. -1 when the file system cannot say.
-func (s *Store) Room() int64 {
+func (s *Store) roomLeft() int64 {
 	avail, ok := fsAvail(s.path)
 	if !ok {
 		return -1
@@ -41,7 +41,7 @@ func (s *Store) Room() int64 {
 	return avail + int64(s.db.Stats().FreePageN)*page
 }
 
-// Low reports whether the room left (Room) is below Options.Reserve: new
+// Low reports whether the room left (roomLeft) is below Options.Reserve: new
 // mail must then be refused, so that what is queued can still be
 // delivered. Never low without a reserve, or where the room is unknown.
 func (s *Store) Low() bool {
@@ -52,7 +52,7 @@ func (s *Store) Low() bool {
 	if at := s.room.at.Load(); at != 0 && now-at < int64(roomRecheck) && now >= at {
 		return s.room.low.Load()
 	}
-	r := s.Room()
+	r := s.roomLeft()
 	low := r >= 0 && r < s.opts.Reserve
 	s.room.low.Store(low)
 	s.room.at.Store(now)

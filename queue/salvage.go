@@ -28,10 +28,11 @@ var salvageBuckets = map[string]bool{
 // relayq's own keys).
 func SalvageBucket(name []byte) bool { return salvageBuckets[string(name)] }
 
-// QuarantineUnverified reads every body as delivery would and quarantines
+// VerifyBodies reads every body as delivery would and quarantines
 // each message whose body fails its checksum or is incomplete (or whose
 // envelope does not decode).
-func (s *Store) QuarantineUnverified() error {
+func (q Quarantine) VerifyBodies() error {
+	s := q.s
 	var bad []Problem
 	err := s.view(func(tx *bolt.Tx) error {
 		bad = nil
@@ -57,10 +58,11 @@ func (s *Store) QuarantineUnverified() error {
 	return nil
 }
 
-// DropOrphanBodies deletes every body whose envelope is gone (it was on
+// DropOrphans deletes every body whose envelope is gone (it was on
 // a page a salvage could not read) and returns how many it dropped: such
 // a body can never be delivered.
-func (s *Store) DropOrphanBodies() (int, error) {
+func (q Quarantine) DropOrphans() (int, error) {
+	s := q.s
 	orphans := 0
 	err := s.submit(func(w *writeTx) error {
 		orphans = 0

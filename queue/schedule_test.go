@@ -19,30 +19,30 @@ func TestDueOrderSkipAndHeld(t *testing.T) {
 	clock.Advance(time.Second)
 	c := enqueue(t, s, []byte("c"), "c@example.net")
 
-	if ids, err := s.Due(t0, 0, nil); err != nil || !slices.Equal(ids, []string{a}) {
+	if ids, err := s.due(t0, 0, nil); err != nil || !slices.Equal(ids, []string{a}) {
 		t.Errorf("Due(t0) = %v, %v; want [a]", ids, err)
 	}
-	if ids, _ := s.Due(clock.Now(), 0, nil); !slices.Equal(ids, []string{a, b, c}) {
+	if ids, _ := s.due(clock.Now(), 0, nil); !slices.Equal(ids, []string{a, b, c}) {
 		t.Errorf("Due(now) = %v; want a, b, c in order", ids)
 	}
-	if ids, _ := s.Due(clock.Now(), 2, nil); !slices.Equal(ids, []string{a, b}) {
+	if ids, _ := s.due(clock.Now(), 2, nil); !slices.Equal(ids, []string{a, b}) {
 		t.Errorf("Due(now, 2) = %v; want a, b", ids)
 	}
 	skipA := func(id string) bool { return id == a }
-	if ids, _ := s.Due(clock.Now(), 1, skipA); !slices.Equal(ids, []string{b}) {
+	if ids, _ := s.due(clock.Now(), 1, skipA); !slices.Equal(ids, []string{b}) {
 		t.Errorf("Due with a skipped = %v; want [b]", ids)
 	}
-	if at, ok, err := s.NextDue(skipA); err != nil || !ok || !at.Equal(t0.Add(time.Second)) {
+	if at, ok, err := s.nextDue(skipA); err != nil || !ok || !at.Equal(t0.Add(time.Second)) {
 		t.Errorf("NextDue(skip a) = %v, %v, %v; want t0+1s", at, ok, err)
 	}
 
-	if err := s.Hold(b); err != nil {
+	if err := s.Admin().Hold(b); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := s.Due(clock.Now(), 0, nil); !slices.Equal(ids, []string{a, c}) {
+	if ids, _ := s.due(clock.Now(), 0, nil); !slices.Equal(ids, []string{a, c}) {
 		t.Errorf("Due with b held = %v; want a, c", ids)
 	}
-	if at, _, _ := s.NextDue(skipA); !at.Equal(t0.Add(2 * time.Second)) {
+	if at, _, _ := s.nextDue(skipA); !at.Equal(t0.Add(2 * time.Second)) {
 		t.Errorf("NextDue skipping a with b held = %v; want c's time", at)
 	}
 	if _, err := s.Claim(b, []string{"b@example.net"}, clock.Now(), clock.Now()); !errors.Is(err, ErrHeld) {
@@ -50,11 +50,11 @@ func TestDueOrderSkipAndHeld(t *testing.T) {
 	}
 
 	for _, id := range []string{a, c} {
-		if err := s.Delete(id); err != nil {
+		if err := s.Admin().Delete(id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, ok, err := s.NextDue(nil); ok || err != nil {
+	if _, ok, err := s.nextDue(nil); ok || err != nil {
 		t.Errorf("NextDue with only a held message: ok=%v err=%v", ok, err)
 	}
 }
@@ -82,7 +82,7 @@ func TestDueManyPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Second)
-	got, err := s.Due(clock.Now(), 0, func(id string) bool { return id == want[300] })
+	got, err := s.due(clock.Now(), 0, func(id string) bool { return id == want[300] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +116,10 @@ func TestClaimThenCrashIsDueAtRetry(t *testing.T) {
 	}
 	s.Close()
 	s = openAt(t, path, o)
-	if ids, _ := s.Due(retryAt.Add(-time.Nanosecond), 0, nil); len(ids) != 0 {
+	if ids, _ := s.due(retryAt.Add(-time.Nanosecond), 0, nil); len(ids) != 0 {
 		t.Errorf("claimed message due before retryAt: %v", ids)
 	}
-	if ids, _ := s.Due(retryAt, 0, nil); !slices.Equal(ids, []string{id}) {
+	if ids, _ := s.due(retryAt, 0, nil); !slices.Equal(ids, []string{id}) {
 		t.Errorf("claimed message not due at retryAt: %v", ids)
 	}
 }
@@ -153,7 +153,7 @@ func TestRecordOutcomes(t *testing.T) {
 		t.Errorf("c not marked warned: %+v", c)
 	}
 	// The schedule follows the earliest non-final recipient (b).
-	if at, _, _ := s.NextDue(nil); !at.Equal(later) {
+	if at, _, _ := s.nextDue(nil); !at.Equal(later) {
 		t.Errorf("NextDue = %v, want %v", at, later)
 	}
 	// A final recipient never changes again.
@@ -203,7 +203,7 @@ func TestRecordAllFinalDeletesAndEnqueuesNotice(t *testing.T) {
 	if n := bodyChunks(t, s, id); n != 0 {
 		t.Errorf("finished message left %d chunks", n)
 	}
-	due, _ := s.Due(clock.Now(), 0, nil)
+	due, _ := s.due(clock.Now(), 0, nil)
 	if len(due) != 1 || due[0] == id || due[0] <= id {
 		t.Fatalf("Due = %v, want just the new notice with a later ID", due)
 	}
@@ -269,7 +269,7 @@ func TestPostponeMovesOnlyNamedRecipientsWithoutCountingAttempts(t *testing.T) {
 		t.Fatalf("other recipient moved too")
 	}
 	// The message is still due now (for b@two), and nothing else is due.
-	ids, err := st.Due(clk(), 10, nil)
+	ids, err := st.due(clk(), 10, nil)
 	if err != nil || len(ids) != 1 {
 		t.Fatalf("due %v %v", ids, err)
 	}
@@ -281,11 +281,11 @@ func TestDueSinceAndClaimOnlyDue(t *testing.T) {
 	early := enqueue(t, st, []byte("x\r\n"), "a@example.net")
 	c.Advance(time.Second)
 	late := enqueue(t, st, []byte("y\r\n"), "b@example.net")
-	ids, err := st.DueSince(c.Now(), c.Now(), 10, nil)
+	ids, err := st.dueSince(c.Now(), c.Now(), 10, nil)
 	if err != nil || len(ids) != 1 || ids[0] != late {
 		t.Fatalf("DueSince(now) = %v %v, want only %s", ids, err, late)
 	}
-	at, id, ok, err := st.NextDueSince(c.Now(), nil)
+	at, id, ok, err := st.nextDueSince(c.Now(), nil)
 	if err != nil || !ok || !at.Equal(c.Now()) || id != late {
 		t.Fatalf("NextDueSince = %v %v %v", at, ok, err)
 	}
@@ -335,34 +335,34 @@ func TestScheduledSeesHoldDeleteAndReschedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := st.Scheduled(env); !ok || err != nil {
+	if ok, err := st.scheduled(env); !ok || err != nil {
 		t.Fatalf("fresh message not scheduled: %v %v", ok, err)
 	}
-	if err := st.Hold(id); err != nil {
+	if err := st.Admin().Hold(id); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := st.Scheduled(env); ok {
+	if ok, _ := st.scheduled(env); ok {
 		t.Fatal("held message still reported scheduled")
 	}
 	c.Advance(time.Second)
-	if err := st.Release(id, c.Now()); err != nil {
+	if err := st.Admin().Release(id, c.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// Released, it is due when it was before: the same entry is back.
-	if ok, _ := st.Scheduled(env); !ok {
+	if ok, _ := st.scheduled(env); !ok {
 		t.Fatal("released message not scheduled")
 	}
-	if err := st.Retry(id, c.Now().Add(-time.Minute)); err != nil {
+	if err := st.Admin().Retry(id, c.Now().Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := st.Scheduled(env); ok {
+	if ok, _ := st.scheduled(env); ok {
 		t.Fatal("rescheduled message reported as its old entry")
 	}
-	if err := st.Delete(id); err != nil {
+	if err := st.Admin().Delete(id); err != nil {
 		t.Fatal(err)
 	}
 	env2, _ := st.Get(id)
-	if ok, _ := st.Scheduled(&Envelope{ID: id, Recipients: env.Recipients}); ok || env2 != nil {
+	if ok, _ := st.scheduled(&Envelope{ID: id, Recipients: env.Recipients}); ok || env2 != nil {
 		t.Fatal("deleted message still reported scheduled")
 	}
 }
@@ -380,7 +380,7 @@ func TestDueSinceAcrossPages(t *testing.T) {
 		clk.Advance(time.Second)
 	}
 	// Messages 100 to 399 inclusive are due in [start+100s, start+399s].
-	got, err := s.DueSince(start.Add(100*time.Second), start.Add(399*time.Second), 0, nil)
+	got, err := s.dueSince(start.Add(100*time.Second), start.Add(399*time.Second), 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func TestDueSinceAcrossPages(t *testing.T) {
 	for _, id := range ids[:450] {
 		skipped[id] = true
 	}
-	at, id, ok, err := s.NextDueSince(time.Time{}, func(id string) bool { return skipped[id] })
+	at, id, ok, err := s.nextDueSince(time.Time{}, func(id string) bool { return skipped[id] })
 	if err != nil || !ok || id != ids[450] || !at.Equal(start.Add(450*time.Second)) {
 		t.Fatalf("NextDueSince past 450 skipped = %v %s %v %v, want %s at +450s", at, id, ok, err, ids[450])
 	}
@@ -406,7 +406,7 @@ func TestForceHookAndPostpone(t *testing.T) {
 	c := newClock()
 	st, _ := openTemp(t, testOpts(c))
 	var heard [][]string
-	st.SetForceHook(func(ids ...string) { heard = append(heard, ids) }) // called on the committer goroutine only
+	st.Admin().SetForceHook(func(ids ...string) { heard = append(heard, ids) }) // called on the committer goroutine only
 	var msgs []string
 	for i := 0; i < 2; i++ {
 		d := st.NewDraft()
@@ -420,19 +420,19 @@ func TestForceHookAndPostpone(t *testing.T) {
 	if err := st.Postpone(map[string][]string{msgs[0]: {"a@down.example"}, msgs[1]: {"a@down.example"}}, until, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Retry(msgs[0], c.Now()); err != nil {
+	if err := st.Admin().Retry(msgs[0], c.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Bulk(BulkHold, Filter{}, msgs[1:], c.Now()); err != nil {
+	if _, err := st.Admin().Bulk(BulkHold, Filter{}, msgs[1:], c.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Bulk(BulkRelease, Filter{}, msgs[1:], c.Now()); err != nil {
+	if _, err := st.Admin().Bulk(BulkRelease, Filter{}, msgs[1:], c.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Bulk(BulkRetry, Filter{}, msgs[1:], c.Now()); err != nil {
+	if _, err := st.Admin().Bulk(BulkRetry, Filter{}, msgs[1:], c.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Flush(c.Now()); err != nil {
+	if _, err := st.Admin().Flush(c.Now()); err != nil {
 		t.Fatal(err)
 	}
 	want := [][]string{{msgs[0]}, {msgs[1]}, nil}

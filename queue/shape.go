@@ -29,7 +29,8 @@ type ShapeRow struct {
 // them made the console's destinations page cost 400 ms at 100,000
 // queued messages. The tests hold the index to a scan of the file
 // (scanShape, shapescan_test.go).
-func (s *Store) Shape(now time.Time, status Status, top int) ([]ShapeRow, ShapeRow, error) {
+func (a Admin) Shape(now time.Time, status Status, top int) ([]ShapeRow, ShapeRow, error) {
+	s := a.s
 	s.mu.RLock()
 	closed := s.closed
 	s.mu.RUnlock()

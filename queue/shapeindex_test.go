@@ -14,7 +14,7 @@ func shapeAgreesWithScan(t *testing.T, s *Store, now time.Time, when string) {
 	t.Helper()
 	for _, st := range []Status{"", StatusQueued, StatusDeferred, StatusScheduled, StatusDelivered} {
 		for _, top := range []int{0, 3} {
-			rows, total, err := s.Shape(now, st, top)
+			rows, total, err := s.Admin().Shape(now, st, top)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,19 +72,19 @@ func shapeOps(t *testing.T, s *Store, clock interface {
 			st := []Status{StatusDelivered, StatusDeferred, StatusBounced}[rng.IntN(3)]
 			_, err = s.Record(id, []Outcome{{Address: addr, Status: st, Reply: "x", NextAttempt: now.Add(10 * time.Minute)}})
 		case 4:
-			err = s.Hold(id)
+			err = s.Admin().Hold(id)
 		case 5:
-			err = s.Release(id, now)
+			err = s.Admin().Release(id, now)
 		case 6:
-			err = s.Retry(id, now)
+			err = s.Admin().Retry(id, now)
 		case 7:
-			err = s.Delete(id)
+			err = s.Admin().Delete(id)
 		case 8:
-			_, err = s.Bulk([]BulkAction{BulkHold, BulkRelease, BulkRetry}[rng.IntN(3)], Filter{Domain: domainOf(addr)}, nil, now)
+			_, err = s.Admin().Bulk([]BulkAction{BulkHold, BulkRelease, BulkRetry}[rng.IntN(3)], Filter{Domain: domainOf(addr)}, nil, now)
 		case 9:
-			_, err = s.Bounce(BounceRequest{Domain: domainOf(addr), Reply: "5.0.0 bounced by operator"})
+			_, err = s.Admin().Bounce(BounceRequest{Domain: domainOf(addr), Reply: "5.0.0 bounced by operator"})
 		case 10:
-			_, err = s.Flush(now)
+			_, err = s.Admin().Flush(now)
 		case 11:
 			err = s.submit(func(w *writeTx) error { _, err := w.quarantine(id, "test", now); return err })
 		}
@@ -107,7 +107,7 @@ func TestShapeIndexAgreesWithScan(t *testing.T) {
 		shapeAgreesWithScan(t, s, clock.Now(), fmt.Sprintf("round %d", round))
 		shapeAgreesWithScan(t, s, clock.Now().Add(3*time.Hour), fmt.Sprintf("round %d, 3h later", round))
 	}
-	if rows, total, _ := s.Shape(clock.Now(), "", 0); len(rows) < 3 || total.Total < 20 {
+	if rows, total, _ := s.Admin().Shape(clock.Now(), "", 0); len(rows) < 3 || total.Total < 20 {
 		t.Fatalf("too little left waiting to compare: %v %v", rows, total)
 	}
 	if err := s.Close(); err != nil {
@@ -136,7 +136,7 @@ func TestShapeIndexManyDomains(t *testing.T) {
 	id := enqueueFrom(t, s, "a@x", rcpts...)
 	enqueueFrom(t, s, "a@x", "v@d1.example")
 	shapeAgreesWithScan(t, s, clock.Now(), "after the commit")
-	if rows, total, _ := s.Shape(clock.Now(), "", 0); len(rows) != 2*manyDomains || total.Total != 2 {
+	if rows, total, _ := s.Admin().Shape(clock.Now(), "", 0); len(rows) != 2*manyDomains || total.Total != 2 {
 		t.Fatalf("%d rows, total %d; want %d rows, total 2", len(rows), total.Total, 2*manyDomains)
 	}
 	var outs []Outcome

@@ -29,7 +29,7 @@ func TestFreedSpaceIsReused(t *testing.T) {
 			ids = append(ids, enqueue(t, s, body[:600<<10+i*1000], "a@example.net"))
 		}
 		for _, id := range ids {
-			if err := s.Delete(id); err != nil {
+			if err := s.Admin().Delete(id); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -11,12 +11,15 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// Suppressions is the list of addresses relayq no longer sends to.
+type Suppressions struct{ s *Store }
+
+// Suppressions returns the store's suppression list.
+func (s *Store) Suppressions() Suppressions { return Suppressions{s} }
+
 // bucketSuppressions is the suppression list: lower-cased address ->
 // CRC-32C + JSON(Suppression).
 var bucketSuppressions = []byte("suppressions")
-
-// bucketCursors keeps each webhook's durable cursor: name -> event ID.
-var bucketCursors = []byte("webhook_cursors")
 
 // Suppression is an address relayq refuses to send to, and why.
 type Suppression struct {
@@ -50,11 +53,11 @@ func SuppressionKey(addr string) string { return strings.ToLower(strings.TrimSpa
 
 func suppressionKey(addr string) []byte { return []byte(SuppressionKey(addr)) }
 
-// SetAutoSuppressHook has f told of every address a bounce puts on the
+// SetAutoHook has f told of every address a bounce puts on the
 // list, from inside the write that stores it (so possibly twice, or for a
 // write that then fails): f must be quick and must not call the Store. A
 // shared list (package cluster) sends them on with it.
-func (s *Store) SetAutoSuppressHook(f func(Suppression)) { s.autoSuppressed.Store(&f) }
+func (l Suppressions) SetAutoHook(f func(Suppression)) { l.s.autoSuppressed.Store(&f) }
 
 // putSuppression stores sp in this transaction.
 func (w *writeTx) putSuppression(sp Suppression) error {
@@ -85,9 +88,10 @@ func decodeSuppression(v []byte) (Suppression, bool) {
 	return sp, json.Unmarshal(v[4:], &sp) == nil
 }
 
-// Suppress adds (or replaces) entries on the suppression list, durably, in
+// Add adds (or replaces) entries on the suppression list, durably, in
 // one transaction.
-func (s *Store) Suppress(sps ...Suppression) error {
+func (l Suppressions) Add(sps ...Suppression) error {
+	s := l.s
 	for _, sp := range sps {
 		if strings.TrimSpace(sp.Address) == "" {
 			return fmt.Errorf("queue: suppress: empty address")
@@ -103,8 +107,9 @@ func (s *Store) Suppress(sps ...Suppression) error {
 	})
 }
 
-// Unsuppress removes addr from the list; false if it was not on it.
-func (s *Store) Unsuppress(addr string) (bool, error) {
+// Remove removes addr from the list; false if it was not on it.
+func (l Suppressions) Remove(addr string) (bool, error) {
+	s := l.s
 	var found bool
 	err := s.submit(func(w *writeTx) error {
 		found = false
@@ -119,10 +124,11 @@ func (s *Store) Unsuppress(addr string) (bool, error) {
 	return found, err
 }
 
-// Suppressed returns addr's entry, if it is on the list. While the list
+// Get returns addr's entry, if it is on the list. While the list
 // has never had an entry it answers without a read transaction: it is
 // asked at every RCPT.
-func (s *Store) Suppressed(addr string) (Suppression, bool, error) {
+func (l Suppressions) Get(addr string) (Suppression, bool, error) {
+	s := l.s
 	var sp Suppression
 	var ok bool
 	if !s.suppressing.Load() {
@@ -145,8 +151,9 @@ func (s *Store) Suppressed(addr string) (Suppression, bool, error) {
 	return sp, ok, err
 }
 
-// Suppressions lists the whole list in address order.
-func (s *Store) Suppressions() ([]Suppression, error) {
+// List lists the whole list in address order.
+func (l Suppressions) List() ([]Suppression, error) {
+	s := l.s
 	var out []Suppression
 	err := s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSuppressions)
@@ -161,28 +168,4 @@ func (s *Store) Suppressions() ([]Suppression, error) {
 		})
 	})
 	return out, err
-}
-
-// WebhookCursor is the ID of the last event webhook name has acknowledged
-// ("" for none yet).
-func (s *Store) WebhookCursor(name string) (string, error) {
-	var id string
-	err := s.view(func(tx *bolt.Tx) error {
-		if b := tx.Bucket(bucketCursors); b != nil {
-			id = string(b.Get([]byte(name)))
-		}
-		return nil
-	})
-	return id, err
-}
-
-// SetWebhookCursor durably moves webhook name's cursor to event id.
-func (s *Store) SetWebhookCursor(name, id string) error {
-	return s.submit(func(w *writeTx) error {
-		b, err := w.bucket(bucketCursors)
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte(name), []byte(id))
-	})
 }

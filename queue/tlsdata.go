@@ -13,6 +13,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// TLS is the store's TLS data: cached MTA-STS policies and the per-domain
+// daily TLS-RPT counts.
+type TLS struct{ s *Store }
+
+// TLS returns the store's TLS data.
+func (s *Store) TLS() TLS { return TLS{s} }
+
 // Buckets of verified-TLS data (cached MTA-STS policies, TLS-RPT session
 // counts); see doc.go. Neither holds mail: Salvage leaves them behind, and
 // a damaged value is reported, not quarantined.
@@ -42,9 +49,10 @@ func unseal(b []byte) ([]byte, error) {
 	return b[4:], nil
 }
 
-// TLSPolicy returns the cached policy bytes of domain; ok is false when
+// Policy returns the cached policy bytes of domain; ok is false when
 // none is stored. A damaged value is an error wrapping ErrDamaged.
-func (s *Store) TLSPolicy(domain string) (v []byte, ok bool, err error) {
+func (d TLS) Policy(domain string) (v []byte, ok bool, err error) {
+	s := d.s
 	err = s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketTLSPolicies)
 		if b == nil {
@@ -64,8 +72,9 @@ func (s *Store) TLSPolicy(domain string) (v []byte, ok bool, err error) {
 	return v, ok, err
 }
 
-// PutTLSPolicy stores the policy bytes of domain.
-func (s *Store) PutTLSPolicy(domain string, v []byte) error {
+// PutPolicy stores the policy bytes of domain.
+func (d TLS) PutPolicy(domain string, v []byte) error {
+	s := d.s
 	val := sealed(v)
 	return s.submit(func(w *writeTx) error {
 		b, err := w.bucket(bucketTLSPolicies)
@@ -102,10 +111,11 @@ type TLSTally struct {
 	Result TLSResult
 }
 
-// RecordTLS counts one TLS result of domain on the UTC day of at, in a
+// Record counts one TLS result of domain on the UTC day of at, in a
 // commit of its own. An attempt's count goes with its outcome instead
 // (Outcome.TLSRPT); this is for a caller that has no Record to join.
-func (s *Store) RecordTLS(domain string, at time.Time, r TLSResult) error {
+func (d TLS) Record(domain string, at time.Time, r TLSResult) error {
+	s := d.s
 	t := TLSTally{Domain: domain, At: at, Result: r}
 	return s.submit(func(w *writeTx) error { return w.countTLS(t) })
 }
@@ -138,8 +148,9 @@ func (w *writeTx) countTLS(t TLSTally) error {
 	return b.Put(key, sealed(js))
 }
 
-// TLSDay returns domain's counts on the UTC day of day, sorted.
-func (s *Store) TLSDay(domain string, day time.Time) ([]TLSCount, error) {
+// Day returns domain's counts on the UTC day of day, sorted.
+func (d TLS) Day(domain string, day time.Time) ([]TLSCount, error) {
+	s := d.s
 	var counts []TLSCount
 	err := s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketTLSResults)

@@ -17,16 +17,16 @@ func TestTLSDataSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutTLSPolicy("example.org", []byte(`{"id":"one"}`)); err != nil {
+	if err := s.TLS().PutPolicy("example.org", []byte(`{"id":"one"}`)); err != nil {
 		t.Fatal(err)
 	}
 	day := time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC)
 	for _, r := range []TLSResult{{"sts", "mx.example.org", ""}, {"sts", "mx.example.org", ""}, {"sts", "mx.example.org", "starttls-not-supported"}} {
-		if err := s.RecordTLS("Example.ORG", day, r); err != nil {
+		if err := s.TLS().Record("Example.ORG", day, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.RecordTLS("example.org", day.Add(2*time.Hour), TLSResult{"sts", "mx.example.org", ""}); err != nil {
+	if err := s.TLS().Record("example.org", day.Add(2*time.Hour), TLSResult{"sts", "mx.example.org", ""}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -36,17 +36,17 @@ func TestTLSDataSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, ok, err := s.TLSPolicy("example.org"); !ok || err != nil || string(v) != `{"id":"one"}` {
+	if v, ok, err := s.TLS().Policy("example.org"); !ok || err != nil || string(v) != `{"id":"one"}` {
 		t.Fatalf("TLSPolicy after restart = %q, %v, %v", v, ok, err)
 	}
-	if _, ok, err := s.TLSPolicy("example.net"); ok || err != nil {
+	if _, ok, err := s.TLS().Policy("example.net"); ok || err != nil {
 		t.Fatalf("unknown domain: %v %v", ok, err)
 	}
-	counts, err := s.TLSDay("example.org", day)
+	counts, err := s.TLS().Day("example.org", day)
 	if err != nil || len(counts) != 2 || counts[0].N != 2 || counts[1].N != 1 || counts[1].Failure != "starttls-not-supported" {
 		t.Fatalf("TLSDay = %+v, %v", counts, err)
 	}
-	if next, _ := s.TLSDay("example.org", day.Add(2*time.Hour)); len(next) != 1 || next[0].N != 1 {
+	if next, _ := s.TLS().Day("example.org", day.Add(2*time.Hour)); len(next) != 1 || next[0].N != 1 {
 		t.Fatalf("next day = %+v", next)
 	}
 
@@ -59,7 +59,7 @@ func TestTLSDataSurvivesRestart(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.TLSPolicy("example.org"); !errors.Is(err, ErrDamaged) {
+	if _, _, err := s.TLS().Policy("example.org"); !errors.Is(err, ErrDamaged) {
 		t.Fatalf("damaged policy: %v, want ErrDamaged", err)
 	}
 }
@@ -94,7 +94,7 @@ func TestRecordCountsTLSInItsCommit(t *testing.T) {
 	if n := s.Stats().Commits - before; n != 1 {
 		t.Errorf("recording the outcome took %d commits, want 1", n)
 	}
-	counts, err := s.TLSDay("example.org", c.Now())
+	counts, err := s.TLS().Day("example.org", c.Now())
 	if err != nil || len(counts) != 1 || counts[0].N != 1 || counts[0].Policy != "tlsa" {
 		t.Errorf("TLSDay = %+v, %v", counts, err)
 	}

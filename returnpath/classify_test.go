@@ -79,7 +79,7 @@ func TestReportsAreClassified(t *testing.T) {
 			case c.typ != "" && (len(evs) != 1 || evs[0].Type != c.typ || evs[0].EnhancedCode != c.code || !evs[0].Async):
 				t.Errorf("recorded %+v, want one async %s %s", evs, c.typ, c.code)
 			}
-			if _, listed, _ := l.store.Suppressed(rcpts[0]); listed != c.suppressed {
+			if _, listed, _ := l.store.Suppressions().Get(rcpts[0]); listed != c.suppressed {
 				t.Errorf("suppressed %v, want %v", listed, c.suppressed)
 			}
 		})
@@ -96,7 +96,7 @@ func TestDSNFromARealSenderRecordsNothing(t *testing.T) {
 	if evs := l.events(); len(evs) != 0 {
 		t.Errorf("recorded %+v", evs)
 	}
-	if _, listed, _ := l.store.Suppressed(rcpts[0]); listed {
+	if _, listed, _ := l.store.Suppressions().Get(rcpts[0]); listed {
 		t.Error("a DSN from evil@attacker.test suppressed the recipient")
 	}
 }
@@ -110,11 +110,11 @@ func TestReportSuppressesOncePerAddress(t *testing.T) {
 		if err := l.send("", l.verpFor(0), sample(t, "postfix-dsn.eml")); err != nil {
 			t.Fatalf("report %d refused: %v", i, err)
 		}
-		_, listed, _ := l.store.Suppressed(rcpts[0])
+		_, listed, _ := l.store.Suppressions().Get(rcpts[0])
 		if listed != (i == 0) {
 			t.Fatalf("after report %d: suppressed %v, want %v", i, listed, i == 0)
 		}
-		if _, err := l.store.Unsuppress(rcpts[0]); err != nil {
+		if _, err := l.store.Suppressions().Remove(rcpts[0]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -125,7 +125,7 @@ func TestReportSuppressesOncePerAddress(t *testing.T) {
 	if err := l.send("", l.verpFor(1), sample(t, "postfix-dsn.eml")); err != nil {
 		t.Fatal(err)
 	}
-	if _, listed, _ := l.store.Suppressed(rcpts[1]); !listed {
+	if _, listed, _ := l.store.Suppressions().Get(rcpts[1]); !listed {
 		t.Error("a first report for another address did not suppress")
 	}
 }

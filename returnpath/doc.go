@@ -24,7 +24,7 @@
 //     in the history with the recipient the report names.
 //   - The 250 after DATA is sent only once the events and suppression
 //     entries of the report are fsync'd, in one transaction
-//     (queue.Store.RecordReport): a kill -9 after it loses neither.
+//     (queue.ReturnPath.Record): a kill -9 after it loses neither.
 //   - A report for a message relayq no longer knows (history expired) is
 //     accepted, logged and counted (Stats.Unknown), and records nothing.
 //   - Only the recipient the VERP address names is ever suppressed or

@@ -54,7 +54,7 @@ func (r *Recorder) attribute(fl *FeedbackLoop, rep report.Report, from string) (
 	if strings.Trim(rep.OriginalMessageID, "<> ") == "" {
 		return verp.Tag{}, false, nil
 	}
-	found, err := r.o.Store.History(queue.HistoryQuery{MessageID: rep.OriginalMessageID, Limit: 2})
+	found, err := r.o.Store.History().List(queue.HistoryQuery{MessageID: rep.OriginalMessageID, Limit: 2})
 	if err != nil || len(found) != 1 { // none, or a Message-ID used twice: whose?
 		return verp.Tag{}, false, err
 	}

@@ -74,7 +74,7 @@ func TestFeedbackLoopAddress(t *testing.T) {
 			if len(evs) != 1 || evs[0].Type != queue.EventComplained || evs[0].Recipient != rcpts[c.want] || evs[0].QueueID != l.id {
 				t.Fatalf("recorded %+v, want one complaint for %s", evs, rcpts[c.want])
 			}
-			if _, listed, _ := l.store.Suppressed(rcpts[c.want]); !listed {
+			if _, listed, _ := l.store.Suppressions().Get(rcpts[c.want]); !listed {
 				t.Error("the complaint did not suppress")
 			}
 			if len(l.fwd.to) != 1 || l.fwd.to[0] != "app@example.org" {

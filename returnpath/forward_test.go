@@ -16,6 +16,7 @@ import (
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/internal/goldenfile"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 )
 
 var noticeTime = time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
@@ -108,11 +109,7 @@ func TestNoticeWrapsTheReport(t *testing.T) {
 // second report with the same key vanish, and its X-Relayq-Stream does
 // not pick the stream.
 func TestForwarderQueuesUnsignedNotice(t *testing.T) {
-	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := queuetest.NewStore(t, nil)
 	var claimed, queued []string
 	w := &Forwarder{Store: st, Hostname: "relay.example.org", Stream: "default", Clock: clock.NewFake(noticeTime),
 		BeforeCommit: func(e *queue.Envelope) { claimed = append(claimed, e.Recipients[0].Address) },

@@ -16,6 +16,7 @@ import (
 
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 	"github.com/relayq/relayq/returnpath/verp"
 	"github.com/relayq/relayq/submission"
 )
@@ -57,11 +58,7 @@ func newListener(t *testing.T) *listener {
 // opt (limits, a clock) first.
 func newListenerWith(t *testing.T, opt func(*Options)) *listener {
 	t.Helper()
-	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := queuetest.NewStore(t, nil)
 	d := st.NewDraft()
 	d.Write([]byte("From: app@example.org\r\nMessage-ID: <order-42@app.example.org>\r\nSubject: Your order\r\n\r\nThanks.\r\n"))
 	env := queue.Envelope{From: "app@example.org", MessageID: "<order-42@app.example.org>"}
@@ -85,7 +82,7 @@ func newListenerWith(t *testing.T, opt func(*Options)) *listener {
 	fbl := []FeedbackLoop{{Senders: []string{"feedbackloop@yahoo.com", "staff@hotmail.com", "@isp.example"}},
 		{Address: "fbl@bounces.example.org", Senders: []string{"fbl@provider.example"}, ForwardTo: "abuse-desk@app.example.org"}}
 	o := Options{Store: st, Signer: signer, Logger: quiet, Forward: l.fwd.add, FeedbackLoops: fbl,
-		Suppression: &suppression.List{Store: st, Config: suppression.Config{Auto: true}}}
+		Suppression: &suppression.List{Store: st.Suppressions(), Config: suppression.Config{Auto: true}}}
 	if opt != nil {
 		opt(&o)
 	}
@@ -145,7 +142,7 @@ func (l *listener) send(from, to, body string) error {
 // events are the async events the reports recorded.
 func (l *listener) events() []queue.Event {
 	l.t.Helper()
-	evs, _, err := l.store.Events(queue.EventQuery{Types: []queue.EventType{queue.EventDelivered, queue.EventBounced, queue.EventDelayed, queue.EventComplained, queue.EventAutoReplied}})
+	evs, _, err := l.store.Events().List(queue.EventQuery{Types: []queue.EventType{queue.EventDelivered, queue.EventBounced, queue.EventDelayed, queue.EventComplained, queue.EventAutoReplied}})
 	if err != nil {
 		l.t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func TestReportsBecomeEvents(t *testing.T) {
 			if ev.EnhancedCode != c.code || !strings.HasPrefix(ev.Reply, c.replyStart) || ev.FeedbackType != c.feedback {
 				t.Errorf("event code %q reply %q feedback %q, want %q %q... %q", ev.EnhancedCode, ev.Reply, ev.FeedbackType, c.code, c.replyStart, c.feedback)
 			}
-			sp, listed, _ := l.store.Suppressed(rcpts[c.rcpt])
+			sp, listed, _ := l.store.Suppressions().Get(rcpts[c.rcpt])
 			if listed != (c.source != "") || sp.Source != c.source {
 				t.Errorf("suppression %+v (listed %v), want source %q", sp, listed, c.source)
 			}
@@ -97,7 +97,7 @@ func TestForgedAddressesRefusedAtRcpt(t *testing.T) {
 	if evs := l.events(); len(evs) != 0 {
 		t.Errorf("forged reports recorded %+v", evs)
 	}
-	if _, listed, _ := l.store.Suppressed(rcpts[0]); listed {
+	if _, listed, _ := l.store.Suppressions().Get(rcpts[0]); listed {
 		t.Error("a forged report suppressed the recipient")
 	}
 }

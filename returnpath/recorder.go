@@ -140,7 +140,7 @@ func (r *Recorder) deliver(from string, to []string, body []byte) error {
 		}
 	}
 	if len(evs) > 0 {
-		made, err := r.o.Store.RecordReport(evs, sps)
+		made, err := r.o.Store.ReturnPath().Record(evs, sps)
 		if err != nil {
 			return err
 		}
@@ -163,7 +163,7 @@ func onceKey(tag verp.Tag) string { return "verp/" + tag.QueueID + "/" + strconv
 
 // find returns the message a tag names and its recipient's address.
 func (r *Recorder) find(tag verp.Tag) (*queue.Envelope, string, bool, error) {
-	env, ok, err := r.o.Store.FindMessage(tag.QueueID)
+	env, ok, err := r.o.Store.History().Find(tag.QueueID)
 	if err != nil || !ok {
 		return nil, "", false, err
 	}

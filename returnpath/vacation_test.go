@@ -113,7 +113,7 @@ func checkAutoReplied(t *testing.T, l *listener) {
 	if evs := l.events(); len(evs) != 1 || evs[0].Type != queue.EventAutoReplied || evs[0].Recipient != rcpts[0] {
 		t.Errorf("recorded %+v, want one auto_replied for %s", evs, rcpts[0])
 	}
-	if _, listed, _ := l.store.Suppressed(rcpts[0]); listed {
+	if _, listed, _ := l.store.Suppressions().Get(rcpts[0]); listed {
 		t.Error("a vacation reply suppressed the recipient")
 	}
 	if len(l.fwd.to) != 1 || l.fwd.to[0] != "app@example.org" {

@@ -14,11 +14,11 @@ import (
 // refusal is a suppressed event.
 func TestSuppressedRecipientRefusedAtRcpt(t *testing.T) {
 	env := startServer(t, func(o *Options) {
-		l := &suppression.List{Store: o.Queue}
+		l := &suppression.List{Store: o.Queue.Suppressions()}
 		o.Suppressions = l
 	})
 	since := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
-	if err := env.store.Suppress(queue.Suppression{Address: "gone@example.net", Since: since, Reply: "550 5.1.1 no such user"}); err != nil {
+	if err := env.store.Suppressions().Add(queue.Suppression{Address: "gone@example.net", Since: since, Reply: "550 5.1.1 no such user"}); err != nil {
 		t.Fatal(err)
 	}
 	c := dial(t, env.addr)
@@ -40,7 +40,7 @@ func TestSuppressedRecipientRefusedAtRcpt(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	evs, _, err := env.store.Events(queue.EventQuery{})
+	evs, _, err := env.store.Events().List(queue.EventQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,9 +55,9 @@ func TestSuppressedRecipientRefusedAtRcpt(t *testing.T) {
 
 func TestSuppressionExemptsAuthenticatedWhenConfigured(t *testing.T) {
 	env := startServer(t, func(o *Options) {
-		o.Suppressions = &suppression.List{Store: o.Queue, Config: suppression.Config{ExemptTrusted: true}}
+		o.Suppressions = &suppression.List{Store: o.Queue.Suppressions(), Config: suppression.Config{ExemptTrusted: true}}
 	})
-	env.store.Suppress(queue.Suppression{Address: "gone@example.net"})
+	env.store.Suppressions().Add(queue.Suppression{Address: "gone@example.net"})
 	c := dial(t, env.addr)
 	if _, err := send(c, "app@example.org", []string{"gone@example.net"}, "Subject: x\r\n\r\nx\r\n"); err != nil {
 		t.Fatalf("trusted client refused despite exempt_trusted: %v", err)

@@ -260,7 +260,7 @@ func countMessages(t testing.TB, st *queue.Store) int {
 	n := 0
 	after := ""
 	for {
-		msgs, next, err := st.List(queue.ListOptions{Limit: 1000, After: after})
+		msgs, next, err := st.Admin().List(queue.ListOptions{Limit: 1000, After: after})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,7 @@ func (a Acceptor) suppressed(c Client, from, to string) error {
 	}
 	reply := &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: text}
 	ev := queue.Event{Type: queue.EventSuppressed, From: from, Recipient: to, Reply: "550 5.1.1 " + text}
-	if err := a.s.opts.Queue.AddEvents(ev); err != nil {
+	if err := a.s.opts.Queue.Events().Add(ev); err != nil {
 		a.s.log.Error("recording a suppressed event failed", "to", to, "err", err)
 	}
 	return a.reject(c, RejectSuppressed, reply, "to", to)

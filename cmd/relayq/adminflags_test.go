@@ -41,7 +41,7 @@ func TestCommandsFindTheRelayFromConfig(t *testing.T) {
 	clearRelayqEnv(t)
 	r := newRelay(t, "")
 	ts := httptest.NewServer(admin.NewHandler(admin.Options{Store: r.store, Clock: r.clock, Logger: quietLog, Token: "s3cret",
-		Suppressions: &suppression.List{Store: r.store, Clock: r.clock}}))
+		Suppressions: &suppression.List{Store: r.store.Suppressions(), Clock: r.clock}}))
 	defer ts.Close()
 	cfg := adminConfig(t, ts.URL, "s3cret")
 	cases := []struct {

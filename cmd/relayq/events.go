@@ -50,7 +50,7 @@ func startEvents(ctx context.Context, cfg *config.Config, store *queue.Store, m 
 		}
 		r := cfg.Retry
 		o := webhook.Options{
-			Source: store, Hooks: hooks, Logger: log, Linger: webhookLinger,
+			Source: store.Events(), Hooks: hooks, Logger: log, Linger: webhookLinger,
 			Backoff: queue.Backoff{Initial: r.InitialDelay, Multiplier: r.Multiplier, Jitter: r.Jitter, Max: r.MaxDelay},
 			Rand:    rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 15)),
 		}
@@ -71,7 +71,7 @@ func prune(ctx context.Context, store *queue.Store, retention time.Duration, clk
 	for {
 		total := 0
 		for ctx.Err() == nil {
-			n, err := store.Prune(clk.Now().Add(-retention), pruneBatch)
+			n, err := store.History().Prune(clk.Now().Add(-retention), pruneBatch)
 			if err != nil {
 				log.Warn("pruning old events failed", "err", err)
 				break

@@ -156,7 +156,7 @@ func TestQueueCheckSalvageCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range ids[:36] {
-		if err := st.Delete(id); err != nil {
+		if err := st.Admin().Delete(id); err != nil {
 			t.Fatal(err)
 		}
 	}

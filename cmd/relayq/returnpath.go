@@ -32,7 +32,7 @@ func bounceSigner(cfg *config.Config, store *queue.Store) (*verp.Signer, error) 
 		key = []byte(strings.TrimSpace(string(raw)))
 	} else {
 		var err error
-		if key, err = store.Secret(verpKeyName, 32); err != nil {
+		if key, err = store.ReturnPath().Secret(verpKeyName, 32); err != nil {
 			return nil, fmt.Errorf("bounces: the VERP key in the queue file: %w", err)
 		}
 	}

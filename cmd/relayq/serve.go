@@ -170,6 +170,6 @@ func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *
 	return delivery.Options{
 		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter, Suppress: s.Suppress, Streams: s.Streams,
 		Hostname: cfg.Hostname, Workers: cfg.Delivery.Workers, MaxConnsPerDest: cfg.Delivery.MaxConnsPerDomain,
-		Logger: log, Observer: m.delivery(), TLSReport: store,
+		Logger: log, Observer: m.delivery(), TLSReport: store.TLS(),
 	}
 }

@@ -53,10 +53,10 @@ func shapingState(cfg *config.Config, log *slog.Logger, m *metrics) (shaping.Sta
 func suppressionStore(state shaping.State, store *queue.Store) (suppression.Store, func()) {
 	n, ok := state.(*cluster.Node)
 	if !ok {
-		return store, func() {}
+		return store.Suppressions(), func() {}
 	}
-	s := cluster.NewSuppressions(n, store, nil)
-	store.SetAutoSuppressHook(s.Auto)
+	s := cluster.NewSuppressions(n, store.Suppressions(), nil)
+	store.Suppressions().SetAutoHook(s.Auto)
 	return s, func() { s.Close() }
 }
 

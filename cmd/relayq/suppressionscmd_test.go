@@ -16,7 +16,7 @@ import (
 func TestSuppressionsCommands(t *testing.T) {
 	r := newRelay(t, "")
 	ts := httptest.NewServer(admin.NewHandler(admin.Options{Store: r.store, Clock: r.clock, Logger: quietLog,
-		Suppressions: &suppression.List{Store: r.store, Clock: r.clock}}))
+		Suppressions: &suppression.List{Store: r.store.Suppressions(), Clock: r.clock}}))
 	defer ts.Close()
 	run := func(args ...string) string {
 		t.Helper()
@@ -40,7 +40,7 @@ func TestSuppressionsCommands(t *testing.T) {
 	if out := run("import", file); !strings.Contains(out, "imported 3 addresses") {
 		t.Errorf("import: %s", out)
 	}
-	if _, ok, _ := r.store.Suppressed("c@example.net"); !ok {
+	if _, ok, _ := r.store.Suppressions().Get("c@example.net"); !ok {
 		t.Error("imported address not suppressed")
 	}
 	var out bytes.Buffer

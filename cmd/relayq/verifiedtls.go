@@ -32,7 +32,7 @@ func newTLSPolicy(cfg *config.Config, store *queue.Store, log *slog.Logger) (rou
 		DANE:          d.DANE,
 		DNSServer:     d.DNSServer,
 		PolicyRootCAs: roots,
-		Cache:         tlspolicy.StoreCache{Store: store},
+		Cache:         tlspolicy.StoreCache{Store: store.TLS()},
 		Logger:        log,
 	})
 	if err != nil {

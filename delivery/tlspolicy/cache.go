@@ -10,11 +10,11 @@ import (
 	"github.com/relayq/relayq/delivery/mtasts"
 )
 
-// PolicyStore keeps opaque policy bytes by domain; *queue.Store is one
+// PolicyStore keeps opaque policy bytes by domain; queue.TLS is one
 // (its tls_policies bucket, checksummed).
 type PolicyStore interface {
-	TLSPolicy(domain string) ([]byte, bool, error)
-	PutTLSPolicy(domain string, v []byte) error
+	Policy(domain string) ([]byte, bool, error)
+	PutPolicy(domain string, v []byte) error
 }
 
 // StoreCache is an mtasts.Cache on a PolicyStore, so policies outlive a
@@ -33,7 +33,7 @@ type storedPolicy struct {
 // Get implements mtasts.Cache. A stored value that does not decode to a
 // valid policy is an error (the caller then fetches afresh).
 func (c StoreCache) Get(_ context.Context, domain string) (mtasts.Cached, bool, error) {
-	b, ok, err := c.Store.TLSPolicy(domain)
+	b, ok, err := c.Store.Policy(domain)
 	if err != nil || !ok {
 		return mtasts.Cached{}, false, err
 	}
@@ -69,5 +69,5 @@ func (c StoreCache) Put(_ context.Context, domain string, cp mtasts.Cached) erro
 	if err != nil {
 		return err
 	}
-	return c.Store.PutTLSPolicy(domain, b)
+	return c.Store.PutPolicy(domain, b)
 }

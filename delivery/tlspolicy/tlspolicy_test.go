@@ -197,7 +197,7 @@ func TestPolicyCacheSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		r, err := New(Config{DNSServer: w.zone.addr, PolicyRootCAs: pool, PolicyDial: d, Cache: StoreCache{Store: st}})
+		r, err := New(Config{DNSServer: w.zone.addr, PolicyRootCAs: pool, PolicyDial: d, Cache: StoreCache{Store: st.TLS()}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,7 @@ package admin
 // POST /api/v1/queue/bounce: an operator's bounce of every waiting
 // recipient at one domain, now (relayq queue bounce --domain D, like
 // KumoMTA's kcli bounce). The queue does it in one transaction and leaves
-// recipients an attempt is in flight for (queue.Store.Bounce); this waits,
+// recipients an attempt is in flight for (queue.Admin.Bounce); this waits,
 // up to the request's bound, for those attempts to end and bounces what
 // they left waiting, so an attempt in flight never ends both delivered and
 // bounced. The reports are the engine's (Reporter).
@@ -108,7 +108,7 @@ func (h *handler) bounce(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	res, err := st.Bounce(q)
+	res, err := st.Admin().Bounce(q)
 	if err != nil {
 		h.fail(w, "bounce", "", err)
 		return
@@ -118,7 +118,7 @@ func (h *handler) bounce(w http.ResponseWriter, r *http.Request) {
 		if len(res.InFlight) > 0 && wait > 0 {
 			h.awaitAttempts(r.Context(), st, res.InFlight, wait)
 			q.Only = res.InFlight
-			more, err := st.Bounce(q)
+			more, err := st.Admin().Bounce(q)
 			if err != nil {
 				h.fail(w, "bounce", "", err)
 				return

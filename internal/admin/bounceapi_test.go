@@ -53,7 +53,7 @@ func (r *bounceRig) waitStore(what string, cond func() bool) {
 	limit := time.NewTimer(10 * time.Second)
 	defer limit.Stop()
 	for {
-		ch := r.store.EventsChanged()
+		ch := r.store.Events().Changed()
 		if cond() {
 			return
 		}
@@ -81,7 +81,7 @@ func (r *bounceRig) status(id, rcpt string) queue.Status {
 
 // bouncedBy lists "queue_id recipient by" of the bounced events.
 func (r *bounceRig) bouncedBy() []string {
-	evs, _, err := r.store.Events(queue.EventQuery{Types: []queue.EventType{queue.EventBounced}})
+	evs, _, err := r.store.Events().List(queue.EventQuery{Types: []queue.EventType{queue.EventBounced}})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestBounceWaitsForAnAttemptThatDelivers(t *testing.T) {
 	if got, want := r.bouncedBy(), []string{deferred + " b@down.test operator"}; !slices.Equal(got, want) {
 		t.Errorf("bounced events %q, want %q", got, want)
 	}
-	h, err := r.store.History(queue.HistoryQuery{Recipient: "a@down.test"})
+	h, err := r.store.History().List(queue.HistoryQuery{Recipient: "a@down.test"})
 	if err != nil || len(h) != 1 || h[0].Recipients[0].Status != queue.StatusDelivered {
 		t.Fatalf("history of the message in flight: %+v, %v", h, err)
 	}
@@ -227,7 +227,7 @@ func TestBounceWaitEndsInABounceOrLeavesIt(t *testing.T) {
 		t.Fatalf("bounce while the attempt ends deferred: %+v, want it bounced", res)
 	}
 	// Its message may be history already: its report is queued at once.
-	evs, _, err := r.store.Events(queue.EventQuery{Types: []queue.EventType{queue.EventBounced}})
+	evs, _, err := r.store.Events().List(queue.EventQuery{Types: []queue.EventType{queue.EventBounced}})
 	if err != nil || len(evs) != 1 || evs[0].QueueID != id || evs[0].Reply != "5.0.0 bounced by operator: their MX is gone" {
 		t.Fatalf("bounced events: %+v, %v", evs, err)
 	}
@@ -294,7 +294,7 @@ func TestBounceReportHonoursNotify(t *testing.T) {
 		t.Errorf("report from %q:\n%s", report.From, body)
 	}
 	r.waitStore("the message's history", func() bool {
-		h, err := r.store.History(queue.HistoryQuery{Recipient: "quiet@down.test"})
+		h, err := r.store.History().List(queue.HistoryQuery{Recipient: "quiet@down.test"})
 		return err == nil && len(h) == 1
 	})
 }

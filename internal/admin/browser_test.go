@@ -95,7 +95,7 @@ func TestBrowserRules(t *testing.T) {
 	for _, tc := range browserCases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tc.token)
-			l := &suppression.List{Store: e.store, Clock: e.clock}
+			l := &suppression.List{Store: e.store.Suppressions(), Clock: e.clock}
 			e.h = NewHandler(Options{
 				Store: e.store, Kicker: e.kick, Token: tc.token, Clock: e.clock, Logger: quiet,
 				Suppressions: l, AllowedHosts: tc.allowed, Ready: StoreReady(e.store),

@@ -152,9 +152,9 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 	}
 	var ids []string
 	if req.DryRun {
-		ids, err = st.Select(f, req.IDs)
+		ids, err = st.Admin().Select(f, req.IDs)
 	} else {
-		ids, err = st.Bulk(a, f, req.IDs, h.o.Clock.Now())
+		ids, err = st.Admin().Bulk(a, f, req.IDs, h.o.Clock.Now())
 	}
 	if err != nil {
 		h.fail(w, "bulk "+req.Action, notFoundID(err, req.IDs), err)
@@ -243,7 +243,7 @@ func (h *handler) shape(w http.ResponseWriter, r *http.Request) {
 		}
 		top = n
 	}
-	rows, total, err := st.Shape(h.o.Clock.Now(), status, top)
+	rows, total, err := st.Admin().Shape(h.o.Clock.Now(), status, top)
 	if err != nil {
 		h.fail(w, "shape", "", err)
 		return

@@ -50,14 +50,14 @@ func TestBulkDryRunThenDelete(t *testing.T) {
 	if err != nil || res.Matched != 3 || !slices.Equal(res.IDs, flood) || !res.DryRun {
 		t.Fatalf("dry run: %+v %v", res, err)
 	}
-	if got, _ := e.store.Select(queue.Filter{}, nil); len(got) != 4 {
+	if got, _ := e.store.Admin().Select(queue.Filter{}, nil); len(got) != 4 {
 		t.Fatalf("the dry run changed the queue: %v", got)
 	}
 	req.DryRun = false
 	if res, err = c.Bulk(ctx, req); err != nil || res.Matched != 3 {
 		t.Fatalf("delete: %+v %v", res, err)
 	}
-	if got, _ := e.store.Select(queue.Filter{}, nil); !slices.Equal(got, []string{keep}) {
+	if got, _ := e.store.Admin().Select(queue.Filter{}, nil); !slices.Equal(got, []string{keep}) {
 		t.Errorf("left %v, want only %s", got, keep)
 	}
 }

@@ -86,7 +86,7 @@
 //   - A bulk action with neither a filter nor IDs is refused unless the
 //     request says "all": true; it is all or nothing (one transaction).
 //   - A bounce of a domain (bounceapi.go) never ends a recipient an attempt
-//     is in flight for (queue.Store.Bounce leaves those): it waits, at most
+//     is in flight for (queue.Admin.Bounce leaves those): it waits, at most
 //     the request's wait (20s, inside the CLI's timeout), for their
 //     outcome, bounces what they left waiting, and counts what is still in
 //     flight. The engine queues the reports (Reporter), one per message.

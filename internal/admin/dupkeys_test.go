@@ -20,7 +20,7 @@ func TestBodyWithDuplicateKeyRefused(t *testing.T) {
 	rec := httptest.NewRecorder()
 	e.h.ServeHTTP(rec, req)
 	wantError(t, rec.Code, rec.Body.Bytes(), http.StatusBadRequest, `duplicate key "action"`)
-	if got, _ := e.store.Select(queue.Filter{}, nil); len(got) != 1 || got[0] != id {
+	if got, _ := e.store.Admin().Select(queue.Filter{}, nil); len(got) != 1 || got[0] != id {
 		t.Fatalf("queue after the refused request: %v, want %s", got, id)
 	}
 }

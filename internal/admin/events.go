@@ -130,7 +130,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		timeout = t.C
 	}
 	for {
-		changed := st.EventsChanged() // before reading: no commit slips between
+		changed := st.Events().Changed() // before reading: no commit slips between
 		evs, last, more, err := readEvents(st, q, f)
 		if err != nil {
 			h.fail(w, "events", "", err)
@@ -177,7 +177,7 @@ const defaultEventLimit = 100
 // (a long poll then answers at once rather than wait for a commit).
 func readEvents(st *queue.Store, q queue.EventQuery, f eventFilter) (evs []queue.Event, last string, more bool, err error) {
 	if f.none() {
-		evs, last, err = st.Events(q)
+		evs, last, err = st.Events().List(q)
 		return evs, last, false, err
 	}
 	return scanEvents(st, q, f, eventBatch, eventScan)
@@ -192,7 +192,7 @@ func scanEvents(st *queue.Store, q queue.EventQuery, f eventFilter, batch, scan 
 	}
 	page := queue.EventQuery{After: q.After, Limit: batch}
 	for read := 0; read < scan; read += batch {
-		got, next, err := st.Events(page)
+		got, next, err := st.Events().List(page)
 		if err != nil {
 			return nil, "", false, err
 		}

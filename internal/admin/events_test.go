@@ -95,7 +95,7 @@ func TestEventsLongPoll(t *testing.T) {
 
 func TestSuppressionsAPI(t *testing.T) {
 	e := newEnv(t, "")
-	l := &suppression.List{Store: e.store, Clock: e.clock}
+	l := &suppression.List{Store: e.store.Suppressions(), Clock: e.clock}
 	e.h = NewHandler(Options{Store: e.store, Clock: e.clock, Logger: quiet, Suppressions: l})
 	post := func(body string) (int, []byte) {
 		req := apiRequest("POST", "/api/v1/suppressions", strings.NewReader(body))
@@ -174,7 +174,7 @@ func TestLongPollEndsAtShutdown(t *testing.T) {
 		e.h.ServeHTTP(w, r)
 	}), nil, quiet)
 	defer srv.Close()
-	evs, last, _ := e.store.Events(queue.EventQuery{})
+	evs, last, _ := e.store.Events().List(queue.EventQuery{})
 	if len(evs) != 1 {
 		t.Fatalf("events %v", evs)
 	}

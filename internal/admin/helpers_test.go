@@ -101,7 +101,7 @@ func (e *env) deferred(addr string) queue.Outcome {
 // due lists the IDs the scheduler would attempt now.
 func (e *env) due() []string {
 	e.t.Helper()
-	ids, err := e.store.Due(e.clock.Now(), 0, nil)
+	ids, err := e.store.DueEntries(time.Time{}, e.clock.Now(), 0, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}

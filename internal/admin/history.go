@@ -49,7 +49,7 @@ func (h *handler) messages(w http.ResponseWriter, r *http.Request) {
 		}
 		q.Limit = n
 	}
-	fs, err := st.History(q)
+	fs, err := st.History().List(q)
 	if err != nil {
 		h.fail(w, "messages", "", err)
 		return
@@ -150,7 +150,7 @@ func (h *handler) suppress(w http.ResponseWriter, r *http.Request) {
 			es[i].Source = "api"
 		}
 	}
-	if err := l.Store.Suppress(es...); err != nil {
+	if err := l.Store.Add(es...); err != nil {
 		h.fail(w, "suppress", "", err)
 		return
 	}
@@ -164,7 +164,7 @@ func (h *handler) unsuppress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := r.PathValue("address")
-	found, err := l.Store.Unsuppress(addr)
+	found, err := l.Store.Remove(addr)
 	if err != nil {
 		h.fail(w, "unsuppress", "", err)
 		return

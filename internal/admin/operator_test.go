@@ -54,7 +54,7 @@ func TestBulkDeleteLogsEachIDAndLeavesAnAuditTrail(t *testing.T) {
 	ids := map[string]bool{}
 	for range 4 {
 		id := e.enqueueFrom("noisy-app@example.org", "x@example.net")
-		if err := e.store.Hold(id); err != nil {
+		if err := e.store.Admin().Hold(id); err != nil {
 			t.Fatal(err)
 		}
 		ids[id] = true
@@ -73,7 +73,7 @@ func TestBulkDeleteLogsEachIDAndLeavesAnAuditTrail(t *testing.T) {
 			t.Errorf("log line %v", l)
 		}
 	}
-	evs, _, err := e.store.Events(queue.EventQuery{Types: []queue.EventType{queue.EventDeleted}})
+	evs, _, err := e.store.Events().List(queue.EventQuery{Types: []queue.EventType{queue.EventDeleted}})
 	if err != nil || len(evs) != 4 {
 		t.Fatalf("deleted events: %v %v", evs, err)
 	}

@@ -74,7 +74,7 @@ func TestEveryEndpointRefusesUnknownQueryParameters(t *testing.T) {
 	e := newEnv(t, "secret")
 	id := e.enqueue("a@example.net")
 	e.h = NewHandler(Options{Store: e.store, Kicker: e.kick, Token: "secret", Clock: e.clock, Logger: quiet,
-		Suppressions: &suppression.List{Store: e.store, Clock: e.clock},
+		Suppressions: &suppression.List{Store: e.store.Suppressions(), Clock: e.clock},
 		Metrics:      http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "relayq_up 1\n") }),
 	})
 	srv := httptest.NewServer(e.h)

@@ -42,7 +42,7 @@ func (h *handler) quarantine(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("bad cursor %q", after))
 		return
 	}
-	list, next, err := st.ListQuarantined(after, limit)
+	list, next, err := st.Quarantine().List(after, limit)
 	if err != nil {
 		h.fail(w, "quarantine", "", err)
 		return
@@ -57,7 +57,7 @@ func (h *handler) unquarantine(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := st.DeleteQuarantined(id); err != nil {
+	if err := st.Quarantine().Delete(id); err != nil {
 		h.fail(w, "delete quarantined", id, err)
 		return
 	}

@@ -91,7 +91,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	envs, next, err := st.List(o)
+	envs, next, err := st.Admin().List(o)
 	if err != nil {
 		h.fail(w, "list", "", err)
 		return
@@ -169,7 +169,7 @@ func (h *handler) retry(w http.ResponseWriter, r *http.Request) {
 	// An operator's retry goes at once, even to a destination traffic
 	// shaping has suspended (as postqueue -f does).
 	h.change(w, r, "retry", func(st *queue.Store, id string) error {
-		if err := st.Retry(id, h.o.Clock.Now()); err != nil {
+		if err := st.Admin().Retry(id, h.o.Clock.Now()); err != nil {
 			return err
 		}
 		h.force(id)
@@ -179,12 +179,12 @@ func (h *handler) retry(w http.ResponseWriter, r *http.Request) {
 
 // hold answers POST /api/v1/queue/{id}/hold.
 func (h *handler) hold(w http.ResponseWriter, r *http.Request) {
-	h.change(w, r, "hold", func(st *queue.Store, id string) error { return st.Hold(id) }, false)
+	h.change(w, r, "hold", func(st *queue.Store, id string) error { return st.Admin().Hold(id) }, false)
 }
 
 // release answers POST /api/v1/queue/{id}/release.
 func (h *handler) release(w http.ResponseWriter, r *http.Request) {
-	h.change(w, r, "release", func(st *queue.Store, id string) error { return st.Release(id, h.o.Clock.Now()) }, true)
+	h.change(w, r, "release", func(st *queue.Store, id string) error { return st.Admin().Release(id, h.o.Clock.Now()) }, true)
 }
 
 // change applies one operator action to {id}, logs it, wakes the scheduler
@@ -211,7 +211,7 @@ func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := st.Delete(id); err != nil {
+	if err := st.Admin().Delete(id); err != nil {
 		h.fail(w, "delete", id, err)
 		return
 	}
@@ -226,7 +226,7 @@ func (h *handler) flush(w http.ResponseWriter, r *http.Request) {
 	if st == nil {
 		return
 	}
-	n, err := st.Flush(h.o.Clock.Now())
+	n, err := st.Admin().Flush(h.o.Clock.Now())
 	if err != nil {
 		h.fail(w, "flush", "", err)
 		return

@@ -51,7 +51,7 @@ func TestReadTokenReadsNoBodies(t *testing.T) {
 		Store: e.store, Kicker: e.kick, Token: "admin-secret", ReadToken: "read-secret",
 		Clock: e.clock, Logger: quiet, Ready: StoreReady(e.store),
 		Metrics:      http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
-		Suppressions: &suppression.List{Store: e.store, Clock: e.clock},
+		Suppressions: &suppression.List{Store: e.store.Suppressions(), Clock: e.clock},
 	})
 	id := e.enqueue("a@example.net")
 	for _, path := range []string{

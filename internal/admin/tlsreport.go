@@ -69,7 +69,7 @@ func (h *handler) tlsReport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "day: want YYYY-MM-DD (UTC)")
 		return
 	}
-	counts, err := st.TLSDay(domain, day)
+	counts, err := st.TLS().Day(domain, day)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return

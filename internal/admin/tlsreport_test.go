@@ -20,7 +20,7 @@ func TestTLSReport(t *testing.T) {
 		{Policy: "sts", MX: "mx2.example.com", Failure: "starttls-not-supported"},
 		{Policy: "tlsa", MX: "mx3.example.com", Failure: "tlsa-invalid"},
 	} {
-		if err := e.store.RecordTLS("example.com", day, r); err != nil {
+		if err := e.store.TLS().Record("example.com", day, r); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -183,7 +183,7 @@ func TestSuppressionAddRemove(t *testing.T) {
 		t.Fatalf("after add: %d %s", code, body)
 	}
 	b.post("/ui/suppressions", url.Values{"op": {"remove"}, "address": {"gone@example.net"}, "confirm": {"yes"}})
-	if _, ok, _ := s.store.Suppressed("gone@example.net"); ok {
+	if _, ok, _ := s.store.Suppressions().Get("gone@example.net"); ok {
 		t.Fatal("still suppressed after remove")
 	}
 }
@@ -196,7 +196,7 @@ func TestTimelineFindsEventsInOrder(t *testing.T) {
 		s.enqueue("noise", "n@example.net")
 	}
 	id := s.enqueue("mine", "a@example.net")
-	if err := s.store.Hold(id); err != nil {
+	if err := s.store.Admin().Hold(id); err != nil {
 		t.Fatal(err)
 	}
 	code, body := s.browser().get("/ui/message/" + id)

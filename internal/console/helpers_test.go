@@ -38,7 +38,7 @@ func newSite(t testing.TB, co Options) *site {
 	t.Cleanup(func() { st.Close() })
 	co.Logger = quiet
 	h := admin.NewHandler(admin.Options{Store: st, Token: co.Token, ReadToken: co.ReadToken, Logger: quiet,
-		Clock: co.Clock, Lockout: co.Lockout, Suppressions: &suppression.List{Store: st}, Console: New(co)})
+		Clock: co.Clock, Lockout: co.Lockout, Suppressions: &suppression.List{Store: st.Suppressions()}, Console: New(co)})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &site{t: t, store: st, srv: srv}

@@ -4,7 +4,7 @@
 //
 // A drain pauses delivery (Engine.Pause returns once no attempt is in
 // flight) and stops the intake (Intake.SetDraining), makes every waiting
-// recipient due (queue.Store.Flush) and then, message by message, in a few
+// recipient due (queue.Admin.Flush) and then, message by message, in a few
 // parallel SMTP sessions to the peer:
 //
 //  1. claims the message's non-final recipients (queue.Store.Claim: the

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 	"github.com/relayq/relayq/smtptest"
 	"github.com/relayq/relayq/submission"
 )
@@ -34,11 +34,7 @@ type node struct {
 // newNode starts a node; its next hop refuses connections.
 func newNode(t *testing.T, mod func(*Options)) *node {
 	t.Helper()
-	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := queuetest.NewStore(t, nil)
 	pol := queue.Policy{Backoff: queue.Backoff{Initial: time.Hour, Multiplier: 2, Max: 4 * time.Hour}, MaxAttempts: 20, MaxAge: 72 * time.Hour}
 	eng, err := delivery.New(delivery.Options{
 		Store: st, Router: route.NewRouter(route.Options{Routes: map[string]string{"*": smtptest.DownAddr(t)}}),
@@ -114,7 +110,7 @@ func all(t *testing.T, st *queue.Store) []queue.Envelope {
 	var out []queue.Envelope
 	after := ""
 	for {
-		page, next, err := st.List(queue.ListOptions{Limit: 1000, After: after})
+		page, next, err := st.Admin().List(queue.ListOptions{Limit: 1000, After: after})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ func (r *run) run(ctx context.Context) error {
 	if err := o.Engine.Pause(ctx); err != nil {
 		return fmt.Errorf("drain: pausing delivery: %w", err)
 	}
-	if _, err := o.Store.Flush(o.Clock.Now()); err != nil {
+	if _, err := o.Store.Admin().Flush(o.Clock.Now()); err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
 	tried := map[string]bool{}
@@ -78,7 +78,7 @@ func (r *run) feed(ctx context.Context, tried map[string]bool, ids chan<- string
 	n := 0
 	after := ""
 	for {
-		page, next, err := r.d.o.Store.List(queue.ListOptions{Limit: listPage, After: after})
+		page, next, err := r.d.o.Store.Admin().List(queue.ListOptions{Limit: listPage, After: after})
 		if err != nil {
 			return n, fmt.Errorf("drain: reading the queue: %w", err)
 		}

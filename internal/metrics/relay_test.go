@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -24,11 +24,7 @@ func TestScrapeAfterDeliveryDeferralAndBounce(t *testing.T) {
 	srv := smtptest.NewServer(t,
 		smtptest.Reply("rcpt:later@=451 4.3.0 Try later"),
 		smtptest.Reply("rcpt:nobody@=550 5.1.1 No such user"))
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := queuetest.NewStore(t, nil)
 	m := New()
 	m.WatchQueue(st.Stats)
 	seen := tee{Observer: m.Delivery(), ch: make(chan string, 10)}

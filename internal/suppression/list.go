@@ -15,12 +15,12 @@ import (
 // Entry is one suppressed address.
 type Entry = queue.Suppression
 
-// Store keeps the list. *queue.Store implements it.
+// Store keeps the list; queue.Suppressions (the store's list) is one.
 type Store interface {
-	Suppressed(addr string) (Entry, bool, error)
-	Suppress(entries ...Entry) error
-	Unsuppress(addr string) (bool, error)
-	Suppressions() ([]Entry, error)
+	Get(addr string) (Entry, bool, error)
+	Add(entries ...Entry) error
+	Remove(addr string) (bool, error)
+	List() ([]Entry, error)
 }
 
 // Key is the form an address is listed under (queue.SuppressionKey).
@@ -110,7 +110,7 @@ const SourceAuto = "auto"
 
 // Lookup returns addr's live entry.
 func (l *List) Lookup(addr string) (Entry, bool, error) {
-	e, ok, err := l.Store.Suppressed(addr)
+	e, ok, err := l.Store.Get(addr)
 	if err != nil || !ok || !l.live(e) {
 		return Entry{}, false, err
 	}
@@ -148,7 +148,7 @@ func (l *List) AutoStatus(enhanced string) bool {
 
 // Entries lists the live entries.
 func (l *List) Entries() ([]Entry, error) {
-	all, err := l.Store.Suppressions()
+	all, err := l.Store.List()
 	if err != nil {
 		return nil, err
 	}

@@ -1,29 +1,25 @@
 package suppression
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 	"github.com/relayq/relayq/smtpcodes"
 )
 
 func open(t *testing.T, clk *clock.Fake) *queue.Store {
 	t.Helper()
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := queuetest.NewStore(t, clk)
 	return st
 }
 
 func TestExpiryWithFakeClock(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	l := &List{Store: open(t, clk), Config: Config{Auto: true, Expire: 24 * time.Hour}, Clock: clk}
-	if err := l.Store.Suppress(Entry{Address: "bob@x.test", Reply: "550 5.1.1 no such user"}); err != nil {
+	l := &List{Store: open(t, clk).Suppressions(), Config: Config{Auto: true, Expire: 24 * time.Hour}, Clock: clk}
+	if err := l.Store.Add(Entry{Address: "bob@x.test", Reply: "550 5.1.1 no such user"}); err != nil {
 		t.Fatal(err)
 	}
 	e, ok, err := l.Check("Bob@X.test", false, false)
@@ -52,8 +48,8 @@ func TestExpiryWithFakeClock(t *testing.T) {
 
 func TestExemptions(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	l := &List{Store: open(t, clk), Config: Config{ExemptAuthenticated: true}, Clock: clk}
-	l.Store.Suppress(Entry{Address: "a@x.test"})
+	l := &List{Store: open(t, clk).Suppressions(), Config: Config{ExemptAuthenticated: true}, Clock: clk}
+	l.Store.Add(Entry{Address: "a@x.test"})
 	if _, ok, _ := l.Check("a@x.test", true, false); ok {
 		t.Error("authenticated client not exempt")
 	}
@@ -95,14 +91,14 @@ func TestAuto(t *testing.T) {
 // entries forever; 5.1.1 entries and an operator's entries stay.
 func TestBadDomainEntriesExpireSooner(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	l := &List{Store: open(t, clk), Config: Config{Auto: true, DomainExpire: 24 * time.Hour}, Clock: clk}
+	l := &List{Store: open(t, clk).Suppressions(), Config: Config{Auto: true, DomainExpire: 24 * time.Hour}, Clock: clk}
 	entries := []Entry{
 		{Address: "a@nx.test", Source: SourceAuto, Reply: "5.1.2 delivery: nx.test: domain does not exist (NXDOMAIN from 127.0.0.1:53)"},
 		{Address: "b@nomx.test", Source: SourceAuto, Reply: "550 5.1.2 <b@nomx.test>: Host or domain name not found"},
 		{Address: "c@x.test", Source: SourceAuto, Reply: "550 5.1.1 no such user"},
 		{Address: "d@x.test", Source: "api", Reply: "5.1.2 typed by hand"},
 	}
-	if err := l.Store.Suppress(entries...); err != nil {
+	if err := l.Store.Add(entries...); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(24*time.Hour - time.Second)

@@ -12,8 +12,8 @@ import (
 // stays until bounces.complaint_expire says otherwise.
 func TestComplaintsOutliveExpire(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
-	l := &List{Store: open(t, clk), Config: Config{Auto: true, Expire: 24 * time.Hour}, Clock: clk}
-	if err := l.Store.Suppress(
+	l := &List{Store: open(t, clk).Suppressions(), Config: Config{Auto: true, Expire: 24 * time.Hour}, Clock: clk}
+	if err := l.Store.Add(
 		Entry{Address: "gone@example.net", Source: queue.SourceAsyncBounce},
 		Entry{Address: "annoyed@example.net", Source: queue.SourceComplaint}); err != nil {
 		t.Fatal(err)

@@ -4,13 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 )
 
 // backlogSeen records the backlog values an Observer is given.
@@ -37,11 +37,7 @@ func (b *backlogSeen) Backlog(_ string, n int) {
 // answers (up to Timeout later).
 func TestBacklogCurrentWhilePostHangs(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := queuetest.NewStore(t, clk)
 	enqueue(t, st, "first@example.net")
 	arrived, release := make(chan struct{}, 1), make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -54,7 +50,7 @@ func TestBacklogCurrentWhilePostHangs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		Run(ctx, Options{Source: st, Hooks: []Hook{{URL: srv.URL, Secret: "s"}}, Timeout: time.Hour,
+		Run(ctx, Options{Source: st.Events(), Hooks: []Hook{{URL: srv.URL, Secret: "s"}}, Timeout: time.Hour,
 			Backoff: queue.Backoff{Initial: time.Minute, Multiplier: 2, Max: time.Hour}, Clock: clk, Logger: quiet, Observer: seen})
 		close(done)
 	}()

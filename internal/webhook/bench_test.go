@@ -43,7 +43,7 @@ func BenchmarkMailWithWebhook(b *testing.B) {
 				defer srv.Close()
 				defer close(hang)
 				go func() {
-					Run(ctx, Options{Source: st, Logger: quiet, Timeout: time.Minute,
+					Run(ctx, Options{Source: st.Events(), Logger: quiet, Timeout: time.Minute,
 						Backoff: queue.Backoff{Initial: time.Second, Multiplier: 2, Max: time.Minute},
 						Hooks:   []Hook{{URL: srv.URL, Secret: "k"}}})
 					close(done)

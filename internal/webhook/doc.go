@@ -19,6 +19,6 @@
 //     time, bounded by Timeout: the backlog stays on disk, and mail
 //     acceptance and delivery never wait for a webhook.
 //   - The sender waits for new events on the queue's commit signal
-//     (queue.Store.EventsChanged) and for retries on the injected clock:
+//     (queue.Events.Changed) and for retries on the injected clock:
 //     nothing polls.
 package webhook

@@ -5,13 +5,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 )
 
 // TestLogsNeverShowURLSecrets: a webhook URL may carry a password
@@ -60,18 +60,14 @@ func TestLogsNeverShowURLSecrets(t *testing.T) {
 func failOnce(t *testing.T, url string, client *http.Client) string {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := queuetest.NewStore(t, clk)
 	enqueue(t, st, "a@example.net")
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Run(ctx, Options{Source: st, Clock: clk, Client: client,
+		Run(ctx, Options{Source: st.Events(), Clock: clk, Client: client,
 			Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 			Backoff: queue.Backoff{Initial: time.Minute, Multiplier: 2, Max: time.Hour},
 			Hooks:   []Hook{{URL: url, Secret: "k"}}})

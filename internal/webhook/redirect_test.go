@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 )
 
 // syncBuffer is a log sink the sender goroutine writes and the test reads.
@@ -77,11 +77,7 @@ func TestRedirectIsAFailureNeverFollowed(t *testing.T) {
 
 func testRedirect(t *testing.T, code int) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := queuetest.NewStore(t, clk)
 	const events = 3
 	for i := range events {
 		enqueue(t, st, fmt.Sprintf("r%d@example.net", i))
@@ -112,7 +108,7 @@ func testRedirect(t *testing.T, code int) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Run(ctx, Options{Source: st, Clock: clk, Observer: obs,
+		Run(ctx, Options{Source: st.Events(), Clock: clk, Observer: obs,
 			Logger:  slog.New(slog.NewTextHandler(logs, nil)),
 			Backoff: queue.Backoff{Initial: time.Minute, Multiplier: 2, Max: time.Hour},
 			Hooks:   []Hook{{URL: srv.URL, Secret: "k", Batch: 10}}})
@@ -122,7 +118,7 @@ func testRedirect(t *testing.T, code int) {
 	if !ok {
 		t.Errorf("%d: no retry timer; the redirect was taken as success", code)
 	}
-	if c, _ := st.WebhookCursor(srv.URL); c != "" {
+	if c, _ := st.Events().Cursor(srv.URL); c != "" {
 		t.Errorf("%d: cursor moved to %q: %d events skipped for good", code, c, events)
 	}
 	if f, s := obs.counts(srv.URL); f != 1 || s != 0 {

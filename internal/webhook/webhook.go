@@ -33,13 +33,14 @@ type Hook struct {
 	Batch int
 }
 
-// Source is where events come from; *queue.Store is one.
+// Source is where events come from, with the durable cursors; queue.Events
+// (the store's event log) is one.
 type Source interface {
-	Events(q queue.EventQuery) ([]queue.Event, string, error)
-	EventsChanged() <-chan struct{}
-	EventBacklog(cursor string) (int, error)
-	WebhookCursor(name string) (string, error)
-	SetWebhookCursor(name, id string) error
+	List(q queue.EventQuery) ([]queue.Event, string, error)
+	Changed() <-chan struct{}
+	Backlog(cursor string) (int, error)
+	Cursor(name string) (string, error)
+	SetCursor(name, id string) error
 }
 
 // Observer receives what metrics want to know. Labels are hook names, so
@@ -133,15 +134,15 @@ type sender struct {
 // run is one webhook's loop: read a batch after the cursor, post it until
 // it is taken, move the cursor, repeat; wait for a commit when caught up.
 func (s *sender) run(ctx context.Context) {
-	cursor, err := s.o.Source.WebhookCursor(s.h.Name)
+	cursor, err := s.o.Source.Cursor(s.h.Name)
 	if err != nil {
 		s.o.Logger.Error("webhook: cannot read its cursor; not sending", "webhook", s.shown, "err", err)
 		return
 	}
 	failures := 0
 	for ctx.Err() == nil {
-		changed := s.o.Source.EventsChanged()
-		evs, last, err := s.o.Source.Events(queue.EventQuery{After: cursor, Types: s.h.Types, Limit: s.h.Batch})
+		changed := s.o.Source.Changed()
+		evs, last, err := s.o.Source.List(queue.EventQuery{After: cursor, Types: s.h.Types, Limit: s.h.Batch})
 		if err != nil {
 			s.o.Logger.Error("webhook: reading events failed", "webhook", s.shown, "err", err)
 			failures++
@@ -150,7 +151,7 @@ func (s *sender) run(ctx context.Context) {
 		}
 		s.backlog(cursor)
 		if len(evs) == 0 {
-			if last != cursor && s.o.Source.SetWebhookCursor(s.h.Name, last) == nil {
+			if last != cursor && s.o.Source.SetCursor(s.h.Name, last) == nil {
 				cursor = last // past events of types this hook does not take
 			}
 			select {
@@ -176,7 +177,7 @@ func (s *sender) run(ctx context.Context) {
 		if s.o.Observer != nil {
 			s.o.Observer.Sent(s.h.Name, len(evs))
 		}
-		if err := s.o.Source.SetWebhookCursor(s.h.Name, last); err != nil {
+		if err := s.o.Source.SetCursor(s.h.Name, last); err != nil {
 			// The batch will be sent again: at least once, never skipped.
 			s.o.Logger.Error("webhook: cannot store its cursor", "webhook", s.shown, "err", err)
 			s.sleep(ctx, 1)
@@ -193,7 +194,7 @@ func (s *sender) backlog(cursor string) {
 	if s.o.Observer == nil {
 		return
 	}
-	if n, err := s.o.Source.EventBacklog(cursor); err == nil {
+	if n, err := s.o.Source.Backlog(cursor); err == nil {
 		s.o.Observer.Backlog(s.h.Name, n)
 	}
 }
@@ -212,7 +213,7 @@ func (s *sender) busy(ctx context.Context, cursor string, f func() error) error 
 		defer close(stopped)
 		for {
 			select {
-			case <-s.o.Source.EventsChanged():
+			case <-s.o.Source.Changed():
 				s.backlog(cursor)
 			case <-done:
 				return

@@ -16,6 +16,7 @@ import (
 
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -109,7 +110,7 @@ func TestFailThreeTimesThenEveryEventInOrder(t *testing.T) {
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
 	opts := Options{
-		Source: st, Hooks: []Hook{{URL: srv.URL, Secret: "s3cret", Batch: 2}},
+		Source: st.Events(), Hooks: []Hook{{URL: srv.URL, Secret: "s3cret", Batch: 2}},
 		Backoff: queue.Backoff{Initial: time.Minute, Multiplier: 2, Max: time.Hour},
 		Clock:   clk, Logger: quiet,
 	}
@@ -135,7 +136,7 @@ func TestFailThreeTimesThenEveryEventInOrder(t *testing.T) {
 
 	// The cursor is durable: a restarted sender sends what is new, and at
 	// most the batch whose acknowledgement it had not yet stored again.
-	c, _ := st.WebhookCursor(srv.URL)
+	c, _ := st.Events().Cursor(srv.URL)
 	if c < want[len(want)-3].ID { // the batch before the last (batch 2)
 		t.Errorf("cursor %q is behind the last acknowledged batch", c)
 	}
@@ -152,7 +153,7 @@ func TestFailThreeTimesThenEveryEventInOrder(t *testing.T) {
 func checkInOrderOnce(t *testing.T, rc *receiver, st *queue.Store) []queue.Event {
 	t.Helper()
 	got := waitFor(t, rc, 6)
-	want, _, _ := st.Events(queue.EventQuery{Limit: 100})
+	want, _, _ := st.Events().List(queue.EventQuery{Limit: 100})
 	if len(got) != len(want) {
 		t.Fatalf("received %d events, stored %d", len(got), len(want))
 	}
@@ -200,7 +201,7 @@ func checkRestartResendsAtMostABatch(t *testing.T, rc *receiver, st *queue.Store
 			ids = append(ids, e.ID)
 		}
 	}
-	all, _, _ := st.Events(queue.EventQuery{Limit: 100})
+	all, _, _ := st.Events().List(queue.EventQuery{Limit: 100})
 	if len(ids) != len(all) {
 		t.Fatalf("received %d distinct events, stored %d", len(ids), len(all))
 	}
@@ -221,19 +222,15 @@ func TestTypesFilterAndSignature(t *testing.T) {
 		t.Error("signature does not verify exactly the body with the secret")
 	}
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := queuetest.NewStore(t, clk)
 	enqueue(t, st, "a@example.net")
-	st.AddEvents(queue.Event{Type: queue.EventSuppressed, Recipient: "s@example.net"})
+	st.Events().Add(queue.Event{Type: queue.EventSuppressed, Recipient: "s@example.net"})
 	rc := &receiver{secret: "k", arrived: make(chan struct{}, 1)}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go Run(ctx, Options{Source: st, Clock: clk, Logger: quiet,
+	go Run(ctx, Options{Source: st.Events(), Clock: clk, Logger: quiet,
 		Hooks: []Hook{{Name: "only-suppressed", URL: srv.URL, Secret: "k", Types: []queue.EventType{queue.EventSuppressed}}}})
 	got := waitFor(t, rc, 1)
 	if len(got) != 1 || got[0].Type != queue.EventSuppressed {
@@ -245,18 +242,14 @@ func TestTypesFilterAndSignature(t *testing.T) {
 // waits Linger, and what arrived meanwhile goes out in one request.
 func TestLingerGathersABatch(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	st, err := queue.Open(filepath.Join(t.TempDir(), "q.db"), queue.Options{Clock: clk, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := queuetest.NewStore(t, clk)
 	rc := &receiver{secret: "k", arrived: make(chan struct{}, 1)}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	enqueue(t, st, "first@example.net")
-	go Run(ctx, Options{Source: st, Clock: clk, Logger: quiet, Linger: time.Second,
+	go Run(ctx, Options{Source: st.Events(), Clock: clk, Logger: quiet, Linger: time.Second,
 		Hooks: []Hook{{URL: srv.URL, Secret: "k", Batch: 10}}})
 	waitFor(t, rc, 1)
 	at, ok := clk.WaitTimer(clk.Now(), 20*time.Second)

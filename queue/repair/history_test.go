@@ -7,16 +7,17 @@ import (
 	"testing"
 
 	"github.com/relayq/relayq/queue"
+	"github.com/relayq/relayq/queue/queuetest"
 )
 
 // historyAndEvents is what the events and history API show of the file.
 func historyAndEvents(t *testing.T, s *queue.Store) ([]queue.Finished, []byte) {
 	t.Helper()
-	hist, err := s.History(queue.HistoryQuery{})
+	hist, err := s.History().List(queue.HistoryQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, _, err := s.Events(queue.EventQuery{Limit: 1000})
+	evs, _, err := s.Events().List(queue.EventQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,11 +28,11 @@ func historyAndEvents(t *testing.T, s *queue.Store) ([]queue.Finished, []byte) {
 // Salvage and Compact keep finished messages and the events that share
 // their records, and the dictionary those records name, as they were.
 func TestSalvageAndCompactKeepHistory(t *testing.T) {
-	c := newClock()
+	c := queuetest.NewClock()
 	path := filepath.Join(t.TempDir(), "queue.db")
-	s := openAt(t, path, testOpts(c))
+	s := queuetest.Open(t, path, queuetest.Options(c))
 	for range 4 {
-		id := enqueue(t, s, []byte("hi\r\n"), "a@example.net", "b@example.net")
+		id := queuetest.Enqueue(t, s, []byte("hi\r\n"), "a@example.net", "b@example.net")
 		if _, err := s.Record(id, []queue.Outcome{
 			{Address: "a@example.net", Status: queue.StatusDelivered, Reply: "250 ok", RemoteMTA: "mx.example.net"},
 			{Address: "b@example.net", Status: queue.StatusBounced, Reply: "550 5.1.1 no", RemoteMTA: "mx.example.net"}}); err != nil {
@@ -46,14 +47,14 @@ func TestSalvageAndCompactKeepHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	salvaged := filepath.Join(t.TempDir(), "salvaged.db")
-	if _, err := Salvage(path, salvaged, testOpts(c)); err != nil {
+	if _, err := Salvage(path, salvaged, queuetest.Options(c)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Compact(path, testOpts(c)); err != nil {
+	if _, err := Compact(path, queuetest.Options(c)); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{salvaged, path} {
-		s := openAt(t, p, testOpts(c))
+		s := queuetest.Open(t, p, queuetest.Options(c))
 		hist, evs := historyAndEvents(t, s)
 		if !reflect.DeepEqual(hist, wantHist) || string(evs) != string(wantEvents) {
 			t.Errorf("%s: history or events differ after repair:\n%s\nwant\n%s", filepath.Base(p), evs, wantEvents)

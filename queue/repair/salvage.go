@@ -156,10 +156,10 @@ func settle(to string, o queue.Options, oldQuarantine map[string]bool, rep *Salv
 		return fmt.Errorf("queue: salvage: open the copy: %w", err)
 	}
 	defer s.Close()
-	if err := s.QuarantineUnverified(); err != nil {
+	if err := s.Quarantine().VerifyBodies(); err != nil {
 		return err
 	}
-	orphans, err := s.DropOrphanBodies()
+	orphans, err := s.Quarantine().DropOrphans()
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func allQuarantined(s *queue.Store) ([]queue.Quarantined, error) {
 	var all []queue.Quarantined
 	after := ""
 	for {
-		page, next, err := s.ListQuarantined(after, 1000)
+		page, next, err := s.Quarantine().List(after, 1000)
 		if err != nil {
 			return nil, err
 		}

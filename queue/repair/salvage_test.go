@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/relayq/relayq/queue/queuetest"
 )
 
 // salvageAndRead salvages p into a new file and reads every message of
@@ -13,14 +15,14 @@ import (
 func salvageAndRead(t *testing.T, p string, bodies map[string][]byte) (kept, lost int, rep *SalvageReport) {
 	t.Helper()
 	to := filepath.Join(t.TempDir(), "salvaged.db")
-	rep, err := Salvage(p, to, testOpts(newClock()))
+	rep, err := Salvage(p, to, queuetest.Options(queuetest.NewClock()))
 	if err != nil {
 		t.Fatalf("Salvage: %v", err)
 	}
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("the damaged file is gone: %v", err)
 	}
-	s := openAt(t, to, testOpts(newClock()))
+	s := queuetest.Open(t, to, queuetest.Options(queuetest.NewClock()))
 	quarantined := map[string]bool{}
 	list, err := allQuarantined(s)
 	if err != nil {
@@ -34,7 +36,7 @@ func salvageAndRead(t *testing.T, p string, bodies map[string][]byte) (kept, los
 			lost++
 			continue
 		}
-		if got := readBody(t, s, id); !bytes.Equal(got, want) {
+		if got := queuetest.ReadBody(t, s, id); !bytes.Equal(got, want) {
 			t.Errorf("%s: salvaged body differs", id)
 		}
 		kept++
@@ -49,18 +51,18 @@ func salvageAndRead(t *testing.T, p string, bodies map[string][]byte) (kept, los
 }
 
 func TestSalvageSoundFileKeepsEverything(t *testing.T) {
-	path, bodies := fillQueue(t, 30)
+	path, bodies := queuetest.Fill(t, 30)
 	kept, lost, rep := salvageAndRead(t, path, bodies)
 	if lost != 0 || kept != len(bodies) || len(rep.Problems)+len(rep.Unreadable) != 0 {
 		t.Errorf("salvage of a sound file: kept %d, lost %d, report %+v", kept, lost, rep)
 	}
-	if _, err := Salvage(path, path, testOpts(newClock())); err == nil {
+	if _, err := Salvage(path, path, queuetest.Options(queuetest.NewClock())); err == nil {
 		t.Error("Salvage onto an existing file succeeded")
 	}
 }
 
 func TestSalvageDamagedFiles(t *testing.T) {
-	path, bodies := fillQueue(t, 60)
+	path, bodies := queuetest.Fill(t, 60)
 	orig, _ := os.ReadFile(path)
 	// Cut in half: what lies in the first half is kept.
 	half := filepath.Join(t.TempDir(), "queue.db")
@@ -86,9 +88,9 @@ func TestSalvageDamagedFiles(t *testing.T) {
 // The VERP key lives in the queue file: a salvaged file that lost it would
 // refuse every report for mail sent before the salvage as forged.
 func TestSalvageKeepsRelayqsOwnKeys(t *testing.T) {
-	path, _ := fillQueue(t, 3)
-	s := openAt(t, path, testOpts(newClock()))
-	key, err := s.Secret("verp", 32)
+	path, _ := queuetest.Fill(t, 3)
+	s := queuetest.Open(t, path, queuetest.Options(queuetest.NewClock()))
+	key, err := s.ReturnPath().Secret("verp", 32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +98,10 @@ func TestSalvageKeepsRelayqsOwnKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	to := filepath.Join(t.TempDir(), "salvaged.db")
-	if _, err := Salvage(path, to, testOpts(newClock())); err != nil {
+	if _, err := Salvage(path, to, queuetest.Options(queuetest.NewClock())); err != nil {
 		t.Fatalf("Salvage: %v", err)
 	}
-	got, err := openAt(t, to, testOpts(newClock())).Secret("verp", 32)
+	got, err := queuetest.Open(t, to, queuetest.Options(queuetest.NewClock())).ReturnPath().Secret("verp", 32)
 	if err != nil {
 		t.Fatal(err)
 	}

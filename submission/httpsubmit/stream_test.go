@@ -30,7 +30,7 @@ func TestAPIKeyStream(t *testing.T) {
 	} else if !errors.Is(err, queue.ErrNotFound) {
 		t.Fatal(err)
 	} else {
-		done, err := e.store.History(queue.HistoryQuery{Recipient: "b@example.net"})
+		done, err := e.store.History().List(queue.HistoryQuery{Recipient: "b@example.net"})
 		if err != nil || len(done) != 1 {
 			t.Fatalf("history %+v, %v", done, err)
 		}

@@ -14,8 +14,8 @@ import (
 func TestSuppressedRecipientRefused(t *testing.T) {
 	l := &suppression.List{}
 	e := start(t, envOpts{trusted: true, suppressions: l})
-	l.Store = e.store
-	if err := e.store.Suppress(queue.Suppression{Address: "gone@example.net", Reply: "550 5.1.1 no such user"}); err != nil {
+	l.Store = e.store.Suppressions()
+	if err := e.store.Suppressions().Add(queue.Suppression{Address: "gone@example.net", Reply: "550 5.1.1 no such user"}); err != nil {
 		t.Fatal(err)
 	}
 	r := e.post(t, "?to=gone@example.net&to=ok@example.net", "message/rfc822", "", []byte("From: a@example.org\r\n\r\nx\r\n"))
@@ -28,7 +28,7 @@ func TestSuppressedRecipientRefused(t *testing.T) {
 	if g := r.ok.Recipients[1]; g.Status != "queued" {
 		t.Errorf("other recipient: %+v", g)
 	}
-	evs, _, _ := e.store.Events(queue.EventQuery{Types: []queue.EventType{queue.EventSuppressed}})
+	evs, _, _ := e.store.Events().List(queue.EventQuery{Types: []queue.EventType{queue.EventSuppressed}})
 	if len(evs) != 1 || evs[0].Recipient != "gone@example.net" || evs[0].From != "a@example.org" {
 		t.Errorf("suppressed events: %+v", evs)
 	}
