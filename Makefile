@@ -98,7 +98,16 @@ man: build
 # test: everything CI runs. The patched go-smtp is the package
 # internal/gosmtp, so ./... covers its tests (upstream's and the patches')
 # and fuzz targets like any other package's.
-test: fmt-check vet staticcheck deadcode test-race fuzz-short
+test: fmt-check vet staticcheck deadcode test-race fuzz-short test-outside
+
+# test-outside: relayq as another module gets it (a module's replace
+# directives do not reach its importers, and go install refuses them): a
+# scratch module runs smtptest's tests, and go install builds fakemx at
+# HEAD (commit first) from an empty module cache. Half a minute; see the
+# script.
+.PHONY: test-outside
+test-outside:
+	.ci/test-outside
 
 # fuzz-short runs every fuzz target briefly (CI); `make fuzz FUZZTIME=2m` runs longer.
 fuzz-short:
