@@ -8,7 +8,6 @@ require (
 	github.com/emersion/go-message v0.18.2
 	github.com/emersion/go-msgauth v0.7.0
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
-	github.com/emersion/go-smtp v0.26.0
 	github.com/miekg/dns v1.1.73
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -42,15 +41,3 @@ require (
 	golang.org/x/text v0.44.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-// go-smtp v0.26.0's server refuses ORCPT values that carry bytes >= 0x80
-// or an unknown address type (Postfix sends both); third_party/go-smtp is
-// v0.26.0 with that fixed, with an option to pass paths without a domain
-// ("MAIL FROM:<root>") to the backend, with FUTURERELEASE (RFC 4865),
-// for which go-smtp has no hook, with a raw DATA stream for relayq's
-// own body reader plus replies batched per pipelined group, with the
-// server's domain first in the EHLO reply, and with an option to lift
-// the line limit inside DATA (see its README,
-// docs/upstream-go-smtp-xtext.md and docs/upstream-go-smtp-rawdata.md).
-// Versioned, so that an upgrade of go-smtp drops it.
-replace github.com/emersion/go-smtp v0.26.0 => ./third_party/go-smtp

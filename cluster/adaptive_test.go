@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
-
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/internal/clock"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/smtpcodes"
 	"github.com/relayq/relayq/smtptest"

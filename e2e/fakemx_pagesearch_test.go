@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
-	"github.com/emersion/go-smtp"
 
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/smtptest"
 )
 

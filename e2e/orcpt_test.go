@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // dsnHop is a next hop that offers DSN and SMTPUTF8 (smtptest offers

@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
-
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/queue/queuetest"

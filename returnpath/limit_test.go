@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
-
 	"github.com/relayq/relayq/internal/clock"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // bounce is a text bounce from a mail server, made distinct by n: sent

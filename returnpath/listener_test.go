@@ -4,8 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/emersion/go-smtp"
-
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/queue"
 )
 

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/emersion/go-smtp"
-
 	"github.com/relayq/relayq/internal/clock"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/returnpath/report"

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // Classify says what err, met at stage of an SMTP transaction, means for the

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 func serverErr(code int, enh smtp.EnhancedCode, msg string) error {

@@ -3,7 +3,7 @@ package smtptest
 import (
 	"testing"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // BenchmarkDelivery measures messages per second through one server with

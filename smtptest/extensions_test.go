@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // A server can play one without 8BITMIME (like smtp-sink -8) and with or

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
-
 	"github.com/relayq/relayq/internal/clock"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // newFakeClock is a clock tests move by hand; WithClock takes its Now.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // startAPI serves srv's HTTP API on a loopback port for the test.

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/emersion/go-smtp"
 	"go.yaml.in/yaml/v3"
 
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/smtptest/internal/persona"
 )
 

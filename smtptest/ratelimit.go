@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // RateKey says what a RateRule counts separately.
@@ -46,7 +46,7 @@ type RateRule struct {
 	Every time.Duration
 	// Code, Enhanced and Text are the refusal (4xx or 5xx).
 	Code     int
-	Enhanced smtp.EnhancedCode
+	Enhanced EnhancedCode
 	Text     string
 }
 
@@ -293,7 +293,7 @@ type ConnLimit struct {
 	// no limit.
 	Max      int
 	Code     int
-	Enhanced smtp.EnhancedCode
+	Enhanced EnhancedCode
 	Text     string
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 func TestParseRateLimit(t *testing.T) {

@@ -7,8 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/emersion/go-smtp"
-
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/smtptest/internal/report"
 )
 

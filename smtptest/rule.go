@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // Stage names a point of an SMTP session. The names match smtpcodes.Stage so
@@ -31,6 +31,12 @@ const (
 
 // maxRuleDelay bounds a scripted delay so that a typo cannot hang a test run.
 const maxRuleDelay = time.Hour
+
+// EnhancedCode is an RFC 3463 enhanced status code, {class, subject,
+// detail}: EnhancedCode{5, 1, 1} is 5.1.1. It is the SMTP server's own type,
+// named here because that server is internal to relayq and its import path
+// cannot be used outside the module.
+type EnhancedCode = smtp.EnhancedCode
 
 // Rule scripts the server's behaviour at one stage. Its textual form, shared
 // with cmd/fakemx, is parsed by ParseRule and produced by String.
@@ -56,7 +62,7 @@ type Rule struct {
 	// code lets the command succeed (its text is used only at data).
 	Code int
 	// Enhanced is the RFC 3463 code; the zero value means "X.0.0".
-	Enhanced smtp.EnhancedCode
+	Enhanced EnhancedCode
 	// Text is the reply text; empty means a generic text.
 	Text string
 	// Then, at rcpt with a 2xx code, schedules a report about the recipient

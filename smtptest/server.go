@@ -14,8 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
-
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/smtptest/internal/persona"
 )
 

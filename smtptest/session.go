@@ -9,7 +9,8 @@ import (
 	"net"
 
 	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
+
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // errAuthRequired is RFC 4954 section 6's reply to MAIL before AUTH;

@@ -8,7 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // ReportKind names what the server does after it accepted a recipient with
@@ -43,7 +43,7 @@ type Then struct {
 	// Report is bounce or complain; ReportNone means nothing follows.
 	Report ReportKind
 	// Status is a bounce's RFC 3463 status, class 5 (e.g. 5.1.1).
-	Status smtp.EnhancedCode
+	Status EnhancedCode
 	// Text is a bounce's diagnostic text; empty means a generic one.
 	Text string
 	// Feedback is a complaint's Feedback-Type.

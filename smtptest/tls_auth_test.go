@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
+
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 func TestStartTLSVerifiedWithCertPool(t *testing.T) {

@@ -13,9 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/emersion/go-smtp"
 	"golang.org/x/crypto/bcrypt"
 
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/internal/logbuf"
 	"github.com/relayq/relayq/queue"
 )

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 
 	"github.com/relayq/relayq/internal/clock"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // authCode logs in over SMTP AUTH PLAIN on a fresh connection and returns

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // The server-side DATA path alone, in memory: go-smtp parses a scripted,
@@ -170,7 +170,7 @@ func TestDataReadRaw(t *testing.T) {
 	wire, plain := testBody(20 << 10)
 	replies := runDataPath(t, pathSession{ownReader: true, mu: &mu, bodies: &bodies, raw: &raw, keep: true}, wire, 3)
 	if raw != 3 {
-		t.Fatalf("relayq read %d of 3 bodies itself; go-smtp's DATA reader is no smtp.RawDataReader? (third_party/go-smtp)", raw)
+		t.Fatalf("relayq read %d of 3 bodies itself; go-smtp's DATA reader is no smtp.RawDataReader? (internal/gosmtp)", raw)
 	}
 	if got := strings.Count(replies, "250 2.0.0 OK: queued"); got != 3 {
 		t.Fatalf("%d of 3 messages acknowledged; replies:\n%s", got, replies)

@@ -61,7 +61,7 @@
 //     of any address type, its xtext decoded to octets of any value (Postfix
 //     sends a UTF-8 recipient as rfc822 with +C3+AB), is stored as
 //     "type;address"; only malformed xtext or control characters get 501.
-//     go-smtp v0.26.0 refused 8-bit xtext, hence third_party/go-smtp.
+//     go-smtp v0.26.0 refused 8-bit xtext, hence internal/gosmtp.
 //   - An Idempotency-Key (an HTTP header, or the message header field,
 //     idempotency.go) that the queue already keeps for the same client
 //     within Options.IdempotencyWindow gets the first answer (250 with the

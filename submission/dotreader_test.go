@@ -83,7 +83,7 @@ func verdict(err error) string {
 // different places, with 0 to 16 bytes already buffered, and checks each
 // against refDotBody: verdict, body, and the stream left after it, end
 // marker first. (go-smtp's raw reader, which dotBody reads in the server,
-// is checked to pass the stream on unchanged in third_party/go-smtp.)
+// is checked to pass the stream on unchanged in internal/gosmtp.)
 func checkDotBody(t *testing.T, in []byte, limit int64) {
 	t.Helper()
 	wantBody, wantRest, wantErr := refDotBody(in, limit)

@@ -3,7 +3,7 @@ package submission
 import (
 	"sync"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // While the node is drained (its queue handed to another relayq), it takes

@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // TestDrainingRefusesMail: while the node is drained, MAIL gets 421 4.3.2

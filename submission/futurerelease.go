@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // Send later: a client may ask relayq to hold a message and make no

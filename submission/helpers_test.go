@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
 	"golang.org/x/crypto/bcrypt"
 
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"

@@ -6,8 +6,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/emersion/go-smtp"
-
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/queue"
 )
 

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
+
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // Limits that must say what they do: SIZE, AUTH guesses, the session's

@@ -6,8 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/emersion/go-smtp"
-
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/internal/mime7bit"
 	"github.com/relayq/relayq/queue"
 )

@@ -1,6 +1,6 @@
 package submission
 
-import "github.com/emersion/go-smtp"
+import smtp "github.com/relayq/relayq/internal/gosmtp"
 
 // go-smtp turns only an unwrapped *smtp.SMTPError into a reply with its own
 // code; any other error becomes a generic 451 (MAIL/RCPT) or 554 (DATA). So

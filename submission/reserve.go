@@ -1,6 +1,6 @@
 package submission
 
-import "github.com/emersion/go-smtp"
+import smtp "github.com/relayq/relayq/internal/gosmtp"
 
 // While the queue's disk is below its reserve (queue.Store.Low), MAIL gets
 // 452 4.3.1, "insufficient system storage" (RFC 5321 section 4.5.3.1.10,

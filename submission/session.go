@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -280,7 +280,7 @@ func (s *session) Auth(mech string) (sasl.Server, error) {
 
 // copyBody writes the message body from go-smtp's reader r to w: for DATA
 // with dotBody, from go-smtp's raw DATA stream (smtp.RawDataReader, the
-// patch in third_party/go-smtp), for BDAT through the chunk pipe, checked
+// patch in internal/gosmtp), for BDAT through the chunk pipe, checked
 // by bodyWriter.
 func copyBody(w io.Writer, r io.Reader, limit int64) error {
 	if raw, ok := r.(smtp.RawDataReader); ok {

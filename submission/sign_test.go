@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/emersion/go-smtp"
 	"github.com/relayq/relayq/internal/dkim"
 	"github.com/relayq/relayq/internal/dkim/dkimtest"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // withSigner configures a DKIM Ed25519 key for example.org and returns the

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 
 	"github.com/relayq/relayq/internal/dkim/dkimtest"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // streamPolicy is a policy with two streams, transactional the default,

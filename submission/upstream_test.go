@@ -65,11 +65,12 @@ func main() {
 }
 `
 
-// relayq carries a patched go-smtp (third_party/go-smtp) because the
-// released one refuses an ORCPT with 8-bit xtext. This test fails when the
-// newest go-smtp release accepts it: then upgrade and drop the copy and
-// the replace directive. It needs the module proxy (or a module cache
-// holding the release) and skips without it.
+// relayq carries a patched go-smtp (internal/gosmtp) because the released
+// one refuses an ORCPT with 8-bit xtext. This test fails when the newest
+// go-smtp release accepts it: then weigh going back to the release. The
+// probe imports the release by its own path, in a module of its own. It
+// needs the module proxy (or a module cache holding the release) and skips
+// without it.
 func TestUpstreamGoSMTPStillRefusesUTF8ORCPT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a program against the newest go-smtp release")
@@ -110,7 +111,7 @@ func TestUpstreamGoSMTPStillRefusesUTF8ORCPT(t *testing.T) {
 	case strings.HasPrefix(reply, "501"):
 		t.Logf("go-smtp %s still refuses it: %s", latest.Version, reply)
 	case strings.HasPrefix(reply, "250"):
-		t.Fatalf("go-smtp %s accepts ORCPT=rfc822;zo+C3+AB@example.net (%s): upgrade to it and remove third_party/go-smtp and the replace in go.mod", latest.Version, reply)
+		t.Fatalf("go-smtp %s accepts ORCPT=rfc822;zo+C3+AB@example.net (%s): weigh replacing internal/gosmtp with it", latest.Version, reply)
 	default:
 		t.Fatalf("go-smtp %s answered the probe's RCPT with %q", latest.Version, reply)
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/smtpcodes"
 	"github.com/relayq/relayq/smtptest"
 )

@@ -12,8 +12,7 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/emersion/go-smtp"
-
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/smtpcodes"
 	"github.com/relayq/relayq/smtptest"
 )

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/emersion/go-smtp"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // mailCommand is the MAIL command for env with the parameters the server

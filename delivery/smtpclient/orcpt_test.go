@@ -7,8 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/emersion/go-smtp"
-
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/smtpcodes"
 )
 

@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
+
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // wire is the client side of one SMTP connection (RFC 5321 section 4.1):

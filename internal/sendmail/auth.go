@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
+
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 )
 
 // ExNoPerm is sysexits.h's EX_NOPERM: the relay refused our credentials.

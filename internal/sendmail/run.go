@@ -12,9 +12,9 @@ import (
 	"strings"
 
 	"github.com/emersion/go-message/mail"
-	"github.com/emersion/go-smtp"
 
 	"github.com/relayq/relayq/internal/clock"
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/internal/rawmsg"
 )
 

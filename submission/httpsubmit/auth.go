@@ -5,8 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/emersion/go-smtp"
-
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
 )

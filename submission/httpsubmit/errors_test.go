@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
 	"golang.org/x/crypto/bcrypt"
 
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/submission"
 )
 

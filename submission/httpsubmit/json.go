@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-message/mail"
-	"github.com/emersion/go-smtp"
 
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/internal/jsonkeys"
 	"github.com/relayq/relayq/submission"
 )

@@ -6,8 +6,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/emersion/go-smtp"
-
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/internal/queryparam"
 )
 

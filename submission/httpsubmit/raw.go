@@ -6,8 +6,7 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/emersion/go-smtp"
-
+	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/internal/rawmsg"
 	"github.com/relayq/relayq/submission"
 )

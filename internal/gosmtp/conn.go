@@ -1,3 +1,6 @@
+//lint:file-ignore ST1005 the error strings are SMTP reply texts sent to clients, capitalised as upstream has them
+//lint:file-ignore SA1019 upstream's code is kept as released (ioutil), so that a diff against v0.26.0 shows only the patches
+
 package smtp
 
 import (
@@ -1307,6 +1310,12 @@ func (c *Conn) handleDataLMTP() {
 	for i, rcpt := range c.recipients {
 		code, enchCode, msg := dataErrorToStatus(<-status.status[i])
 		c.writeResponse(code, enchCode, "<"+rcpt+"> "+msg)
+		if ok {
+			// LMTPData may set one status and go on delivering: the
+			// client must have it now (RFC 2033 section 4.2), not when
+			// the last one is set or the next command is read.
+			c.flush()
+		}
 	}
 
 	// If done gets false, the panic occurred in LMTPData and the connection

@@ -141,6 +141,7 @@ func (s *Server) Serve(l net.Listener) error {
 				return nil
 			default:
 			}
+			//lint:ignore SA1019 upstream's accept loop, kept as released: it backs off on temporary errors
 			if ne, ok := err.(net.Error); ok && ne.Temporary() {
 				if tempDelay == 0 {
 					tempDelay = 5 * time.Millisecond

@@ -1,3 +1,5 @@
+//lint:file-ignore ST1005 the error strings are SMTP reply texts sent to clients, capitalised as upstream's are
+
 package smtp
 
 import (
