@@ -21,3 +21,16 @@ func TestDownAddrStaysDown(t *testing.T) {
 		t.Fatalf("listened on %s while it was to stay down", addr)
 	}
 }
+
+// ClosedAddr hands out each address once: two listeners a test starts on
+// two of its addresses never collide, whatever ports the kernel recycles.
+func TestClosedAddrNeverRepeats(t *testing.T) {
+	seen := map[string]bool{}
+	for range 2000 {
+		addr := ClosedAddr(t)
+		if seen[addr] {
+			t.Fatalf("%s handed out twice", addr)
+		}
+		seen[addr] = true
+	}
+}
