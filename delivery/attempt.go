@@ -307,13 +307,14 @@ func recipientIndex(env *queue.Envelope, addr string) int {
 // for the connection when it still has one.
 func (a *attempter) deliver(ctx context.Context, set *Settings, j *job, env *queue.Envelope, hops []smtpclient.Hop, denv smtpclient.Envelope) []smtpclient.RcptResult {
 	body := func() (io.ReadCloser, error) { return a.store.BodyOf(env), nil }
-	if c, ok := set.Courier.(heldCourier); ok && j.lease != nil {
+	var h smtpclient.Hold
+	if j.lease != nil {
 		// The connection holds the lease, in the cache too, until it closes.
-		h, idle := connHold{lease: j.lease, in: a.inbox}, j.idle
-		j.lease, j.idle = nil, nil
-		return c.DeliverHeld(ctx, hops, denv, body, h, idle)
+		h = connHold{lease: j.lease, in: a.inbox}
 	}
-	return set.Courier.Deliver(ctx, hops, denv, body)
+	idle := j.idle
+	j.lease, j.idle = nil, nil
+	return set.Courier.DeliverHeld(ctx, hops, denv, body, h, idle)
 }
 
 // giveUpUnattempted bounces the job's recipients whose max_age passed while

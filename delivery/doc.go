@@ -103,7 +103,7 @@
 //     suspension ends, a rate-limited one's in memory until the next
 //     token (the scheduler's one timer is set to it), one out of
 //     connections until a connection gives one back. A connection the
-//     Courier keeps open for reuse keeps its lease (heldCourier), so a
+//     Courier keeps open for reuse keeps its lease (Courier.DeliverHeld), so a
 //     scope's open connections, idle ones included, never pass its
 //     max_connections; one a waiting attempt needs is handed to it or
 //     closed. Operators' retries and

@@ -3,7 +3,6 @@ package delivery
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
@@ -24,18 +23,6 @@ type Observer interface {
 	Attempted(status queue.Status, took time.Duration)
 	// Active is called with the number of deliveries in flight whenever it changes.
 	Active(n int)
-}
-
-// Courier makes delivery attempts: one SMTP transaction for one message, to
-// the first of hops that takes it, with one result per env.Recipients entry
-// in the same order (see smtpclient.Dialer.Deliver, the one relayq uses).
-// The engine needs nothing else of SMTP, so scheduler tests can supply their
-// own. Close ends cached connections; later attempts still work. A Courier
-// that also has DeliverHeld, TakeIdle and CloseIdle (heldCourier, as the
-// Dialer does) keeps each shaping lease with its connection while cached.
-type Courier interface {
-	Deliver(ctx context.Context, hops []smtpclient.Hop, env smtpclient.Envelope, body func() (io.ReadCloser, error)) []smtpclient.RcptResult
-	Close()
 }
 
 // Router is what the engine asks of routing (*route.Router): the
