@@ -27,7 +27,7 @@ type attempter struct {
 	shaper   Shaper
 	maxHint  time.Duration // cap on a reply's own retry hint
 	draws    *draws
-	flights  *flights // the message's jobs in flight (group.go)
+	groups   *groups // each message's jobs started together, until done (group.go)
 	reports  dsnWriter
 	outlog   outcomeLog
 	inbox    inbox
@@ -146,7 +146,7 @@ func (a *attempter) conclude(j *job, set *Settings, env *queue.Envelope, v verdi
 	var hold bool
 	var left []queue.Recipient
 	if env.From != "" {
-		hold, left = a.flights.turn(j.id)
+		hold, left = a.groups.turn(j.id)
 	}
 	relayed := a.reports.relayed(env, v.relayed, end)
 	if hold {
@@ -221,7 +221,7 @@ func (a *attempter) recordNow(p pendingRecord) (result, bool) {
 		return result{job: j}, true
 	}
 	if len(p.clears) > 0 {
-		a.flights.reported(j.id, p.clears)
+		a.groups.reported(j.id, p.clears)
 	}
 	res := result{job: j, recorded: true, next: earliest(after), left: marked(after, p.outcomes)}
 	a.outlog.written(j, p.outcomes, p.end, p.took)

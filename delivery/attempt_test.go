@@ -52,9 +52,9 @@ func newAttempter(t *testing.T, c Courier) (*attempter, *queue.Store, *clock.Fak
 	set.Store(&Settings{Router: route.NewRouter(route.Options{Routes: map[string]string{"*": "127.0.0.1:1"}}), Courier: c, Policy: defaultPolicy()})
 	a := &attempter{
 		store: st, clock: clk, log: log, settings: &set, maxHint: 30 * time.Minute,
-		shaper:  defaultShaper(Options{MaxConnsPerDest: 10, Clock: clk, Logger: log}),
-		draws:   &draws{rnd: rand.New(rand.NewPCG(1, 2))},
-		flights: &flights{}, inbox: make(inbox, 16),
+		shaper: defaultShaper(Options{MaxConnsPerDest: 10, Clock: clk, Logger: log}),
+		draws:  &draws{rnd: rand.New(rand.NewPCG(1, 2))},
+		groups: &groups{}, inbox: make(inbox, 16),
 		reports: dsnWriter{store: st, clock: clk, log: log, hostname: "relay.test"},
 		outlog:  outcomeLog{log: log},
 	}

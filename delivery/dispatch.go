@@ -168,11 +168,11 @@ func (e *Engine) start(ctx context.Context, now time.Time) {
 			d.take(i, e.sched.streams.cost)
 			d.active++
 			e.sched.active++
-			e.inflight.add(j.dest, 1)
+			e.inFlight.add(j.dest, 1)
 			e.sched.pending--
 			started = true
 			e.sched.running++
-			e.flights.begin(j.id)
+			e.groups.begin(j.id)
 			launch = append(launch, j)
 		}
 		if !started {
@@ -247,7 +247,7 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 // released books a slot given back and adjusts the destination's back-off.
 func (e *Engine) released(r release) {
 	e.sched.active--
-	e.inflight.add(r.job.dest, -1)
+	e.inFlight.add(r.job.dest, -1)
 	if e.obs != nil {
 		e.obs.Active(e.sched.active)
 	}

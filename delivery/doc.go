@@ -34,11 +34,29 @@
 //     report of a message's marks; outcomeLog (outlog.go, tlsrpt.go): the
 //     log line, counts and TLS-RPT result of each written outcome.
 //   - Shared, each with its own rule: inbox (inbox.go), the scheduler's
-//     one inbox, whose outside sends never block; flights (group.go), the
-//     jobs of each message in flight; draws (draws.go), the random draws;
+//     one inbox, whose outside sends never block; groups (group.go), each
+//     message's jobs started together and not yet done; draws (draws.go), the random draws;
 //     requests (shape.go), operators' forced and resumed sets and a
 //     reshape after Update; owing (group.go), the messages whose reports
 //     an operator's bounce marked (ReportOwed); pauseState (pause.go).
+//
+// What is counted, one name each (the prose below says "in flight" for
+// any of the first three):
+//   - in flight: a job holding a worker and destination slot, talking
+//     SMTP, from start until its release (dispatch.go): dest.active and
+//     schedState.active count them, inFlightTable (inflight.go) publishes
+//     them per destination (Engine.InFlight, the admin API's in_flight),
+//     Observer.Active hears the total.
+//   - running: a job started and not yet done, its outcome perhaps still
+//     being written, and an MX lookup for shaping: schedState.running,
+//     what Pause and shutdown wait for.
+//   - group (group.go): the jobs of one message that are running, counted
+//     per message (groups) so that the last to finish sends one report.
+//   - busy: a message with jobs in the scheduler's memory, waiting or
+//     running (schedState.busy): never loaded twice.
+//   - claimed: the store's own memory of recipients an attempt is under
+//     way for, from its claim until its outcome is on disk (queue.Store:
+//     Claim, EndAttempt), so an operator's bounce leaves them alone.
 //
 // Invariants:
 //   - One scheduler goroutine owns all scheduling state. It sleeps on one

@@ -114,16 +114,16 @@ type Engine struct {
 	settings atomic.Pointer[Settings] // replaced whole by Update
 
 	// Shared with job goroutines and callers, each with its own rules.
-	inbox   inbox      // the scheduler's one inbox (inbox.go)
-	asks    requests   // Force, Resumed and Update, for the next fill (shape.go)
-	pause   pauseState // Pause and Resume (pause.go)
-	draws   draws      // backoff delays and jitter (draws.go)
-	flights flights    // the jobs of each message in flight (group.go)
-	owing   owedIDs    // reports an operator's bounce marked (ReportOwed, group.go)
+	inbox  inbox      // the scheduler's one inbox (inbox.go)
+	asks   requests   // Force, Resumed and Update, for the next fill (shape.go)
+	pause  pauseState // Pause and Resume (pause.go)
+	draws  draws      // backoff delays and jitter (draws.go)
+	groups groups     // each message's jobs started together, until done (group.go)
+	owing  owedIDs    // reports an operator's bounce marked (ReportOwed, group.go)
 	// backoffs publishes the destinations' back-offs (backoffs.go).
 	backoffs backoffs
-	// inflight publishes their attempts under way (inflight.go).
-	inflight inFlight
+	// inFlight publishes their attempts in flight (inflight.go).
+	inFlight inFlightTable
 
 	// The scheduler goroutine's own.
 	sched   schedState     // destinations, jobs, cursor (sched.go)
@@ -183,7 +183,7 @@ func New(o Options) (*Engine, error) {
 	inStore, _ := o.TLSReport.(*queue.Store)
 	e.att = attempter{
 		store: o.Store, clock: o.Clock, log: o.Logger, settings: &e.settings, shaper: o.Shaper, maxHint: o.MaxHintDelay,
-		draws: &e.draws, flights: &e.flights, inbox: e.inbox,
+		draws: &e.draws, groups: &e.groups, inbox: e.inbox,
 		reports: dsnWriter{store: o.Store, clock: o.Clock, log: o.Logger, hostname: o.Hostname, sign: o.Sign},
 		outlog:  outcomeLog{log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, tlsInStore: inStore != nil && inStore == o.Store},
 	}
