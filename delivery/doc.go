@@ -1,18 +1,26 @@
 // Package delivery hands queued mail to the next hop: it schedules due
 // recipients, has its Router (route.Router: static route, smarthost or
-// MX) name their destination and hops, has a Courier (smtpclient.Dialer)
-// make the attempt and records per-recipient outcomes in the queue. It
-// speaks no SMTP and no DNS itself.
+// MX) name their destination and hops, has a Courier (smtpclient.Dialer;
+// courier.go: every call the engine makes of SMTP) make the attempt and
+// records per-recipient outcomes in the queue. It speaks no SMTP and no
+// DNS itself.
 //
-// Who owns what. Engine is the scheduler loop and the wiring: Run,
-// filling destination queues from the store, starting and booking jobs
-// (scheduler.go, dispatch.go), and the exported calls. Its parts, each
-// with one job:
+// Who owns what. Engine is the scheduler loop and the wiring, and the
+// exported calls. The scheduler goroutine's code is grouped by stage:
+//   - loop.go: Run, the wait on one timer or the inbox, the events it
+//     books, when to wake next, and the wind-down at shutdown;
+//   - fill.go: due mail from the store (handed over or scanned) turned
+//     into jobs in destination queues;
+//   - dispatch.go: which jobs start, within the workers, the
+//     destinations' windows and shaping's admission;
+//   - book.go: slots given back and jobs done, booked.
+//
+// Its parts, each with one job:
 //   - schedState (sched.go): the scheduler goroutine's view, only it
 //     touches it: destinations and their queues, messages in memory, job
 //     counts, the cursor (cursor.go), the forced IDs of the scan under
 //     way, the refusals of a start call, idle destinations' warm-up
-//     (warm.go); turning a due message into jobs.
+//     (warm.go); and the job, release, result and dest they are made of.
 //   - storageBackoff (storage.go): the back-off after queue errors and
 //     what it left to write, outcomes and reports owed.
 //   - turns (streams.go): which job of a destination asks next: the
