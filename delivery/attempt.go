@@ -27,7 +27,7 @@ type attempter struct {
 	shaper   Shaper
 	maxHint  time.Duration // cap on a reply's own retry hint
 	draws    *draws
-	flights  *flights // the message's jobs in flight (group.go)
+	groups   *groups // each message's jobs started together, until done (group.go)
 	reports  dsnWriter
 	outlog   outcomeLog
 	inbox    inbox
@@ -146,7 +146,7 @@ func (a *attempter) conclude(j *job, set *Settings, env *queue.Envelope, v verdi
 	var hold bool
 	var left []queue.Recipient
 	if env.From != "" {
-		hold, left = a.flights.turn(j.id)
+		hold, left = a.groups.turn(j.id)
 	}
 	relayed := a.reports.relayed(env, v.relayed, end)
 	if hold {
@@ -221,7 +221,7 @@ func (a *attempter) recordNow(p pendingRecord) (result, bool) {
 		return result{job: j}, true
 	}
 	if len(p.clears) > 0 {
-		a.flights.reported(j.id, p.clears)
+		a.groups.reported(j.id, p.clears)
 	}
 	res := result{job: j, recorded: true, next: earliest(after), left: marked(after, p.outcomes)}
 	a.outlog.written(j, p.outcomes, p.end, p.took)
@@ -307,13 +307,14 @@ func recipientIndex(env *queue.Envelope, addr string) int {
 // for the connection when it still has one.
 func (a *attempter) deliver(ctx context.Context, set *Settings, j *job, env *queue.Envelope, hops []smtpclient.Hop, denv smtpclient.Envelope) []smtpclient.RcptResult {
 	body := func() (io.ReadCloser, error) { return a.store.BodyOf(env), nil }
-	if c, ok := set.Courier.(heldCourier); ok && j.lease != nil {
+	var h smtpclient.Hold
+	if j.lease != nil {
 		// The connection holds the lease, in the cache too, until it closes.
-		h, idle := connHold{lease: j.lease, in: a.inbox}, j.idle
-		j.lease, j.idle = nil, nil
-		return c.DeliverHeld(ctx, hops, denv, body, h, idle)
+		h = connHold{lease: j.lease, in: a.inbox}
 	}
-	return set.Courier.Deliver(ctx, hops, denv, body)
+	idle := j.idle
+	j.lease, j.idle = nil, nil
+	return set.Courier.DeliverHeld(ctx, hops, denv, body, h, idle)
 }
 
 // giveUpUnattempted bounces the job's recipients whose max_age passed while

@@ -41,8 +41,6 @@ func (c *replyCourier) Deliver(_ context.Context, _ []smtpclient.Hop, env smtpcl
 	return out
 }
 
-func (c *replyCourier) Close() {}
-
 // newAttempter builds an attempter on its own store and fake clock, as
 // New wires it, with c as its Courier.
 func newAttempter(t *testing.T, c Courier) (*attempter, *queue.Store, *clock.Fake) {
@@ -54,9 +52,9 @@ func newAttempter(t *testing.T, c Courier) (*attempter, *queue.Store, *clock.Fak
 	set.Store(&Settings{Router: route.NewRouter(route.Options{Routes: map[string]string{"*": "127.0.0.1:1"}}), Courier: c, Policy: defaultPolicy()})
 	a := &attempter{
 		store: st, clock: clk, log: log, settings: &set, maxHint: 30 * time.Minute,
-		shaper:  defaultShaper(Options{MaxConnsPerDest: 10, Clock: clk, Logger: log}),
-		draws:   &draws{rnd: rand.New(rand.NewPCG(1, 2))},
-		flights: &flights{}, inbox: make(inbox, 16),
+		shaper: defaultShaper(Options{MaxConnsPerDest: 10, Clock: clk, Logger: log}),
+		draws:  &draws{rnd: rand.New(rand.NewPCG(1, 2))},
+		groups: &groups{}, inbox: make(inbox, 16),
 		reports: dsnWriter{store: st, clock: clk, log: log, hostname: "relay.test"},
 		outlog:  outcomeLog{log: log},
 	}
@@ -69,7 +67,7 @@ func newAttempter(t *testing.T, c Courier) (*attempter, *queue.Store, *clock.Fak
 // nothing and asks for no rescan.
 func TestAttempterRunsOneJob(t *testing.T) {
 	c := &replyCourier{replies: map[string]string{"gone@example.net": "550 5.1.1 no such user"}}
-	a, st, _ := newAttempter(t, c)
+	a, st, _ := newAttempter(t, SimpleCourier(c))
 	env := commitMessage(t, st, t0, "app@example.org", "bob@example.net", "gone@example.net")
 	j := &job{id: env.ID, env: env, dest: "example.net", addrs: []string{"bob@example.net", "gone@example.net"}}
 	res := a.run(context.Background(), j)

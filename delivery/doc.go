@@ -1,18 +1,26 @@
 // Package delivery hands queued mail to the next hop: it schedules due
 // recipients, has its Router (route.Router: static route, smarthost or
-// MX) name their destination and hops, has a Courier (smtpclient.Dialer)
-// make the attempt and records per-recipient outcomes in the queue. It
-// speaks no SMTP and no DNS itself.
+// MX) name their destination and hops, has a Courier (smtpclient.Dialer;
+// courier.go: every call the engine makes of SMTP) make the attempt and
+// records per-recipient outcomes in the queue. It speaks no SMTP and no
+// DNS itself.
 //
-// Who owns what. Engine is the scheduler loop and the wiring: Run,
-// filling destination queues from the store, starting and booking jobs
-// (scheduler.go, dispatch.go), and the exported calls. Its parts, each
-// with one job:
+// Who owns what. Engine is the scheduler loop and the wiring, and the
+// exported calls. The scheduler goroutine's code is grouped by stage:
+//   - loop.go: Run, the wait on one timer or the inbox, the events it
+//     books, when to wake next, and the wind-down at shutdown;
+//   - fill.go: due mail from the store (handed over or scanned) turned
+//     into jobs in destination queues;
+//   - dispatch.go: which jobs start, within the workers, the
+//     destinations' windows and shaping's admission;
+//   - book.go: slots given back and jobs done, booked.
+//
+// Its parts, each with one job:
 //   - schedState (sched.go): the scheduler goroutine's view, only it
 //     touches it: destinations and their queues, messages in memory, job
 //     counts, the cursor (cursor.go), the forced IDs of the scan under
 //     way, the refusals of a start call, idle destinations' warm-up
-//     (warm.go); turning a due message into jobs.
+//     (warm.go); and the job, release, result and dest they are made of.
 //   - storageBackoff (storage.go): the back-off after queue errors and
 //     what it left to write, outcomes and reports owed.
 //   - turns (streams.go): which job of a destination asks next: the
@@ -34,11 +42,29 @@
 //     report of a message's marks; outcomeLog (outlog.go, tlsrpt.go): the
 //     log line, counts and TLS-RPT result of each written outcome.
 //   - Shared, each with its own rule: inbox (inbox.go), the scheduler's
-//     one inbox, whose outside sends never block; flights (group.go), the
-//     jobs of each message in flight; draws (draws.go), the random draws;
+//     one inbox, whose outside sends never block; groups (group.go), each
+//     message's jobs started together and not yet done; draws (draws.go), the random draws;
 //     requests (shape.go), operators' forced and resumed sets and a
 //     reshape after Update; owing (group.go), the messages whose reports
 //     an operator's bounce marked (ReportOwed); pauseState (pause.go).
+//
+// What is counted, one name each (the prose below says "in flight" for
+// any of the first three):
+//   - in flight: a job holding a worker and destination slot, talking
+//     SMTP, from start until its release (dispatch.go): dest.active and
+//     schedState.active count them, inFlightTable (inflight.go) publishes
+//     them per destination (Engine.InFlight, the admin API's in_flight),
+//     Observer.Active hears the total.
+//   - running: a job started and not yet done, its outcome perhaps still
+//     being written, and an MX lookup for shaping: schedState.running,
+//     what Pause and shutdown wait for.
+//   - group (group.go): the jobs of one message that are running, counted
+//     per message (groups) so that the last to finish sends one report.
+//   - busy: a message with jobs in the scheduler's memory, waiting or
+//     running (schedState.busy): never loaded twice.
+//   - claimed: the store's own memory of recipients an attempt is under
+//     way for, from its claim until its outcome is on disk (queue.Store:
+//     Claim, EndAttempt), so an operator's bounce leaves them alone.
 //
 // Invariants:
 //   - One scheduler goroutine owns all scheduling state. It sleeps on one
@@ -103,7 +129,7 @@
 //     suspension ends, a rate-limited one's in memory until the next
 //     token (the scheduler's one timer is set to it), one out of
 //     connections until a connection gives one back. A connection the
-//     Courier keeps open for reuse keeps its lease (heldCourier), so a
+//     Courier keeps open for reuse keeps its lease (Courier.DeliverHeld), so a
 //     scope's open connections, idle ones included, never pass its
 //     max_connections; one a waiting attempt needs is handed to it or
 //     closed. Operators' retries and

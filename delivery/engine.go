@@ -3,7 +3,6 @@ package delivery
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
@@ -24,18 +23,6 @@ type Observer interface {
 	Attempted(status queue.Status, took time.Duration)
 	// Active is called with the number of deliveries in flight whenever it changes.
 	Active(n int)
-}
-
-// Courier makes delivery attempts: one SMTP transaction for one message, to
-// the first of hops that takes it, with one result per env.Recipients entry
-// in the same order (see smtpclient.Dialer.Deliver, the one relayq uses).
-// The engine needs nothing else of SMTP, so scheduler tests can supply their
-// own. Close ends cached connections; later attempts still work. A Courier
-// that also has DeliverHeld, TakeIdle and CloseIdle (heldCourier, as the
-// Dialer does) keeps each shaping lease with its connection while cached.
-type Courier interface {
-	Deliver(ctx context.Context, hops []smtpclient.Hop, env smtpclient.Envelope, body func() (io.ReadCloser, error)) []smtpclient.RcptResult
-	Close()
 }
 
 // Router is what the engine asks of routing (*route.Router): the
@@ -128,16 +115,16 @@ type Engine struct {
 	settings atomic.Pointer[Settings] // replaced whole by Update
 
 	// Shared with job goroutines and callers, each with its own rules.
-	inbox   inbox      // the scheduler's one inbox (inbox.go)
-	asks    requests   // Force, Resumed and Update, for the next fill (shape.go)
-	pause   pauseState // Pause and Resume (pause.go)
-	draws   draws      // backoff delays and jitter (draws.go)
-	flights flights    // the jobs of each message in flight (group.go)
-	owing   owedIDs    // reports an operator's bounce marked (ReportOwed, group.go)
+	inbox  inbox      // the scheduler's one inbox (inbox.go)
+	asks   requests   // Force, Resumed and Update, for the next fill (shape.go)
+	pause  pauseState // Pause and Resume (pause.go)
+	draws  draws      // backoff delays and jitter (draws.go)
+	groups groups     // each message's jobs started together, until done (group.go)
+	owing  owedIDs    // reports an operator's bounce marked (ReportOwed, group.go)
 	// backoffs publishes the destinations' back-offs (backoffs.go).
 	backoffs backoffs
-	// inflight publishes their attempts under way (inflight.go).
-	inflight inFlight
+	// inFlight publishes their attempts in flight (inflight.go).
+	inFlight inFlightTable
 
 	// The scheduler goroutine's own.
 	sched   schedState     // destinations, jobs, cursor (sched.go)
@@ -201,7 +188,7 @@ func New(o Options) (*Engine, error) {
 	}
 	e.att = attempter{
 		store: o.Store, clock: o.Clock, log: o.Logger, settings: &e.settings, shaper: o.Shaper, maxHint: o.MaxHintDelay,
-		draws: &e.draws, flights: &e.flights, inbox: e.inbox,
+		draws: &e.draws, groups: &e.groups, inbox: e.inbox,
 		reports: dsnWriter{store: o.Store, clock: o.Clock, log: o.Logger, hostname: o.Hostname, sign: o.Sign},
 		outlog:  outcomeLog{log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, tlsInStore: inStore},
 	}

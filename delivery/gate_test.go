@@ -20,7 +20,7 @@ func TestGateResolvesAndAdmits(t *testing.T) {
 	clk := clock.NewFake(t0)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var set atomic.Pointer[Settings]
-	set.Store(&Settings{Router: route.NewRouter(route.Options{Routes: map[string]string{"*": "127.0.0.1:1"}}), Courier: &replyCourier{}})
+	set.Store(&Settings{Router: route.NewRouter(route.Options{Routes: map[string]string{"*": "127.0.0.1:1"}}), Courier: SimpleCourier(&replyCourier{})})
 	g := gate{shaper: defaultShaper(Options{MaxConnsPerDest: 1, Clock: clk, Logger: log}), settings: &set, clock: clk, inbox: make(inbox, 4)}
 	d := &dest{name: "example.net"}
 	if known, looking := g.targetOf(context.Background(), d, "example.net", t0); !known || looking || !d.hasTarget {

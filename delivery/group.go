@@ -21,7 +21,7 @@ import (
 //     message in flight, queues one "failed" report and one "delayed"
 //     warning for its own recipients and every mark left, clearing the
 //     marks in its outcome's transaction (queue.Store.RecordReporting):
-//     the flights remember the marked recipients as the jobs recorded
+//     the groups remember the marked recipients as the jobs recorded
 //     them, so the pass's report costs neither a read nor a write of its
 //     own.
 //   - Should the marks have moved all the same, or a job of the message
@@ -46,17 +46,18 @@ import (
 // (writeOwedDSNs). Report clears only the marks it names and does nothing
 // if one is gone, so no report is queued twice.
 
-// flights counts, per message, the jobs in flight (of which the last
-// queues one DSN for every mark) and the recipients whose reports they
-// left marked. The scheduler begins a job; the worker (or the scheduler,
+// groups counts, per message, its group: the jobs started and not yet
+// done (running; the last to finish queues one DSN for every mark), and
+// the recipients whose reports they left marked. The scheduler begins a job; the worker (or the scheduler,
 // for an outcome written late) ends it. Guarded by its mutex: workers
 // ask it.
-type flights struct {
+type groups struct {
 	mu sync.Mutex
-	m  map[string]*flight
+	m  map[string]*group
 }
 
-type flight struct {
+// group is one message's jobs that started and are not yet done.
+type group struct {
 	running int
 	// left: the marked recipients, as the jobs that marked them recorded
 	// them (the last job's report names them).
@@ -72,7 +73,7 @@ type flight struct {
 // jitter returns the draw of message id's jobs in flight, drawing it with
 // draw the first time; a message with no job in flight gets a draw of its
 // own.
-func (f *flights) jitter(id string, draw func() jitter) jitter {
+func (f *groups) jitter(id string, draw func() jitter) jitter {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	g := f.m[id]
@@ -86,15 +87,15 @@ func (f *flights) jitter(id string, draw func() jitter) jitter {
 }
 
 // begin notes a job of message id about to start.
-func (f *flights) begin(id string) {
+func (f *groups) begin(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.m == nil {
-		f.m = map[string]*flight{}
+		f.m = map[string]*group{}
 	}
 	g := f.m[id]
 	if g == nil {
-		g = &flight{}
+		g = &group{}
 		f.m[id] = g
 	}
 	g.running++
@@ -104,7 +105,7 @@ func (f *flights) begin(id string) {
 // what it causes: hold, when another job of the message is in flight (it
 // marks them); else left lists the recipients earlier jobs of the pass
 // marked, for one report with its own.
-func (f *flights) turn(id string) (hold bool, left []queue.Recipient) {
+func (f *groups) turn(id string) (hold bool, left []queue.Recipient) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	g := f.m[id]
@@ -119,7 +120,7 @@ func (f *flights) turn(id string) (hold bool, left []queue.Recipient) {
 
 // reported notes that marks of message id were reported (with a job's
 // outcome): nobody need report them again.
-func (f *flights) reported(id string, marks []queue.Mark) {
+func (f *groups) reported(id string, marks []queue.Mark) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	g := f.m[id]
@@ -135,7 +136,7 @@ func (f *flights) reported(id string, marks []queue.Mark) {
 // be); left are the recipients it marked. When the job was the last of
 // its message in flight it returns the marked recipients of the pass,
 // which wait for their report.
-func (f *flights) end(id string, left []queue.Recipient) []queue.Recipient {
+func (f *groups) end(id string, left []queue.Recipient) []queue.Recipient {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	g := f.m[id]
@@ -156,7 +157,7 @@ func (f *flights) end(id string, left []queue.Recipient) []queue.Recipient {
 // their report. A report that could not be written is left to the
 // scheduler (result.dsnLater).
 func (a *attempter) settle(r result) result {
-	left := a.flights.end(r.job.id, r.left)
+	left := a.groups.end(r.job.id, r.left)
 	if len(left) == 0 {
 		return r
 	}

@@ -318,9 +318,9 @@ func TestLastJobReportsThePassWithItsOutcome(t *testing.T) {
 	id := r.submit("app@example.org", "a@one.example", "b@two.example")
 	r.failures(1) // a's
 	waitfor.Until(t, 10*time.Second, "a's job to end", func() bool {
-		r.eng.flights.mu.Lock()
-		defer r.eng.flights.mu.Unlock()
-		g := r.eng.flights.m[id]
+		r.eng.groups.mu.Lock()
+		defer r.eng.groups.mu.Unlock()
+		g := r.eng.groups.m[id]
 		return g != nil && g.running == 1 && len(g.left) == 1
 	})
 	before := r.store.Stats().CommittedWrites

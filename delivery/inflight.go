@@ -12,15 +12,15 @@ type InFlight struct {
 	Attempts    int
 }
 
-// inFlight publishes each destination's attempts in flight for the
+// inFlightTable publishes each destination's attempts in flight for the
 // operator's view; the scheduler counts them as it starts attempts and
 // books them back, and callers read a copy.
-type inFlight struct {
+type inFlightTable struct {
 	mu sync.Mutex
 	m  map[string]int
 }
 
-func (f *inFlight) add(dest string, n int) {
+func (f *inFlightTable) add(dest string, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.m == nil {
@@ -31,7 +31,7 @@ func (f *inFlight) add(dest string, n int) {
 	}
 }
 
-func (f *inFlight) list() []InFlight {
+func (f *inFlightTable) list() []InFlight {
 	f.mu.Lock()
 	out := make([]InFlight, 0, len(f.m))
 	for d, n := range f.m {
@@ -43,4 +43,4 @@ func (f *inFlight) list() []InFlight {
 }
 
 // InFlight lists the destinations with attempts under way, by name.
-func (e *Engine) InFlight() []InFlight { return e.inflight.list() }
+func (e *Engine) InFlight() []InFlight { return e.inFlight.list() }

@@ -36,7 +36,7 @@ func (a *attempter) outcomes(set *Settings, env *queue.Envelope, rcpts []queue.R
 // that other mail is the first the scope is tried with again.
 func (a *attempter) judge(set *Settings, env *queue.Envelope, rcpts []queue.Recipient, results []smtpclient.RcptResult, trail []time.Time, end time.Time) verdict {
 	v := verdict{rcpts: rcpts}
-	jit := a.flights.jitter(env.ID, a.draws.jitter)
+	jit := a.groups.jitter(env.ID, a.draws.jitter)
 	for i, r := range rcpts {
 		var res smtpclient.RcptResult
 		if i < len(results) {

@@ -280,3 +280,27 @@ func (e *Engine) parkAt(d *dest, pm *parkOrMove, now time.Time) bool {
 	}
 	return true
 }
+
+// parkable takes out of memory the jobs waiting for a destination that was
+// just suspended, but forced and expired ones, for the caller to park:
+// they wait on disk for the suspension to end.
+//
+// The result names d even when nothing waits in memory: d's hold is
+// stored again if it has mail parked on disk, whose wait grew too.
+func (s *schedState) parkable(set *Settings, d *dest) postponements {
+	p := postponements{d.name: &parkOrMove{tag: map[string][]string{}, move: map[string][]string{}}}
+	keep := d.queue[:0]
+	for _, j := range d.queue {
+		if j.expired || j.force {
+			keep = append(keep, j)
+			continue
+		}
+		p.add(d.name, j.id, j.addrs, soleDest(set, j.env, d.name))
+		d.turns.drop(j.lane)
+		d.domains.drop(j.domain)
+		s.pending--
+		s.unbusy(j.id)
+	}
+	d.queue = keep
+	return p
+}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -60,238 +61,125 @@ func (s *schedState) unbusy(id string) {
 	}
 }
 
-// enqueue puts j in its destination's queue; the message is in memory
-// (busy) until every job of it is done.
-func (s *schedState) enqueue(j *job, now time.Time) {
-	d := s.dests[j.dest]
-	if d == nil {
-		d = &dest{name: j.dest, window: s.warmWindow(j.dest, now)}
-		s.dests[j.dest] = d
-	}
-	d.queue = append(d.queue, j)
-	d.turns.fit(len(s.streams.names))
-	d.turns.add(j.lane)
-	d.domains.add(j.domain)
-	if j.force {
-		forcedFirst(d.queue)
-		d.notBefore = time.Time{}
-	}
-	s.busy[j.id]++
-	s.cursor.loaded(j.id)
-	s.pending++
+// job is one attempt to come: the due recipients of one message that share
+// a destination, so they go in one SMTP transaction.
+type job struct {
+	id    string
+	env   *queue.Envelope
+	dest  string
+	addrs []string
+	// domain is the recipient domain the job counts under in its
+	// destination's share (share.go): its first recipient's.
+	domain string
+	// expired: past max_age; bounce without an attempt, whatever the
+	// destination's state.
+	expired bool
+	// preclaimed: the first attempt was recorded when the message was
+	// queued (Engine.ClaimFirst); while that claim holds, the attempt uses
+	// it (queue.Store.UseFirstClaim) instead of a Claim.
+	preclaimed bool
+	// force: an operator's retry or flush; suspensions and message rates
+	// do not hold it back (Engine.Force).
+	force bool
+	// target and lease are the shaping scopes of the attempt and the
+	// connection it holds there, from start until the slot is freed.
+	target shaping.Target
+	lease  *shaping.Lease
+	// idle is a cached connection that came with lease (reuseIdle),
+	// for the attempt to reuse, or close.
+	idle *smtpclient.Idle
+	// freed is set by the worker once it has given its slot back.
+	freed bool
+	// tls is how the last attempt's connection was secured.
+	tls smtpclient.TLSInfo
+	// lane is the job's stream and whether it is a retry (streams.go).
+	lane lane
 }
 
-// limitOf is how many attempts d may have in flight, by the engine's own
-// rules (shaping's connection limits come on top, in Admit). After a
-// suspension a single probe goes first: a struggling server sees one
-// connection per back-off period, not one per queued message. Otherwise
-// the slow-start window applies, and no destination holds more than its
-// share of the workers (share: see start), so a destination that stops
-// answering can never take them all.
-func (s *schedState) limitOf(d *dest, share int) int {
-	if d.strikes > 0 {
-		return 1
+// ask is what shaping is told of j when it asks for admission.
+func (j *job) ask() shaping.Ask {
+	a := shaping.Ask{Force: j.force}
+	if j.env != nil {
+		a.Stream = j.env.Stream
 	}
-	w := d.window
-	if w <= 0 {
-		w = initialWindow
-	}
-	return min(w, share)
+	return a
 }
 
-// share is how many workers one destination may hold when n destinations
-// have work: an even split, never below the slow-start window.
-func (s *schedState) share(n int) int {
-	if n <= 1 {
-		return s.workers
-	}
-	return max(initialWindow, (s.workers+n-1)/n)
+// release gives a job's worker and destination slot back to the scheduler
+// as soon as the SMTP conversation is over, before the outcome is written:
+// the next message for the destination need not wait for that fsync.
+type release struct {
+	job *job
+	// suspend: the destination said 421 or could not be reached at all;
+	// back off the whole destination.
+	suspend bool
+	// alive: some server answered for the recipients (any reply other than
+	// a destination-wide failure), so the destination works again.
+	alive bool
+	// cause is the reply that suspends, shown with the back-off.
+	cause string
 }
 
-// withWork counts the destinations with jobs in flight or waiting.
-func (s *schedState) withWork() int {
-	n := 0
-	for _, d := range s.dests {
-		if d.active > 0 || len(d.queue) > 0 {
-			n++
-		}
-	}
-	return n
+// result is what an attempt reports back to the scheduler when it is
+// completely done (after its release).
+type result struct {
+	job *job
+	// recorded: the attempt's outcome (or its claim) moved the message's
+	// schedule entry forward, or the message left the schedule. When not,
+	// the entry may still be due before the scan position, so the cursor
+	// is reset.
+	recorded bool
+	// next is the message's earliest next attempt after the outcome was
+	// recorded (zero when it is done).
+	next time.Time
+	// notices, when not zero, is a time no later than the due time of the
+	// reports (DSNs) the outcome queued.
+	notices time.Time
+	// failed names the queue operation that failed, if one did.
+	failed StorageOp
+	// unwritten, when set, is the attempt's outcome that the queue could
+	// not take: the scheduler keeps it and writes it later.
+	unwritten *pendingRecord
+	// left: the recipients whose reports the outcome written marks as
+	// owed (group.go), as recorded.
+	left []queue.Recipient
+	// dsnLater: this job was to queue its message's marked reports and
+	// could not, so the scheduler retries (writeOwedDSNs).
+	dsnLater bool
 }
 
-// forget drops a destination with nothing to remember, so the map does not
-// grow with every domain ever seen.
-func (s *schedState) forget(d *dest, now time.Time) {
-	if d.active == 0 && len(d.queue) == 0 && !now.Before(d.until) && d.strikes == 0 && !d.resolving && !d.park.on {
-		s.keepWarm(d, now)
-		delete(s.dests, d.name)
-	}
-}
-
-// refusedScope reports the refusal already given in this start call to a
-// scope of t, so that destinations sharing a full or rate-limited scope
-// (a provider's many domains) cost one Admit per call, not one each: with
-// a shared state every Admit is a round trip to Redis on the scheduler
-// goroutine. A forced job ignores suspensions and rates, not connections.
-// Each stream asks once per call: shaping hears that it waits, so the
-// scope's next slot can be kept for it (shaping.WaitShare).
-func (s *schedState) refusedScope(t shaping.Target, j *job) (shaping.Wait, bool) {
-	if len(s.refusals) == 0 {
-		return shaping.Wait{}, false
-	}
-	for _, b := range t.Bounds {
-		if w, ok := s.refusals[scopeStream{b.Scope, j.lane.stream()}]; ok && (!j.force || w.Reason == shaping.WaitConnections) {
-			return w, true
-		}
-	}
-	return shaping.Wait{}, false
-}
-
-// suspensionEnd folds in the end of suspensions and rate waits that jobs
-// wait on.
-func (s *schedState) suspensionEnd(now, at time.Time, ok bool) (time.Time, bool) {
-	for _, d := range s.dests {
-		if len(d.queue) == 0 || d.active >= s.limitOf(d, s.workers) {
-			continue
-		}
-		for i, t := range []time.Time{d.until, d.notBefore, d.recheck} {
-			if i > 0 && !t.IsZero() && !t.After(now) && s.active < s.workers {
-				// The token or re-check time passed while the pass that
-				// set it ran (slow Admit calls: Redis on a loaded host).
-				// Nothing else would wake the scheduler for it.
-				t = now.Add(lateWake)
-			}
-			if t.After(now) && (!ok || t.Before(at)) {
-				at, ok = t, true
-			}
-		}
-	}
-	return at, ok
-}
-
-// markForced marks the jobs in memory of an operator's retry (ids) or
-// flush (all) forced, and notes them for the scan that follows.
-func (s *schedState) markForced(ids map[string]bool, all bool) {
-	if len(ids) == 0 && !all {
-		return
-	}
-	if all {
-		s.forceScan = true
-	}
-	for id := range ids {
-		if s.forceIDs == nil {
-			s.forceIDs = map[string]bool{}
-		}
-		s.forceIDs[id] = true
-	}
-	for _, d := range s.dests {
-		moved := false
-		for _, j := range d.queue {
-			if all || ids[j.id] {
-				j.force, moved = true, true
-			}
-		}
-		if moved {
-			forcedFirst(d.queue)
-			d.notBefore = time.Time{}
-		}
-	}
-}
-
-// forcedFirst moves forced jobs to the front, keeping the order otherwise.
-func forcedFirst(q []*job) {
-	k := 0
-	for i, j := range q {
-		if j.force {
-			copy(q[k+1:i+1], q[k:i])
-			q[k] = j
-			k++
-		}
-	}
-}
-
-// booked updates the cursor for what a finished job wrote and lets its
-// message leave memory.
-func (s *schedState) booked(r result) {
-	if !r.recorded {
-		s.cursor.reset()
-		s.cursor.forget()
-	}
-	s.cursor.expect(r.next)
-	s.cursor.expect(r.notices) // reports queued: on disk, not in memory
-	// What the outcome wrote may be due before the scan position: the
-	// scheduler may have scanned up to a later time while the outcome was
-	// being committed.
-	s.cursor.rewind(r.next)
-	s.cursor.rewind(r.notices)
-	s.unbusy(r.job.id)
-}
-
-// parkable takes out of memory the jobs waiting for a destination that was
-// just suspended, but forced and expired ones, for the caller to park:
-// they wait on disk for the suspension to end.
-//
-// The result names d even when nothing waits in memory: d's hold is
-// stored again if it has mail parked on disk, whose wait grew too.
-func (s *schedState) parkable(set *Settings, d *dest) postponements {
-	p := postponements{d.name: &parkOrMove{tag: map[string][]string{}, move: map[string][]string{}}}
-	keep := d.queue[:0]
-	for _, j := range d.queue {
-		if j.expired || j.force {
-			keep = append(keep, j)
-			continue
-		}
-		p.add(d.name, j.id, j.addrs, soleDest(set, j.env, d.name))
-		d.turns.drop(j.lane)
-		d.domains.drop(j.domain)
-		s.pending--
-		s.unbusy(j.id)
-	}
-	d.queue = keep
-	return p
-}
-
-// loadEnvelope turns a due message into one job per destination, or
-// postpones the part whose destination is suspended.
-//
-// handover marks a message just handed over by Enqueue: recipients that
-// carry the first-attempt claim (queue.Envelope.FirstClaimed) are due now,
-// and their job may use that claim instead of making one.
-func (s *schedState) loadEnvelope(set *Settings, env *queue.Envelope, now time.Time, postpone postponements, handover bool) {
-	id := env.ID
-	if env.Held {
-		return
-	}
-	expired := set.Policy.MaxAge > 0 && now.After(env.AgeStart().Add(set.Policy.MaxAge))
-	groups := map[string][]string{}
-	var order []string
-	preclaimed := false
-	for _, r := range env.Recipients {
-		first := handover && env.FirstClaimed(r)
-		if r.Status.Final() || (r.NextAttempt.After(now) && !first) {
-			continue
-		}
-		preclaimed = preclaimed || first
-		d := set.Router.Destination(domainOf(r.Address))
-		if expired && len(order) > 0 {
-			// Past max_age: bounced without an attempt, whatever the
-			// destination, so all in one job and one report.
-			d = order[0]
-		}
-		if _, ok := groups[d]; !ok {
-			order = append(order, d)
-		}
-		groups[d] = append(groups[d], r.Address)
-	}
-	force := s.forceScan || s.forceIDs[id]
-	s.useStreams(set)
-	for _, name := range order {
-		j := &job{id: id, env: env, dest: name, addrs: groups[name], domain: domainOf(groups[name][0]), expired: expired, preclaimed: preclaimed, force: force}
-		j.lane = s.streams.laneOf(env, j.addrs)
-		if d := s.dests[name]; d != nil && now.Before(d.until) && !expired && !force {
-			postpone.add(name, id, j.addrs, soleDest(set, env, name))
-			continue
-		}
-		s.enqueue(j, now)
-	}
+// dest is the scheduler's view of one destination: the unit of concurrency
+// and of back-off.
+type dest struct {
+	name    string
+	active  int
+	queue   []*job
+	until   time.Time // suspended until; zero when not suspended
+	strikes int       // consecutive destination-wide failures
+	// window is the slow-start limit on attempts in flight (0 means
+	// initialWindow): widened by each attempt a server answered.
+	window int
+	// notBefore: shaping said the next token comes then (WaitRate).
+	notBefore time.Time
+	// recheck: shaping refused for connections, which another node may
+	// hold; no release here tells when they are free, so the scheduler
+	// wakes then to ask again (connRecheck).
+	recheck time.Time
+	// refusedIn is the start call in which shaping last refused d: it is
+	// not asked again in the same call.
+	refusedIn uint64
+	// target is the destination's shaping target, valid until targetUntil
+	// (zero: until the policy changes) once hasTarget; resolving while an
+	// MX lookup for it is under way.
+	target      shaping.Target
+	targetUntil time.Time
+	hasTarget   bool
+	resolving   bool
+	// turns: whose turn it is among the streams and kinds waiting (streams.go).
+	turns turns
+	// park: its mail parked on disk while it is suspended (park.go).
+	park parking
+	// domains: its jobs waiting and attempts in flight by recipient
+	// domain, for their share of its slots (share.go).
+	domains domainShare
 }

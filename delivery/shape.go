@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"context"
-	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,16 +44,6 @@ type Shaper interface {
 	Delivered(t shaping.Target)
 }
 
-// heldCourier is a Courier that keeps an attempt's shaping lease with the
-// connection it leaves open for reuse (smtpclient.Dialer.DeliverHeld), so
-// that a scope's count of connections includes the idle ones, and can close
-// an idle connection whose slot a waiting delivery needs.
-type heldCourier interface {
-	DeliverHeld(ctx context.Context, hops []smtpclient.Hop, env smtpclient.Envelope, body func() (io.ReadCloser, error), h smtpclient.Hold, idle *smtpclient.Idle) []smtpclient.RcptResult
-	TakeIdle(match func(smtpclient.Hold) bool) (*smtpclient.Idle, smtpclient.Hold)
-	CloseIdle(match func(smtpclient.Hold) bool) bool
-}
-
 // gate is the scheduler's side of traffic shaping: a destination's
 // target (resolved through the Router, off the scheduler goroutine), the
 // Shaper's admission of a job to it, and the idle connections a job may
@@ -77,19 +66,6 @@ func (g *gate) ask(d *dest, j *job) shaping.Wait {
 	return w
 }
 
-// connHold is a lease as a connection holds it: released when the
-// connection closes, which wakes the scheduler, since a delivery may be
-// waiting for that slot.
-type connHold struct {
-	lease *shaping.Lease
-	in    inbox // the engine's: which engine the connection's lease is of
-}
-
-func (h connHold) Release() {
-	h.lease.Release()
-	h.in.wake()
-}
-
 // reuseIdle gives j an idle connection of its own target (its own
 // connection, back from its last message) when there is one: that
 // connection already holds its slots, so only a token is needed
@@ -98,11 +74,7 @@ func (h connHold) Release() {
 // was one; ok whether j may go now, and when not, w is why (the connection
 // stays in the cache meanwhile).
 func (g *gate) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool) {
-	c, isHeld := g.settings.Load().Courier.(heldCourier)
-	if !isHeld {
-		return false, shaping.Wait{}, false
-	}
-	idle, h := c.TakeIdle(func(h smtpclient.Hold) bool {
+	idle, h := g.settings.Load().Courier.TakeIdle(func(h smtpclient.Hold) bool {
 		ch, ok := h.(connHold)
 		return ok && ch.in == g.inbox && ch.lease.For(d.target)
 	})
@@ -126,12 +98,10 @@ func (g *gate) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool) 
 // lag a node's releases by a few milliseconds, that happened for one
 // message in seven).
 func (g *gate) closeIdleIn(sc shaping.Scope, t shaping.Target) {
-	if c, ok := g.settings.Load().Courier.(heldCourier); ok {
-		c.CloseIdle(func(h smtpclient.Hold) bool {
-			ch, ok := h.(connHold)
-			return ok && ch.in == g.inbox && ch.lease.In(sc) && !ch.lease.For(t)
-		})
-	}
+	g.settings.Load().Courier.CloseIdle(func(h smtpclient.Hold) bool {
+		ch, ok := h.(connHold)
+		return ok && ch.in == g.inbox && ch.lease.In(sc) && !ch.lease.For(t)
+	})
 }
 
 // defaultShaper is the shaping of an engine given none: no rules and one

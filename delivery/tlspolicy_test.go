@@ -15,19 +15,27 @@ import (
 )
 
 // tlsCourier delivers through next and says the connection was secured
-// as info says, as smtpclient does for a DANE or MTA-STS hop.
+// as info says, as smtpclient does for a DANE or MTA-STS hop; its idle
+// connections are next's.
 type tlsCourier struct {
 	next Courier
 	info smtpclient.TLSInfo
 }
 
-func (c tlsCourier) Deliver(ctx context.Context, hops []smtpclient.Hop, env smtpclient.Envelope, body func() (io.ReadCloser, error)) []smtpclient.RcptResult {
-	res := c.next.Deliver(ctx, hops, env, body)
+func (c tlsCourier) DeliverHeld(ctx context.Context, hops []smtpclient.Hop, env smtpclient.Envelope, body func() (io.ReadCloser, error), h smtpclient.Hold, idle *smtpclient.Idle) []smtpclient.RcptResult {
+	res := c.next.DeliverHeld(ctx, hops, env, body, h, idle)
 	for i := range res {
 		res[i].TLS = c.info
 	}
 	return res
 }
+
+func (c tlsCourier) TakeIdle(match func(smtpclient.Hold) bool) (*smtpclient.Idle, smtpclient.Hold) {
+	return c.next.TakeIdle(match)
+}
+
+func (c tlsCourier) CloseIdle(match func(smtpclient.Hold) bool) bool { return c.next.CloseIdle(match) }
+
 func (c tlsCourier) Close() { c.next.Close() }
 
 type tlsResults struct {

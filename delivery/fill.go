@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -16,108 +15,6 @@ const maxPending = 10000
 
 // scanBatch is how many due messages one store scan returns.
 const scanBatch = 256
-
-// Run schedules and delivers until ctx is cancelled. Then it stops starting
-// attempts, gives those in flight up to grace to finish, cancels the rest
-// (their recipients stay due: the attempt was recorded before dialing) and
-// returns.
-func (e *Engine) Run(ctx context.Context, grace time.Duration) {
-	workCtx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for {
-		e.fill(workCtx)
-		var timer clock.Timer
-		var tc <-chan time.Time
-		wake, ok := e.nextWake(e.clock.Now())
-		if ok = ok && !e.pause.paused(); ok {
-			timer = e.clock.NewTimer(wake.Sub(e.clock.Now()))
-			tc = timer.C()
-		}
-		if e.idle != nil && e.sched.running == 0 && len(e.inbox) == 0 {
-			e.idle(wake, ok)
-		}
-		select {
-		case <-ctx.Done():
-			if timer != nil {
-				timer.Stop()
-			}
-			e.windDown(grace, cancel)
-			e.settings.Load().Courier.Close()
-			return
-		case ev := <-e.inbox:
-			e.handle(ev)
-		case <-tc:
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		e.absorb()
-		if e.sched.running == 0 {
-			e.jobs.stopIdle() // before notify: a paused engine keeps no goroutine
-		}
-		e.pause.notify(e.sched.running)
-	}
-}
-
-// handle books one event.
-func (e *Engine) handle(ev event) {
-	switch ev.kind {
-	case eventArrived:
-		e.sched.arrived = append(e.sched.arrived, ev.env)
-	case eventFreed:
-		e.released(ev.rel)
-	case eventDone:
-		if ev.jobber != nil {
-			e.jobs.done(ev.jobber)
-		}
-		e.finish(ev.res)
-	case eventTarget:
-		e.sched.running--
-		if d := e.sched.dests[ev.resolved.dest]; d != nil {
-			e.gate.resolved(d, ev.resolved)
-		}
-	case eventPause:
-		e.pause.await(ev.idle)
-	}
-}
-
-// absorb takes every event already waiting, so one fill serves them all
-// instead of one scan per event.
-func (e *Engine) absorb() {
-	for {
-		select {
-		case ev := <-e.inbox:
-			e.handle(ev)
-		default:
-			return
-		}
-	}
-}
-
-// windDown waits at shutdown for attempts in flight, cancelling them
-// after grace (on the engine's clock), ends the job goroutines and makes a
-// last try at the outcomes kept in memory; those it cannot write are
-// logged: after a restart their recipients are attempted again. Not to be
-// confused with a handover to a peer (relayq queue drain), which pauses
-// the engine instead.
-func (e *Engine) windDown(grace time.Duration, cancel context.CancelFunc) {
-	t := e.clock.NewTimer(grace)
-	defer t.Stop()
-	for e.sched.running > 0 {
-		select {
-		case ev := <-e.inbox:
-			e.handle(ev)
-		case <-t.C():
-			e.log.Warn("abandoning deliveries in flight at shutdown; they stay due", "count", e.sched.active)
-			cancel()
-		}
-	}
-	e.jobs.stopIdle()
-	if n := len(e.storage.unwritten); n > 0 && !e.writeUnwritten(e.clock.Now()) {
-		e.log.Error("outcomes could not be written before shutdown; those recipients will be attempted again",
-			"attempts", len(e.storage.unwritten))
-	}
-}
 
 // fill moves due messages from the store into destination queues and starts
 // what the limits allow. Mail for a suspended destination is parked on
@@ -216,6 +113,113 @@ func (e *Engine) load(id string, now time.Time, postpone postponements) {
 		return
 	}
 	e.sched.loadEnvelope(e.settings.Load(), env, now, postpone, false)
+}
+
+// loadEnvelope turns a due message into one job per destination, or
+// postpones the part whose destination is suspended.
+//
+// handover marks a message just handed over by Enqueue: recipients that
+// carry the first-attempt claim (queue.Envelope.FirstClaimed) are due now,
+// and their job may use that claim instead of making one.
+func (s *schedState) loadEnvelope(set *Settings, env *queue.Envelope, now time.Time, postpone postponements, handover bool) {
+	id := env.ID
+	if env.Held {
+		return
+	}
+	expired := set.Policy.MaxAge > 0 && now.After(env.AgeStart().Add(set.Policy.MaxAge))
+	groups := map[string][]string{}
+	var order []string
+	preclaimed := false
+	for _, r := range env.Recipients {
+		first := handover && env.FirstClaimed(r)
+		if r.Status.Final() || (r.NextAttempt.After(now) && !first) {
+			continue
+		}
+		preclaimed = preclaimed || first
+		d := set.Router.Destination(domainOf(r.Address))
+		if expired && len(order) > 0 {
+			// Past max_age: bounced without an attempt, whatever the
+			// destination, so all in one job and one report.
+			d = order[0]
+		}
+		if _, ok := groups[d]; !ok {
+			order = append(order, d)
+		}
+		groups[d] = append(groups[d], r.Address)
+	}
+	force := s.forceScan || s.forceIDs[id]
+	s.useStreams(set)
+	for _, name := range order {
+		j := &job{id: id, env: env, dest: name, addrs: groups[name], domain: domainOf(groups[name][0]), expired: expired, preclaimed: preclaimed, force: force}
+		j.lane = s.streams.laneOf(env, j.addrs)
+		if d := s.dests[name]; d != nil && now.Before(d.until) && !expired && !force {
+			postpone.add(name, id, j.addrs, soleDest(set, env, name))
+			continue
+		}
+		s.enqueue(j, now)
+	}
+}
+
+// enqueue puts j in its destination's queue; the message is in memory
+// (busy) until every job of it is done.
+func (s *schedState) enqueue(j *job, now time.Time) {
+	d := s.dests[j.dest]
+	if d == nil {
+		d = &dest{name: j.dest, window: s.warmWindow(j.dest, now)}
+		s.dests[j.dest] = d
+	}
+	d.queue = append(d.queue, j)
+	d.turns.fit(len(s.streams.names))
+	d.turns.add(j.lane)
+	d.domains.add(j.domain)
+	if j.force {
+		forcedFirst(d.queue)
+		d.notBefore = time.Time{}
+	}
+	s.busy[j.id]++
+	s.cursor.loaded(j.id)
+	s.pending++
+}
+
+// markForced marks the jobs in memory of an operator's retry (ids) or
+// flush (all) forced, and notes them for the scan that follows.
+func (s *schedState) markForced(ids map[string]bool, all bool) {
+	if len(ids) == 0 && !all {
+		return
+	}
+	if all {
+		s.forceScan = true
+	}
+	for id := range ids {
+		if s.forceIDs == nil {
+			s.forceIDs = map[string]bool{}
+		}
+		s.forceIDs[id] = true
+	}
+	for _, d := range s.dests {
+		moved := false
+		for _, j := range d.queue {
+			if all || ids[j.id] {
+				j.force, moved = true, true
+			}
+		}
+		if moved {
+			forcedFirst(d.queue)
+			d.notBefore = time.Time{}
+		}
+	}
+}
+
+// forcedFirst moves forced jobs to the front, keeping the order otherwise.
+func forcedFirst(q []*job) {
+	k := 0
+	for i, j := range q {
+		if j.force {
+			copy(q[k+1:i+1], q[k:i])
+			q[k] = j
+			k++
+		}
+	}
 }
 
 func domainOf(addr string) string {

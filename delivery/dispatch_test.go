@@ -13,7 +13,7 @@ import (
 	"github.com/relayq/relayq/smtpcodes"
 )
 
-// gateCourier is a Courier for scheduler tests: every attempt reports that
+// gateCourier is a Deliverer for scheduler tests: every attempt reports that
 // it started and then waits until the test lets it finish, delivered. It
 // counts how many attempts were in flight at once.
 type gateCourier struct {
@@ -49,8 +49,6 @@ func (g *gateCourier) Deliver(ctx context.Context, hops []smtpclient.Hop, env sm
 	return out
 }
 
-func (g *gateCourier) Close() {}
-
 // waitStarted waits for n attempts to start.
 func (g *gateCourier) waitStarted(t *testing.T, n int) {
 	t.Helper()
@@ -69,7 +67,7 @@ func (g *gateCourier) waitStarted(t *testing.T, n int) {
 // holds it while attempts are in flight, and never passes it.
 func TestConcurrencyPerDestinationIsBounded(t *testing.T) {
 	g := newGateCourier()
-	r := newRigWith(t, clock.NewFake(t0), "127.0.0.1:25", g, func(o *Options) { o.MaxConnsPerDest = 3 })
+	r := newRigWith(t, clock.NewFake(t0), "127.0.0.1:25", SimpleCourier(g), func(o *Options) { o.MaxConnsPerDest = 3 })
 	for i := 0; i < 12; i++ {
 		r.submit("app@example.org", fmt.Sprintf("u%d@example.net", i))
 	}
