@@ -80,7 +80,7 @@ func (a Admin) Bounce(req BounceRequest) (BounceResult, error) {
 	err := s.submit(func(w *writeTx) error {
 		res = BounceResult{} // a redo of the batch starts afresh
 		w.intervene()
-		w.s.attempts.fence(w.s.ids.newest()) // before has: see inflight.go
+		w.s.attempts.fence(w.s.ids.newest()) // before has: see claims.go
 		b, err := w.bucket(bucketEnvelopes)
 		if err != nil {
 			return err

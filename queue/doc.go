@@ -81,7 +81,7 @@
 //     recipients claimed (Claim and BeginAttempt register inside their
 //     write, UseFirstClaim against the bounce floor) until their outcome
 //     is written or the attempt is given up (EndAttempt), and Bounce, one transaction, leaves
-//     those and returns them (inflight.go, bounce.go).
+//     those and returns them (claims.go, bounce.go).
 //   - Every recipient outcome writes its event (events.go) in the same
 //     transaction as the outcome: queued in Commit; delivered, deferred,
 //     bounced, expired, delayed and dsn_sent in Record (dsn_sent in

@@ -129,7 +129,7 @@ type Store struct {
 	// by any of those since their commit.
 	intervened atomic.Int64
 	// attempts are the recipients with an attempt in flight (inflight.go).
-	attempts inFlight
+	attempts claims
 
 	// markedAtOpen are the messages recover found with pending reports
 	// (Marked); set before the committer starts, read-only after.

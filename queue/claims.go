@@ -25,10 +25,12 @@ type Attempt struct {
 	Address string `json:"address"`
 }
 
-// inFlight is that memory. Its floor is the newest ID time when the last
-// bounce began: a first claim of a message no newer than that must be
-// made by Claim, which the committer orders after the bounce.
-type inFlight struct {
+// claims is that memory: the recipients claimed and not yet recorded
+// (delivery's doc.go calls them "claimed"). Its floor is the newest ID
+// time when the last bounce began: a first claim of a message no newer
+// than that must be made by Claim, which the committer orders after the
+// bounce.
+type claims struct {
 	mu    sync.Mutex
 	m     map[Attempt]struct{}
 	floor int64
@@ -37,7 +39,7 @@ type inFlight struct {
 
 // begin registers the attempt of message id for addrs and returns those it
 // added (not registered before), for the caller to take back on failure.
-func (f *inFlight) begin(id string, addrs []string) []string {
+func (f *claims) begin(id string, addrs []string) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var added []string
@@ -58,7 +60,7 @@ func (f *inFlight) begin(id string, addrs []string) []string {
 // beginFirst registers a first attempt made on the claim of the message's
 // commit, unless a bounce began after that commit (the floor): then it
 // registers nothing and reports false.
-func (f *inFlight) beginFirst(id string, addrs []string) bool {
+func (f *claims) beginFirst(id string, addrs []string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.floor != 0 { // no bounce yet: no ID to read
@@ -77,7 +79,7 @@ func (f *inFlight) beginFirst(id string, addrs []string) bool {
 
 // end forgets the attempt of message id for addrs and wakes AttemptsEnded's
 // waiters if it forgot any.
-func (f *inFlight) end(id string, addrs []string) {
+func (f *claims) end(id string, addrs []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	gone := false
@@ -95,7 +97,7 @@ func (f *inFlight) end(id string, addrs []string) {
 }
 
 // has reports whether an attempt is in flight for a.
-func (f *inFlight) has(a Attempt) bool {
+func (f *claims) has(a Attempt) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	_, ok := f.m[a]
@@ -103,14 +105,14 @@ func (f *inFlight) has(a Attempt) bool {
 }
 
 // fence raises the floor to n (the newest ID time): it only raises.
-func (f *inFlight) fence(n int64) {
+func (f *claims) fence(n int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.floor = max(f.floor, n)
 }
 
 // changed returns a channel closed at the next end.
-func (f *inFlight) changed() <-chan struct{} {
+func (f *claims) changed() <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ended == nil {
