@@ -334,9 +334,12 @@ func TestServerAcceptErrorHandling(t *testing.T) {
 	l.Send(temporaryError)
 	permanentError := newMockError("permanent mock error", false)
 	l.Send(permanentError)
+	// Close only once Serve has returned: closed first, Serve may see the
+	// closed server before it looks at the error and return nil (upstream
+	// closed here, a race that a busy machine loses).
+	serveError := <-done
 	s.Close()
 
-	serveError := <-done
 	if serveError == nil {
 		t.Fatal("Serve had exited without an expected error")
 	} else if serveError != permanentError {
