@@ -3,9 +3,12 @@ package smtp
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
+	"log"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -308,6 +311,10 @@ func TestBackend421ClosesAfterBufferedReplies(t *testing.T) {
 	}
 	s := NewServer(BackendFunc(func(*Conn) (Session, error) { return closingSession{rawSession{make(chan string, 1)}}, nil }))
 	s.Domain = "relay.test"
+	// A command pipelined behind the 421 once reached the logged-out
+	// session: a recovered panic, logged.
+	errs := &lockedWriter{}
+	s.ErrorLog = log.New(errs, "", 0)
 	go func() { _ = s.Serve(l) }()
 	defer s.Close()
 	c, err := net.Dial("tcp", l.Addr().String())
@@ -330,4 +337,30 @@ func TestBackend421ClosesAfterBufferedReplies(t *testing.T) {
 	if got := strings.Join(codes, " "); got != "220 250 250 250 421" {
 		t.Fatalf("replies %q (%q), want 220 250 250 250 421 and then the end", got, all)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil { // waits for the connection's goroutine
+		t.Fatalf("shutdown: %v", err)
+	}
+	if logged := errs.String(); strings.Contains(logged, "panic") {
+		t.Errorf("the server logged:\n%s", logged)
+	}
+}
+
+// lockedWriter lets the test read what the server's goroutines logged.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

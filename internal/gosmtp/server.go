@@ -207,6 +207,12 @@ func (s *Server) handleConn(c *Conn) error {
 			}
 
 			c.handle(cmd, arg)
+			if c.hangUp {
+				// Closed after a backend's 421: what the client pipelined
+				// behind it is still buffered and must not reach a
+				// session that has logged out.
+				return nil
+			}
 		} else {
 			if err == io.EOF || errors.Is(err, net.ErrClosed) {
 				return nil
