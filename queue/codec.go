@@ -8,6 +8,8 @@ import (
 	"hash/crc32"
 	"math"
 	"time"
+
+	"github.com/relayq/relayq/queue/internal/record"
 )
 
 // castagnoli is the CRC-32C table (hardware-accelerated on amd64 and arm64).
@@ -41,8 +43,8 @@ func encodeEnvelope(env *Envelope) ([]byte, error) {
 	if nanosSafe(env) {
 		b := make([]byte, 0, 160+len(env.Prefix)+96*len(env.Recipients))
 		b = append(b, recordV3, 0, 0, 0, 0)
-		b = appendString(b, env.ID)
-		b = appendString(b, env.Prefix)
+		b = record.AppendStr(b, env.ID)
+		b = record.AppendStr(b, env.Prefix)
 		b = appendFields(b, env)
 		binary.BigEndian.PutUint32(b[1:5], crc32.Checksum(b[5:], castagnoli))
 		return b, nil
@@ -127,14 +129,14 @@ func decodeV3(b []byte) (*Envelope, error) {
 // readV3 parses the fields of a version-3 record after its checksum: nil
 // when they do not parse, complete false when bytes are left over.
 func readV3(p []byte) (env *Envelope, complete bool) {
-	r := histReader{p: p}
+	r := histReader{Reader: record.NewReader(p)}
 	env = &Envelope{}
-	env.ID, env.Prefix = r.string(), r.string()
+	env.ID, env.Prefix = r.Str(), r.Str()
 	r.envelope(env)
-	if r.bad {
+	if r.Err() != nil {
 		return nil, false
 	}
-	return env, len(r.p) == 0
+	return env, r.Len() == 0
 }
 
 // minNanos and maxNanos bound the times a version-3 record holds: the

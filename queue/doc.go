@@ -1,7 +1,9 @@
 // Package queue is relayq's durable message store: envelopes, bodies and
 // the retry schedule in one bbolt file. It uses bbolt, the standard
 // library, the leaves internal/clock and internal/backoff and its own
-// queue/internal/boltcheck, and knows nothing of SMTP connections. It owns
+// queue/internal/boltcheck and queue/internal/record (the byte-level
+// reader and writers every binary record is decoded and encoded with), and
+// knows nothing of SMTP connections. It owns
 // the on-disk format, the schedule index, the claims and crash recovery;
 // the retry arithmetic whose times it stores is internal/backoff.
 //

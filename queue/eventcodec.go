@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strings"
-	"time"
+
+	"github.com/relayq/relayq/queue/internal/record"
 )
 
 // An event record is compact binary, because a week of events is millions
@@ -82,8 +83,8 @@ func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	}
 	start := len(b)
 	b = append(b, eventFormat, 0, 0, 0, 0, kind)
-	b = binary.AppendUvarint(b, millis(ev.Time))
-	b = binary.AppendUvarint(b, millis(ev.NextAttempt))
+	b = binary.AppendUvarint(b, record.Millis(ev.Time))
+	b = binary.AppendUvarint(b, record.Millis(ev.NextAttempt))
 	b = binary.AppendUvarint(b, uint64(max(ev.Attempt, 0)))
 	if ok {
 		b = append(b, packed...)
@@ -128,24 +129,17 @@ func decodeEvent(v []byte) (Event, error) {
 		ev.Type = EventTypes[code]
 	}
 	ev.Async = kind&kindAsync != 0
-	p := v[6:]
-	var nums [3]uint64
-	for i := range nums {
-		x, n := binary.Uvarint(p)
-		if n <= 0 {
-			return Event{}, errBadEvent
-		}
-		nums[i], p = x, p[n:]
+	r := record.NewReader(v[6:])
+	ev.Time, ev.NextAttempt = r.Millis(), r.Millis()
+	att := r.Uvarint()
+	if att > 1<<31 {
+		r.Fail()
 	}
-	if nums[2] > 1<<31 {
-		return Event{}, errBadEvent
-	}
-	ev.Time, ev.NextAttempt, ev.Attempt = fromMillis(nums[0]), fromMillis(nums[1]), int(nums[2])
+	ev.Attempt = int(att)
 	if kind&kindPackedID != 0 {
-		if len(p) < 10 {
-			return Event{}, errBadEvent
+		if packed := r.Take(10); packed != nil {
+			ev.QueueID = strings.ToUpper(hex.EncodeToString(packed))
 		}
-		ev.QueueID, p = strings.ToUpper(hex.EncodeToString(p[:10])), p[10:]
 	}
 	strs := ev.strings()
 	if kind&kindMore != 0 {
@@ -155,13 +149,9 @@ func decodeEvent(v []byte) (Event, error) {
 		if (i == 0 && kind&kindPackedID != 0) || (i == 5 && kind&kindDerived != 0) {
 			continue
 		}
-		l, n := binary.Uvarint(p)
-		if n <= 0 || l > uint64(len(p)-n) {
-			return Event{}, errBadEvent
-		}
-		*s, p = string(p[n:n+int(l)]), p[n+int(l):]
+		*s = r.Str()
 	}
-	if len(p) != 0 {
+	if r.End() != nil {
 		return Event{}, errBadEvent
 	}
 	if kind&kindDerived != 0 {
@@ -186,18 +176,4 @@ func packID(id string) ([]byte, bool) {
 	}
 	b, err := hex.DecodeString(id)
 	return b, err == nil
-}
-
-func millis(t time.Time) uint64 {
-	if t.IsZero() || t.UnixMilli() <= 0 {
-		return 0
-	}
-	return uint64(t.UnixMilli())
-}
-
-func fromMillis(n uint64) time.Time {
-	if n == 0 || n > 1<<62 {
-		return time.Time{}
-	}
-	return time.UnixMilli(int64(n)).UTC()
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/relayq/relayq/queue/internal/record"
 )
 
 // A message's queued and scheduled events, written at acceptance, are in
@@ -55,8 +57,8 @@ func appendPendingEvent(b []byte, ev *Event, idx int) []byte {
 	packed, _ := packID(ev.QueueID)
 	start := len(b)
 	b = append(b, eventPending, 0, 0, 0, 0, byte(typeCode(ev.Type)))
-	b = binary.AppendUvarint(b, millis(ev.Time))
-	b = binary.AppendUvarint(b, millis(ev.NextAttempt))
+	b = binary.AppendUvarint(b, record.Millis(ev.Time))
+	b = binary.AppendUvarint(b, record.Millis(ev.NextAttempt))
 	b = binary.AppendUvarint(b, uint64(max(ev.Attempt, 0)))
 	b = append(b, 0, 0, 0, 0)
 	b = append(b, packed...)
@@ -81,15 +83,12 @@ func pendingParts(v []byte) (int, bool) {
 	if len(v) < 6 || v[0] != eventPending || crc32.Checksum(v[5:], castagnoli) != binary.BigEndian.Uint32(v[1:5]) {
 		return 0, false
 	}
-	off := 6
-	for range 3 {
-		_, n := binary.Uvarint(v[off:])
-		if n <= 0 {
-			return 0, false
-		}
-		off += n
-	}
-	return off, len(v) > off+pendingFixed
+	r := record.NewReader(v[6:])
+	r.Uvarint() // time
+	r.Uvarint() // next_attempt
+	r.Uvarint() // attempt
+	off := len(v) - r.Len()
+	return off, r.Err() == nil && len(v) > off+pendingFixed
 }
 
 // pendingEvent writes ev, recipient idx of env, in the pending form when
@@ -169,14 +168,14 @@ func decodePendingEvent(v []byte, seq uint64, l *historyLookup) (Event, error) {
 		return ev, errBadEvent
 	}
 	ev.Type = EventTypes[kind]
-	r := histReader{p: v[6:off]}
-	ev.Time, ev.NextAttempt = fromMillis(r.uvarint()), fromMillis(r.uvarint())
-	att := r.uvarint()
+	r := record.NewReader(v[6:off])
+	ev.Time, ev.NextAttempt = record.FromMillis(r.Uvarint()), record.FromMillis(r.Uvarint())
+	att := r.Uvarint()
 	fwd := uint64(binary.BigEndian.Uint32(v[off:]))
 	packed := v[off+4 : off+pendingFixed]
-	r = histReader{p: v[off+pendingFixed:]}
-	idx := r.uvarint()
-	if att > 1<<31 || r.bad || len(r.p) != 0 {
+	r = record.NewReader(v[off+pendingFixed:])
+	idx := r.Uvarint()
+	if att > 1<<31 || r.End() != nil {
 		return Event{}, errBadEvent
 	}
 	ev.Attempt = int(att)

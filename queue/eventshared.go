@@ -9,6 +9,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/relayq/relayq/queue/internal/record"
 )
 
 // Events and the history of finished messages share the events tree, so
@@ -139,7 +141,7 @@ func (w *writeTx) keepSharedHistory(env *Envelope, finished time.Time) (bool, er
 func appendSharedHistory(b []byte, env *Envelope, t time.Time, in interner, late ...Late) []byte {
 	start := len(b)
 	b = append(b, historyShared, 0, 0, 0, 0)
-	b = binary.AppendVarint(b, nanosOf(t))
+	b = binary.AppendVarint(b, record.Nanos(t))
 	b = appendFinished(b, env, in)
 	b = appendLate(b, late)
 	binary.BigEndian.PutUint32(b[start+1:start+5], crc32.Checksum(b[start+5:], castagnoli))
@@ -159,12 +161,12 @@ func decodeSharedHistory(k, v []byte, dict func(uint32) (string, bool)) (Finishe
 		crc32.Checksum(v[5:], castagnoli) != binary.BigEndian.Uint32(v[1:5]) {
 		return f, errBadHistory
 	}
-	r := histReader{p: v[5:], dict: dict}
-	f.Finished = timeOf(r.varint())
+	r := histReader{Reader: record.NewReader(v[5:]), dict: dict}
+	f.Finished = record.TimeOf(r.Varint())
 	id := strings.ToUpper(hex.EncodeToString(k[9:]))
 	r.finished(&f.Envelope, id)
 	f.Late = r.late()
-	if r.bad || len(r.p) != 0 {
+	if r.End() != nil {
 		return Finished{}, errBadHistory
 	}
 	f.ID = id
@@ -178,11 +180,11 @@ func sharedEventFields(k, v []byte, dict func(uint32) (string, bool)) (*Envelope
 		crc32.Checksum(v[5:], castagnoli) != binary.BigEndian.Uint32(v[1:5]) {
 		return nil, errBadHistory
 	}
-	r := histReader{p: v[5:], dict: dict}
-	r.varint() // finish time
+	r := histReader{Reader: record.NewReader(v[5:]), dict: dict}
+	r.Varint() // finish time
 	var env Envelope
 	r.eventFields(&env, strings.ToUpper(hex.EncodeToString(k[9:])))
-	if r.bad {
+	if r.Err() != nil {
 		return nil, errBadHistory
 	}
 	return &env, nil
@@ -193,14 +195,17 @@ func sharedEventFields(k, v []byte, dict func(uint32) (string, bool)) (*Envelope
 func recordTime(k, v []byte) (time.Time, bool) {
 	switch {
 	case isHistoryKey(k) && len(v) > 5 && v[0] == historyShared:
-		n, l := binary.Varint(v[5:])
-		return timeOf(n), l > 0
+		r := record.NewReader(v[5:])
+		t := r.Time()
+		return t, r.Err() == nil
 	case len(k) == 8 && len(v) > 6 && (v[0] == eventFormat || v[0] == eventPending):
-		n, l := binary.Uvarint(v[6:])
-		return fromMillis(n), l > 0
+		r := record.NewReader(v[6:])
+		t := r.Millis()
+		return t, r.Err() == nil
 	case len(k) == 8 && len(v) > 7 && v[0] == eventShared:
-		n, l := binary.Uvarint(v[7:])
-		return fromMillis(n), l > 0
+		r := record.NewReader(v[7:])
+		t := r.Millis()
+		return t, r.Err() == nil
 	}
 	return time.Time{}, false
 }
@@ -252,8 +257,8 @@ func appendSharedEvent(b []byte, ev *Event, h sharedHistory, seq uint64, kind by
 		dist = h.seq - seq
 	}
 	b = append(b, eventShared, 0, 0, 0, 0, kind&^kindPackedID, share)
-	b = binary.AppendUvarint(b, millis(ev.Time))
-	b = binary.AppendUvarint(b, millis(ev.NextAttempt))
+	b = binary.AppendUvarint(b, record.Millis(ev.Time))
+	b = binary.AppendUvarint(b, record.Millis(ev.NextAttempt))
 	b = binary.AppendUvarint(b, uint64(max(ev.Attempt, 0)))
 	b = binary.AppendUvarint(b, dist)
 	b = append(b, packed...)
@@ -262,7 +267,7 @@ func appendSharedEvent(b []byte, ev *Event, h sharedHistory, seq uint64, kind by
 	}
 	for _, s := range sharedStrings(ev, kind, share) {
 		if s != nil {
-			b = appendString(b, *s)
+			b = record.AppendStr(b, *s)
 		}
 	}
 	binary.BigEndian.PutUint32(b[start+1:start+5], crc32.Checksum(b[start+5:], castagnoli))
@@ -335,19 +340,18 @@ func decodeSharedEvent(v []byte, seq uint64, l *historyLookup) (Event, error) {
 		return ev, errBadEvent
 	}
 	ev.Type, ev.Async = EventTypes[kind&0x0f], kind&kindAsync != 0
-	r := histReader{p: v[7:]}
-	ev.Time, ev.NextAttempt = fromMillis(r.uvarint()), fromMillis(r.uvarint())
-	att, dist := r.uvarint(), r.uvarint()
+	r := histReader{Reader: record.NewReader(v[7:])}
+	ev.Time, ev.NextAttempt = record.FromMillis(r.Uvarint()), record.FromMillis(r.Uvarint())
+	att, dist := r.Uvarint(), r.Uvarint()
 	target := seq - dist
 	if share&shareForward != 0 {
 		target = seq + dist
 	}
-	if att > 1<<31 || share&shareForward == 0 && dist >= seq || share&shareForward != 0 && target < seq || len(r.p) < 10 {
+	packed := r.Take(10)
+	if att > 1<<31 || share&shareForward == 0 && dist >= seq || share&shareForward != 0 && target < seq || r.Err() != nil {
 		return Event{}, errBadEvent
 	}
 	ev.Attempt = int(att)
-	packed := r.p[:10]
-	r.p = r.p[10:]
 	var kb [histKeyLen]byte
 	env, err := l.get(appendHistoryKey(kb[:0], target, packed))
 	if err != nil {
@@ -355,7 +359,7 @@ func decodeSharedEvent(v []byte, seq uint64, l *historyLookup) (Event, error) {
 	}
 	ev.QueueID = env.ID
 	if share&shareRecipient != 0 {
-		i := r.uvarint()
+		i := r.Uvarint()
 		if i >= uint64(len(env.Recipients)) {
 			return Event{}, errBadEvent
 		}
@@ -379,10 +383,10 @@ func decodeSharedEvent(v []byte, seq uint64, l *historyLookup) (Event, error) {
 	}
 	for _, s := range sharedStrings(&ev, kind, share) {
 		if s != nil {
-			*s = r.string()
+			*s = r.Str()
 		}
 	}
-	if r.bad || len(r.p) != 0 {
+	if r.End() != nil {
 		return Event{}, errBadEvent
 	}
 	if kind&kindDerived != 0 {

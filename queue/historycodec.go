@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"math"
 	"time"
+
+	"github.com/relayq/relayq/queue/internal/record"
 )
 
 // A history record is compact binary, because every finished message
@@ -109,27 +111,27 @@ func appendFields(b []byte, env *Envelope) []byte {
 		flags |= histDKIM
 	}
 	b = append(b, flags)
-	b = binary.AppendVarint(b, nanosOf(env.Created))
+	b = binary.AppendVarint(b, record.Nanos(env.Created))
 	b = binary.AppendVarint(b, env.Size)
 	for _, s := range [...]string{env.From, env.RET, env.EnvID, env.Body, env.AuthUser, env.ClientAddr,
 		env.Helo, env.MessageID, env.Subject} {
-		b = appendString(b, s)
+		b = record.AppendStr(b, s)
 	}
 	if env.Stream != "" {
-		b = appendString(b, env.Stream)
+		b = record.AppendStr(b, env.Stream)
 	}
 	b = binary.AppendUvarint(b, uint64(len(env.Recipients)))
 	for i := range env.Recipients {
 		b = appendRecipient(b, &env.Recipients[i])
 	}
 	if flags&histRelease != 0 {
-		b = binary.AppendVarint(b, nanosOf(env.Release))
+		b = binary.AppendVarint(b, record.Nanos(env.Release))
 	}
 	if flags&histEvents != 0 {
 		b = binary.AppendUvarint(b, env.Events)
 	}
 	if flags&histDKIM != 0 {
-		b = appendString(b, env.DKIM)
+		b = record.AppendStr(b, env.DKIM)
 	}
 	return b
 }
@@ -153,37 +155,19 @@ func appendRecipient(b []byte, r *Recipient) []byte {
 	}
 	b = append(b, byte(st), flags)
 	b = binary.AppendVarint(b, int64(r.Attempts))
-	b = binary.AppendVarint(b, nanosOf(r.NextAttempt))
-	b = binary.AppendVarint(b, nanosOf(r.LastAttempt))
+	b = binary.AppendVarint(b, record.Nanos(r.NextAttempt))
+	b = binary.AppendVarint(b, record.Nanos(r.LastAttempt))
 	b = binary.AppendUvarint(b, uint64(len(r.Notify)))
 	for _, n := range r.Notify {
-		b = appendString(b, n)
+		b = record.AppendStr(b, n)
 	}
 	for _, s := range [...]string{r.Address, r.ORCPT, r.LastReply, r.RemoteMTA} {
-		b = appendString(b, s)
+		b = record.AppendStr(b, s)
 	}
 	if st == len(recordStatuses)-1 {
-		b = appendString(b, string(r.Status))
+		b = record.AppendStr(b, string(r.Status))
 	}
 	return b
-}
-
-func appendString(b []byte, s string) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
-}
-
-func nanosOf(t time.Time) int64 {
-	if t.IsZero() {
-		return math.MinInt64
-	}
-	return t.UnixNano()
-}
-
-func timeOf(n int64) time.Time {
-	if n == math.MinInt64 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
 }
 
 // decodeHistory reads the record v stored under key k; any damage is
@@ -194,10 +178,10 @@ func decodeHistory(k, v []byte) (Finished, error) {
 		return f, errBadHistory
 	}
 	if len(v) >= 6 && v[0] == historyFormat && crc32.Checksum(v[5:], castagnoli) == binary.BigEndian.Uint32(v[1:5]) {
-		r := histReader{p: v[5:]}
+		r := histReader{Reader: record.NewReader(v[5:])}
 		r.envelope(&f.Envelope)
 		f.Late = r.late()
-		if r.bad || len(r.p) != 0 {
+		if r.End() != nil {
 			return Finished{}, errBadHistory
 		}
 		f.ID = string(k[8:])
@@ -213,29 +197,28 @@ func decodeHistory(k, v []byte) (Finished, error) {
 	return f, errBadHistory
 }
 
-// histReader reads a record's fields; the first failure sets bad and
-// every later read returns zero values.
+// histReader reads a record's fields (record.Reader: the first failure
+// sticks and every later read returns zero values).
 type histReader struct {
-	p   []byte
-	bad bool
+	record.Reader
 	// dict reads dictionary entries (dict.go), for finished messages in
 	// the events tree.
 	dict func(uint32) (string, bool)
 }
 
 func (r *histReader) envelope(e *Envelope) {
-	flags := r.byte()
+	flags := r.Byte()
 	e.SMTPUTF8, e.Held, e.TLS = flags&histUTF8 != 0, flags&histHeld != 0, flags&histTLS != 0
-	e.Created = timeOf(r.varint())
-	e.Size = r.varint()
+	e.Created = record.TimeOf(r.Varint())
+	e.Size = r.Varint()
 	for _, s := range [...]*string{&e.From, &e.RET, &e.EnvID, &e.Body, &e.AuthUser, &e.ClientAddr,
 		&e.Helo, &e.MessageID, &e.Subject} {
-		*s = r.string()
+		*s = r.Str()
 	}
 	if flags&histStream != 0 {
-		e.Stream = r.string()
+		e.Stream = r.Str()
 	}
-	n := r.count()
+	n := r.Count()
 	if n > 0 {
 		e.Recipients = make([]Recipient, n)
 	}
@@ -243,34 +226,34 @@ func (r *histReader) envelope(e *Envelope) {
 		r.recipient(&e.Recipients[i])
 	}
 	if flags&histRelease != 0 {
-		e.Release = timeOf(r.varint())
+		e.Release = record.TimeOf(r.Varint())
 	}
 	if flags&histEvents != 0 {
-		if e.Events = r.uvarint(); e.Events == 0 {
-			r.bad = true
+		if e.Events = r.Uvarint(); e.Events == 0 {
+			r.Fail()
 		}
 	}
 	if flags&histDKIM != 0 {
-		if e.DKIM = r.string(); e.DKIM == "" {
-			r.bad = true
+		if e.DKIM = r.Str(); e.DKIM == "" {
+			r.Fail()
 		}
 	}
 	if flags&^(histUTF8|histHeld|histRelease|histStream|histEvents|histTLS|histDKIM) != 0 {
-		r.bad = true
+		r.Fail()
 	}
 }
 
 // recipientHead reads what both recipient forms begin with: the status,
 // the flags (known lists those the form may carry), the report owed and
 // the attempt count. It returns the flags, whether the status is spelled
-// out after the fields (one the table lacks), and false (r.bad set) when
+// out after the fields (one the table lacks), and false (r failed) when
 // they are not of the form.
 func (r *histReader) recipientHead(rc *Recipient, known byte) (flags byte, spelled, ok bool) {
-	st := int(r.byte())
-	flags = r.byte()
+	st := int(r.Byte())
+	flags = r.Byte()
 	if st >= len(recordStatuses) || flags&^known != 0 ||
 		flags&(rcptReportFailed|rcptReportDelayed) == rcptReportFailed|rcptReportDelayed {
-		r.bad = true
+		r.Fail()
 		return 0, false, false
 	}
 	rc.Status, rc.Warned = recordStatuses[st], flags&rcptWarned != 0
@@ -280,9 +263,9 @@ func (r *histReader) recipientHead(rc *Recipient, known byte) (flags byte, spell
 	case flags&rcptReportDelayed != 0:
 		rc.Report = ReportDelayed
 	}
-	att := r.varint()
+	att := r.Varint()
 	if att < math.MinInt32 || att > math.MaxInt32 {
-		r.bad = true
+		r.Fail()
 	}
 	rc.Attempts = int(att)
 	return flags, st == len(recordStatuses)-1, true
@@ -293,20 +276,20 @@ func (r *histReader) recipient(rc *Recipient) {
 	if !ok {
 		return
 	}
-	rc.NextAttempt, rc.LastAttempt = timeOf(r.varint()), timeOf(r.varint())
-	if n := r.count(); n > 0 {
+	rc.NextAttempt, rc.LastAttempt = record.TimeOf(r.Varint()), record.TimeOf(r.Varint())
+	if n := r.Count(); n > 0 {
 		rc.Notify = make([]string, n)
 		for i := range rc.Notify {
-			rc.Notify[i] = r.string()
+			rc.Notify[i] = r.Str()
 		}
 	}
 	for _, s := range [...]*string{&rc.Address, &rc.ORCPT, &rc.LastReply, &rc.RemoteMTA} {
-		*s = r.string()
+		*s = r.Str()
 	}
 	if spelled {
 		// A status the table lacks is spelled out; a known one never is.
-		if rc.Status = Status(r.string()); statusIndex(rc.Status) >= 0 {
-			r.bad = true
+		if rc.Status = Status(r.Str()); statusIndex(rc.Status) >= 0 {
+			r.Fail()
 		}
 	}
 }
@@ -318,69 +301,4 @@ func statusIndex(s Status) int {
 		}
 	}
 	return -1
-}
-
-func (r *histReader) byte() byte {
-	if r.bad || len(r.p) == 0 {
-		r.bad = true
-		return 0
-	}
-	c := r.p[0]
-	r.p = r.p[1:]
-	return c
-}
-
-func (r *histReader) uvarint() uint64 {
-	if r.bad {
-		return 0
-	}
-	x, n := binary.Uvarint(r.p)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.p = r.p[n:]
-	return x
-}
-
-func (r *histReader) varint() int64 {
-	if r.bad {
-		return 0
-	}
-	x, n := binary.Varint(r.p)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.p = r.p[n:]
-	return x
-}
-
-// count reads a number of items, each at least one byte long: never more
-// than the bytes left, so damage cannot make it allocate without limit.
-func (r *histReader) count() int {
-	if r.bad {
-		return 0
-	}
-	x, n := binary.Uvarint(r.p)
-	if n <= 0 || x > uint64(len(r.p)-n) {
-		r.bad = true
-		return 0
-	}
-	r.p = r.p[n:]
-	return int(x)
-}
-
-func (r *histReader) string() string {
-	if r.bad {
-		return ""
-	}
-	l, n := binary.Uvarint(r.p)
-	if n <= 0 || l > uint64(len(r.p)-n) {
-		r.bad = true
-		return ""
-	}
-	s := string(r.p[n : n+int(l)])
-	r.p = r.p[n+int(l):]
-	return s
 }

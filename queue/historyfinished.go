@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"strings"
+
+	"github.com/relayq/relayq/queue/internal/record"
 )
 
 // The fields of a finished message in the events tree (eventshared.go) are
@@ -60,12 +62,12 @@ func splitDomain(s string, in interner) (string, uint32, bool) {
 
 // appendSplit appends the split form of local and entry id.
 func appendSplit(b []byte, local string, id uint32) []byte {
-	return binary.AppendUvarint(appendString(b, local), uint64(id)<<1|1)
+	return binary.AppendUvarint(record.AppendStr(b, local), uint64(id)<<1|1)
 }
 
 // splitString reads a split string back whole.
 func (r *histReader) splitString() string {
-	local := r.string()
+	local := r.Str()
 	return local + r.dictString()
 }
 
@@ -84,7 +86,7 @@ func appendDictString(b []byte, s string, in interner) []byte {
 // appendFinished appends env's fields in that form.
 func appendFinished(b []byte, env *Envelope, in interner) []byte {
 	flags := sharedFlags(env)
-	created := nanosOf(env.Created)
+	created := record.Nanos(env.Created)
 	if n, ok := idTime(env.ID); ok && n == created {
 		flags |= finCreatedFromID
 	}
@@ -111,7 +113,7 @@ func appendFinished(b []byte, env *Envelope, in interner) []byte {
 		case i == fieldMessageID && split:
 			b = appendSplit(b, midLocal, midDomain)
 		default:
-			b = appendString(b, s)
+			b = record.AppendStr(b, s)
 		}
 	}
 	if env.Stream != "" {
@@ -122,7 +124,7 @@ func appendFinished(b []byte, env *Envelope, in interner) []byte {
 		b = appendFinishedRecipient(b, &env.Recipients[i], created, in)
 	}
 	if flags&histRelease != 0 {
-		b = binary.AppendVarint(b, nanosOf(env.Release))
+		b = binary.AppendVarint(b, record.Nanos(env.Release))
 	}
 	if flags&finDKIM != 0 {
 		b = appendDictString(b, env.DKIM, in)
@@ -149,7 +151,7 @@ func appendFinishedRecipient(b []byte, r *Recipient, created int64, in interner)
 		flags |= finNoNext
 	}
 	// A delta that does not fit (a zero created time) is stored as is.
-	last := nanosOf(r.LastAttempt)
+	last := record.Nanos(r.LastAttempt)
 	if r.LastAttempt.IsZero() {
 		flags |= finNoLast
 	}
@@ -160,25 +162,25 @@ func appendFinishedRecipient(b []byte, r *Recipient, created int64, in interner)
 	b = append(b, byte(st), flags)
 	b = binary.AppendVarint(b, int64(r.Attempts))
 	if flags&finNoNext == 0 {
-		b = binary.AppendVarint(b, nanosOf(r.NextAttempt))
+		b = binary.AppendVarint(b, record.Nanos(r.NextAttempt))
 	}
 	if flags&finNoLast == 0 {
 		b = binary.AppendVarint(b, deltaNanos(last, created))
 	}
 	b = binary.AppendUvarint(b, uint64(len(r.Notify)))
 	for _, n := range r.Notify {
-		b = appendString(b, n)
+		b = record.AppendStr(b, n)
 	}
 	if split {
 		b = appendSplit(b, local, domain)
 	} else {
-		b = appendString(b, r.Address)
+		b = record.AppendStr(b, r.Address)
 	}
-	b = appendString(b, r.ORCPT)
-	b = appendString(b, r.LastReply)
+	b = record.AppendStr(b, r.ORCPT)
+	b = record.AppendStr(b, r.LastReply)
 	b = appendDictString(b, r.RemoteMTA, in)
 	if st == len(recordStatuses)-1 {
-		b = appendString(b, string(r.Status))
+		b = record.AppendStr(b, string(r.Status))
 	}
 	return b
 }
@@ -189,20 +191,20 @@ func deltaNanos(t, base int64) int64 { return int64(uint64(t) - uint64(base)) }
 
 // finished reads what appendFinished wrote; id is the message's.
 func (r *histReader) finished(e *Envelope, id string) {
-	flags := r.byte()
+	flags := r.Byte()
 	e.SMTPUTF8, e.Held, e.TLS = flags&histUTF8 != 0, flags&histHeld != 0, flags&finTLS != 0
 	created := int64(math.MinInt64)
 	if flags&finCreatedFromID != 0 {
 		n, ok := idTime(id)
 		if !ok {
-			r.bad = true
+			r.Fail()
 		}
 		created = n
 	} else {
-		created = r.varint()
+		created = r.Varint()
 	}
-	e.Created = timeOf(created)
-	e.Size = r.varint()
+	e.Created = record.TimeOf(created)
+	e.Size = r.Varint()
 	for i, s := range [...]*string{&e.From, &e.RET, &e.EnvID, &e.Body, &e.AuthUser, &e.ClientAddr,
 		&e.Helo, &e.MessageID, &e.Subject} {
 		switch {
@@ -211,24 +213,24 @@ func (r *histReader) finished(e *Envelope, id string) {
 		case i == fieldMessageID && flags&finMsgIDSplit != 0:
 			*s = r.splitString()
 		default:
-			*s = r.string()
+			*s = r.Str()
 		}
 	}
 	if flags&histStream != 0 {
 		e.Stream = r.dictString()
 	}
-	if n := r.count(); n > 0 {
+	if n := r.Count(); n > 0 {
 		e.Recipients = make([]Recipient, n)
 	}
 	for i := range e.Recipients {
 		r.finishedRecipient(&e.Recipients[i], created)
 	}
 	if flags&histRelease != 0 {
-		e.Release = timeOf(r.varint())
+		e.Release = record.TimeOf(r.Varint())
 	}
 	if flags&finDKIM != 0 {
 		if e.DKIM = r.dictString(); e.DKIM == "" {
-			r.bad = true
+			r.Fail()
 		}
 	}
 }
@@ -239,39 +241,39 @@ func (r *histReader) finishedRecipient(rc *Recipient, created int64) {
 		return
 	}
 	if flags&finNoNext == 0 {
-		if rc.NextAttempt = timeOf(r.varint()); rc.NextAttempt.IsZero() {
-			r.bad = true // a zero time has its flag
+		if rc.NextAttempt = record.TimeOf(r.Varint()); rc.NextAttempt.IsZero() {
+			r.Fail() // a zero time has its flag
 		}
 	}
 	if flags&finNoLast == 0 {
-		if rc.LastAttempt = timeOf(created + r.varint()); rc.LastAttempt.IsZero() {
-			r.bad = true
+		if rc.LastAttempt = record.TimeOf(created + r.Varint()); rc.LastAttempt.IsZero() {
+			r.Fail()
 		}
 	}
-	if n := r.count(); n > 0 {
+	if n := r.Count(); n > 0 {
 		rc.Notify = make([]string, n)
 		for i := range rc.Notify {
-			rc.Notify[i] = r.string()
+			rc.Notify[i] = r.Str()
 		}
 	}
 	if flags&finAddrSplit != 0 {
 		rc.Address = r.splitString()
 	} else {
-		rc.Address = r.string()
+		rc.Address = r.Str()
 	}
-	rc.ORCPT, rc.LastReply = r.string(), r.string()
+	rc.ORCPT, rc.LastReply = r.Str(), r.Str()
 	rc.RemoteMTA = r.dictString()
 	if spelled {
-		if rc.Status = Status(r.string()); statusIndex(rc.Status) >= 0 {
-			r.bad = true
+		if rc.Status = Status(r.Str()); statusIndex(rc.Status) >= 0 {
+			r.Fail()
 		}
 	}
 }
 
 // dictString reads what appendDictString wrote.
 func (r *histReader) dictString() string {
-	x := r.uvarint()
-	if r.bad {
+	x := r.Uvarint()
+	if r.Err() != nil {
 		return ""
 	}
 	if x&1 != 0 {
@@ -280,18 +282,14 @@ func (r *histReader) dictString() string {
 			s, ok = r.dict(uint32(x >> 1))
 		}
 		if !ok {
-			r.bad = true
+			r.Fail()
 		}
 		return s
 	}
-	l := x >> 1
-	if l > uint64(len(r.p)) {
-		r.bad = true
-		return ""
+	if b := r.Take(x >> 1); len(b) > 0 {
+		return string(b)
 	}
-	s := string(r.p[:l])
-	r.p = r.p[l:]
-	return s
+	return ""
 }
 
 // eventFields reads, of what appendFinished wrote, only what the events
@@ -299,11 +297,11 @@ func (r *histReader) dictString() string {
 // recipient's address, last reply and next hop), skipping the rest
 // without allocating: the webhook sender reads every event.
 func (r *histReader) eventFields(e *Envelope, id string) {
-	flags := r.byte()
+	flags := r.Byte()
 	if flags&finCreatedFromID == 0 {
-		r.varint()
+		r.Varint()
 	}
-	r.varint() // size
+	r.Varint() // size
 	e.ID = id
 	e.From = r.dictString()
 	for range 2 { // ret, envid
@@ -315,63 +313,51 @@ func (r *histReader) eventFields(e *Envelope, id string) {
 	if flags&finMsgIDSplit != 0 {
 		e.MessageID = r.splitString()
 	} else {
-		e.MessageID = r.string()
+		e.MessageID = r.Str()
 	}
 	r.skipString() // subject
 	if flags&histStream != 0 {
 		e.Stream = r.dictString()
 	}
-	if n := r.count(); n > 0 {
+	if n := r.Count(); n > 0 {
 		e.Recipients = make([]Recipient, n)
 	}
 	for i := range e.Recipients {
 		rc := &e.Recipients[i]
-		st := int(r.byte())
-		rflags := r.byte()
-		r.varint() // attempts
+		st := int(r.Byte())
+		rflags := r.Byte()
+		r.Varint() // attempts
 		if rflags&finNoNext == 0 {
-			r.varint()
+			r.Varint()
 		}
 		if rflags&finNoLast == 0 {
-			r.varint()
+			r.Varint()
 		}
-		for n := r.count(); n > 0 && !r.bad; n-- {
+		for n := r.Count(); n > 0 && r.Err() == nil; n-- {
 			r.skipString() // notify
 		}
 		if rflags&finAddrSplit != 0 {
 			rc.Address = r.splitString()
 		} else {
-			rc.Address = r.string()
+			rc.Address = r.Str()
 		}
 		r.skipString() // orcpt
-		rc.LastReply = r.string()
+		rc.LastReply = r.Str()
 		rc.RemoteMTA = r.dictString()
 		if st == len(recordStatuses)-1 {
 			r.skipString() // a status recordStatuses lacks
 		}
-		if r.bad {
+		if r.Err() != nil {
 			return
 		}
 	}
 }
 
-func (r *histReader) skipString() {
-	l := r.uvarint()
-	if r.bad || l > uint64(len(r.p)) {
-		r.bad = true
-		return
-	}
-	r.p = r.p[l:]
-}
+func (r *histReader) skipString() { r.SkipBytes() }
 
 func (r *histReader) skipDictString() {
-	x := r.uvarint()
-	if r.bad || x&1 != 0 {
-		return
+	x := r.Uvarint()
+	if x&1 == 0 {
+		r.Skip(x >> 1)
 	}
-	if x>>1 > uint64(len(r.p)) {
-		r.bad = true
-		return
-	}
-	r.p = r.p[x>>1:]
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"strconv"
 	"time"
+
+	"github.com/relayq/relayq/queue/internal/record"
 )
 
 // Late is an outcome reported by mail after a finished message was
@@ -33,9 +35,9 @@ func appendLate(b []byte, late []Late) []byte {
 	b = append(b, histLateMark)
 	b = binary.AppendUvarint(b, uint64(len(late)))
 	for _, l := range late {
-		b = binary.AppendVarint(b, nanosOf(l.Time))
+		b = binary.AppendVarint(b, record.Nanos(l.Time))
 		for _, s := range [...]string{l.Recipient, string(l.Type), l.EnhancedCode, l.Reply, l.FeedbackType} {
-			b = appendString(b, s)
+			b = record.AppendStr(b, s)
 		}
 	}
 	return b
@@ -43,22 +45,22 @@ func appendLate(b []byte, late []Late) []byte {
 
 // late reads what appendLate wrote, if anything is left.
 func (r *histReader) late() []Late {
-	if r.bad || len(r.p) == 0 {
+	if r.Len() == 0 {
 		return nil
 	}
-	if r.byte() != histLateMark {
-		r.bad = true
+	if r.Byte() != histLateMark {
+		r.Fail()
 		return nil
 	}
-	n := r.count()
+	n := r.Count()
 	if n == 0 {
 		return nil
 	}
 	out := make([]Late, 0, n)
 	for range n {
-		l := Late{Time: timeOf(r.varint()), Recipient: r.string(), Type: EventType(r.string()),
-			EnhancedCode: r.string(), Reply: r.string(), FeedbackType: r.string()}
-		if r.bad {
+		l := Late{Time: record.TimeOf(r.Varint()), Recipient: r.Str(), Type: EventType(r.Str()),
+			EnhancedCode: r.Str(), Reply: r.Str(), FeedbackType: r.Str()}
+		if r.Err() != nil {
 			return nil
 		}
 		out = append(out, l)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/relayq/relayq/queue/internal/record"
 )
 
 // The scan of the file that the shape index is held to: what Shape did
@@ -163,57 +165,57 @@ func (sc *shapeScan) readShape(b []byte) (time.Time, bool) {
 	if len(b) < 5 || crc32.Checksum(b[5:], castagnoli) != binary.BigEndian.Uint32(b[1:5]) {
 		return time.Time{}, false
 	}
-	r := histReader{p: b[5:]}
+	r := histReader{Reader: record.NewReader(b[5:])}
 	idLen, prefixLen := r.skipped(), r.skipped()
-	flags := r.byte()
-	created := timeOf(r.varint())
-	size := r.varint()
+	flags := r.Byte()
+	created := record.TimeOf(r.Varint())
+	size := r.Varint()
 	for range 9 { // from, ret, envid, body, auth_user, client_addr, helo, message_id, subject
 		r.skipString()
 	}
 	if flags&histStream != 0 {
 		r.skipString()
 	}
-	n := r.count()
+	n := r.Count()
 	for range n {
 		if st, addr, ok := r.shapeRecipient(); ok {
 			sc.waiting(st, addr)
 		}
 	}
 	if flags&histRelease != 0 {
-		r.varint()
+		r.Varint()
 	}
-	if flags&histEvents != 0 && r.uvarint() == 0 {
-		r.bad = true
+	if flags&histEvents != 0 && r.Uvarint() == 0 {
+		r.Fail()
 	}
-	if flags&histDKIM != 0 && r.string() == "" {
-		r.bad = true
+	if flags&histDKIM != 0 && r.Str() == "" {
+		r.Fail()
 	}
-	ok := !r.bad && len(r.p) == 0 && flags&^(histUTF8|histHeld|histRelease|histStream|histEvents|histTLS|histDKIM) == 0 &&
+	ok := r.End() == nil && flags&^(histUTF8|histHeld|histRelease|histStream|histEvents|histTLS|histDKIM) == 0 &&
 		idLen > 0 && n > 0 && n <= maxRecipients && size >= int64(prefixLen)
 	return created, ok
 }
 
 // shapeRecipient reads one recipient as recipient does, returning its
-// status and address; false (r.bad set) where recipient or validate would
+// status and address; false (r failed) where recipient or validate would
 // refuse it.
 func (r *histReader) shapeRecipient() (Status, []byte, bool) {
-	st := int(r.byte())
-	flags := r.byte()
+	st := int(r.Byte())
+	flags := r.Byte()
 	if st >= len(recordStatuses) || flags&^(rcptWarned|rcptReportFailed|rcptReportDelayed) != 0 ||
 		flags&(rcptReportFailed|rcptReportDelayed) == rcptReportFailed|rcptReportDelayed {
-		r.bad = true
+		r.Fail()
 		return "", nil, false
 	}
-	if att := r.varint(); att < math.MinInt32 || att > math.MaxInt32 {
-		r.bad = true
+	if att := r.Varint(); att < math.MinInt32 || att > math.MaxInt32 {
+		r.Fail()
 	}
-	r.varint() // next_attempt
-	r.varint() // last_attempt
-	for range r.count() {
+	r.Varint() // next_attempt
+	r.Varint() // last_attempt
+	for range r.Count() {
 		r.skipString() // notify
 	}
-	addr := r.bytes()
+	addr := r.Bytes()
 	r.skipString() // orcpt
 	r.skipString() // last_reply
 	r.skipString() // remote_mta
@@ -221,33 +223,18 @@ func (r *histReader) shapeRecipient() (Status, []byte, bool) {
 	if st == len(recordStatuses)-1 {
 		// Spelled out: one the table lacks, and validate's only such
 		// status is scheduled.
-		if string(r.bytes()) != string(StatusScheduled) {
-			r.bad = true
+		if string(r.Bytes()) != string(StatusScheduled) {
+			r.Fail()
 		}
 		status = StatusScheduled
 	}
 	if len(addr) == 0 {
-		r.bad = true
+		r.Fail()
 	}
-	return status, addr, !r.bad
-}
-
-// bytes is string without the copy: the bytes stay in the record.
-func (r *histReader) bytes() []byte {
-	if r.bad {
-		return nil
-	}
-	l, n := binary.Uvarint(r.p)
-	if n <= 0 || l > uint64(len(r.p)-n) {
-		r.bad = true
-		return nil
-	}
-	s := r.p[n : n+int(l)]
-	r.p = r.p[n+int(l):]
-	return s
+	return status, addr, r.Err() == nil
 }
 
 // skipped skips a string and returns its length.
 func (r *histReader) skipped() int {
-	return len(r.bytes())
+	return len(r.Bytes())
 }
