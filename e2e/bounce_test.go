@@ -88,12 +88,7 @@ func TestQueueBounceDomain(t *testing.T) {
 	}
 	c := strings.Replace(string(cfg), "admin:\n  listen: \"\"\n", fmt.Sprintf("admin:\n  listen: %q\n", adminAddr), 1)
 	c = strings.Replace(c, "  routes:\n", fmt.Sprintf("  routes:\n    \"down.test\": %q\n", down), 1)
-	if err := os.WriteFile(r.cfgPath, []byte(c), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.startWith(t, []byte(c))
 	mixed := submitTo(t, r.addr, "app@example.org", "a@down.test", "b@up.test")
 	alone := submitTo(t, r.addr, "app@example.org", "c@down.test")
 	other := submitTo(t, r.addr, "other@example.org", "x@up.test")

@@ -41,12 +41,7 @@ func TestDiskFullSuspendedDestinationNoHotLoop(t *testing.T) {
 	queuePath := filepath.Join(dir, "queue.db")
 	// No reserve: this test is of a disk that something else filled.
 	cfg = []byte(strings.Replace(string(cfg), filepath.Join(r.dir, "queue.db")+"\"", queuePath+"\"\n  reserve_bytes: 0", 1))
-	if err := os.WriteFile(r.cfgPath, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.startWith(t, cfg)
 	t.Cleanup(func() { r.kill() })
 
 	c, err := dialClient(r.addr)

@@ -82,14 +82,7 @@ func TestDKIMSigningRotationAndBounces(t *testing.T) {
 		t.Fatalf("signatures %q, want rsa1 and ed1", sigs)
 	}
 
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, line, err := c.send("app@example.org", "nobody@example.net", testMessage("tok-bounced"), nil); o != accepted {
-		t.Fatalf("submission: %s %q %v", o, line, err)
-	}
-	c.close()
+	sendAccepted(t, r.addr, "app@example.org", "nobody@example.net", testMessage("tok-bounced"), "submission")
 	bounce := waitMessage(t, mx, 10*time.Second, func(m smtptest.Message) bool { return m.From == "" })
 	if sigs := dkimtest.Verify(t, bounce, recs); !slices.Equal(sigs, []string{"d=relay.test s=b1"}) {
 		t.Fatalf("bounce signatures %q, want relay.test's b1", sigs)

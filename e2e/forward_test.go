@@ -32,14 +32,7 @@ func forwardRelay(t *testing.T, mx, appMX, bounceAddr string, opts ...relayOpt) 
 // returns the envelope sender it reached mx with: its VERP address.
 func verpOf(t *testing.T, r *relay, mx *smtptest.Server, rcpt, tok string) string {
 	t.Helper()
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
-	if o, line, err := c.send("app@example.org", rcpt, testMessage(tok), nil); o != accepted {
-		t.Fatalf("submit to %s: %v %q %v", rcpt, o, line, err)
-	}
+	sendAccepted(t, r.addr, "app@example.org", rcpt, testMessage(tok), "submit to "+rcpt)
 	var from string
 	mx.WaitFor(t, 30*time.Second, func() bool {
 		for _, m := range mx.Messages() {
@@ -132,14 +125,7 @@ func TestForwardedReportIsWrappedAndUnsigned(t *testing.T) {
 		"streams: [{name: default, weight: 1}, {name: bulk, weight: 1}]\n"))
 	verpAddr := verpOf(t, r, mx, "gone@example.net", "tok-fw-orig")
 	for _, tok := range []string{"tok-forged-1", "tok-forged-2"} {
-		c, err := dialClient(bounceAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o, line, err := c.send("", verpAddr, forgedReport(tok), nil); o != accepted {
-			t.Fatalf("report %s: %v %q %v", tok, o, line, err)
-		}
-		c.close()
+		sendAccepted(t, bounceAddr, "", verpAddr, forgedReport(tok), "report "+tok)
 	}
 	var got [][]byte
 	waitfor.Within(30*time.Second, func() bool {
@@ -192,19 +178,12 @@ func TestPostfixSuccessDSNReachesTheSender(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.close()
-	for _, step := range []struct {
-		line string
-		want int
-	}{
-		{"MAIL FROM:<app@example.org>", 250},
-		{"RCPT TO:<gone@example.net> NOTIFY=SUCCESS", 250},
-		{"DATA", 354},
-		{testMessage("tok-success-dsn") + ".", 250},
-	} {
-		if code, line, err := c.cmd(step.line); err != nil || code != step.want {
-			t.Fatalf("to relayq: %q: %d %s %v", step.line, code, line, err)
-		}
-	}
+	c.steps(t, "to relayq: ",
+		step{"MAIL FROM:<app@example.org>", 250},
+		step{"RCPT TO:<gone@example.net> NOTIFY=SUCCESS", 250},
+		step{"DATA", 354},
+		step{testMessage("tok-success-dsn") + ".", 250},
+	)
 	if err := r.log.waitFor("return path:", 60*time.Second); err != nil {
 		t.Fatalf("Postfix's DSN never reached the listener: %v", err)
 	}

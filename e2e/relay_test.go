@@ -116,13 +116,8 @@ func newRelay(t *testing.T, mxAddr string, retry, extra string) *relay {
 	if retry == "" {
 		retry = "retry:\n  initial_delay: 100ms\n  max_delay: 1s\n  jitter: 50ms\n"
 	}
-	cfg := fmt.Sprintf(`hostname: relay.test
-submission:
-  listen: [%q]
-  trusted_networks: ["127.0.0.0/8"]
-queue:
-  path: %q
-admin:
+	r := &relay{t: t, dir: dir, cfgPath: filepath.Join(dir, "relayq.yaml"), addr: addr, log: newLineLog(300)}
+	cfg := r.configHead("relay.test") + fmt.Sprintf(`admin:
   listen: ""
 delivery:
   tls: none
@@ -132,8 +127,7 @@ delivery:
     "*": %q
 log:
   level: info
-%s%s`, addr, filepath.Join(dir, "queue.db"), mxAddr, retry, extra)
-	r := &relay{t: t, dir: dir, cfgPath: filepath.Join(dir, "relayq.yaml"), addr: addr, log: newLineLog(300)}
+%s%s`, mxAddr, retry, extra)
 	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +138,25 @@ log:
 		}
 	})
 	return r
+}
+
+// configHead is how every relay config here begins: the hostname, the
+// submission listener at r.addr trusting loopback, the queue file in r.dir.
+func (r *relay) configHead(hostname string) string {
+	return fmt.Sprintf("hostname: %s\nsubmission:\n  listen: [%q]\n  trusted_networks: [\"127.0.0.0/8\"]\nqueue:\n  path: %q\n",
+		hostname, r.addr, filepath.Join(r.dir, "queue.db"))
+}
+
+// startWith replaces r's config with cfg and starts r, failing the test
+// if it does not come up.
+func (r *relay) startWith(t *testing.T, cfg []byte) {
+	t.Helper()
+	if err := os.WriteFile(r.cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // start runs a new relayq process and waits until its SMTP port answers.

@@ -26,14 +26,7 @@ func (r *relay) hup(t *testing.T) {
 
 func (r *relay) submitToken(t *testing.T, tok string) {
 	t.Helper()
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
-	if o, line, err := c.send("app@example.org", "rcpt@example.net", testMessage(tok), nil); o != accepted {
-		t.Fatalf("submission of %s: %s %q %v", tok, o, line, err)
-	}
+	sendAccepted(t, r.addr, "app@example.org", "rcpt@example.net", testMessage(tok), "submission of "+tok)
 }
 
 // SIGHUP applies a new routing table without a restart; a broken file is

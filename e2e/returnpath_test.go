@@ -141,14 +141,7 @@ func TestReturnPathLoop(t *testing.T) {
 	r := bounceRelay(t, mx, app.Addr(), bounceAddr, hook)
 	adminURL := r.adminURL
 	for _, to := range []string{"gone@example.net", "angry@example.net"} {
-		c, err := dialClient(r.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o, line, err := c.send("app@example.org", to, testMessage("tok-rp-"+to[:4]), nil); o != accepted {
-			t.Fatalf("submit to %s: %v %q %v", to, o, line, err)
-		}
-		c.close()
+		sendAccepted(t, r.addr, "app@example.org", to, testMessage("tok-rp-"+to[:4]), "submit to "+to)
 	}
 	want := map[string]string{"gone@example.net": "bounced", "angry@example.net": "complained"}
 	waitfor.Within(30*time.Second, func() bool { return len(hook.of("gone@example.net")) >= 2 && len(hook.of("angry@example.net")) >= 2 })
@@ -204,14 +197,7 @@ func TestReturnPathSurvivesKill9(t *testing.T) {
 	bounceAddr := smtptest.ClosedAddr(t)
 	r := bounceRelay(t, mx.Addr(), mx.Addr(), bounceAddr, newHookSink(t))
 	adminURL := r.adminURL
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, line, err := c.send("app@example.org", "gone@example.net", testMessage("tok-rp-kill"), nil); o != accepted {
-		t.Fatalf("submit: %v %q %v", o, line, err)
-	}
-	c.close()
+	sendAccepted(t, r.addr, "app@example.org", "gone@example.net", testMessage("tok-rp-kill"), "submit")
 	mx.WaitFor(t, 30*time.Second, func() bool { return len(mx.Messages()) == 1 })
 	verpAddr := mx.Messages()[0].From
 	if !strings.HasSuffix(verpAddr, "@bounces.test") {
@@ -222,7 +208,7 @@ func TestReturnPathSurvivesKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := strings.ReplaceAll(string(dsn), "\n", "\r\n")
-	c, err = dialClient(bounceAddr)
+	c, err := dialClient(bounceAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

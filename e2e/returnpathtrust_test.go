@@ -39,27 +39,13 @@ func TestReturnPathRefusesPoisoning(t *testing.T) {
 	bounceAddr := smtptest.ClosedAddr(t)
 	r := bounceRelay(t, mx.Addr(), mx.Addr(), bounceAddr, newHookSink(t))
 	adminURL := r.adminURL
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, line, err := c.send("app@example.org", "gone@example.net", testMessage("tok-rp-poison"), nil); o != accepted {
-		t.Fatalf("submit: %v %q %v", o, line, err)
-	}
-	c.close()
+	sendAccepted(t, r.addr, "app@example.org", "gone@example.net", testMessage("tok-rp-poison"), "submit")
 	mx.WaitFor(t, 30*time.Second, func() bool { return len(mx.Messages()) == 1 })
 	verpAddr := mx.Messages()[0].From
 
 	report := func(from, body string) {
 		t.Helper()
-		c, err := dialClient(bounceAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.close()
-		if o, line, err := c.send(from, verpAddr, body, nil); o != accepted {
-			t.Fatalf("report from <%s> refused: %v %q %v", from, o, line, err)
-		}
+		sendAccepted(t, bounceAddr, from, verpAddr, body, "report from <"+from+"> refused")
 	}
 	suppressed := func() bool {
 		out, code := runRelayq(t, nil, "suppressions", "list", "--admin", adminURL)

@@ -17,10 +17,7 @@ func sendHeld(t *testing.T, addr, tok, param string) (int, string) {
 		t.Fatal(err)
 	}
 	defer c.close()
-	for _, s := range []struct {
-		line string
-		want int
-	}{{"MAIL FROM:<app@example.org> " + param, 250}, {"RCPT TO:<rcpt@example.net>", 250}, {"DATA", 354}} {
+	for _, s := range []step{{"MAIL FROM:<app@example.org> " + param, 250}, {"RCPT TO:<rcpt@example.net>", 250}, {"DATA", 354}} {
 		code, line, err := c.cmd(s.line)
 		if err != nil {
 			t.Fatal(err)

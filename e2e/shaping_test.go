@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -75,13 +73,7 @@ func startSuspendingRelay(t *testing.T, limited, other string) (*relay, string) 
 	t.Helper()
 	r := newRelay(t, other, "", "")
 	adminAddr := smtptest.ClosedAddr(t)
-	cfg := fmt.Sprintf(`hostname: relay.test
-submission:
-  listen: [%q]
-  trusted_networks: ["127.0.0.0/8"]
-queue:
-  path: %q
-admin:
+	cfg := r.configHead("relay.test") + fmt.Sprintf(`admin:
   listen: %q
 delivery:
   tls: none
@@ -102,13 +94,8 @@ shaping:
       scope: domain
 log:
   level: info
-`, r.addr, filepath.Join(r.dir, "queue.db"), adminAddr, limited, other)
-	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+`, adminAddr, limited, other)
+	r.startWith(t, []byte(cfg))
 	return r, adminAddr
 }
 

@@ -37,14 +37,7 @@ func TestDeliveredBytesHaveNoBareNewlines(t *testing.T) {
 	for _, sm := range smuggling {
 		name, body := sm.name, sm.body
 		// Sent raw, without the client's dot-stuffing, as an attacker would.
-		for _, s := range []struct {
-			line string
-			want int
-		}{{"RSET", 250}, {"MAIL FROM:<app@example.org>", 250}, {"RCPT TO:<rcpt@example.net>", 250}, {"DATA", 354}} {
-			if code, line, err := c.cmd(s.line); err != nil || code != s.want {
-				t.Fatalf("%s: %s: %q %v", name, s.line, line, err)
-			}
-		}
+		c.steps(t, name+": ", step{"RSET", 250}, step{"MAIL FROM:<app@example.org>", 250}, step{"RCPT TO:<rcpt@example.net>", 250}, step{"DATA", 354})
 		if err := c.write(body + "\r\n.\r\n"); err != nil {
 			t.Fatal(err)
 		}
