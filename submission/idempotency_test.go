@@ -11,11 +11,10 @@ import (
 const keyedMessage = "From: app@example.org\r\nTo: b@example.net\r\nIdempotency-Key: receipt-42\r\n" +
 	" continued\r\nSubject: receipt\r\n\r\nhi\r\n"
 
-// The same Idempotency-Key in two sessions queues one message, and both
-// 250s name it; the key is gone from what the queue holds (and signs).
-func TestIdempotencyKeyHeaderQueuesOnce(t *testing.T) {
-	mod, recs := withSigner(t)
-	env := startServer(t, func(o *Options) { mod(o); o.IdempotencyWindow = time.Hour })
+// sendKeyedTwice sends keyedMessage in two sessions and returns the queue
+// IDs the two 250 replies name.
+func sendKeyedTwice(t *testing.T, env *testEnv) []string {
+	t.Helper()
 	var ids []string
 	for range 2 {
 		reply, err := send(dial(t, env.addr), "app@example.org", []string{"b@example.net"}, keyedMessage)
@@ -24,6 +23,15 @@ func TestIdempotencyKeyHeaderQueuesOnce(t *testing.T) {
 		}
 		ids = append(ids, queueIDFrom(t, reply))
 	}
+	return ids
+}
+
+// The same Idempotency-Key in two sessions queues one message, and both
+// 250s name it; the key is gone from what the queue holds (and signs).
+func TestIdempotencyKeyHeaderQueuesOnce(t *testing.T) {
+	mod, recs := withSigner(t)
+	env := startServer(t, func(o *Options) { mod(o); o.IdempotencyWindow = time.Hour })
+	ids := sendKeyedTwice(t, env)
 	if ids[0] != ids[1] {
 		t.Fatalf("queue IDs %v, want the first one twice", ids)
 	}
@@ -61,14 +69,7 @@ func TestIdempotencyKeyIsPerClient(t *testing.T) {
 // With the window 0 keys are off: the field is an ordinary one.
 func TestIdempotencyKeyOffPassesTheFieldThrough(t *testing.T) {
 	env := startServer(t, nil)
-	var ids []string
-	for range 2 {
-		reply, err := send(dial(t, env.addr), "app@example.org", []string{"b@example.net"}, keyedMessage)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, queueIDFrom(t, reply))
-	}
+	ids := sendKeyedTwice(t, env)
 	if ids[0] == ids[1] || countMessages(t, env.store) != 2 {
 		t.Fatalf("keys off: %v, want two messages", ids)
 	}
