@@ -125,6 +125,13 @@ func sendmail(t *testing.T, server, stdin string, asSymlink bool, args ...string
 	}
 	cmd := exec.Command(bin, argv...)
 	cmd.Env = append(cleanEnv(), "RELAYQ_SENDMAIL_SERVER="+server)
+	return runStdin(t, cmd, stdin)
+}
+
+// runStdin runs cmd with stdin as its input and returns its exit code and
+// what it wrote to standard error; a command that cannot run fails the test.
+func runStdin(t *testing.T, cmd *exec.Cmd, stdin string) (int, string) {
+	t.Helper()
 	cmd.Stdin = strings.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

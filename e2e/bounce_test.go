@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"regexp"
 	"slices"
@@ -59,17 +57,10 @@ type opEvent struct {
 // eventsOf reads the whole event stream so far.
 func eventsOf(t *testing.T, admin string) []opEvent {
 	t.Helper()
-	resp, err := http.Get("http://" + admin + "/api/v1/events?limit=1000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var p struct {
 		Events []opEvent `json:"events"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
-		t.Fatal(err)
-	}
+	getJSON(t, "http://"+admin+"/api/v1/events?limit=1000", &p)
 	return p.Events
 }
 

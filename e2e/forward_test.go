@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,17 +210,10 @@ func TestPostfixSuccessDSNReachesTheSender(t *testing.T) {
 // the admin API.
 func eventCount(t *testing.T, adminURL, typ, rcpt string) int {
 	t.Helper()
-	resp, err := http.Get(adminURL + "/api/v1/events?limit=10000&type=" + typ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var page struct {
 		Events []hookEvent `json:"events"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-		t.Fatal(err)
-	}
+	getJSON(t, adminURL+"/api/v1/events?limit=10000&type="+typ, &page)
 	n := 0
 	for _, e := range page.Events {
 		if e.Recipient == rcpt {

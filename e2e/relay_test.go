@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,6 +157,20 @@ func (r *relay) startWith(t *testing.T, cfg []byte) {
 		t.Fatal(err)
 	}
 	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// getJSON GETs url and decodes the JSON body into v, failing the test if
+// either fails.
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -248,11 +248,6 @@ func TestReturnPathSurvivesKill9(t *testing.T) {
 // delivered to addr and, after it, the late outcome of type late.
 func checkHistoryLate(t *testing.T, adminURL, addr, late string) {
 	t.Helper()
-	resp, err := http.Get(adminURL + "/api/v1/messages?recipient=" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var page struct {
 		Messages []struct {
 			Recipients []struct {
@@ -263,9 +258,7 @@ func checkHistoryLate(t *testing.T, adminURL, addr, late string) {
 			} `json:"late"`
 		} `json:"messages"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-		t.Fatal(err)
-	}
+	getJSON(t, adminURL+"/api/v1/messages?recipient="+addr, &page)
 	if len(page.Messages) != 1 {
 		t.Fatalf("history for %s: %d messages, want 1", addr, len(page.Messages))
 	}

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,17 +89,10 @@ func TestReturnPathRefusesPoisoning(t *testing.T) {
 // lateEvents counts the async bounced and complained events.
 func lateEvents(t *testing.T, adminURL string) int {
 	t.Helper()
-	resp, err := http.Get(adminURL + "/api/v1/events?type=bounced,complained&limit=100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var page struct {
 		Events []hookEvent `json:"events"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-		t.Fatal(err)
-	}
+	getJSON(t, adminURL+"/api/v1/events?type=bounced,complained&limit=100", &page)
 	n := 0
 	for _, e := range page.Events {
 		if e.Async {
