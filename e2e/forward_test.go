@@ -2,11 +2,7 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -67,22 +63,7 @@ for i, v in enumerate(sigs):
 // dkimDomains runs pyDomains on msg: "DOMAIN True|False" per signature.
 func dkimDomains(t *testing.T, msg []byte, recs dkimtest.Records) []string {
 	t.Helper()
-	dir := t.TempDir()
-	mf, rf := filepath.Join(dir, "msg.eml"), filepath.Join(dir, "records.json")
-	rj, err := json.Marshal(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(mf, msg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(rf, rj, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(dkimtest.Python, "-c", pyDomains, mf, rf).CombinedOutput()
-	if err != nil {
-		t.Fatalf("dkimpy: %v\n%s", err, out)
-	}
+	out := dkimtest.RunPython(t, pyDomains, msg, recs)
 	var sigs []string
 	for _, l := range strings.Split(string(out), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
