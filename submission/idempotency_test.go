@@ -35,9 +35,7 @@ func TestIdempotencyKeyHeaderQueuesOnce(t *testing.T) {
 	if ids[0] != ids[1] {
 		t.Fatalf("queue IDs %v, want the first one twice", ids)
 	}
-	if n := countMessages(t, env.store); n != 1 {
-		t.Fatalf("%d messages queued, want 1", n)
-	}
+	env.wantQueued(t, 1, "")
 	stored := readBody(t, env.store, ids[0])
 	if strings.Contains(stored, "Idempotency-Key") || strings.Contains(stored, "continued") {
 		t.Fatalf("the key reached the stored message:\n%s", stored)
@@ -88,9 +86,7 @@ func TestIdempotencyKeyMalformedIsRefused(t *testing.T) {
 			t.Errorf("key %.20q: %v, want 554 5.6.0", v, err)
 		}
 	}
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued", n)
-	}
+	env.wantQueued(t, 0, "")
 }
 
 func TestParseIdempotencyKey(t *testing.T) {

@@ -83,7 +83,5 @@ func TestLongHeaderLineRefused(t *testing.T) {
 	if smtpCode(err) != 554 || enhanced(err) != "5.6.0" || !strings.Contains(err.Error(), "header field Subject") {
 		t.Fatalf("DATA with a 1209-octet Subject line: %v, want 554 5.6.0 naming the field", err)
 	}
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued", n)
-	}
+	env.wantQueued(t, 0, "")
 }

@@ -90,9 +90,7 @@ func TestSigningFailureGives451(t *testing.T) {
 	if smtpCode(err) != 451 || enhanced(err) != "4.3.0" {
 		t.Fatalf("unsignable message: %v, want 451 4.3.0", err)
 	}
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued after a signing failure", n)
-	}
+	env.wantQueued(t, 0, " after a signing failure")
 	if !strings.Contains(logs.String(), "signing failed") {
 		t.Fatalf("no log line for the signing failure:\n%s", logs)
 	}
