@@ -22,14 +22,7 @@ import (
 func (r *relay) withHTTP(t *testing.T) string {
 	t.Helper()
 	addr := smtptest.ClosedAddr(t)
-	b, err := os.ReadFile(r.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = bytes.Replace(b, []byte("submission:\n"), []byte(fmt.Sprintf("submission:\n  http_listen: %q\n", addr)), 1)
-	if err := os.WriteFile(r.cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rewriteConfig(t, r, map[string]string{"submission:\n": fmt.Sprintf("submission:\n  http_listen: %q\n", addr)})
 	return "http://" + addr + "/api/v1/messages"
 }
 
@@ -92,9 +85,7 @@ func TestHTTPKillRightAfter202LosesNothing(t *testing.T) {
 	}
 	wg.Wait()
 	killOnce.Do(r.kill)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	want := map[string]bool{}
 	for _, tok := range accepted {
 		want[tok] = true

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -73,13 +72,11 @@ func TestQueueBounceDomain(t *testing.T) {
 	down := smtptest.DownAddr(t)
 	adminAddr := smtptest.ClosedAddr(t)
 	r := newRelay(t, mx.Addr(), "retry:\n  initial_delay: 1h\n  max_delay: 1h\n", "")
-	cfg, err := os.ReadFile(r.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := strings.Replace(string(cfg), "admin:\n  listen: \"\"\n", fmt.Sprintf("admin:\n  listen: %q\n", adminAddr), 1)
-	c = strings.Replace(c, "  routes:\n", fmt.Sprintf("  routes:\n    \"down.test\": %q\n", down), 1)
-	r.startWith(t, []byte(c))
+	rewriteConfig(t, r, map[string]string{
+		"admin:\n  listen: \"\"\n": fmt.Sprintf("admin:\n  listen: %q\n", adminAddr),
+		"  routes:\n":              fmt.Sprintf("  routes:\n    \"down.test\": %q\n", down),
+	})
+	r.mustStart(t)
 	mixed := submitTo(t, r.addr, "app@example.org", "a@down.test", "b@up.test")
 	alone := submitTo(t, r.addr, "app@example.org", "c@down.test")
 	other := submitTo(t, r.addr, "other@example.org", "x@up.test")

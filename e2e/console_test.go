@@ -66,15 +66,10 @@ retry:
   initial_delay: 200ms
   max_delay: 1s
   jitter: 50ms
-shaping:
-  rules:
-    - match: '4\.7\.28'
-      action: suspend
-      duration: 10m
-      scope: domain
+%s
 log:
   level: info
-`, adminAddr, consoleWrite, consoleRead, grey.Addr(), limited.Addr(), down)
+`, adminAddr, consoleWrite, consoleRead, grey.Addr(), limited.Addr(), down, suspendOn4728)
 	r.startWith(t, []byte(cfg))
 	waitDial(t, adminAddr)
 	cr := &consoleRelay{r: r, base: "http://" + adminAddr, api: &admin.Client{BaseURL: adminAddr, Token: consoleWrite}}

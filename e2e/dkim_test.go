@@ -72,9 +72,7 @@ func TestDKIMSigningRotationAndBounces(t *testing.T) {
 	if err != nil || strings.Count(string(check), ": ok") != 3 {
 		t.Fatalf("dkim check: %v\n%s", err, check)
 	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 
 	r.submitToken(t, "tok-signed")
 	got := waitToken(t, mx, "tok-signed")
@@ -90,13 +88,7 @@ func TestDKIMSigningRotationAndBounces(t *testing.T) {
 
 	// Rotation: ed2 replaces rsa1 and ed1.
 	cfg = bytes.Replace(cfg, []byte(dkimSection(keys...)), []byte(dkimSection("example.org", "ed2", ed2)), 1)
-	if err := os.WriteFile(r.cfgPath, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r.hup(t)
-	if err := r.log.waitFor("configuration reloaded", 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	r.reload(t, cfg, "configuration reloaded")
 	r.submitToken(t, "tok-rotated")
 	if sigs := dkimtest.Verify(t, waitToken(t, mx, "tok-rotated"), recs); !slices.Equal(sigs, []string{"d=example.org s=ed2"}) {
 		t.Fatalf("after rotation: signatures %q, want ed2 only", sigs)
@@ -128,9 +120,7 @@ func TestDKIMSignedOnceAcrossRestart(t *testing.T) {
 	if err := os.WriteFile(r.cfgPath, bytes.Replace(cfg, []byte(down), []byte(mx.Addr()), 1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	if sigs := dkimtest.Verify(t, waitToken(t, mx, "tok-restart"), recs); !slices.Equal(sigs, []string{"d=example.org s=ed1"}) {
 		t.Fatalf("after a restart: signatures %q, want the one from acceptance", sigs)
 	}

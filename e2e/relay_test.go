@@ -96,9 +96,7 @@ func startRelay(t *testing.T, mxAddr string, opts ...relayOpt) *relay {
 	if s.http {
 		r.httpURL = r.withHTTP(t)
 	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	if s.admin {
 		waitDial(t, strings.TrimPrefix(r.adminURL, "http://"))
 	}
@@ -156,9 +154,7 @@ func (r *relay) startWith(t *testing.T, cfg []byte) {
 	if err := os.WriteFile(r.cfgPath, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 }
 
 // getJSON GETs url and decodes the JSON body into v, failing the test if
@@ -171,6 +167,14 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustStart starts r, failing the test if it does not come up.
+func (r *relay) mustStart(t *testing.T) {
+	t.Helper()
+	if err := r.start(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -32,9 +32,7 @@ func TestDiskReserveKeepsQueuedMailMoving(t *testing.T) {
 		"  path: " + fmt.Sprintf("%q", filepath.Join(r.dir, "queue.db")): "  path: " + fmt.Sprintf("%q", filepath.Join(dir, "queue.db")) + "\n  reserve_bytes: 8388608",
 		"admin:\n  listen: \"\"": fmt.Sprintf("admin:\n  listen: %q", adminAddr),
 	})
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	c, err := dialClient(r.addr)
 	if err != nil {
 		t.Fatal(err)

@@ -189,17 +189,25 @@ func TestReturnPathLoop(t *testing.T) {
 	}
 }
 
+// verpRelay starts bounceRelay with one next hop, submits a message with
+// token tok for gone@example.net and returns the relay, its bounce
+// listener's address and the VERP address the message reached the hop with.
+func verpRelay(t *testing.T, tok string) (r *relay, bounceAddr, verpAddr string) {
+	t.Helper()
+	mx := smtptest.NewServer(t)
+	bounceAddr = smtptest.ClosedAddr(t)
+	r = bounceRelay(t, mx.Addr(), mx.Addr(), bounceAddr, newHookSink(t))
+	sendAccepted(t, r.addr, "app@example.org", "gone@example.net", testMessage(tok), "submit")
+	mx.WaitFor(t, 30*time.Second, func() bool { return len(mx.Messages()) == 1 })
+	return r, bounceAddr, mx.Messages()[0].From
+}
+
 // TestReturnPathSurvivesKill9: relayq is killed with SIGKILL right after
 // its bounce listener answered 250 to a report; after a restart the
 // async bounced event and the suppression entry are both there.
 func TestReturnPathSurvivesKill9(t *testing.T) {
-	mx := smtptest.NewServer(t)
-	bounceAddr := smtptest.ClosedAddr(t)
-	r := bounceRelay(t, mx.Addr(), mx.Addr(), bounceAddr, newHookSink(t))
+	r, bounceAddr, verpAddr := verpRelay(t, "tok-rp-kill")
 	adminURL := r.adminURL
-	sendAccepted(t, r.addr, "app@example.org", "gone@example.net", testMessage("tok-rp-kill"), "submit")
-	mx.WaitFor(t, 30*time.Second, func() bool { return len(mx.Messages()) == 1 })
-	verpAddr := mx.Messages()[0].From
 	if !strings.HasSuffix(verpAddr, "@bounces.test") {
 		t.Fatalf("MAIL FROM at the next hop was %q, want a VERP address on bounces.test", verpAddr)
 	}
@@ -218,9 +226,7 @@ func TestReturnPathSurvivesKill9(t *testing.T) {
 	}
 	r.kill() // right after the 250
 	c.close()
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	// start waits for the SMTP port only; the admin API opens just after.
 	var resp *http.Response
 	waitfor.Within(10*time.Second, func() bool {

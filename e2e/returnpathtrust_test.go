@@ -5,9 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/relayq/relayq/smtptest"
 )
 
 // poisonReports are what anyone holding a recipient's VERP address can
@@ -33,13 +30,8 @@ var poisonReports = []struct{ name, from, body string }{
 // sender record nothing); a DSN from <> suppresses it once, and after the
 // operator removes the entry the same DSN sent again suppresses nothing.
 func TestReturnPathRefusesPoisoning(t *testing.T) {
-	mx := smtptest.NewServer(t)
-	bounceAddr := smtptest.ClosedAddr(t)
-	r := bounceRelay(t, mx.Addr(), mx.Addr(), bounceAddr, newHookSink(t))
+	r, bounceAddr, verpAddr := verpRelay(t, "tok-rp-poison")
 	adminURL := r.adminURL
-	sendAccepted(t, r.addr, "app@example.org", "gone@example.net", testMessage("tok-rp-poison"), "submit")
-	mx.WaitFor(t, 30*time.Second, func() bool { return len(mx.Messages()) == 1 })
-	verpAddr := mx.Messages()[0].From
 
 	report := func(from, body string) {
 		t.Helper()

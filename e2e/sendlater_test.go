@@ -88,9 +88,7 @@ func TestSendLaterFutureRelease(t *testing.T) {
 		ids[m.tok] = line[strings.LastIndex(line, " ")+1:]
 	}
 	r.kill()
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	out, code := runRelayq(t, nil, "queue", "list", "--status", "scheduled", "--admin", adminURL)
 	for tok, id := range ids {
 		if code != 0 || !strings.Contains(out, id) {

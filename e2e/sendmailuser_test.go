@@ -132,9 +132,7 @@ func TestSendmailAsAnyUser(t *testing.T) {
 	mx := smtptest.NewServer(t)
 	r := newRelay(t, mx.Addr(), "", "")
 	in := newInstall(t, r)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	for i, run := range []struct {
 		who  string
 		cred *syscall.Credential

@@ -66,6 +66,15 @@ func TestShapingSuspendRetryResume(t *testing.T) {
 	}
 }
 
+// suspendOn4728 is the shaping section of these tests' relays: a 4.7.28
+// reply suspends the domain for 10 minutes.
+const suspendOn4728 = `shaping:
+  rules:
+    - match: '4\.7\.28'
+      action: suspend
+      duration: 10m
+      scope: domain`
+
 // startSuspendingRelay starts the built relay routing limited.test to
 // limited and other.test to other, with a rule that suspends a domain
 // for 10 minutes on 4.7.28; it returns the relay and its admin address.
@@ -86,15 +95,10 @@ retry:
   initial_delay: 100ms
   max_delay: 1s
   jitter: 50ms
-shaping:
-  rules:
-    - match: '4\.7\.28'
-      action: suspend
-      duration: 10m
-      scope: domain
+%s
 log:
   level: info
-`, adminAddr, limited, other)
+`, adminAddr, limited, other, suspendOn4728)
 	r.startWith(t, []byte(cfg))
 	return r, adminAddr
 }

@@ -73,9 +73,7 @@ func TestSIGTERMDuringSubmission(t *testing.T) {
 		t.Errorf("stalled client got %q", line)
 	}
 
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	if o == accepted {
 		mx.WaitFor(t, 20*time.Second, func() bool { return deliveredTokens(mx)["tok-finisher"] > 0 })
 	}
@@ -135,9 +133,7 @@ func TestSIGTERMDuringDelivery(t *testing.T) {
 			if err != nil || code != 0 {
 				t.Fatalf("relayq after SIGTERM during delivery: exit %d, %v", code, err)
 			}
-			if err := r.start(); err != nil {
-				t.Fatal(err)
-			}
+			r.mustStart(t)
 			mx.WaitFor(t, 20*time.Second, func() bool { return deliveredTokens(mx)["tok-slow"] >= tc.want })
 			t.Logf("delivered %d time(s)", deliveredTokens(mx)["tok-slow"])
 		})

@@ -2,14 +2,12 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -98,14 +96,7 @@ func (h *tlsHop) record() (asked []bool, took []string) {
 // setDeliveryTLS sets delivery.tls in r's configuration.
 func (r *relay) setDeliveryTLS(t *testing.T, mode string) {
 	t.Helper()
-	b, err := os.ReadFile(r.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = bytes.Replace(b, []byte("delivery:\n  tls: none\n"), []byte("delivery:\n  tls: "+mode+"\n"), 1)
-	if err := os.WriteFile(r.cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rewriteConfig(t, r, map[string]string{"delivery:\n  tls: none\n": "delivery:\n  tls: " + mode + "\n"})
 }
 
 // Opportunistic TLS falls back to plain text when STARTTLS fails (RFC
