@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -218,4 +219,15 @@ func runEngine(t *testing.T, o delivery.Options) *delivery.Engine {
 	go func() { eng.Run(ctx, time.Second); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return eng
+}
+
+// serveLoopback serves e's handler with Serve on a fresh loopback port and
+// returns the server and its listener; the caller closes the server.
+func (e *env) serveLoopback(t *testing.T) (*http.Server, net.Listener) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Serve(l, e.h, nil, quiet), l
 }
