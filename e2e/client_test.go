@@ -158,6 +158,18 @@ func (c *client) steps(t *testing.T, what string, steps ...step) {
 	}
 }
 
+// mustDial connects to the SMTP server at addr and says EHLO (dialClient),
+// failing the test if it cannot; the connection closes when the test ends.
+func mustDial(t *testing.T, addr string) *client {
+	t.Helper()
+	c, err := dialClient(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	return c
+}
+
 // sendAccepted submits one message over a new connection to addr and
 // fails the test, saying what was sent, unless the message is accepted.
 func sendAccepted(t *testing.T, addr, from, to, body, what string) {

@@ -39,11 +39,7 @@ func TestDiskFullSuspendedDestinationNoHotLoop(t *testing.T) {
 	r.mustStart(t)
 	t.Cleanup(func() { r.kill() })
 
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := mustDial(t, r.addr)
 	body := strings.Repeat(strings.Repeat("x", 98)+"\r\n", 10) // 1 kB
 	// More messages than one scan batch (256) holds, and enough that
 	// parking them all rewrites more of the queue file than bbolt's free

@@ -153,11 +153,7 @@ func TestPostfixSuccessDSNReachesTheSender(t *testing.T) {
 		"transport_maps": "inline:{example.net=discard:}",
 	})
 	r := forwardRelay(t, pf, app.Addr(), bounceAddr)
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := mustDial(t, r.addr)
 	c.steps(t, "to relayq: ",
 		step{"MAIL FROM:<app@example.org>", 250},
 		step{"RCPT TO:<gone@example.net> NOTIFY=SUCCESS", 250},

@@ -30,11 +30,7 @@ log:
   level: info
 `, mx.Addr(), mx.Addr())
 	r.startWith(t, []byte(cfg))
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := mustDial(t, r.addr)
 	const slow, fast = 4, 40
 	for i := range slow {
 		submitForID(t, c, fmt.Sprintf("u%d@slow.test", i), fmt.Sprintf("tok-slow-%d", i))

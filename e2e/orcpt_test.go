@@ -86,11 +86,7 @@ func TestInteropPostfixUTF8RecipientWithORCPT(t *testing.T) {
 	r := startRelay(t, hopAddr)
 	pf := startPostfixWith(t, r.addr, map[string]string{"smtputf8_enable": "yes"})
 
-	c, err := dialClient(pf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := mustDial(t, pf)
 	c.steps(t, "to Postfix: ",
 		step{"MAIL FROM:<app@example.org> SMTPUTF8", 250},
 		step{"RCPT TO:<zoë@example.net> NOTIFY=SUCCESS,FAILURE", 250},

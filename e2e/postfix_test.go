@@ -279,11 +279,7 @@ func TestInteropPostfixWithout8BitMIME(t *testing.T) {
 	pf := startPostfix(t, sink.Addr())
 	r := startRelay(t, pf)
 
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := mustDial(t, r.addr)
 	if o, line, err := c.send("app@example.org", "bob@example.net", postfix8BitBody, nil); o != accepted {
 		t.Fatalf("8-bit message not accepted: %v %s %v", o, line, err)
 	}

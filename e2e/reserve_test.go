@@ -33,11 +33,7 @@ func TestDiskReserveKeepsQueuedMailMoving(t *testing.T) {
 		"admin:\n  listen: \"\"": fmt.Sprintf("admin:\n  listen: %q", adminAddr),
 	})
 	r.mustStart(t)
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := mustDial(t, r.addr)
 	body := "Subject: big\r\n\r\n" + strings.Repeat(strings.Repeat("x", 998)+"\r\n", 20) // 20 kB
 	var tokens []string
 	var refusal string

@@ -27,11 +27,7 @@ func TestShapingSuspendRetryResume(t *testing.T) {
 		}
 		return string(out)
 	}
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := mustDial(t, r.addr)
 	submit := func(to, tok string) string { t.Helper(); return submitForID(t, c, to, tok) }
 
 	submit("a@limited.test", "tok-first")

@@ -29,11 +29,7 @@ func TestDeliveredBytesHaveNoBareNewlines(t *testing.T) {
 		{"bare CR", "Subject: tok-s7\r\n\r\nline one\rline two\r\n"},
 		{"NUL.LF", "Subject: tok-s8\r\n\r\nhi\r\n\x00.\n" + strings.ReplaceAll(forged, "\r\n", "\n")},
 	}
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := mustDial(t, r.addr)
 	for _, sm := range smuggling {
 		name, body := sm.name, sm.body
 		// Sent raw, without the client's dot-stuffing, as an attacker would.
