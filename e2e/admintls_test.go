@@ -59,12 +59,7 @@ func newTLSRelay(t *testing.T) *tlsRelay {
 	}
 	b = bytes.Replace(b, []byte("admin:\n"), fmt.Appendf(nil, "admin:\n  token: %q\n  read_token: %q\n  tls:\n    cert_file: %q\n    key_file: %q\n",
 		tlsWriteToken, tlsReadToken, certFile, keyFile), 1)
-	if err := os.WriteFile(r.cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.startWith(t, b)
 	addr := strings.TrimPrefix(plain, "http://")
 	waitDial(t, addr)
 	ids := fillQueue(t, r, "admintls", 1)

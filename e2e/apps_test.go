@@ -22,14 +22,7 @@ import (
 func (r *relay) withHTTP(t *testing.T) string {
 	t.Helper()
 	addr := smtptest.ClosedAddr(t)
-	b, err := os.ReadFile(r.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = bytes.Replace(b, []byte("submission:\n"), []byte(fmt.Sprintf("submission:\n  http_listen: %q\n", addr)), 1)
-	if err := os.WriteFile(r.cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rewriteConfig(t, r, map[string]string{"submission:\n": fmt.Sprintf("submission:\n  http_listen: %q\n", addr)})
 	return "http://" + addr + "/api/v1/messages"
 }
 
@@ -92,9 +85,7 @@ func TestHTTPKillRightAfter202LosesNothing(t *testing.T) {
 	}
 	wg.Wait()
 	killOnce.Do(r.kill)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	want := map[string]bool{}
 	for _, tok := range accepted {
 		want[tok] = true
@@ -125,6 +116,13 @@ func sendmail(t *testing.T, server, stdin string, asSymlink bool, args ...string
 	}
 	cmd := exec.Command(bin, argv...)
 	cmd.Env = append(cleanEnv(), "RELAYQ_SENDMAIL_SERVER="+server)
+	return runStdin(t, cmd, stdin)
+}
+
+// runStdin runs cmd with stdin as its input and returns its exit code and
+// what it wrote to standard error; a command that cannot run fails the test.
+func runStdin(t *testing.T, cmd *exec.Cmd, stdin string) (int, string) {
+	t.Helper()
 	cmd.Stdin = strings.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -59,17 +56,10 @@ type opEvent struct {
 // eventsOf reads the whole event stream so far.
 func eventsOf(t *testing.T, admin string) []opEvent {
 	t.Helper()
-	resp, err := http.Get("http://" + admin + "/api/v1/events?limit=1000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var p struct {
 		Events []opEvent `json:"events"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
-		t.Fatal(err)
-	}
+	getJSON(t, "http://"+admin+"/api/v1/events?limit=1000", &p)
 	return p.Events
 }
 
@@ -82,18 +72,11 @@ func TestQueueBounceDomain(t *testing.T) {
 	down := smtptest.DownAddr(t)
 	adminAddr := smtptest.ClosedAddr(t)
 	r := newRelay(t, mx.Addr(), "retry:\n  initial_delay: 1h\n  max_delay: 1h\n", "")
-	cfg, err := os.ReadFile(r.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := strings.Replace(string(cfg), "admin:\n  listen: \"\"\n", fmt.Sprintf("admin:\n  listen: %q\n", adminAddr), 1)
-	c = strings.Replace(c, "  routes:\n", fmt.Sprintf("  routes:\n    \"down.test\": %q\n", down), 1)
-	if err := os.WriteFile(r.cfgPath, []byte(c), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	rewriteConfig(t, r, map[string]string{
+		"admin:\n  listen: \"\"\n": fmt.Sprintf("admin:\n  listen: %q\n", adminAddr),
+		"  routes:\n":              fmt.Sprintf("  routes:\n    \"down.test\": %q\n", down),
+	})
+	r.mustStart(t)
 	mixed := submitTo(t, r.addr, "app@example.org", "a@down.test", "b@up.test")
 	alone := submitTo(t, r.addr, "app@example.org", "c@down.test")
 	other := submitTo(t, r.addr, "other@example.org", "x@up.test")

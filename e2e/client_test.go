@@ -102,11 +102,7 @@ func (c *client) cmd(line string) (int, string, error) {
 // it is dot-stuffed here. beforeDot, if set, runs just before the final
 // write that carries the end of data.
 func (c *client) send(from, to, body string, beforeDot func()) (outcome, string, error) {
-	steps := []struct {
-		line string
-		want int
-	}{{"MAIL FROM:<" + from + ">", 250}, {"RCPT TO:<" + to + ">", 250}, {"DATA", 354}}
-	for _, s := range steps {
+	for _, s := range []step{{"MAIL FROM:<" + from + ">", 250}, {"RCPT TO:<" + to + ">", 250}, {"DATA", 354}} {
 		code, line, err := c.cmd(s.line)
 		if err != nil {
 			return lostBeforeDot, line, err
@@ -123,6 +119,12 @@ func (c *client) send(from, to, body string, beforeDot func()) (outcome, string,
 		beforeDot()
 		stuffed = ""
 	}
+	return c.endData(stuffed)
+}
+
+// endData writes the rest of a dot-stuffed body and the end of data, and
+// says what became of the message.
+func (c *client) endData(stuffed string) (outcome, string, error) {
 	// Write reports an error whenever the last byte was not written, and
 	// the end of data is the last byte: no error means the dot went out.
 	if err := c.write(stuffed + ".\r\n"); err != nil {
@@ -136,6 +138,49 @@ func (c *client) send(from, to, body string, beforeDot func()) (outcome, string,
 		return accepted, line, nil
 	default:
 		return refused, line, nil
+	}
+}
+
+// step is one command line and the reply code it must get.
+type step struct {
+	line string
+	want int
+}
+
+// steps sends each line in turn and fails the test, prefixing what, at
+// the first reply that is not the one wanted.
+func (c *client) steps(t *testing.T, what string, steps ...step) {
+	t.Helper()
+	for _, s := range steps {
+		if code, line, err := c.cmd(s.line); err != nil || code != s.want {
+			t.Fatalf("%s%q: %d %s %v", what, s.line, code, line, err)
+		}
+	}
+}
+
+// mustDial connects to the SMTP server at addr and says EHLO (dialClient),
+// failing the test if it cannot; the connection closes when the test ends.
+func mustDial(t *testing.T, addr string) *client {
+	t.Helper()
+	c, err := dialClient(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	return c
+}
+
+// sendAccepted submits one message over a new connection to addr and
+// fails the test, saying what was sent, unless the message is accepted.
+func sendAccepted(t *testing.T, addr, from, to, body, what string) {
+	t.Helper()
+	c, err := dialClient(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	if o, line, err := c.send(from, to, body, nil); o != accepted {
+		t.Fatalf("%s: %v %q %v", what, o, line, err)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -117,13 +116,7 @@ func startNodes(t *testing.T, count int, redisURL, mx, shaping string) []*node {
 		r := newRelay(t, mx, "", "")
 		r.log = newLineLog(20000) // a failure shows the shaping lines of the whole run
 		n := &node{relay: r, name: name, admin: smtptest.ClosedAddr(t)}
-		cfg := fmt.Sprintf(`hostname: %s.test
-submission:
-  listen: [%q]
-  trusted_networks: ["127.0.0.0/8"]
-queue:
-  path: %q
-admin:
+		cfg := r.configHead(name+".test") + fmt.Sprintf(`admin:
   listen: %q
 delivery:
   tls: none
@@ -143,13 +136,8 @@ cluster:
   expected_nodes: %d
 log:
   level: info
-`, name, r.addr, filepath.Join(r.dir, "queue.db"), n.admin, mx, shaping, redisURL, name, count)
-		if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.start(); err != nil {
-			t.Fatal(err)
-		}
+`, n.admin, mx, shaping, redisURL, name, count)
+		r.startWith(t, []byte(cfg))
 		if err := r.log.waitFor("cluster: shaping state shared through Redis", 5*time.Second); err != nil {
 			t.Fatal(err)
 		}

@@ -180,21 +180,13 @@ func TestClusterRedisOutage(t *testing.T) {
 		t.Errorf("relayq_cluster_redis_up = %q with Redis up", got)
 	}
 	rds.stop()
-	for _, n := range nodes {
-		if err := n.log.waitFor("cluster: Redis unreachable; shaping with node-local limits", 10*time.Second); err != nil {
-			t.Fatalf("%s: %v", n.name, err)
-		}
-	}
+	waitEveryLog(t, nodes, "cluster: Redis unreachable; shaping with node-local limits")
 	if got := metric(t, nodes[0], "relayq_cluster_redis_up"); got != "0" {
 		t.Errorf("relayq_cluster_redis_up = %q with Redis down", got)
 	}
 	phase("outage")
 	rds.start()
-	for _, n := range nodes {
-		if err := n.log.waitFor("cluster: Redis reachable again; shared shaping limits resume", 10*time.Second); err != nil {
-			t.Fatalf("%s: %v", n.name, err)
-		}
-	}
+	waitEveryLog(t, nodes, "cluster: Redis reachable again; shared shaping limits resume")
 	if got := metric(t, nodes[0], "relayq_cluster_redis_up"); got != "1" {
 		t.Errorf("relayq_cluster_redis_up = %q after Redis came back", got)
 	}
@@ -205,4 +197,14 @@ func TestClusterRedisOutage(t *testing.T) {
 		}
 	}
 	checkExactlyOnce(t, mx.Messages(), tokens)
+}
+
+// waitEveryLog waits (10 s at most) until each node has logged line.
+func waitEveryLog(t *testing.T, nodes []*node, line string) {
+	t.Helper()
+	for _, n := range nodes {
+		if err := n.log.waitFor(line, 10*time.Second); err != nil {
+			t.Fatalf("%s: %v", n.name, err)
+		}
+	}
 }

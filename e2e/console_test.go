@@ -50,13 +50,7 @@ func startConsoleRelay(t *testing.T) *consoleRelay {
 	down := smtptest.DownAddr(t)
 	r := newRelay(t, down, "", "")
 	adminAddr := smtptest.ClosedAddr(t)
-	cfg := fmt.Sprintf(`hostname: relay.test
-submission:
-  listen: [%q]
-  trusted_networks: ["127.0.0.0/8"]
-queue:
-  path: %q
-admin:
+	cfg := r.configHead("relay.test") + fmt.Sprintf(`admin:
   listen: %q
   token: %q
   read_token: %q
@@ -72,21 +66,11 @@ retry:
   initial_delay: 200ms
   max_delay: 1s
   jitter: 50ms
-shaping:
-  rules:
-    - match: '4\.7\.28'
-      action: suspend
-      duration: 10m
-      scope: domain
+%s
 log:
   level: info
-`, r.addr, filepath.Join(r.dir, "queue.db"), adminAddr, consoleWrite, consoleRead, grey.Addr(), limited.Addr(), down)
-	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+`, adminAddr, consoleWrite, consoleRead, grey.Addr(), limited.Addr(), down, suspendOn4728)
+	r.startWith(t, []byte(cfg))
 	waitDial(t, adminAddr)
 	cr := &consoleRelay{r: r, base: "http://" + adminAddr, api: &admin.Client{BaseURL: adminAddr, Token: consoleWrite}}
 	c, err := dialClient(r.addr)

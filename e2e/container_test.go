@@ -62,14 +62,11 @@ func (p *podman) run(args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// `make image` builds the FROM scratch image; it runs as a non-root user,
-// reports healthy through its HEALTHCHECK, and relays mail with its queue on
-// the volume.
-func TestContainerImageRelaysMail(t *testing.T) {
-	p := newPodman(t)
-	image := fmt.Sprintf("localhost/relayq-e2e:%d", time.Now().UnixNano())
-	build := exec.Command("make", "--no-print-directory", "image", "IMAGE="+image,
-		"IMAGE_FAKEMX="+image+"-fakemx", // make image also builds fakemx's own image
+// makeImages runs make image, building relayq's image as relayqImage and
+// fakemx's as fakemxImage with p, and removes both when the test ends.
+func (p *podman) makeImages(t *testing.T, relayqImage, fakemxImage string) {
+	t.Helper()
+	build := exec.Command("make", "--no-print-directory", "image", "IMAGE="+relayqImage, "IMAGE_FAKEMX="+fakemxImage,
 		"IMAGE_CTX="+filepath.Join(t.TempDir(), "ctx"),
 		"IMAGE_BUILD="+p.bin+" --runtime runc --cgroup-manager=cgroupfs build --format docker")
 	build.Dir = moduleRoot(t)
@@ -77,7 +74,16 @@ func TestContainerImageRelaysMail(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("make image: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { p.cmd("rmi", "-f", image, image+"-fakemx").Run() })
+	t.Cleanup(func() { p.cmd("rmi", "-f", relayqImage, fakemxImage).Run() })
+}
+
+// `make image` builds the FROM scratch image; it runs as a non-root user,
+// reports healthy through its HEALTHCHECK, and relays mail with its queue on
+// the volume.
+func TestContainerImageRelaysMail(t *testing.T) {
+	p := newPodman(t)
+	image := fmt.Sprintf("localhost/relayq-e2e:%d", time.Now().UnixNano())
+	p.makeImages(t, image, image+"-fakemx") // make image also builds fakemx's own image
 
 	if user := p.run("image", "inspect", "--format", "{{.Config.User}}", image); user != "65532:65532" {
 		t.Errorf("image user %q, want the unprivileged 65532:65532", user)

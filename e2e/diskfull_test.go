@@ -29,31 +29,17 @@ func TestDiskFullSuspendedDestinationNoHotLoop(t *testing.T) {
 	dir := testfs.Tmpfs(t, "16m")
 	down := smtptest.DownAddr(t)
 	r := newRelay(t, down, "retry:\n  initial_delay: 1s\n  max_delay: 2s\n  jitter: 0s\n", "")
-	cfg, err := os.ReadFile(r.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	route := fmt.Sprintf("    \"*\": %q\n", down)
-	if !strings.Contains(string(cfg), route) {
-		t.Fatalf("no wildcard route %q in the config", route)
-	}
-	cfg = []byte(strings.Replace(string(cfg), route, route+fmt.Sprintf("    other.example: %q\n", smtptest.DownAddr(t)), 1))
 	queuePath := filepath.Join(dir, "queue.db")
-	// No reserve: this test is of a disk that something else filled.
-	cfg = []byte(strings.Replace(string(cfg), filepath.Join(r.dir, "queue.db")+"\"", queuePath+"\"\n  reserve_bytes: 0", 1))
-	if err := os.WriteFile(r.cfgPath, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	rewriteConfig(t, r, map[string]string{
+		route: route + fmt.Sprintf("    other.example: %q\n", smtptest.DownAddr(t)),
+		// No reserve: this test is of a disk that something else filled.
+		filepath.Join(r.dir, "queue.db") + "\"": queuePath + "\"\n  reserve_bytes: 0",
+	})
+	r.mustStart(t)
 	t.Cleanup(func() { r.kill() })
 
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := mustDial(t, r.addr)
 	body := strings.Repeat(strings.Repeat("x", 98)+"\r\n", 10) // 1 kB
 	// More messages than one scan batch (256) holds, and enough that
 	// parking them all rewrites more of the queue file than bbolt's free

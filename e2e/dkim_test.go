@@ -72,9 +72,7 @@ func TestDKIMSigningRotationAndBounces(t *testing.T) {
 	if err != nil || strings.Count(string(check), ": ok") != 3 {
 		t.Fatalf("dkim check: %v\n%s", err, check)
 	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 
 	r.submitToken(t, "tok-signed")
 	got := waitToken(t, mx, "tok-signed")
@@ -82,14 +80,7 @@ func TestDKIMSigningRotationAndBounces(t *testing.T) {
 		t.Fatalf("signatures %q, want rsa1 and ed1", sigs)
 	}
 
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, line, err := c.send("app@example.org", "nobody@example.net", testMessage("tok-bounced"), nil); o != accepted {
-		t.Fatalf("submission: %s %q %v", o, line, err)
-	}
-	c.close()
+	sendAccepted(t, r.addr, "app@example.org", "nobody@example.net", testMessage("tok-bounced"), "submission")
 	bounce := waitMessage(t, mx, 10*time.Second, func(m smtptest.Message) bool { return m.From == "" })
 	if sigs := dkimtest.Verify(t, bounce, recs); !slices.Equal(sigs, []string{"d=relay.test s=b1"}) {
 		t.Fatalf("bounce signatures %q, want relay.test's b1", sigs)
@@ -97,13 +88,7 @@ func TestDKIMSigningRotationAndBounces(t *testing.T) {
 
 	// Rotation: ed2 replaces rsa1 and ed1.
 	cfg = bytes.Replace(cfg, []byte(dkimSection(keys...)), []byte(dkimSection("example.org", "ed2", ed2)), 1)
-	if err := os.WriteFile(r.cfgPath, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r.hup(t)
-	if err := r.log.waitFor("configuration reloaded", 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	r.reload(t, cfg, "configuration reloaded")
 	r.submitToken(t, "tok-rotated")
 	if sigs := dkimtest.Verify(t, waitToken(t, mx, "tok-rotated"), recs); !slices.Equal(sigs, []string{"d=example.org s=ed2"}) {
 		t.Fatalf("after rotation: signatures %q, want ed2 only", sigs)
@@ -135,9 +120,7 @@ func TestDKIMSignedOnceAcrossRestart(t *testing.T) {
 	if err := os.WriteFile(r.cfgPath, bytes.Replace(cfg, []byte(down), []byte(mx.Addr()), 1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	if sigs := dkimtest.Verify(t, waitToken(t, mx, "tok-restart"), recs); !slices.Equal(sigs, []string{"d=example.org s=ed1"}) {
 		t.Fatalf("after a restart: signatures %q, want the one from acceptance", sigs)
 	}

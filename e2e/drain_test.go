@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -30,14 +28,7 @@ var drainMessages = flag.Int("drain-messages", 3000, "messages queued on node A 
 func (r *relay) withAdmin(t *testing.T) (*admin.Client, string) {
 	t.Helper()
 	addr := smtptest.ClosedAddr(t)
-	b, err := os.ReadFile(r.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = bytes.Replace(b, []byte("admin:\n  listen: \"\"\n"), []byte(fmt.Sprintf("admin:\n  listen: %q\n", addr)), 1)
-	if err := os.WriteFile(r.cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rewriteConfig(t, r, map[string]string{"admin:\n  listen: \"\"\n": fmt.Sprintf("admin:\n  listen: %q\n", addr)})
 	return &admin.Client{BaseURL: addr}, "http://" + addr
 }
 

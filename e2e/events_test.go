@@ -83,9 +83,7 @@ func TestEventsSurviveKill9(t *testing.T) {
 	if err := os.WriteFile(r.cfgPath, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	queueID := submitEach(t, r.addr, total)
 	select {
 	case <-stalled:
@@ -94,9 +92,7 @@ func TestEventsSurviveKill9(t *testing.T) {
 	}
 	r.kill()
 	close(release)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	mx.WaitFor(t, 60*time.Second, func() bool { return len(deliveredTokens(mx)) == total })
 
 	evs := readEvents(t, adminAddr, func(evs []streamEvent) bool {

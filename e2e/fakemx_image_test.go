@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,15 +19,7 @@ func TestFakemxImage(t *testing.T) {
 	p := newPodman(t)
 	stamp := time.Now().UnixNano()
 	relayqImage, image := fmt.Sprintf("localhost/relayq-e2e:%d", stamp), fmt.Sprintf("localhost/fakemx-e2e:%d", stamp)
-	build := exec.Command("make", "--no-print-directory", "image", "IMAGE="+relayqImage, "IMAGE_FAKEMX="+image,
-		"IMAGE_CTX="+filepath.Join(t.TempDir(), "ctx"),
-		"IMAGE_BUILD="+p.bin+" --runtime runc --cgroup-manager=cgroupfs build --format docker")
-	build.Dir = moduleRoot(t)
-	build.Env = append(cleanEnv(), "CONTAINERS_CONF="+p.conf)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("make image: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { p.cmd("rmi", "-f", image, relayqImage).Run() })
+	p.makeImages(t, relayqImage, image)
 	if user := p.run("image", "inspect", "--format", "{{.Config.User}}", image); user != "65532:65532" {
 		t.Errorf("image user %q, want the unprivileged 65532:65532", user)
 	}

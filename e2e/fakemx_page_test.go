@@ -95,11 +95,7 @@ func TestFakemxPageInABrowser(t *testing.T) {
 	))
 	waitJS(t, ctx, "the live stream connects", `document.querySelector('#live').textContent === 'live'`)
 
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := mustDial(t, r.addr)
 	if out, line, err := c.send("app@example.org", "you@example.net", pageTestMessage, nil); err != nil || out != accepted {
 		t.Fatalf("submit: %v %q %v", out, line, err)
 	}

@@ -2,12 +2,7 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,14 +27,7 @@ func forwardRelay(t *testing.T, mx, appMX, bounceAddr string, opts ...relayOpt) 
 // returns the envelope sender it reached mx with: its VERP address.
 func verpOf(t *testing.T, r *relay, mx *smtptest.Server, rcpt, tok string) string {
 	t.Helper()
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
-	if o, line, err := c.send("app@example.org", rcpt, testMessage(tok), nil); o != accepted {
-		t.Fatalf("submit to %s: %v %q %v", rcpt, o, line, err)
-	}
+	sendAccepted(t, r.addr, "app@example.org", rcpt, testMessage(tok), "submit to "+rcpt)
 	var from string
 	mx.WaitFor(t, 30*time.Second, func() bool {
 		for _, m := range mx.Messages() {
@@ -75,22 +63,7 @@ for i, v in enumerate(sigs):
 // dkimDomains runs pyDomains on msg: "DOMAIN True|False" per signature.
 func dkimDomains(t *testing.T, msg []byte, recs dkimtest.Records) []string {
 	t.Helper()
-	dir := t.TempDir()
-	mf, rf := filepath.Join(dir, "msg.eml"), filepath.Join(dir, "records.json")
-	rj, err := json.Marshal(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(mf, msg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(rf, rj, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(dkimtest.Python, "-c", pyDomains, mf, rf).CombinedOutput()
-	if err != nil {
-		t.Fatalf("dkimpy: %v\n%s", err, out)
-	}
+	out := dkimtest.RunPython(t, pyDomains, msg, recs)
 	var sigs []string
 	for _, l := range strings.Split(string(out), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
@@ -132,14 +105,7 @@ func TestForwardedReportIsWrappedAndUnsigned(t *testing.T) {
 		"streams: [{name: default, weight: 1}, {name: bulk, weight: 1}]\n"))
 	verpAddr := verpOf(t, r, mx, "gone@example.net", "tok-fw-orig")
 	for _, tok := range []string{"tok-forged-1", "tok-forged-2"} {
-		c, err := dialClient(bounceAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o, line, err := c.send("", verpAddr, forgedReport(tok), nil); o != accepted {
-			t.Fatalf("report %s: %v %q %v", tok, o, line, err)
-		}
-		c.close()
+		sendAccepted(t, bounceAddr, "", verpAddr, forgedReport(tok), "report "+tok)
 	}
 	var got [][]byte
 	waitfor.Within(30*time.Second, func() bool {
@@ -187,24 +153,13 @@ func TestPostfixSuccessDSNReachesTheSender(t *testing.T) {
 		"transport_maps": "inline:{example.net=discard:}",
 	})
 	r := forwardRelay(t, pf, app.Addr(), bounceAddr)
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
-	for _, step := range []struct {
-		line string
-		want int
-	}{
-		{"MAIL FROM:<app@example.org>", 250},
-		{"RCPT TO:<gone@example.net> NOTIFY=SUCCESS", 250},
-		{"DATA", 354},
-		{testMessage("tok-success-dsn") + ".", 250},
-	} {
-		if code, line, err := c.cmd(step.line); err != nil || code != step.want {
-			t.Fatalf("to relayq: %q: %d %s %v", step.line, code, line, err)
-		}
-	}
+	c := mustDial(t, r.addr)
+	c.steps(t, "to relayq: ",
+		step{"MAIL FROM:<app@example.org>", 250},
+		step{"RCPT TO:<gone@example.net> NOTIFY=SUCCESS", 250},
+		step{"DATA", 354},
+		step{testMessage("tok-success-dsn") + ".", 250},
+	)
 	if err := r.log.waitFor("return path:", 60*time.Second); err != nil {
 		t.Fatalf("Postfix's DSN never reached the listener: %v", err)
 	}
@@ -232,17 +187,10 @@ func TestPostfixSuccessDSNReachesTheSender(t *testing.T) {
 // the admin API.
 func eventCount(t *testing.T, adminURL, typ, rcpt string) int {
 	t.Helper()
-	resp, err := http.Get(adminURL + "/api/v1/events?limit=10000&type=" + typ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var page struct {
 		Events []hookEvent `json:"events"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-		t.Fatal(err)
-	}
+	getJSON(t, adminURL+"/api/v1/events?limit=10000&type="+typ, &page)
 	n := 0
 	for _, e := range page.Events {
 		if e.Recipient == rcpt {

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,13 +17,7 @@ import (
 func TestSlowDomainDoesNotHoldOthersAtSharedNextHop(t *testing.T) {
 	mx := smtptest.NewServer(t, smtptest.DiscardBodies(), smtptest.Reply("rcpt:@slow.test=delay 1h 451 4.4.2 tarpit"))
 	r := newRelay(t, mx.Addr(), "", "")
-	cfg := fmt.Sprintf(`hostname: relay.test
-submission:
-  listen: [%q]
-  trusted_networks: ["127.0.0.0/8"]
-queue:
-  path: %q
-admin:
+	cfg := r.configHead("relay.test") + fmt.Sprintf(`admin:
   listen: ""
 delivery:
   tls: none
@@ -36,18 +28,9 @@ delivery:
     fast.test: %q
 log:
   level: info
-`, r.addr, filepath.Join(r.dir, "queue.db"), mx.Addr(), mx.Addr())
-	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+`, mx.Addr(), mx.Addr())
+	r.startWith(t, []byte(cfg))
+	c := mustDial(t, r.addr)
 	const slow, fast = 4, 40
 	for i := range slow {
 		submitForID(t, c, fmt.Sprintf("u%d@slow.test", i), fmt.Sprintf("tok-slow-%d", i))

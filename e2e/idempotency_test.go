@@ -50,9 +50,7 @@ func TestIdempotencyKeySurvivesKill9(t *testing.T) {
 	first := sendKeyed(t, r.addr, "tok-idem-1", "order-1")
 	r.kill()
 	routeTo(t, r, nowhere, mx.Addr())
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	if again := sendKeyed(t, r.addr, "tok-idem-1", "order-1"); again != first {
 		t.Fatalf("the retry was queued as %s, want %s", again, first)
 	}

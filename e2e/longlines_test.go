@@ -42,14 +42,7 @@ func TestLongLineThroughPostfixKeepsDKIM(t *testing.T) {
 		"MIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary=\"alt\"\r\n\r\n" +
 		"--alt\r\nContent-Type: text/plain\r\n\r\nshort text\r\n" +
 		"--alt\r\nContent-Type: text/html; charset=us-ascii\r\n\r\n" + html + "\r\n--alt--\r\n"
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
-	if o, line, err := c.send("app@example.org", "bob@example.net", msg, nil); o != accepted {
-		t.Fatalf("message with a 1500-octet line not accepted: %v %s %v", o, line, err)
-	}
+	sendAccepted(t, r.addr, "app@example.org", "bob@example.net", msg, "message with a 1500-octet line not accepted")
 	got := waitMessage(t, sink, 60*time.Second, func(m smtptest.Message) bool { return m.From == "app@example.org" })
 	longest := 0
 	for _, l := range strings.Split(string(got), "\r\n") {

@@ -86,24 +86,13 @@ func TestInteropPostfixUTF8RecipientWithORCPT(t *testing.T) {
 	r := startRelay(t, hopAddr)
 	pf := startPostfixWith(t, r.addr, map[string]string{"smtputf8_enable": "yes"})
 
-	c, err := dialClient(pf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
-	for _, step := range []struct {
-		line string
-		want int
-	}{
-		{"MAIL FROM:<app@example.org> SMTPUTF8", 250},
-		{"RCPT TO:<zoë@example.net> NOTIFY=SUCCESS,FAILURE", 250},
-		{"DATA", 354},
-		{"From: <app@example.org>\r\nTo: <zoë@example.net>\r\nSubject: tok-orcpt\r\n\r\nHallo.\r\n.", 250},
-	} {
-		if code, line, err := c.cmd(step.line); err != nil || code != step.want {
-			t.Fatalf("to Postfix: %q: %d %s %v", step.line, code, line, err)
-		}
-	}
+	c := mustDial(t, pf)
+	c.steps(t, "to Postfix: ",
+		step{"MAIL FROM:<app@example.org> SMTPUTF8", 250},
+		step{"RCPT TO:<zoë@example.net> NOTIFY=SUCCESS,FAILURE", 250},
+		step{"DATA", 354},
+		step{"From: <app@example.org>\r\nTo: <zoë@example.net>\r\nSubject: tok-orcpt\r\n\r\nHallo.\r\n.", 250},
+	)
 
 	deadline := time.Now().Add(60 * time.Second)
 	tick := time.NewTicker(100 * time.Millisecond)

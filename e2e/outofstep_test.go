@@ -39,21 +39,8 @@ type stepServer struct {
 
 func newStepServer(t *testing.T, mode stepMode, pipelining bool) *stepServer {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &stepServer{l: l, mode: mode, pipelining: pipelining}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go s.serve(c)
-		}
-	}()
+	s := &stepServer{mode: mode, pipelining: pipelining}
+	s.l = acceptEach(t, func(c net.Conn) { go s.serve(c) })
 	return s
 }
 
@@ -75,13 +62,8 @@ func (s *stepServer) serve(c net.Conn) {
 	say("220 step.test ready")
 	w.Flush()
 	extraDue := true
-	for {
-		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return
-		}
-		switch cmd := strings.ToUpper(strings.TrimSpace(line)); {
+	eachCommand(c, r, func(cmd string) bool {
+		switch {
 		case strings.HasPrefix(cmd, "EHLO"):
 			if s.pipelining {
 				say("250-step.test")
@@ -96,7 +78,7 @@ func (s *stepServer) serve(c net.Conn) {
 			say("250 2.0.0 accepted before body")
 			w.Flush() // with the replies before, when pipelined
 			if _, ok := readBody(r); !ok {
-				return
+				return false
 			}
 			say("451 4.3.0 body refused")
 		case cmd == "DATA":
@@ -104,7 +86,7 @@ func (s *stepServer) serve(c net.Conn) {
 			w.Flush()
 			body, ok := readBody(r)
 			if !ok {
-				return
+				return false
 			}
 			s.mu.Lock()
 			s.took = append(s.took, tokenOf(body))
@@ -118,7 +100,7 @@ func (s *stepServer) serve(c net.Conn) {
 		case cmd == "QUIT":
 			say("221 bye")
 			w.Flush()
-			return
+			return false
 		default:
 			say("250 ok")
 		}
@@ -126,6 +108,41 @@ func (s *stepServer) serve(c net.Conn) {
 		// only when no more are waiting (RFC 2920 section 3.2).
 		if r.Buffered() == 0 {
 			w.Flush()
+		}
+		return true
+	})
+}
+
+// acceptEach listens on a new loopback port until the test ends and hands
+// every connection it accepts to accept, in the order they come.
+func acceptEach(t *testing.T, accept func(net.Conn)) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accept(c)
+		}
+	}()
+	return l
+}
+
+// eachCommand reads SMTP commands from r, giving each 30 s to arrive, and
+// hands each, trimmed and upper-cased, to handle until handle returns
+// false or the connection fails.
+func eachCommand(c net.Conn, r *bufio.Reader, handle func(cmd string) bool) {
+	for {
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		line, err := r.ReadString('\n')
+		if err != nil || !handle(strings.ToUpper(strings.TrimSpace(line))) {
+			return
 		}
 	}
 }

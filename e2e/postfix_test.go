@@ -279,11 +279,7 @@ func TestInteropPostfixWithout8BitMIME(t *testing.T) {
 	pf := startPostfix(t, sink.Addr())
 	r := startRelay(t, pf)
 
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := mustDial(t, r.addr)
 	if o, line, err := c.send("app@example.org", "bob@example.net", postfix8BitBody, nil); o != accepted {
 		t.Fatalf("8-bit message not accepted: %v %s %v", o, line, err)
 	}
@@ -304,14 +300,7 @@ func TestInteropPostfixWithout8BitMIME(t *testing.T) {
 	}
 
 	utf8Body := "From: Jörg <joerg@example.org>\r\nTo: <bob@example.net>\r\nSubject: Grüße tok-utf8\r\n\r\nHallo.\r\n"
-	for _, step := range []struct {
-		line string
-		want int
-	}{{"MAIL FROM:<joerg@example.org> SMTPUTF8", 250}, {"RCPT TO:<bob@example.net>", 250}, {"DATA", 354}} {
-		if code, line, err := c.cmd(step.line); err != nil || code != step.want {
-			t.Fatalf("%s: %d %s %v", step.line, code, line, err)
-		}
-	}
+	c.steps(t, "", step{"MAIL FROM:<joerg@example.org> SMTPUTF8", 250}, step{"RCPT TO:<bob@example.net>", 250}, step{"DATA", 354})
 	if code, line, err := c.cmd(utf8Body + "."); err != nil || code != 250 {
 		t.Fatalf("UTF-8 message not accepted: %d %s %v", code, line, err)
 	}

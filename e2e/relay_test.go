@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,9 +96,7 @@ func startRelay(t *testing.T, mxAddr string, opts ...relayOpt) *relay {
 	if s.http {
 		r.httpURL = r.withHTTP(t)
 	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	if s.admin {
 		waitDial(t, strings.TrimPrefix(r.adminURL, "http://"))
 	}
@@ -116,13 +116,8 @@ func newRelay(t *testing.T, mxAddr string, retry, extra string) *relay {
 	if retry == "" {
 		retry = "retry:\n  initial_delay: 100ms\n  max_delay: 1s\n  jitter: 50ms\n"
 	}
-	cfg := fmt.Sprintf(`hostname: relay.test
-submission:
-  listen: [%q]
-  trusted_networks: ["127.0.0.0/8"]
-queue:
-  path: %q
-admin:
+	r := &relay{t: t, dir: dir, cfgPath: filepath.Join(dir, "relayq.yaml"), addr: addr, log: newLineLog(300)}
+	cfg := r.configHead("relay.test") + fmt.Sprintf(`admin:
   listen: ""
 delivery:
   tls: none
@@ -132,8 +127,7 @@ delivery:
     "*": %q
 log:
   level: info
-%s%s`, addr, filepath.Join(dir, "queue.db"), mxAddr, retry, extra)
-	r := &relay{t: t, dir: dir, cfgPath: filepath.Join(dir, "relayq.yaml"), addr: addr, log: newLineLog(300)}
+%s%s`, mxAddr, retry, extra)
 	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +138,45 @@ log:
 		}
 	})
 	return r
+}
+
+// configHead is how every relay config here begins: the hostname, the
+// submission listener at r.addr trusting loopback, the queue file in r.dir.
+func (r *relay) configHead(hostname string) string {
+	return fmt.Sprintf("hostname: %s\nsubmission:\n  listen: [%q]\n  trusted_networks: [\"127.0.0.0/8\"]\nqueue:\n  path: %q\n",
+		hostname, r.addr, filepath.Join(r.dir, "queue.db"))
+}
+
+// startWith replaces r's config with cfg and starts r, failing the test
+// if it does not come up.
+func (r *relay) startWith(t *testing.T, cfg []byte) {
+	t.Helper()
+	if err := os.WriteFile(r.cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.mustStart(t)
+}
+
+// getJSON GETs url and decodes the JSON body into v, failing the test if
+// either fails.
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustStart starts r, failing the test if it does not come up.
+func (r *relay) mustStart(t *testing.T) {
+	t.Helper()
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // start runs a new relayq process and waits until its SMTP port answers.

@@ -24,16 +24,22 @@ func (r *relay) hup(t *testing.T) {
 	}
 }
 
-func (r *relay) submitToken(t *testing.T, tok string) {
+// reload replaces r's config with cfg, sends SIGHUP and waits (5 s at
+// most) for the log line want, failing the test without it.
+func (r *relay) reload(t *testing.T, cfg []byte, want string) {
 	t.Helper()
-	c, err := dialClient(r.addr)
-	if err != nil {
+	if err := os.WriteFile(r.cfgPath, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	defer c.close()
-	if o, line, err := c.send("app@example.org", "rcpt@example.net", testMessage(tok), nil); o != accepted {
-		t.Fatalf("submission of %s: %s %q %v", tok, o, line, err)
+	r.hup(t)
+	if err := r.log.waitFor(want, 5*time.Second); err != nil {
+		t.Fatal(err)
 	}
+}
+
+func (r *relay) submitToken(t *testing.T, tok string) {
+	t.Helper()
+	sendAccepted(t, r.addr, "app@example.org", "rcpt@example.net", testMessage(tok), "submission of "+tok)
 }
 
 // SIGHUP applies a new routing table without a restart; a broken file is
@@ -50,23 +56,11 @@ func TestSIGHUPReloadsAndRefusesBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	rerouted := bytes.ReplaceAll(good, []byte(mx1.Addr()), []byte(mx2.Addr()))
-	if err := os.WriteFile(r.cfgPath, rerouted, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r.hup(t)
-	if err := r.log.waitFor("configuration reloaded", 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	r.reload(t, rerouted, "configuration reloaded")
 	r.submitToken(t, "tok-after-reload")
 	mx2.WaitFor(t, 10*time.Second, func() bool { return deliveredTokens(mx2)["tok-after-reload"] == 1 })
 
-	if err := os.WriteFile(r.cfgPath, append(rerouted, []byte("retry:\n  initial_delay: soon\n")...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r.hup(t)
-	if err := r.log.waitFor("reload refused", 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	r.reload(t, append(rerouted, []byte("retry:\n  initial_delay: soon\n")...), "reload refused")
 	// Still running, still on the last good configuration.
 	r.submitToken(t, "tok-after-bad-reload")
 	mx2.WaitFor(t, 10*time.Second, func() bool { return deliveredTokens(mx2)["tok-after-bad-reload"] == 1 })

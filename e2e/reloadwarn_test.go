@@ -23,13 +23,7 @@ func TestSIGHUPNamesKeysThatNeedARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := strings.Replace(string(cfg), "delivery:\n", "delivery:\n  workers: 3\n", 1)
-	if err := os.WriteFile(r.cfgPath, []byte(changed), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r.hup(t)
-	if err := r.log.waitFor("key=delivery.workers", 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	r.reload(t, []byte(changed), "key=delivery.workers")
 	if err := r.log.waitFor("configuration partly reloaded", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -32,14 +32,8 @@ func TestDiskReserveKeepsQueuedMailMoving(t *testing.T) {
 		"  path: " + fmt.Sprintf("%q", filepath.Join(r.dir, "queue.db")): "  path: " + fmt.Sprintf("%q", filepath.Join(dir, "queue.db")) + "\n  reserve_bytes: 8388608",
 		"admin:\n  listen: \"\"": fmt.Sprintf("admin:\n  listen: %q", adminAddr),
 	})
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	r.mustStart(t)
+	c := mustDial(t, r.addr)
 	body := "Subject: big\r\n\r\n" + strings.Repeat(strings.Repeat("x", 998)+"\r\n", 20) // 20 kB
 	var tokens []string
 	var refusal string

@@ -141,14 +141,7 @@ func TestReturnPathLoop(t *testing.T) {
 	r := bounceRelay(t, mx, app.Addr(), bounceAddr, hook)
 	adminURL := r.adminURL
 	for _, to := range []string{"gone@example.net", "angry@example.net"} {
-		c, err := dialClient(r.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o, line, err := c.send("app@example.org", to, testMessage("tok-rp-"+to[:4]), nil); o != accepted {
-			t.Fatalf("submit to %s: %v %q %v", to, o, line, err)
-		}
-		c.close()
+		sendAccepted(t, r.addr, "app@example.org", to, testMessage("tok-rp-"+to[:4]), "submit to "+to)
 	}
 	want := map[string]string{"gone@example.net": "bounced", "angry@example.net": "complained"}
 	waitfor.Within(30*time.Second, func() bool { return len(hook.of("gone@example.net")) >= 2 && len(hook.of("angry@example.net")) >= 2 })
@@ -196,24 +189,25 @@ func TestReturnPathLoop(t *testing.T) {
 	}
 }
 
+// verpRelay starts bounceRelay with one next hop, submits a message with
+// token tok for gone@example.net and returns the relay, its bounce
+// listener's address and the VERP address the message reached the hop with.
+func verpRelay(t *testing.T, tok string) (r *relay, bounceAddr, verpAddr string) {
+	t.Helper()
+	mx := smtptest.NewServer(t)
+	bounceAddr = smtptest.ClosedAddr(t)
+	r = bounceRelay(t, mx.Addr(), mx.Addr(), bounceAddr, newHookSink(t))
+	sendAccepted(t, r.addr, "app@example.org", "gone@example.net", testMessage(tok), "submit")
+	mx.WaitFor(t, 30*time.Second, func() bool { return len(mx.Messages()) == 1 })
+	return r, bounceAddr, mx.Messages()[0].From
+}
+
 // TestReturnPathSurvivesKill9: relayq is killed with SIGKILL right after
 // its bounce listener answered 250 to a report; after a restart the
 // async bounced event and the suppression entry are both there.
 func TestReturnPathSurvivesKill9(t *testing.T) {
-	mx := smtptest.NewServer(t)
-	bounceAddr := smtptest.ClosedAddr(t)
-	r := bounceRelay(t, mx.Addr(), mx.Addr(), bounceAddr, newHookSink(t))
+	r, bounceAddr, verpAddr := verpRelay(t, "tok-rp-kill")
 	adminURL := r.adminURL
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, line, err := c.send("app@example.org", "gone@example.net", testMessage("tok-rp-kill"), nil); o != accepted {
-		t.Fatalf("submit: %v %q %v", o, line, err)
-	}
-	c.close()
-	mx.WaitFor(t, 30*time.Second, func() bool { return len(mx.Messages()) == 1 })
-	verpAddr := mx.Messages()[0].From
 	if !strings.HasSuffix(verpAddr, "@bounces.test") {
 		t.Fatalf("MAIL FROM at the next hop was %q, want a VERP address on bounces.test", verpAddr)
 	}
@@ -222,7 +216,7 @@ func TestReturnPathSurvivesKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := strings.ReplaceAll(string(dsn), "\n", "\r\n")
-	c, err = dialClient(bounceAddr)
+	c, err := dialClient(bounceAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,9 +226,7 @@ func TestReturnPathSurvivesKill9(t *testing.T) {
 	}
 	r.kill() // right after the 250
 	c.close()
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	// start waits for the SMTP port only; the admin API opens just after.
 	var resp *http.Response
 	waitfor.Within(10*time.Second, func() bool {
@@ -262,11 +254,6 @@ func TestReturnPathSurvivesKill9(t *testing.T) {
 // delivered to addr and, after it, the late outcome of type late.
 func checkHistoryLate(t *testing.T, adminURL, addr, late string) {
 	t.Helper()
-	resp, err := http.Get(adminURL + "/api/v1/messages?recipient=" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var page struct {
 		Messages []struct {
 			Recipients []struct {
@@ -277,9 +264,7 @@ func checkHistoryLate(t *testing.T, adminURL, addr, late string) {
 			} `json:"late"`
 		} `json:"messages"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-		t.Fatal(err)
-	}
+	getJSON(t, adminURL+"/api/v1/messages?recipient="+addr, &page)
 	if len(page.Messages) != 1 {
 		t.Fatalf("history for %s: %d messages, want 1", addr, len(page.Messages))
 	}

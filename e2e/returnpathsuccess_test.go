@@ -21,19 +21,8 @@ func TestPostfixSuccessDSNRecordedDelivered(t *testing.T) {
 	hook := newHookSink(t)
 	r := bounceRelay(t, pf, pf, bounceAddr, hook)
 	adminURL := r.adminURL
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
-	for _, s := range []struct {
-		line string
-		want int
-	}{{"MAIL FROM:<app@example.org>", 250}, {"RCPT TO:<carol@example.net> NOTIFY=SUCCESS", 250}, {"DATA", 354}} {
-		if code, line, err := c.cmd(s.line); err != nil || code != s.want {
-			t.Fatalf("%s: %d %s %v", s.line, code, line, err)
-		}
-	}
+	c := mustDial(t, r.addr)
+	c.steps(t, "", step{"MAIL FROM:<app@example.org>", 250}, step{"RCPT TO:<carol@example.net> NOTIFY=SUCCESS", 250}, step{"DATA", 354})
 	if code, line, err := c.cmd(testMessage("tok-rp-success") + "."); err != nil || code != 250 {
 		t.Fatalf("message not accepted: %d %s %v", code, line, err)
 	}

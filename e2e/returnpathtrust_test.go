@@ -1,15 +1,10 @@
 package e2e
 
 import (
-	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/relayq/relayq/smtptest"
 )
 
 // poisonReports are what anyone holding a recipient's VERP address can
@@ -35,31 +30,12 @@ var poisonReports = []struct{ name, from, body string }{
 // sender record nothing); a DSN from <> suppresses it once, and after the
 // operator removes the entry the same DSN sent again suppresses nothing.
 func TestReturnPathRefusesPoisoning(t *testing.T) {
-	mx := smtptest.NewServer(t)
-	bounceAddr := smtptest.ClosedAddr(t)
-	r := bounceRelay(t, mx.Addr(), mx.Addr(), bounceAddr, newHookSink(t))
+	r, bounceAddr, verpAddr := verpRelay(t, "tok-rp-poison")
 	adminURL := r.adminURL
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, line, err := c.send("app@example.org", "gone@example.net", testMessage("tok-rp-poison"), nil); o != accepted {
-		t.Fatalf("submit: %v %q %v", o, line, err)
-	}
-	c.close()
-	mx.WaitFor(t, 30*time.Second, func() bool { return len(mx.Messages()) == 1 })
-	verpAddr := mx.Messages()[0].From
 
 	report := func(from, body string) {
 		t.Helper()
-		c, err := dialClient(bounceAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.close()
-		if o, line, err := c.send(from, verpAddr, body, nil); o != accepted {
-			t.Fatalf("report from <%s> refused: %v %q %v", from, o, line, err)
-		}
+		sendAccepted(t, bounceAddr, from, verpAddr, body, "report from <"+from+"> refused")
 	}
 	suppressed := func() bool {
 		out, code := runRelayq(t, nil, "suppressions", "list", "--admin", adminURL)
@@ -105,17 +81,10 @@ func TestReturnPathRefusesPoisoning(t *testing.T) {
 // lateEvents counts the async bounced and complained events.
 func lateEvents(t *testing.T, adminURL string) int {
 	t.Helper()
-	resp, err := http.Get(adminURL + "/api/v1/events?type=bounced,complained&limit=100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var page struct {
 		Events []hookEvent `json:"events"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-		t.Fatal(err)
-	}
+	getJSON(t, adminURL+"/api/v1/events?type=bounced,complained&limit=100", &page)
 	n := 0
 	for _, e := range page.Events {
 		if e.Async {

@@ -17,10 +17,7 @@ func sendHeld(t *testing.T, addr, tok, param string) (int, string) {
 		t.Fatal(err)
 	}
 	defer c.close()
-	for _, s := range []struct {
-		line string
-		want int
-	}{{"MAIL FROM:<app@example.org> " + param, 250}, {"RCPT TO:<rcpt@example.net>", 250}, {"DATA", 354}} {
+	for _, s := range []step{{"MAIL FROM:<app@example.org> " + param, 250}, {"RCPT TO:<rcpt@example.net>", 250}, {"DATA", 354}} {
 		code, line, err := c.cmd(s.line)
 		if err != nil {
 			t.Fatal(err)
@@ -91,9 +88,7 @@ func TestSendLaterFutureRelease(t *testing.T) {
 		ids[m.tok] = line[strings.LastIndex(line, " ")+1:]
 	}
 	r.kill()
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	out, code := runRelayq(t, nil, "queue", "list", "--status", "scheduled", "--admin", adminURL)
 	for tok, id := range ids {
 		if code != 0 || !strings.Contains(out, id) {

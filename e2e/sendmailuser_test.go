@@ -9,7 +9,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -119,17 +118,7 @@ func runSendmailAs(t *testing.T, in install, cred *syscall.Credential, dir, stdi
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
-	cmd.Stdin = strings.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), stderr.String()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return 0, stderr.String()
+	return runStdin(t, cmd, stdin)
 }
 
 // Every local user may send mail: PHP's mail() as www-data and a user's
@@ -143,9 +132,7 @@ func TestSendmailAsAnyUser(t *testing.T) {
 	mx := smtptest.NewServer(t)
 	r := newRelay(t, mx.Addr(), "", "")
 	in := newInstall(t, r)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	for i, run := range []struct {
 		who  string
 		cred *syscall.Credential

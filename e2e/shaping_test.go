@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,11 +27,7 @@ func TestShapingSuspendRetryResume(t *testing.T) {
 		}
 		return string(out)
 	}
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := mustDial(t, r.addr)
 	submit := func(to, tok string) string { t.Helper(); return submitForID(t, c, to, tok) }
 
 	submit("a@limited.test", "tok-first")
@@ -68,6 +62,15 @@ func TestShapingSuspendRetryResume(t *testing.T) {
 	}
 }
 
+// suspendOn4728 is the shaping section of these tests' relays: a 4.7.28
+// reply suspends the domain for 10 minutes.
+const suspendOn4728 = `shaping:
+  rules:
+    - match: '4\.7\.28'
+      action: suspend
+      duration: 10m
+      scope: domain`
+
 // startSuspendingRelay starts the built relay routing limited.test to
 // limited and other.test to other, with a rule that suspends a domain
 // for 10 minutes on 4.7.28; it returns the relay and its admin address.
@@ -75,13 +78,7 @@ func startSuspendingRelay(t *testing.T, limited, other string) (*relay, string) 
 	t.Helper()
 	r := newRelay(t, other, "", "")
 	adminAddr := smtptest.ClosedAddr(t)
-	cfg := fmt.Sprintf(`hostname: relay.test
-submission:
-  listen: [%q]
-  trusted_networks: ["127.0.0.0/8"]
-queue:
-  path: %q
-admin:
+	cfg := r.configHead("relay.test") + fmt.Sprintf(`admin:
   listen: %q
 delivery:
   tls: none
@@ -94,21 +91,11 @@ retry:
   initial_delay: 100ms
   max_delay: 1s
   jitter: 50ms
-shaping:
-  rules:
-    - match: '4\.7\.28'
-      action: suspend
-      duration: 10m
-      scope: domain
+%s
 log:
   level: info
-`, r.addr, filepath.Join(r.dir, "queue.db"), adminAddr, limited, other)
-	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+`, adminAddr, limited, other, suspendOn4728)
+	r.startWith(t, []byte(cfg))
 	return r, adminAddr
 }
 

@@ -27,14 +27,7 @@ func openData(t *testing.T, addr, tok string) (*client, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.close)
-	for _, s := range []struct {
-		line string
-		want int
-	}{{"MAIL FROM:<app@example.org>", 250}, {"RCPT TO:<rcpt@example.net>", 250}, {"DATA", 354}} {
-		if code, line, err := c.cmd(s.line); err != nil || code != s.want {
-			t.Fatalf("%s: %q %v", s.line, line, err)
-		}
-	}
+	c.steps(t, "", step{"MAIL FROM:<app@example.org>", 250}, step{"RCPT TO:<rcpt@example.net>", 250}, step{"DATA", 354})
 	msg := testMessage(tok)
 	half := strings.Index(msg, "\r\n\r\n") + 4
 	if err := c.write(msg[:half]); err != nil {
@@ -80,22 +73,13 @@ func TestSIGTERMDuringSubmission(t *testing.T) {
 		t.Errorf("stalled client got %q", line)
 	}
 
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	if o == accepted {
 		mx.WaitFor(t, 20*time.Second, func() bool { return deliveredTokens(mx)["tok-finisher"] > 0 })
 	}
 	// A fresh message goes through the restarted relay, and once it has
 	// arrived, everything queued before it has had its chance too.
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
-	if o, line, err := c.send("app@example.org", "rcpt@example.net", testMessage("tok-after"), nil); o != accepted {
-		t.Fatalf("submission after restart: %s %q %v", o, line, err)
-	}
+	sendAccepted(t, r.addr, "app@example.org", "rcpt@example.net", testMessage("tok-after"), "submission after restart")
 	mx.WaitFor(t, 20*time.Second, func() bool { return deliveredTokens(mx)["tok-after"] > 0 })
 	if n := deliveredTokens(mx)["tok-staller"]; n != 0 {
 		t.Errorf("message cut off mid-DATA was delivered %d times", n)
@@ -104,18 +88,7 @@ func TestSIGTERMDuringSubmission(t *testing.T) {
 
 // send2 finishes a DATA started by openData: rest of the body and the dot.
 func (c *client) send2(rest string) (outcome, string, error) {
-	stuffed := strings.ReplaceAll("\r\n"+rest, "\r\n.", "\r\n..")[2:]
-	if err := c.write(stuffed + ".\r\n"); err != nil {
-		return lostBeforeDot, "", err
-	}
-	code, line, err := c.reply()
-	switch {
-	case err != nil:
-		return inDoubt, line, err
-	case code == 250:
-		return accepted, line, nil
-	}
-	return refused, line, nil
+	return c.endData(strings.ReplaceAll("\r\n"+rest, "\r\n.", "\r\n..")[2:])
 }
 
 // TestSIGTERMDuringDelivery sends SIGTERM while the next hop is slow to
@@ -160,9 +133,7 @@ func TestSIGTERMDuringDelivery(t *testing.T) {
 			if err != nil || code != 0 {
 				t.Fatalf("relayq after SIGTERM during delivery: exit %d, %v", code, err)
 			}
-			if err := r.start(); err != nil {
-				t.Fatal(err)
-			}
+			r.mustStart(t)
 			mx.WaitFor(t, 20*time.Second, func() bool { return deliveredTokens(mx)["tok-slow"] >= tc.want })
 			t.Logf("delivered %d time(s)", deliveredTokens(mx)["tok-slow"])
 		})

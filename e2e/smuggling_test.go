@@ -29,22 +29,11 @@ func TestDeliveredBytesHaveNoBareNewlines(t *testing.T) {
 		{"bare CR", "Subject: tok-s7\r\n\r\nline one\rline two\r\n"},
 		{"NUL.LF", "Subject: tok-s8\r\n\r\nhi\r\n\x00.\n" + strings.ReplaceAll(forged, "\r\n", "\n")},
 	}
-	c, err := dialClient(r.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := mustDial(t, r.addr)
 	for _, sm := range smuggling {
 		name, body := sm.name, sm.body
 		// Sent raw, without the client's dot-stuffing, as an attacker would.
-		for _, s := range []struct {
-			line string
-			want int
-		}{{"RSET", 250}, {"MAIL FROM:<app@example.org>", 250}, {"RCPT TO:<rcpt@example.net>", 250}, {"DATA", 354}} {
-			if code, line, err := c.cmd(s.line); err != nil || code != s.want {
-				t.Fatalf("%s: %s: %q %v", name, s.line, line, err)
-			}
-		}
+		c.steps(t, name+": ", step{"RSET", 250}, step{"MAIL FROM:<app@example.org>", 250}, step{"RCPT TO:<rcpt@example.net>", 250}, step{"DATA", 354})
 		if err := c.write(body + "\r\n.\r\n"); err != nil {
 			t.Fatal(err)
 		}

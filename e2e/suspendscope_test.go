@@ -25,9 +25,7 @@ func TestSuspendRefusesScopeNoMailUses(t *testing.T) {
 	if err := os.WriteFile(r.cfgPath, []byte(withAdmin), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
+	r.mustStart(t)
 	queue := func(args ...string) (string, error) {
 		out, err := exec.Command(relayqBin, append([]string{"queue", "--admin", "http://" + adminAddr}, args...)...).CombinedOutput()
 		return string(out), err

@@ -2,14 +2,12 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -35,25 +33,14 @@ type tlsHop struct {
 
 func newTLSHop(t *testing.T, refuse bool) *tlsHop {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &tlsHop{l: l, refuse: refuse}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			h.mu.Lock()
-			h.starttls = append(h.starttls, false)
-			n := len(h.starttls) - 1
-			h.mu.Unlock()
-			go h.serve(c, n)
-		}
-	}()
+	h := &tlsHop{refuse: refuse}
+	h.l = acceptEach(t, func(c net.Conn) {
+		h.mu.Lock()
+		h.starttls = append(h.starttls, false)
+		n := len(h.starttls) - 1
+		h.mu.Unlock()
+		go h.serve(c, n)
+	})
 	return h
 }
 
@@ -62,13 +49,8 @@ func (h *tlsHop) serve(c net.Conn, n int) {
 	r := bufio.NewReader(c)
 	say := func(l string) { _, _ = c.Write([]byte(l + "\r\n")) }
 	say("220 broken-tls.test ESMTP")
-	for {
-		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return
-		}
-		switch cmd := strings.ToUpper(strings.TrimSpace(line)); {
+	eachCommand(c, r, func(cmd string) bool {
+		switch {
 		case strings.HasPrefix(cmd, "EHLO"):
 			say("250-broken-tls.test\r\n250-PIPELINING\r\n250 STARTTLS")
 		case cmd == "STARTTLS":
@@ -77,19 +59,19 @@ func (h *tlsHop) serve(c net.Conn, n int) {
 			h.mu.Unlock()
 			if h.refuse {
 				say("454 TLS currently unavailable")
-				continue
+				return true
 			}
 			say("220 2.0.0 Ready to start TLS")
 			cfg := &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 				return nil, errors.New("no usable key")
 			}}
 			_ = tls.Server(c, cfg).Handshake() // answers with an internal_error alert
-			return
+			return false
 		case cmd == "DATA":
 			say("354 go ahead")
 			body, ok := readBody(r)
 			if !ok {
-				return
+				return false
 			}
 			h.mu.Lock()
 			h.took = append(h.took, tokenOf(body))
@@ -97,11 +79,12 @@ func (h *tlsHop) serve(c net.Conn, n int) {
 			say("250 2.0.0 taken")
 		case cmd == "QUIT":
 			say("221 bye")
-			return
+			return false
 		default:
 			say("250 ok")
 		}
-	}
+		return true
+	})
 }
 
 func (h *tlsHop) record() (asked []bool, took []string) {
@@ -113,14 +96,7 @@ func (h *tlsHop) record() (asked []bool, took []string) {
 // setDeliveryTLS sets delivery.tls in r's configuration.
 func (r *relay) setDeliveryTLS(t *testing.T, mode string) {
 	t.Helper()
-	b, err := os.ReadFile(r.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = bytes.Replace(b, []byte("delivery:\n  tls: none\n"), []byte("delivery:\n  tls: "+mode+"\n"), 1)
-	if err := os.WriteFile(r.cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rewriteConfig(t, r, map[string]string{"delivery:\n  tls: none\n": "delivery:\n  tls: " + mode + "\n"})
 }
 
 // Opportunistic TLS falls back to plain text when STARTTLS fails (RFC

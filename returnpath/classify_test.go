@@ -93,12 +93,7 @@ func TestDSNFromARealSenderRecordsNothing(t *testing.T) {
 	if err := l.send("evil@attacker.test", l.verpFor(0), sample(t, "postfix-dsn.eml")); err != nil {
 		t.Fatalf("refused: %v", err)
 	}
-	if evs := l.events(); len(evs) != 0 {
-		t.Errorf("recorded %+v", evs)
-	}
-	if _, listed, _ := l.store.Suppressions().Get(rcpts[0]); listed {
-		t.Error("a DSN from evil@attacker.test suppressed the recipient")
-	}
+	l.wantNothingRecorded(t, "a DSN from evil@attacker.test")
 }
 
 // One VERP address suppresses at most once: after an operator removes

@@ -139,6 +139,18 @@ func (l *listener) send(from, to, body string) error {
 }
 
 // events are the async events the reports recorded.
+// wantNothingRecorded fails the test if what was sent (named by who)
+// recorded an event or suppressed the first recipient.
+func (l *listener) wantNothingRecorded(t *testing.T, who string) {
+	t.Helper()
+	if evs := l.events(); len(evs) != 0 {
+		t.Errorf("%s recorded %+v", who, evs)
+	}
+	if _, listed, _ := l.store.Suppressions().Get(rcpts[0]); listed {
+		t.Errorf("%s suppressed the recipient", who)
+	}
+}
+
 func (l *listener) events() []queue.Event {
 	l.t.Helper()
 	evs, _, err := l.store.Events().List(queue.EventQuery{Types: []queue.EventType{queue.EventDelivered, queue.EventBounced, queue.EventDelayed, queue.EventComplained, queue.EventAutoReplied}})

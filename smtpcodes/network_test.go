@@ -93,27 +93,19 @@ func TestClassifyGoSMTPConnectionClosed(t *testing.T) {
 		c.Write([]byte("250 test\r\n"))
 		r.ReadString('\n')
 	})
-	conn, err := net.DialTimeout("tcp", ln.Addr().String(), ioTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.SetDeadline(time.Now().Add(ioTimeout))
+	conn := dial(t, ln)
 	c := smtp.NewClient(conn)
 	defer c.Close()
 	if err := c.Hello("relay.test"); err != nil {
 		t.Fatal(err)
 	}
-	err = c.Mail("a@example.com", nil)
+	err := c.Mail("a@example.com", nil)
 	wantLocal(t, Classify(StageMail, err), "4.4.2")
 
 	// A server that closes before greeting.
 	ln2 := listen(t)
 	serve(t, ln2, func(net.Conn) {})
-	conn2, err := net.DialTimeout("tcp", ln2.Addr().String(), ioTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn2.SetDeadline(time.Now().Add(ioTimeout))
+	conn2 := dial(t, ln2)
 	c2 := smtp.NewClient(conn2)
 	defer c2.Close()
 	wantLocal(t, Classify(StageGreeting, c2.Hello("relay.test")), "4.4.1")
@@ -146,11 +138,7 @@ func TestClassifyGoSMTPReplies(t *testing.T) {
 			}
 		}
 	})
-	conn, err := net.DialTimeout("tcp", ln.Addr().String(), ioTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.SetDeadline(time.Now().Add(ioTimeout))
+	conn := dial(t, ln)
 	c := smtp.NewClient(conn)
 	defer c.Close()
 	if err := c.Mail("a@example.com", nil); err != nil {
@@ -173,14 +161,7 @@ func TestClassifyTLSErrors(t *testing.T) {
 	serve(t, ln, func(c net.Conn) {
 		tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert}}).Handshake()
 	})
-	conn, err := net.DialTimeout("tcp", ln.Addr().String(), ioTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.SetDeadline(time.Now().Add(ioTimeout))
-	tc := tls.Client(conn, &tls.Config{ServerName: "mx.example.com"})
-	err = tc.Handshake()
-	tc.Close()
+	err := tlsHandshake(t, ln)
 	if err == nil {
 		t.Fatal("handshake with a self-signed certificate succeeded")
 	}
@@ -194,18 +175,32 @@ func TestClassifyTLSErrors(t *testing.T) {
 		c.Write([]byte("220 plain ESMTP service ready\r\n"))
 		bufio.NewReader(c).ReadString('\n')
 	})
-	conn2, err := net.DialTimeout("tcp", ln2.Addr().String(), ioTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn2.SetDeadline(time.Now().Add(ioTimeout))
-	tc2 := tls.Client(conn2, &tls.Config{ServerName: "mx.example.com"})
-	err = tc2.Handshake()
-	tc2.Close()
+	err = tlsHandshake(t, ln2)
 	if err == nil {
 		t.Fatal("TLS handshake with a plain-text server succeeded")
 	}
 	wantLocal(t, Classify(StageStartTLS, err), "4.7.5")
+}
+
+// dial connects to ln with ioTimeout as the deadline of all I/O.
+func dial(t *testing.T, ln net.Listener) net.Conn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", ln.Addr().String(), ioTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(ioTimeout))
+	return conn
+}
+
+// tlsHandshake dials ln and returns what a TLS handshake as a client of
+// mx.example.com ends with.
+func tlsHandshake(t *testing.T, ln net.Listener) error {
+	t.Helper()
+	tc := tls.Client(dial(t, ln), &tls.Config{ServerName: "mx.example.com"})
+	err := tc.Handshake()
+	tc.Close()
+	return err
 }
 
 func selfSigned(t *testing.T) tls.Certificate {

@@ -53,6 +53,21 @@ func sendData(c *smtp.Client, body string) error {
 	return w.Close()
 }
 
+// mustSend sends testBody from a@src.test to b@dst.test over c and fails
+// the test if a command fails; how names the connection in MAIL's failure.
+func mustSend(t *testing.T, c *smtp.Client, how string) {
+	t.Helper()
+	if err := c.Mail("a@src.test", nil); err != nil {
+		t.Fatalf("MAIL %s: %v", how, err)
+	}
+	if err := c.Rcpt("b@dst.test", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := sendData(c, testBody); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // send runs one whole transaction on a new connection; it returns the first
 // error, from whichever command failed.
 func send(t *testing.T, addr, from string, to []string, body string) error {

@@ -18,15 +18,7 @@ func TestStartTLSVerifiedWithCertPool(t *testing.T) {
 		t.Fatalf("STARTTLS: %v", err)
 	}
 	defer c.Close()
-	if err := c.Mail("a@src.test", nil); err != nil {
-		t.Fatalf("MAIL over TLS: %v", err)
-	}
-	if err := c.Rcpt("b@dst.test", nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := sendData(c, testBody); err != nil {
-		t.Fatal(err)
-	}
+	mustSend(t, c, "over TLS")
 	if m := s.WaitMessages(t, 1, waitTimeout); !m[0].TLS {
 		t.Fatal("message over STARTTLS recorded with TLS=false")
 	}
@@ -55,15 +47,7 @@ func TestImplicitTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.Mail("a@src.test", nil); err != nil {
-		t.Fatalf("MAIL over implicit TLS: %v", err)
-	}
-	if err := c.Rcpt("b@dst.test", nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := sendData(c, testBody); err != nil {
-		t.Fatal(err)
-	}
+	mustSend(t, c, "over implicit TLS")
 	if m := s.WaitMessages(t, 1, waitTimeout); !m[0].TLS {
 		t.Fatal("message over implicit TLS recorded with TLS=false")
 	}
@@ -95,15 +79,7 @@ func TestAuth(t *testing.T) {
 			if err != nil {
 				t.Fatalf("AUTH: %v", err)
 			}
-			if err := c.Mail("a@src.test", nil); err != nil {
-				t.Fatalf("MAIL after AUTH: %v", err)
-			}
-			if err := c.Rcpt("b@dst.test", nil); err != nil {
-				t.Fatal(err)
-			}
-			if err := sendData(c, testBody); err != nil {
-				t.Fatal(err)
-			}
+			mustSend(t, c, "after AUTH")
 			m := s.Messages()
 			if got := m[len(m)-1].AuthUser; got != "alice" {
 				t.Fatalf("AuthUser = %q, want alice", got)

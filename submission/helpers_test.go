@@ -255,6 +255,15 @@ func (r *rawConn) cmd(line, prefix string) string {
 	return r.expect(prefix)
 }
 
+// wantQueued fails the test unless the queue holds want messages; why
+// (" from ...", or "") says what sent them, for the failure.
+func (e *testEnv) wantQueued(t *testing.T, want int, why string) {
+	t.Helper()
+	if n := countMessages(t, e.store); n != want {
+		t.Fatalf("%d messages queued%s, want %d", n, why, want)
+	}
+}
+
 func countMessages(t testing.TB, st *queue.Store) int {
 	t.Helper()
 	n := 0

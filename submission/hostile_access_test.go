@@ -74,9 +74,7 @@ func TestNoOpenRelayTricks(t *testing.T) {
 	env.srv.SetPolicy(Policy{})
 	trusted.cmd("MAIL FROM:<a@example.org>", "530")
 
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued without permission", n)
-	}
+	env.wantQueued(t, 0, " without permission")
 }
 
 // TestAuthNeedsTLS: without TLS, AUTH is neither offered nor accepted, by

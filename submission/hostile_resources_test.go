@@ -111,9 +111,7 @@ func TestDataTimeoutEndsSession(t *testing.T) {
 			}
 		})
 	}
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued from the tail of a timed-out DATA", n)
-	}
+	env.wantQueued(t, 0, " from the tail of a timed-out DATA")
 }
 
 // TestLongLineInDataIsBody: a DATA line of any length up to the size
@@ -128,7 +126,5 @@ func TestLongLineInDataIsBody(t *testing.T) {
 	r.send("Subject: long\r\n\r\n" + strings.Repeat("x", 2001) + "MAIL FROM:<ceo@example.org> RCPT TO:<victim@example.net> DATA\r\n.\r\n")
 	r.expect("250")
 	r.cmd("NOOP", "250") // the next reply is NOOP's: nothing in the line was answered
-	if n := countMessages(t, env.store); n != 1 {
-		t.Fatalf("%d messages queued, want 1", n)
-	}
+	env.wantQueued(t, 1, "")
 }

@@ -68,9 +68,7 @@ func TestOverlongCommandLine(t *testing.T) {
 		t.Fatalf("50 kB line in DATA, 20 kB limit: %q, want 552 5.3.4", l)
 	}
 	r.cmd("NOOP", "250")
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued from over-long lines", n)
-	}
+	env.wantQueued(t, 0, " from over-long lines")
 	// The server is unharmed.
 	if _, err := send(dial(t, env.addr), "a@example.org", []string{"b@example.net"}, msg); err != nil {
 		t.Fatalf("server after over-long lines: %v", err)
@@ -146,9 +144,7 @@ func TestCommandsOutOfOrder(t *testing.T) {
 	r.cmd("NOOP", "250")                  // discarded, not run as QUIT
 	r.cmd("EHLO again.test", "250")
 	r.cmd("RCPT TO:<b@example.net>", "5") // EHLO resets the transaction
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued", n)
-	}
+	env.wantQueued(t, 0, "")
 	// After all that the session still works.
 	r.cmd("MAIL FROM:<a@example.org>", "250")
 	r.cmd("RCPT TO:<b@example.net>", "250")
@@ -197,9 +193,7 @@ func TestPipeliningFlood(t *testing.T) {
 	if err := <-werr; err != nil {
 		t.Fatal(err)
 	}
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued", n)
-	}
+	env.wantQueued(t, 0, "")
 }
 
 // TestSlowloris sends commands and data one byte at a time. Whether each
@@ -274,7 +268,5 @@ func TestSlowloris(t *testing.T) {
 			}
 		})
 	}
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued from slow clients", n)
-	}
+	env.wantQueued(t, 0, " from slow clients")
 }

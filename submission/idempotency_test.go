@@ -11,11 +11,10 @@ import (
 const keyedMessage = "From: app@example.org\r\nTo: b@example.net\r\nIdempotency-Key: receipt-42\r\n" +
 	" continued\r\nSubject: receipt\r\n\r\nhi\r\n"
 
-// The same Idempotency-Key in two sessions queues one message, and both
-// 250s name it; the key is gone from what the queue holds (and signs).
-func TestIdempotencyKeyHeaderQueuesOnce(t *testing.T) {
-	mod, recs := withSigner(t)
-	env := startServer(t, func(o *Options) { mod(o); o.IdempotencyWindow = time.Hour })
+// sendKeyedTwice sends keyedMessage in two sessions and returns the queue
+// IDs the two 250 replies name.
+func sendKeyedTwice(t *testing.T, env *testEnv) []string {
+	t.Helper()
 	var ids []string
 	for range 2 {
 		reply, err := send(dial(t, env.addr), "app@example.org", []string{"b@example.net"}, keyedMessage)
@@ -24,12 +23,19 @@ func TestIdempotencyKeyHeaderQueuesOnce(t *testing.T) {
 		}
 		ids = append(ids, queueIDFrom(t, reply))
 	}
+	return ids
+}
+
+// The same Idempotency-Key in two sessions queues one message, and both
+// 250s name it; the key is gone from what the queue holds (and signs).
+func TestIdempotencyKeyHeaderQueuesOnce(t *testing.T) {
+	mod, recs := withSigner(t)
+	env := startServer(t, func(o *Options) { mod(o); o.IdempotencyWindow = time.Hour })
+	ids := sendKeyedTwice(t, env)
 	if ids[0] != ids[1] {
 		t.Fatalf("queue IDs %v, want the first one twice", ids)
 	}
-	if n := countMessages(t, env.store); n != 1 {
-		t.Fatalf("%d messages queued, want 1", n)
-	}
+	env.wantQueued(t, 1, "")
 	stored := readBody(t, env.store, ids[0])
 	if strings.Contains(stored, "Idempotency-Key") || strings.Contains(stored, "continued") {
 		t.Fatalf("the key reached the stored message:\n%s", stored)
@@ -61,14 +67,7 @@ func TestIdempotencyKeyIsPerClient(t *testing.T) {
 // With the window 0 keys are off: the field is an ordinary one.
 func TestIdempotencyKeyOffPassesTheFieldThrough(t *testing.T) {
 	env := startServer(t, nil)
-	var ids []string
-	for range 2 {
-		reply, err := send(dial(t, env.addr), "app@example.org", []string{"b@example.net"}, keyedMessage)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, queueIDFrom(t, reply))
-	}
+	ids := sendKeyedTwice(t, env)
 	if ids[0] == ids[1] || countMessages(t, env.store) != 2 {
 		t.Fatalf("keys off: %v, want two messages", ids)
 	}
@@ -87,9 +86,7 @@ func TestIdempotencyKeyMalformedIsRefused(t *testing.T) {
 			t.Errorf("key %.20q: %v, want 554 5.6.0", v, err)
 		}
 	}
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued", n)
-	}
+	env.wantQueued(t, 0, "")
 }
 
 func TestParseIdempotencyKey(t *testing.T) {

@@ -1,7 +1,6 @@
 package submission
 
 import (
-	"fmt"
 	"io"
 	"mime/quotedprintable"
 	"net/mail"
@@ -20,16 +19,13 @@ func TestLongLinesEncodedBeforeSigning(t *testing.T) {
 	mod, recs := withSigner(t)
 	env := startServer(t, mod)
 	c := dial(t, env.addr)
-	var big strings.Builder
-	for big.Len() < 600<<10 {
-		fmt.Fprintf(&big, "line %d of a large message\r\n", big.Len())
-	}
+	big := spilledBody()
 	cases := []struct {
 		name, body string
 		encoded    bool
 	}{
 		{"1500 octets", "<p>" + strings.Repeat("x", 1493) + "</p>\r\nbye\r\n", true},
-		{"1998 octets, spilled", big.String() + strings.Repeat("y", 1998) + "\r\n", true},
+		{"1998 octets, spilled", big + strings.Repeat("y", 1998) + "\r\n", true},
 		{"998 octets", strings.Repeat("z", 998) + "\r\n", false},
 		// Over go-smtp's 2,000-octet command limit, which a DATA line is
 		// not held to.
@@ -87,7 +83,5 @@ func TestLongHeaderLineRefused(t *testing.T) {
 	if smtpCode(err) != 554 || enhanced(err) != "5.6.0" || !strings.Contains(err.Error(), "header field Subject") {
 		t.Fatalf("DATA with a 1209-octet Subject line: %v, want 554 5.6.0 naming the field", err)
 	}
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued", n)
-	}
+	env.wantQueued(t, 0, "")
 }

@@ -31,6 +31,16 @@ func withSigner(t *testing.T) (func(*Options), dkimtest.Records) {
 	return mod, dkimtest.Records{"sel._domainkey.example.org": rec}
 }
 
+// spilledBody is a body of over 600 KiB, large enough to be spilled to
+// disk chunk by chunk.
+func spilledBody() string {
+	var big strings.Builder
+	for big.Len() < 600<<10 {
+		fmt.Fprintf(&big, "line %d of a large message\r\n", big.Len())
+	}
+	return big.String()
+}
+
 // A message is signed when it is accepted: what the queue holds, Received:
 // field included, verifies, for a small body and one that spilled to disk
 // chunk by chunk.
@@ -38,11 +48,7 @@ func TestMessageSignedAtAcceptance(t *testing.T) {
 	mod, recs := withSigner(t)
 	env := startServer(t, mod)
 	c := dial(t, env.addr)
-	var big strings.Builder
-	for big.Len() < 600<<10 {
-		fmt.Fprintf(&big, "line %d of a large message\r\n", big.Len())
-	}
-	for _, body := range []string{"short\r\n", big.String()} {
+	for _, body := range []string{"short\r\n", spilledBody()} {
 		m := "From: App <app@example.org>\r\nTo: b@example.net\r\nSubject: receipt\r\n\r\n" + body
 		reply, err := send(c, "app@example.org", []string{"b@example.net"}, m)
 		if err != nil {
@@ -84,9 +90,7 @@ func TestSigningFailureGives451(t *testing.T) {
 	if smtpCode(err) != 451 || enhanced(err) != "4.3.0" {
 		t.Fatalf("unsignable message: %v, want 451 4.3.0", err)
 	}
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued after a signing failure", n)
-	}
+	env.wantQueued(t, 0, " after a signing failure")
 	if !strings.Contains(logs.String(), "signing failed") {
 		t.Fatalf("no log line for the signing failure:\n%s", logs)
 	}

@@ -100,9 +100,7 @@ func TestStrangerCannotRelay(t *testing.T) {
 		r.cmd("MAIL FROM:<a@b.example>", "530")
 		r.cmd("RCPT TO:<"+to+">", "5")
 	}
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued for a stranger", n)
-	}
+	env.wantQueued(t, 0, " for a stranger")
 }
 
 func TestSizeLimit(t *testing.T) {
@@ -122,9 +120,7 @@ func TestSizeLimit(t *testing.T) {
 	if smtpCode(err) != 552 {
 		t.Fatalf("MAIL SIZE over the limit: %v, want 552", err)
 	}
-	if n := countMessages(t, env.store); n != 1 {
-		t.Fatalf("%d messages queued, want only the one within the limit", n)
-	}
+	env.wantQueued(t, 1, " (only the one within the limit)")
 	// The session keeps working after the refusal.
 	c.Reset()
 	if _, err := send(c, "a@example.org", []string{"b@example.net"}, msg); err != nil {
@@ -172,9 +168,7 @@ func TestBareNewlinesRefused(t *testing.T) {
 			r.cmd("NOOP", "250")
 		})
 	}
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued from bare-newline input", n)
-	}
+	env.wantQueued(t, 0, " from bare-newline input")
 }
 
 // A smuggling attempt can never turn into a second message: the only end
@@ -186,9 +180,7 @@ func TestSmugglingNeverMakesSecondMessage(t *testing.T) {
 	r.send("Subject: one\r\n\r\nbody\n.\r\nMAIL FROM:<admin@example.org>\r\nRCPT TO:<victim@example.net>\r\nDATA\r\nSubject: forged\r\n\r\nforged\r\n.\r\n")
 	r.expect("550")
 	r.cmd("QUIT", "221")
-	if n := countMessages(t, env.store); n != 0 {
-		t.Fatalf("%d messages queued, want 0", n)
-	}
+	env.wantQueued(t, 0, "")
 }
 
 func TestStorageFailureGives451(t *testing.T) {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -21,17 +19,7 @@ func TestQueuePacingPinAndResume(t *testing.T) {
 		Providers: []shaping.Provider{{Name: "google", MXSuffixes: []string{".google.com"}}},
 		Adaptive:  shaping.DefaultAdaptive(),
 	}}
-	sh, err := newShaper(cfg, &shaping.Memory{}, quietLog, newMetrics())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(admin.NewHandler(admin.Options{Shaping: shapingAPI{s: sh}, Logger: quietLog}))
-	t.Cleanup(ts.Close)
-	run := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		err := queueCmd(append(args, "--admin", ts.URL), &out)
-		return out.String(), err
-	}
+	sh, run := shapingQueue(t, cfg, nil)
 	if out, err := run("pacing"); err != nil || !strings.Contains(out, "No scope has a learned rate") {
 		t.Fatalf("%q %v", out, err)
 	}

@@ -68,6 +68,16 @@ func (r *relay) enqueue(from string, rcpts ...string) string {
 	return d.ID()
 }
 
+// delivered commits a message from from to rcpt and records it delivered.
+func (r *relay) delivered(from, rcpt string) string {
+	r.t.Helper()
+	id := r.enqueue(from, rcpt)
+	if _, err := r.store.Record(id, []queue.Outcome{{Address: rcpt, Status: queue.StatusDelivered, Reply: "250 ok"}}); err != nil {
+		r.t.Fatal(err)
+	}
+	return id
+}
+
 // deferAll records a greylisting failure for every recipient, next try in an hour.
 func (r *relay) deferAll(id string) {
 	r.t.Helper()

@@ -13,6 +13,33 @@ import (
 	"github.com/relayq/relayq/smtpcodes"
 )
 
+// shapingQueue builds a real Shaper from cfg on a fresh in-memory state,
+// serves it on the admin API (an operator's suspensions go to state; nil:
+// the API has no place for them) and returns it with a function that runs
+// `relayq queue ARGS` against that API.
+func shapingQueue(t *testing.T, cfg *config.Config, state *shaping.Memory) (*shaping.Shaper, func(args ...string) (string, error)) {
+	t.Helper()
+	mem := state
+	if mem == nil {
+		mem = &shaping.Memory{}
+	}
+	sh, err := newShaper(cfg, mem, quietLog, newMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := shapingAPI{s: sh}
+	if state != nil {
+		api.state = state
+	}
+	ts := httptest.NewServer(admin.NewHandler(admin.Options{Shaping: api, Logger: quietLog}))
+	t.Cleanup(ts.Close)
+	return sh, func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := queueCmd(append(args, "--admin", ts.URL), &out)
+		return out.String(), err
+	}
+}
+
 // `relayq queue suspensions` lists what a real Shaper suspended, with the
 // rule and the reply that caused it; `relayq queue resume SCOPE` ends it.
 func TestQueueSuspensionsAndResume(t *testing.T) {
@@ -20,17 +47,7 @@ func TestQueueSuspensionsAndResume(t *testing.T) {
 		Providers: []shaping.Provider{{Name: "google", MXSuffixes: []string{".google.com"}}},
 		Rules:     []shaping.Rule{{Name: "google-rate", Match: `4\.7\.28`, Action: shaping.ActionSuspend, Duration: 10 * time.Minute}},
 	}}
-	sh, err := newShaper(cfg, &shaping.Memory{}, quietLog, newMetrics())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(admin.NewHandler(admin.Options{Shaping: shapingAPI{s: sh}, Logger: quietLog}))
-	t.Cleanup(ts.Close)
-	run := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		err := queueCmd(append(args, "--admin", ts.URL), &out)
-		return out.String(), err
-	}
+	sh, run := shapingQueue(t, cfg, nil)
 
 	out, err := run("suspensions")
 	if err != nil || !strings.Contains(out, "No suspensions") {
@@ -90,18 +107,7 @@ func TestReloadShapingKeepsSuspensions(t *testing.T) {
 // suspensions lists it with rule operator and the reason, the admin log
 // has the action, and queue resume ends it.
 func TestQueueSuspendByOperator(t *testing.T) {
-	state := &shaping.Memory{}
-	sh, err := newShaper(&config.Config{}, state, quietLog, newMetrics())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(admin.NewHandler(admin.Options{Shaping: shapingAPI{s: sh, state: state}, Logger: quietLog}))
-	t.Cleanup(ts.Close)
-	run := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		err := queueCmd(append(args, "--admin", ts.URL), &out)
-		return out.String(), err
-	}
+	sh, run := shapingQueue(t, &config.Config{}, &shaping.Memory{})
 	out, err := run("suspend", "domain:example.net", "--for", "1h", "--reason", "their MX is being migrated")
 	if err != nil || !strings.Contains(out, "domain:example.net: suspended until ") {
 		t.Fatalf("suspend: %q %v", out, err)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/relayq/relayq/internal/admin"
 	"github.com/relayq/relayq/internal/suppression"
-	"github.com/relayq/relayq/queue"
 )
 
 func TestSuppressionsCommands(t *testing.T) {
@@ -52,10 +51,7 @@ func TestSuppressionsCommands(t *testing.T) {
 
 func TestQueueListAllIncludesFinished(t *testing.T) {
 	r := newRelay(t, "")
-	done := r.enqueue("app@example.org", "bob@example.net")
-	if _, err := r.store.Record(done, []queue.Outcome{{Address: "bob@example.net", Status: queue.StatusDelivered, Reply: "250 ok"}}); err != nil {
-		t.Fatal(err)
-	}
+	done := r.delivered("app@example.org", "bob@example.net")
 	waiting := r.enqueue("app@example.org", "carol@example.net")
 	if out := r.mustRun("list"); strings.Contains(out, done) || !strings.Contains(out, waiting) {
 		t.Errorf("plain list:\n%s", out)
@@ -70,14 +66,8 @@ func TestQueueListAllIncludesFinished(t *testing.T) {
 // only those the search matches.
 func TestQueueListAllWithFromAndTo(t *testing.T) {
 	r := newRelay(t, "")
-	done := r.enqueue("app@example.org", "bob@example.net")
-	if _, err := r.store.Record(done, []queue.Outcome{{Address: "bob@example.net", Status: queue.StatusDelivered, Reply: "250 ok"}}); err != nil {
-		t.Fatal(err)
-	}
-	other := r.enqueue("other@example.org", "dave@example.net")
-	if _, err := r.store.Record(other, []queue.Outcome{{Address: "dave@example.net", Status: queue.StatusDelivered, Reply: "250 ok"}}); err != nil {
-		t.Fatal(err)
-	}
+	done := r.delivered("app@example.org", "bob@example.net")
+	other := r.delivered("other@example.org", "dave@example.net")
 	waiting := r.enqueue("app@example.org", "carol@example.net")
 	for _, args := range [][]string{
 		{"list", "--from", "app@example.org", "--all"},

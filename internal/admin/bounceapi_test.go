@@ -28,19 +28,12 @@ type bounceRig struct {
 func newBounceRig(t *testing.T, mx *smtptest.Server) *bounceRig {
 	t.Helper()
 	e := newEnv(t, "")
-	eng, err := delivery.New(delivery.Options{
+	eng := runEngine(t, delivery.Options{
 		Store: e.store, Router: route.NewRouter(route.Options{Routes: map[string]string{"*": mx.Addr()}}),
 		Courier: &smtpclient.Dialer{TLS: smtpclient.TLSNone, CommandTimeout: time.Minute}, Logger: quiet, Clock: e.clock,
 		Hostname: "relay.test",
 		Policy:   queue.Policy{Backoff: queue.Backoff{Initial: time.Hour, Multiplier: 2, Max: time.Hour}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { eng.Run(ctx, time.Second); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
 	srv := httptest.NewServer(NewHandler(Options{Store: e.store, Kicker: eng, Clock: e.clock, Logger: quiet}))
 	t.Cleanup(srv.Close)
 	return &bounceRig{env: e, eng: eng, c: &Client{BaseURL: srv.URL}}
@@ -250,14 +243,7 @@ func TestBounceRefusesBadRequests(t *testing.T) {
 			t.Errorf("%+v: %v, want 400", req, err)
 		}
 	}
-	resp, err := http.Post(srv.URL+"/api/v1/queue/bounce", "application/json", strings.NewReader(`{"domain": "down.test", "bogus": 1}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("unknown field: HTTP %d, want 400", resp.StatusCode)
-	}
+	wantPostRefused(t, srv.URL+"/api/v1/queue/bounce", `{"domain": "down.test", "bogus": 1}`, "unknown field")
 	if env, err := e.store.Get(id); err != nil || env.Recipients[0].Status != queue.StatusQueued {
 		t.Errorf("a refused bounce changed the queue: %+v, %v", env, err)
 	}

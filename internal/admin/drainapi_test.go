@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,22 +25,16 @@ func TestDrainAPI(t *testing.T) {
 		e.enqueue("r@example.net")
 	}
 	peer := smtptest.NewServer(t)
-	eng, err := delivery.New(delivery.Options{
+	eng := runEngine(t, delivery.Options{
 		Store: e.store, Router: route.NewRouter(route.Options{Routes: map[string]string{"*": "127.0.0.1:1"}}),
 		Courier: &smtpclient.Dialer{TLS: smtpclient.TLSNone}, Logger: quiet,
 		Policy: queue.Policy{Backoff: queue.Backoff{Initial: time.Hour, Multiplier: 2, Max: time.Hour}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { eng.Run(ctx, time.Second); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
 	d := drain.New(drain.Options{Store: e.store, Engine: eng, Logger: quiet})
 	srv := httptest.NewServer(NewHandler(Options{Store: e.store, Drainer: d, Logger: quiet}))
 	t.Cleanup(srv.Close)
 	c := &Client{BaseURL: srv.URL}
+	ctx := context.Background()
 
 	var ae *APIError
 	if _, err := c.DrainStart(ctx, drain.Request{To: "no-port"}); !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
@@ -65,14 +58,7 @@ func TestDrainAPI(t *testing.T) {
 	if err != nil || p.Draining {
 		t.Fatalf("stop: %+v, %v", p, err)
 	}
-	resp, err := http.Post(srv.URL+"/api/v1/queue/drain", "application/json", strings.NewReader(`{"to": "x:25", "bogus": 1}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("unknown field: HTTP %d, want 400", resp.StatusCode)
-	}
+	wantPostRefused(t, srv.URL+"/api/v1/queue/drain", `{"to": "x:25", "bogus": 1}`, "unknown field")
 
 	bare := httptest.NewServer(NewHandler(Options{Store: e.store, Logger: quiet}))
 	t.Cleanup(bare.Close)

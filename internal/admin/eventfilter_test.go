@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -142,18 +141,7 @@ func TestEventsFilteredLongPoll(t *testing.T) {
 	e := newEnv(t, "")
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		resp, err := http.Get(srv.URL + "/api/v1/events?wait=30s&message_id=" + url.QueryEscape("<late@example.org>"))
-		if err != nil {
-			got <- []byte(err.Error())
-			return
-		}
-		defer resp.Body.Close()
-		var b bytes.Buffer
-		b.ReadFrom(resp.Body)
-		got <- b.Bytes()
-	}()
+	got := getAsync(srv.URL + "/api/v1/events?wait=30s&message_id=" + url.QueryEscape("<late@example.org>"))
 	e.commit("<early@example.org>", "early@example.net")
 	e.commit("<late@example.org>", "late@example.net")
 	select {

@@ -58,18 +58,7 @@ func TestEventsLongPoll(t *testing.T) {
 	}
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		resp, err := http.Get(srv.URL + "/api/v1/events?wait=30s")
-		if err != nil {
-			got <- []byte(err.Error())
-			return
-		}
-		defer resp.Body.Close()
-		var b bytes.Buffer
-		b.ReadFrom(resp.Body)
-		got <- b.Bytes()
-	}()
+	got := getAsync(srv.URL + "/api/v1/events?wait=30s")
 	e.enqueue("late@example.net")
 	select {
 	case b := <-got:
@@ -178,18 +167,7 @@ func TestLongPollEndsAtShutdown(t *testing.T) {
 	if len(evs) != 1 {
 		t.Fatalf("events %v", evs)
 	}
-	got := make(chan string, 1)
-	go func() {
-		resp, err := http.Get("http://" + l.Addr().String() + "/api/v1/events?wait=50s&after=" + last)
-		if err != nil {
-			got <- err.Error()
-			return
-		}
-		defer resp.Body.Close()
-		var b bytes.Buffer
-		b.ReadFrom(resp.Body)
-		got <- compact(b.Bytes())
-	}()
+	got := getAsync("http://" + l.Addr().String() + "/api/v1/events?wait=50s&after=" + last)
 	// Once the request is in the handler, Shutdown would wait for it.
 	select {
 	case <-arrived:
@@ -202,7 +180,8 @@ func TestLongPollEndsAtShutdown(t *testing.T) {
 		t.Fatalf("Shutdown waited for the long poll: %v", err)
 	}
 	select {
-	case b := <-got:
+	case raw := <-got:
+		b := compact(raw)
 		if !strings.Contains(b, `"events":[]`) || !strings.Contains(b, `"next":"`+last+`"`) {
 			t.Errorf("answer at shutdown lost the cursor: %s", b)
 		}

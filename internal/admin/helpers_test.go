@@ -1,9 +1,12 @@
 package admin
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -12,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/delivery"
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/queue"
 )
@@ -170,3 +174,60 @@ func ids(p Page) []string {
 
 // newRecorder is httptest.NewRecorder, named for symmetry with do.
 func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+// getAsync GETs url in the background (a long poll) and hands over the
+// response body, or the error's text if the request failed.
+func getAsync(url string) <-chan []byte {
+	got := make(chan []byte, 1)
+	go func() {
+		resp, err := http.Get(url)
+		if err != nil {
+			got <- []byte(err.Error())
+			return
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		got <- b.Bytes()
+	}()
+	return got
+}
+
+// wantPostRefused POSTs body to url and fails the test (saying why) unless
+// the reply is 400.
+func wantPostRefused(t *testing.T, url, body, why string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("%s: HTTP %d, want 400", why, resp.StatusCode)
+	}
+}
+
+// runEngine builds a delivery engine from o and runs it until the test ends.
+func runEngine(t *testing.T, o delivery.Options) *delivery.Engine {
+	t.Helper()
+	eng, err := delivery.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { eng.Run(ctx, time.Second); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return eng
+}
+
+// serveLoopback serves e's handler with Serve on a fresh loopback port and
+// returns the server and its listener; the caller closes the server.
+func (e *env) serveLoopback(t *testing.T) (*http.Server, net.Listener) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Serve(l, e.h, nil, quiet), l
+}

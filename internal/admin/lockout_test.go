@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"net"
 	"net/http"
 	"strconv"
 	"testing"
@@ -15,11 +14,7 @@ import (
 // lockout window has passed on the handler's clock.
 func TestWrongTokensLockTheAddressOut(t *testing.T) {
 	e := newEnv(t, "the-right-admin-token")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := Serve(l, e.h, nil, quiet)
+	srv, l := e.serveLoopback(t)
 	defer srv.Close()
 	hc := &http.Client{Timeout: 10 * time.Second}
 	get := func(tok string) *http.Response {

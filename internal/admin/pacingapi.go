@@ -102,13 +102,7 @@ func (h *handler) pacingUnpin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scope := r.PathValue("scope")
-	ok, err := p.Unpin(scope)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("%s is not pinned", scope))
+	if ok, err := p.Unpin(scope); !scopeActed(w, ok, err, fmt.Sprintf("%s is not pinned", scope)) {
 		return
 	}
 	h.o.Logger.Info("admin: unpin", "scope", scope, "client", r.RemoteAddr)

@@ -8,14 +8,26 @@ import (
 	"github.com/relayq/relayq/internal/suppression"
 )
 
-// The read token is what Prometheus holds: it reads, it never changes mail.
-func TestReadTokenOnlyReads(t *testing.T) {
+// newReadTokenEnv is newEnv with the admin token admin-secret and the
+// read token read-secret, the handler's options first changed by mod.
+func newReadTokenEnv(t *testing.T, mod func(*env, *Options)) *env {
+	t.Helper()
 	e := newEnv(t, "admin-secret")
-	e.h = NewHandler(Options{
+	o := Options{
 		Store: e.store, Kicker: e.kick, Token: "admin-secret", ReadToken: "read-secret",
 		Clock: e.clock, Logger: quiet, Ready: StoreReady(e.store),
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
-	})
+	}
+	if mod != nil {
+		mod(e, &o)
+	}
+	e.h = NewHandler(o)
+	return e
+}
+
+// The read token is what Prometheus holds: it reads, it never changes mail.
+func TestReadTokenOnlyReads(t *testing.T) {
+	e := newReadTokenEnv(t, nil)
 	id := e.enqueue("a@example.net")
 	for _, path := range []string{"/metrics", "/api/v1/queue", "/api/v1/queue/" + id} {
 		if code, body := e.doToken("GET", path, "read-secret"); code != http.StatusOK {
@@ -46,12 +58,8 @@ func TestReadTokenOnlyReads(t *testing.T) {
 // and is refused the raw message and the quarantine (raw undecodable
 // records), with 401 as for anything else it may not reach.
 func TestReadTokenReadsNoBodies(t *testing.T) {
-	e := newEnv(t, "admin-secret")
-	e.h = NewHandler(Options{
-		Store: e.store, Kicker: e.kick, Token: "admin-secret", ReadToken: "read-secret",
-		Clock: e.clock, Logger: quiet, Ready: StoreReady(e.store),
-		Metrics:      http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
-		Suppressions: &suppression.List{Store: e.store.Suppressions(), Clock: e.clock},
+	e := newReadTokenEnv(t, func(e *env, o *Options) {
+		o.Suppressions = &suppression.List{Store: e.store.Suppressions(), Clock: e.clock}
 	})
 	id := e.enqueue("a@example.net")
 	for _, path := range []string{

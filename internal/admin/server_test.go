@@ -18,11 +18,7 @@ import (
 
 func TestServeOnLoopback(t *testing.T) {
 	e := newEnv(t, "tok")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := Serve(l, e.h, nil, quiet)
+	srv, l := e.serveLoopback(t)
 	defer srv.Close()
 	c := &Client{BaseURL: l.Addr().String(), Token: "tok", HTTP: &http.Client{Timeout: 5 * time.Second}}
 	ctx := context.Background()

@@ -103,6 +103,21 @@ func (h *handler) shapingRoutes() {
 	h.mux.HandleFunc("POST /api/v1/shaping/{scope}/suspend", h.shapingSuspend)
 }
 
+// scopeActed answers for an action on a scope that did not take: 400 with
+// err (the scope or the request is bad), else 404 with notFound when there
+// was nothing to act on (ok false). It reports whether the action took.
+func scopeActed(w http.ResponseWriter, ok bool, err error, notFound string) bool {
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return false
+	}
+	if !ok {
+		writeError(w, http.StatusNotFound, notFound)
+		return false
+	}
+	return true
+}
+
 func (h *handler) shapingSuspend(w http.ResponseWriter, r *http.Request) {
 	sp, ok := h.o.Shaping.(Suspender)
 	if !ok {
@@ -155,13 +170,7 @@ func (h *handler) shapingResume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scope := r.PathValue("scope")
-	ok, err := h.o.Shaping.Resume(scope)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no suspension, throttle or learned rate for %s", scope))
+	if ok, err := h.o.Shaping.Resume(scope); !scopeActed(w, ok, err, fmt.Sprintf("no suspension, throttle or learned rate for %s", scope)) {
 		return
 	}
 	h.o.Logger.Info("admin: resume", "scope", scope, "client", r.RemoteAddr)

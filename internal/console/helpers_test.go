@@ -102,6 +102,12 @@ var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 func (b *browser) get(path string) (int, string) {
 	b.t.Helper()
 	resp, err := b.hc.Get(b.s.srv.URL + path)
+	return b.page(resp, err)
+}
+
+// page reads a response to b's request and remembers its CSRF token.
+func (b *browser) page(resp *http.Response, err error) (int, string) {
+	b.t.Helper()
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -124,16 +130,7 @@ func (b *browser) post(path string, form url.Values) (int, string) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", b.s.srv.URL)
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	resp, err := b.hc.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if m := csrfRE.FindSubmatch(body); m != nil {
-		b.csrf = string(m[1])
-	}
-	return resp.StatusCode, string(body)
+	return b.page(b.hc.Do(req))
 }
 
 func mustURL(s string) *url.URL {

@@ -41,6 +41,24 @@ type Metrics struct {
 	stats atomic.Pointer[func() queue.Stats]
 }
 
+// counter, counterVec, gauge and gaugeVec build the collector
+// relayq_<name> with its help text (and, for a vector, its labels).
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help})
+}
+
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, labels)
+}
+
 // New builds the metrics in a fresh registry, with the Go runtime and
 // process collectors alongside relayq's own.
 func New() *Metrics {
@@ -51,43 +69,27 @@ func New() *Metrics {
 // computed at scrape time).
 func newWithClock(clk clock.Clock) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), clock: clk}
-	m.received = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: namespace, Name: "messages_received_total",
-		Help: "Mail transactions that reached a verdict: messages accepted plus refused ones (reasons relay, syntax, size, storage, bare_newline, line_length, signing).",
-	})
-	m.accepted = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: namespace, Name: "messages_accepted_total",
-		Help: "Messages accepted and queued (a 250 was sent after fsync).",
-	})
-	m.acceptedBytes = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: namespace, Name: "messages_accepted_bytes_total",
-		Help: "Bytes of accepted message bodies as stored (trace header included).",
-	})
-	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "messages_rejected_total",
-		Help: "Refusals by the submission server, by reason; one per refused command or connection.",
-	}, []string{"reason"})
-	m.sessions = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "submission_sessions_active",
-		Help: "Inbound SMTP connections currently open.",
-	})
-	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "delivery_attempts_total",
-		Help: "Delivery attempts per recipient, by result (delivered, deferred, bounced).",
-	}, []string{"result"})
+	m.received = counter("messages_received_total",
+		"Mail transactions that reached a verdict: messages accepted plus refused ones (reasons relay, syntax, size, storage, bare_newline, line_length, signing).")
+	m.accepted = counter("messages_accepted_total",
+		"Messages accepted and queued (a 250 was sent after fsync).")
+	m.acceptedBytes = counter("messages_accepted_bytes_total",
+		"Bytes of accepted message bodies as stored (trace header included).")
+	m.rejected = counterVec("messages_rejected_total",
+		"Refusals by the submission server, by reason; one per refused command or connection.", "reason")
+	m.sessions = gauge("submission_sessions_active",
+		"Inbound SMTP connections currently open.")
+	m.attempts = counterVec("delivery_attempts_total",
+		"Delivery attempts per recipient, by result (delivered, deferred, bounced).", "result")
 	m.attemptDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "delivery_attempt_duration_seconds",
 		Help:    "Time one delivery attempt took, from connect to the final reply, by result.",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
 	}, []string{"result"})
-	m.active = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "delivery_active",
-		Help: "Outbound deliveries currently in flight.",
-	})
-	m.storageErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "delivery_storage_errors_total",
-		Help: "Queue operations of the delivery side that failed (full disk, I/O error), by operation (claim, record, postpone, scan); each makes the scheduler back off.",
-	}, []string{"op"})
+	m.active = gauge("delivery_active",
+		"Outbound deliveries currently in flight.")
+	m.storageErrors = counterVec("delivery_storage_errors_total",
+		"Queue operations of the delivery side that failed (full disk, I/O error), by operation (claim, record, postpone, scan); each makes the scheduler back off.", "op")
 	// Pre-create every label value so a rate() over a reason or result
 	// that has not happened yet is 0, not "no data".
 	for _, r := range submission.RejectReasons() {

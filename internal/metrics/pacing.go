@@ -12,10 +12,8 @@ import (
 // newSlowdowns is relayq_shaping_slowdowns_total{scope_kind}: the
 // decreases of learned rates made on this node.
 func newSlowdowns() *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "shaping_slowdowns_total",
-		Help: "Decreases of a learned rate (adaptive pacing) on a throttle signal, made on this node, by scope kind.",
-	}, []string{"scope_kind"})
+	c := counterVec("shaping_slowdowns_total",
+		"Decreases of a learned rate (adaptive pacing) on a throttle signal, made on this node, by scope kind.", "scope_kind")
 	for _, k := range scopeKinds {
 		c.WithLabelValues(k.String())
 	}

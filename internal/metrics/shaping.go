@@ -30,22 +30,14 @@ type shapingMetrics struct {
 
 func newShapingMetrics(reg *prometheus.Registry) *shapingMetrics {
 	s := &shapingMetrics{
-		suspended: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "shaping_suspended",
-			Help: "Traffic shaping suspensions in force (nothing is sent to the scope), by scope kind (provider, domain).",
-		}, []string{"scope_kind"}),
-		throttled: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "shaping_throttled",
-			Help: "Traffic shaping throttles in force (the scope's rate is halved), by scope kind.",
-		}, []string{"scope_kind"}),
-		waits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "shaping_waits_total",
-			Help: "Deliveries traffic shaping held back, by reason (rate, connections, suspended).",
-		}, []string{"reason"}),
-		byProv: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "shaping_provider_waits_total",
-			Help: "Deliveries traffic shaping held back, for each configured provider, by reason.",
-		}, []string{"provider", "reason"}),
+		suspended: gaugeVec("shaping_suspended",
+			"Traffic shaping suspensions in force (nothing is sent to the scope), by scope kind (provider, domain).", "scope_kind"),
+		throttled: gaugeVec("shaping_throttled",
+			"Traffic shaping throttles in force (the scope's rate is halved), by scope kind.", "scope_kind"),
+		waits: counterVec("shaping_waits_total",
+			"Deliveries traffic shaping held back, by reason (rate, connections, suspended).", "reason"),
+		byProv: counterVec("shaping_provider_waits_total",
+			"Deliveries traffic shaping held back, for each configured provider, by reason.", "provider", "reason"),
 	}
 	for _, k := range scopeKinds {
 		s.suspended.WithLabelValues(k.String())

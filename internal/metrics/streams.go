@@ -3,10 +3,8 @@ package metrics
 import "github.com/prometheus/client_golang/prometheus"
 
 func newQueuedByStream() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "messages_queued_total",
-		Help: "Messages accepted and queued, by stream (the configured streams: a bounded set).",
-	}, []string{"stream"})
+	return counterVec("messages_queued_total",
+		"Messages accepted and queued, by stream (the configured streams: a bounded set).", "stream")
 }
 
 // Streams makes every configured stream's series exist from the start

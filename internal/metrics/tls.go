@@ -23,18 +23,12 @@ var (
 
 func newTLSMetrics(reg *prometheus.Registry) tlsMetrics {
 	t := tlsMetrics{
-		byPolicy: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "delivery_tls_total",
-			Help: "Delivery attempts per recipient by the TLS policy that applied (dane, mta-sts, opportunistic, none) and result.",
-		}, []string{"policy", "result"}),
-		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "delivery_tls_failures_total",
-			Help: "TLS failures per recipient by policy and RFC 8460 reason (policy none: opportunistic STARTTLS refused or a failed handshake); enforced=false counts MTA-STS testing mode, where the message went anyway.",
-		}, []string{"policy", "reason", "enforced"}),
-		fallback: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "delivery_tls_fallback_total",
-			Help: "Delivery attempts per recipient that went in plaintext because opportunistic STARTTLS failed (refused in the session, or a handshake with the host failed less than an hour before), by result.",
-		}, []string{"result"}),
+		byPolicy: counterVec("delivery_tls_total",
+			"Delivery attempts per recipient by the TLS policy that applied (dane, mta-sts, opportunistic, none) and result.", "policy", "result"),
+		failures: counterVec("delivery_tls_failures_total",
+			"TLS failures per recipient by policy and RFC 8460 reason (policy none: opportunistic STARTTLS refused or a failed handshake); enforced=false counts MTA-STS testing mode, where the message went anyway.", "policy", "reason", "enforced"),
+		fallback: counterVec("delivery_tls_fallback_total",
+			"Delivery attempts per recipient that went in plaintext because opportunistic STARTTLS failed (refused in the session, or a handshake with the host failed less than an hour before), by result.", "result"),
 	}
 	reg.MustRegister(t.byPolicy, t.failures, t.fallback)
 	return t

@@ -2,6 +2,7 @@ package mime7bit
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,15 @@ import (
 // without 8BITMIME receives (quoted-printable text with soft breaks, base64
 // wrapped at 76, untouched 7-bit parts and boundaries, no preamble).
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.eml")
+	checkGolden(t, "testdata/*.eml", Scan, func(*testing.T, []byte) {})
+}
+
+// checkGolden converts each file matching pattern by the plan scan makes
+// of it, runs check on the result and compares it with the file's .golden
+// twin (goldenfile: -update rewrites it).
+func checkGolden(t *testing.T, pattern string, scan func(io.Reader) (Plan, error), check func(*testing.T, []byte)) {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no testdata: %v", err)
 	}
@@ -24,7 +33,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := Scan(bytes.NewReader(src))
+			p, err := scan(bytes.NewReader(src))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -32,6 +41,7 @@ func TestGolden(t *testing.T) {
 			if err := p.Convert(&out, bytes.NewReader(src)); err != nil {
 				t.Fatal(err)
 			}
+			check(t, out.Bytes())
 			goldenfile.Check(t, strings.TrimSuffix(in, ".eml")+".golden", out.Bytes())
 		})
 	}

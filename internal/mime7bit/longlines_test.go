@@ -3,46 +3,25 @@ package mime7bit
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
-
-	"github.com/relayq/relayq/internal/goldenfile"
 )
 
 // The re-encoded form of testdata/longlines/*.eml, byte for byte: parts
 // with a line over 998 octets become quoted-printable (text) or base64,
 // the other parts, the header and the boundaries stay as they were.
 func TestGoldenLongLines(t *testing.T) {
-	files, err := filepath.Glob("testdata/longlines/*.eml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no testdata: %v", err)
-	}
-	for _, in := range files {
-		t.Run(filepath.Base(in), func(t *testing.T) {
-			src, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
+	scan := func(r io.Reader) (Plan, error) { return ScanLongLines(iotest.OneByteReader(r)) }
+	checkGolden(t, "testdata/longlines/*.eml", scan, func(t *testing.T, out []byte) {
+		for i, line := range strings.Split(string(out), "\r\n") {
+			if len(line) > MaxLineOctets {
+				t.Errorf("line %d still has %d octets", i+1, len(line))
 			}
-			p, err := ScanLongLines(iotest.OneByteReader(bytes.NewReader(src)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out bytes.Buffer
-			if err := p.Convert(&out, bytes.NewReader(src)); err != nil {
-				t.Fatal(err)
-			}
-			for i, line := range strings.Split(out.String(), "\r\n") {
-				if len(line) > MaxLineOctets {
-					t.Errorf("line %d still has %d octets", i+1, len(line))
-				}
-			}
-			goldenfile.Check(t, strings.TrimSuffix(in, ".eml")+".golden", out.Bytes())
-		})
-	}
+		}
+	})
 }
 
 func TestScanLongLines(t *testing.T) {

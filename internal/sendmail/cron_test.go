@@ -23,11 +23,7 @@ func TestCronMessageQualified(t *testing.T) {
 		t.Fatal(err)
 	}
 	mx := smtptest.NewServer(t)
-	code, errs := run(t, mx.Addr(), string(in), "-FCronDaemon", "-i", "-odi", "-oem", "-oi", "-t", "-f", "root")
-	if code != ExOK {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	m := mx.WaitMessages(t, 1, 5*time.Second)[0]
+	m := sendOne(t, mx, string(in), "-FCronDaemon", "-i", "-odi", "-oem", "-oi", "-t", "-f", "root")
 	if m.From != "root@host.test" || strings.Join(m.To, ",") != "root@host.test" {
 		t.Errorf("envelope %s -> %v, want root@host.test for both", m.From, m.To)
 	}

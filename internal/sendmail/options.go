@@ -132,21 +132,17 @@ func (o *Options) flag(c byte) {
 	// m, n, c, G, U, x: historical, no meaning for a relay client.
 }
 
+// bModes is what each supported -b value selects.
+var bModes = map[string]Mode{"m": ModeDeliver, "p": ModeQueueList, "i": ModeNoop, "s": ModeSMTP}
+
 func (o *Options) value(c byte, v string) error {
 	switch c {
 	case 'b':
-		switch v {
-		case "m":
-			o.Mode = ModeDeliver
-		case "p":
-			o.Mode = ModeQueueList
-		case "i":
-			o.Mode = ModeNoop
-		case "s":
-			o.Mode = ModeSMTP
-		default:
+		m, ok := bModes[v]
+		if !ok {
 			return fmt.Errorf("-b%s is not supported (only -bm, -bs, -bp, -bi)", v)
 		}
+		o.Mode = m
 	case 'f', 'r':
 		o.From = v
 	case 'F':

@@ -33,16 +33,23 @@ func runEnv(t *testing.T, server, in string, vars map[string]string, args ...str
 	return code, stderr.String()
 }
 
+// sendOne runs sendmail with args and in on standard input against mx,
+// fails the test unless it exits ExOK, and returns the one message mx got.
+func sendOne(t *testing.T, mx *smtptest.Server, in string, args ...string) smtptest.Message {
+	t.Helper()
+	code, errs := run(t, mx.Addr(), in, args...)
+	if code != ExOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	return mx.WaitMessages(t, 1, 5*time.Second)[0]
+}
+
 // `printf 'To: a@x\nSubject: s\n\nbody\n' | relayq sendmail -t -i`: the
 // message arrives with CRLF, a From of the calling user, a Date and a
 // Message-ID, from that user's envelope address.
 func TestTIDelivers(t *testing.T) {
 	mx := smtptest.NewServer(t)
-	code, errs := run(t, mx.Addr(), "To: a@x.test\nSubject: s\n\nbody\n", "-t", "-i")
-	if code != ExOK {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	m := mx.WaitMessages(t, 1, 5*time.Second)[0]
+	m := sendOne(t, mx, "To: a@x.test\nSubject: s\n\nbody\n", "-t", "-i")
 	if m.From != "cron@host.test" || strings.Join(m.To, ",") != "a@x.test" {
 		t.Errorf("envelope %s -> %v", m.From, m.To)
 	}
@@ -60,11 +67,7 @@ func TestTIDelivers(t *testing.T) {
 func TestPHPStyleSenderAndBcc(t *testing.T) {
 	mx := smtptest.NewServer(t)
 	in := "From: Shop <shop@example.org>\nTo: a@x.test\nBcc: b@x.test\nSubject: order\n\nthanks\n"
-	code, errs := run(t, mx.Addr(), in, "-t", "-i", "-f", "bounce@example.org")
-	if code != ExOK {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	m := mx.WaitMessages(t, 1, 5*time.Second)[0]
+	m := sendOne(t, mx, in, "-t", "-i", "-f", "bounce@example.org")
 	if m.From != "bounce@example.org" || strings.Join(m.To, ",") != "a@x.test,b@x.test" {
 		t.Errorf("envelope %s -> %v", m.From, m.To)
 	}
@@ -196,11 +199,7 @@ func TestAuth(t *testing.T) {
 func TestBareLocalPartsQualified(t *testing.T) {
 	mx := smtptest.NewServer(t)
 	in := "To: root, Ops Team <ops>\nSubject: cron\n\noutput\n"
-	code, errs := run(t, mx.Addr(), in, "-t", "-i", "-f", "root", "admin")
-	if code != ExOK {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	m := mx.WaitMessages(t, 1, 5*time.Second)[0]
+	m := sendOne(t, mx, in, "-t", "-i", "-f", "root", "admin")
 	if m.From != "root@host.test" || strings.Join(m.To, ",") != "admin@host.test,root@host.test,ops@host.test" {
 		t.Errorf("envelope %s -> %v", m.From, m.To)
 	}
@@ -212,10 +211,7 @@ func TestBareLocalPartsQualified(t *testing.T) {
 // -f '<>' is the null sender, never a local part to qualify.
 func TestNullSenderNotQualified(t *testing.T) {
 	mx := smtptest.NewServer(t)
-	if code, errs := run(t, mx.Addr(), "Subject: s\n\nbody\n", "-f", "<>", "a@x.test"); code != ExOK {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	if m := mx.WaitMessages(t, 1, 5*time.Second)[0]; m.From != "" {
+	if m := sendOne(t, mx, "Subject: s\n\nbody\n", "-f", "<>", "a@x.test"); m.From != "" {
 		t.Errorf("envelope sender %q, want <>", m.From)
 	}
 }

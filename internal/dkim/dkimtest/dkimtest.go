@@ -1,7 +1,8 @@
 // Package dkimtest verifies DKIM signatures in tests, twice: with
 // go-msgauth's verifier and with an independent one, dkimpy (Debian's
 // python3-dkim, run as /usr/bin/python3; .ci/run installs it). Both read the
-// key records from a Records map instead of DNS.
+// key records from a Records map instead of DNS. RunPython runs any other
+// dkimpy program on a message and its records.
 //
 // Invariant: Verify fails the test unless the message carries at least one
 // signature and both verifiers accept every signature on it.
@@ -112,6 +113,14 @@ func verifyPython(t testing.TB, msg []byte, recs Records) string {
 	if err := exec.Command(Python, "-c", "import dkim").Run(); err != nil {
 		t.Fatalf("%s cannot import dkim (%v): install Debian's python3-dkim (.ci/run does)", Python, err)
 	}
+	return string(RunPython(t, pyVerify, msg, recs))
+}
+
+// RunPython runs the Python program script with two arguments: a file
+// holding msg and one holding recs as JSON (name to TXT record). It
+// returns what the program printed and fails the test if it fails.
+func RunPython(t testing.TB, script string, msg []byte, recs Records) []byte {
+	t.Helper()
 	dir := t.TempDir()
 	mf, rf := filepath.Join(dir, "msg.eml"), filepath.Join(dir, "records.json")
 	rj, err := json.Marshal(recs)
@@ -124,11 +133,11 @@ func verifyPython(t testing.TB, msg []byte, recs Records) string {
 	if err := os.WriteFile(rf, rj, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(Python, "-c", pyVerify, mf, rf).CombinedOutput()
+	out, err := exec.Command(Python, "-c", script, mf, rf).CombinedOutput()
 	if err != nil {
 		t.Fatalf("dkimpy: %v\n%s", err, out)
 	}
-	return string(out)
+	return out
 }
 
 func head(msg []byte) []byte {
