@@ -257,3 +257,29 @@ func TestRequestsAreTakenOnce(t *testing.T) {
 		t.Fatal("resumed scopes taken twice")
 	}
 }
+
+// A resume after the destination's own short hold ended (no mail waited
+// for a probe) still makes the message that drew the suspending reply due
+// now: it was deferred past the scope's suspension, which is over.
+func TestResumeAfterTheHoldEndedSendsTheDeferredMessage(t *testing.T) {
+	clk := clock.NewFake(t0)
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.Sequence(smtptest.StageMail, "app@", "421 4.7.28 Unusual rate of mail"))
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
+	sh := shaperFor(t, clk, shaping.Config{Defaults: shaping.Limits{MaxConnections: 1}, Rules: []shaping.Rule{rule428}})
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
+		o.Router = route.NewRouter(route.Options{Routes: map[string]string{"limited.test": srv.Addr()}})
+		o.Shaper = sh
+	})
+	r.submit("app@example.org", "a@limited.test")
+	if s := r.outcome(); s != "deferred" {
+		t.Fatalf("first attempt: %s", s)
+	}
+	r.nextTimer()                // the scope's end: nothing else waits
+	clk.Set(t0.Add(time.Minute)) // the destination's own hold is over, the scope's is not
+	sc := shaping.Scope{Kind: shaping.ScopeDomain, Name: "limited.test"}
+	if !sh.Resume(sc) {
+		t.Fatal("nothing to resume")
+	}
+	r.eng.Resumed(sc)
+	srv.WaitMessages(t, 1, 10*time.Second)
+}

@@ -348,11 +348,14 @@ type requests struct {
 // scopes and makes their waiting mail due: parked mail is let out by
 // openParked, and the domain's mail moved forward on disk or deferred past
 // the suspension by the reply that began it is made due now (a queue scan
-// per domain: an operator's action, rare).
+// per domain: an operator's action, rare). That holds too for a
+// destination whose own hold already ended: the reply that suspended the
+// scope deferred its message to the scope's end, not the destination's,
+// and mail parked behind it may still wait for a probe (strikes).
 func (e *Engine) applyResumes(now time.Time) {
 	for _, sc := range e.asks.resumes.take() {
 		for _, d := range e.sched.dests {
-			if !d.hasTarget || !inTarget(d.target, sc) || !now.Before(d.until) {
+			if !d.hasTarget || !inTarget(d.target, sc) {
 				continue
 			}
 			d.until, d.notBefore, d.strikes = time.Time{}, time.Time{}, 0
