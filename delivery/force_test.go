@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -282,4 +283,69 @@ func TestResumeAfterTheHoldEndedSendsTheDeferredMessage(t *testing.T) {
 	}
 	r.eng.Resumed(sc)
 	srv.WaitMessages(t, 1, 10*time.Second)
+}
+
+// A resume after the destination's own short hold ended, with mail parked
+// behind the destination (one connection, so the rest waited in memory
+// when the reply came) and the probe already refused by the scope's
+// suspension, lets all of it out at once: none of it waits for the
+// scope's old end.
+func TestResumeAfterTheProbeWasRefusedLetsParkedMailOut(t *testing.T) {
+	clk := clock.NewFake(t0)
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.Sequence(smtptest.StageMail, "app@", "421 4.7.28 Unusual rate of mail"))
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
+	sh := shaperFor(t, clk, shaping.Config{Defaults: shaping.Limits{MaxConnections: 1, MaxMessageRate: rate(t, "1/s")}, Rules: []shaping.Rule{rule428}})
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
+		o.Router = route.NewRouter(route.Options{Routes: map[string]string{"limited.test": srv.Addr()}})
+		o.Shaper = sh
+	})
+	const n = 100
+	r.paused(func() {
+		r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@limited.test", i) })
+	})
+	srv.WaitFor(t, 10*time.Second, func() bool {
+		for _, e := range srv.Events() {
+			if strings.HasPrefix(e.Reply, "421 4.7.28") {
+				return true
+			}
+		}
+		return false
+	})
+	// Move from wake to wake (the destination's own hold ends, the probe
+	// is refused for the scope's suspension and parked again) until the
+	// scheduler waits for the scope's end alone.
+	scopeEnd := t0.Add(rule428.Duration)
+	for wake, _ := r.idle.settledWithWake(t); wake.Before(scopeEnd); wake, _ = r.idle.settledWithWake(t) {
+		clk.Set(wake)
+	}
+	if got := srv.MessageCount(); got != 0 {
+		t.Fatalf("%d messages went during the suspension", got)
+	}
+	sc := shaping.Scope{Kind: shaping.ScopeDomain, Name: "limited.test"}
+	if !sh.Resume(sc) {
+		t.Fatal("nothing to resume")
+	}
+	r.eng.Resumed(sc)
+	srv.WaitMessages(t, n, 10*time.Second)
+}
+
+// settledWithWake is settled for a scheduler that will set a timer: an
+// idle report without one (while an attempt was still in flight) is
+// waited past.
+func (w *idleWatch) settledWithWake(t testing.TB) (time.Time, bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		w.mu.Lock()
+		changed := w.changed
+		w.mu.Unlock()
+		if wake, ok := w.settled(t, 10*time.Second); ok {
+			return wake, ok
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("the scheduler set no timer within 10s of real time")
+		}
+	}
 }
