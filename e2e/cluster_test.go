@@ -47,16 +47,34 @@ func startRedis(t *testing.T) *redisProc {
 		}
 		t.Skip("redis-server is not installed (apt-get install redis-server; .ci/run installs it)")
 	}
-	r := &redisProc{t: t, addr: smtptest.ClosedAddr(t)}
-	r.start()
-	t.Cleanup(r.stop)
-	return r
+	// A port another test process took between ClosedAddr and our bind
+	// answers PING with that process's redis: its nodes would share our
+	// nodes' shaping state (the same scope names, the same slots). Only a
+	// server whose process_id is ours will do.
+	for range 5 {
+		r := &redisProc{t: t, addr: smtptest.ClosedAddr(t)}
+		if r.tryStart() {
+			t.Cleanup(r.stop)
+			return r
+		}
+	}
+	t.Fatal("no redis-server of this test's own after 5 ports")
+	return nil
 }
 
 func (r *redisProc) url() string { return "redis://" + r.addr + "/0" }
 
-// start runs the server and waits until it answers PING.
+// start runs the server again on its port and waits until it answers.
 func (r *redisProc) start() {
+	r.t.Helper()
+	if !r.tryStart() {
+		r.t.Fatalf("redis-server on %s did not answer as this test's own: %s", r.addr, r.out.String())
+	}
+}
+
+// tryStart runs the server and waits until it answers INFO with its own
+// process ID; false (the server stopped) if it never does.
+func (r *redisProc) tryStart() bool {
 	r.t.Helper()
 	_, port, _ := net.SplitHostPort(r.addr)
 	r.out.Reset()
@@ -65,24 +83,39 @@ func (r *redisProc) start() {
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatalf("start redis-server: %v", err)
 	}
-	if !waitfor.Within(10*time.Second, r.pong) {
+	if !waitfor.Within(10*time.Second, r.ours) {
 		r.stop()
-		r.t.Fatalf("redis-server on %s did not answer PING: %s", r.addr, r.out.String())
+		return false
 	}
+	return true
 }
 
-// pong reports whether the server answers PING now.
-func (r *redisProc) pong() bool {
+// ours reports whether the server on r.addr answers now and is the
+// process r started (INFO's process_id).
+func (r *redisProc) ours() bool {
 	c, err := net.DialTimeout("tcp", r.addr, time.Second)
 	if err != nil {
 		return false
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Second))
-	buf := make([]byte, 16)
-	_, _ = c.Write([]byte("PING\r\n"))
-	n, _ := c.Read(buf)
-	return strings.HasPrefix(string(buf[:n]), "+PONG")
+	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
+		return false
+	}
+	want := fmt.Sprintf("\r\nprocess_id:%d\r\n", r.cmd.Process.Pid)
+	var got []byte
+	buf := make([]byte, 4096)
+	for len(got) < 64<<10 {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if strings.Contains(string(got), want) {
+			return true
+		}
+		if err != nil || strings.Contains(string(got), "\r\nprocess_id:") && strings.Contains(string(got), "\r\nrun_id:") {
+			return false
+		}
+	}
+	return false
 }
 
 // stop kills the server by its PID and waits for it.
