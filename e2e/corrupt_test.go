@@ -205,7 +205,10 @@ func TestCorruptionRound(t *testing.T) {
 			defer d.mu.Unlock()
 			d.delivered[tokenOf(m.Data)] = bytes.Clone(m.Data)
 		}))
-		d.r = newRelay(t, mx.Addr(), "", "")
+		// The SIGTERM below waits 10 s: the relay's own bound on a stop
+		// (an outcome a damaged page refused stays in memory until then)
+		// must be shorter, not the default 30 s.
+		d.r = newRelay(t, mx.Addr(), "", "shutdown_timeout: 5s\n")
 		// Rounds 0-2 damage anywhere (mostly bodies), 3-5 the structure.
 		flipBytes(t, live, filepath.Join(d.r.dir, "queue.db"), rng, 10+rng.Intn(60), round >= 3)
 		d.start()
