@@ -407,7 +407,7 @@ func (ev Events) Changed() <-chan struct{} {
 	return s.evCh
 }
 
-// eventsCommitted wakes every waiter of EventsChanged.
+// eventsCommitted wakes every waiter of Events().Changed.
 func (s *Store) eventsCommitted() {
 	s.evMu.Lock()
 	if s.evCh != nil {

@@ -71,7 +71,7 @@ func (r *histReader) late() []Late {
 // addLate appends late to message id's history record, in this
 // transaction; nothing when the message has no record (still queued, or
 // expired). The search runs from the newest record back to the message's
-// arrival, as FindMessage's does.
+// arrival, as History().Find's does.
 func (w *writeTx) addLate(id string, late []Late) error {
 	if k, v := findShared(w.tx.Bucket(bucketEvents), id); k != nil {
 		f, err := decodeSharedHistory(k, v, w.s.dictOf(w.tx))

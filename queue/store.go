@@ -136,7 +136,7 @@ type Store struct {
 	markedAtOpen []string
 
 	// evMu guards evCh, closed at each commit that adds events (see
-	// EventsChanged).
+	// Events().Changed).
 	evMu sync.Mutex
 	evCh chan struct{}
 	// dict is the dictionary of repeated strings (dict.go).
