@@ -212,14 +212,7 @@ func TestBounceRuleMakesTransientPermanent(t *testing.T) {
 // An operator's resume ends the suspension for the engine too: the mail it
 // parked on disk goes at once, without waiting for the old end.
 func TestResumeSendsParkedMailNow(t *testing.T) {
-	clk := clock.NewFake(t0)
-	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.Sequence(smtptest.StageMail, "app@", "421 4.7.28 Unusual rate of mail"))
-	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
-	sh := shaperFor(t, clk, shaping.Config{Defaults: shaping.Limits{MaxConnections: 10}, Rules: []shaping.Rule{rule428}})
-	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
-		o.Router = route.NewRouter(route.Options{Routes: map[string]string{"limited.test": srv.Addr()}})
-		o.Shaper = sh
-	})
+	_, srv, sh, r := limitedRig(t, shaping.Limits{MaxConnections: 10})
 	r.submit("app@example.org", "a@limited.test")
 	if s := r.outcome(); s != "deferred" {
 		t.Fatalf("first attempt: %s", s)
@@ -229,11 +222,7 @@ func TestResumeSendsParkedMailNow(t *testing.T) {
 	if len(sh.List()) != 1 {
 		t.Fatalf("suspensions %+v", sh.List())
 	}
-	sc := shaping.Scope{Kind: shaping.ScopeDomain, Name: "limited.test"}
-	if !sh.Resume(sc) {
-		t.Fatal("nothing to resume")
-	}
-	r.eng.Resumed(sc)
+	resumeLimited(t, sh, r)
 	srv.WaitMessages(t, 5, 5*time.Second)
 }
 
@@ -263,25 +252,14 @@ func TestRequestsAreTakenOnce(t *testing.T) {
 // for a probe) still makes the message that drew the suspending reply due
 // now: it was deferred past the scope's suspension, which is over.
 func TestResumeAfterTheHoldEndedSendsTheDeferredMessage(t *testing.T) {
-	clk := clock.NewFake(t0)
-	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.Sequence(smtptest.StageMail, "app@", "421 4.7.28 Unusual rate of mail"))
-	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
-	sh := shaperFor(t, clk, shaping.Config{Defaults: shaping.Limits{MaxConnections: 1}, Rules: []shaping.Rule{rule428}})
-	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
-		o.Router = route.NewRouter(route.Options{Routes: map[string]string{"limited.test": srv.Addr()}})
-		o.Shaper = sh
-	})
+	clk, srv, sh, r := limitedRig(t, shaping.Limits{MaxConnections: 1})
 	r.submit("app@example.org", "a@limited.test")
 	if s := r.outcome(); s != "deferred" {
 		t.Fatalf("first attempt: %s", s)
 	}
 	r.nextTimer()                // the scope's end: nothing else waits
 	clk.Set(t0.Add(time.Minute)) // the destination's own hold is over, the scope's is not
-	sc := shaping.Scope{Kind: shaping.ScopeDomain, Name: "limited.test"}
-	if !sh.Resume(sc) {
-		t.Fatal("nothing to resume")
-	}
-	r.eng.Resumed(sc)
+	resumeLimited(t, sh, r)
 	srv.WaitMessages(t, 1, 10*time.Second)
 }
 
@@ -291,14 +269,7 @@ func TestResumeAfterTheHoldEndedSendsTheDeferredMessage(t *testing.T) {
 // suspension, lets all of it out at once: none of it waits for the
 // scope's old end.
 func TestResumeAfterTheProbeWasRefusedLetsParkedMailOut(t *testing.T) {
-	clk := clock.NewFake(t0)
-	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.Sequence(smtptest.StageMail, "app@", "421 4.7.28 Unusual rate of mail"))
-	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
-	sh := shaperFor(t, clk, shaping.Config{Defaults: shaping.Limits{MaxConnections: 1, MaxMessageRate: rate(t, "1/s")}, Rules: []shaping.Rule{rule428}})
-	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
-		o.Router = route.NewRouter(route.Options{Routes: map[string]string{"limited.test": srv.Addr()}})
-		o.Shaper = sh
-	})
+	clk, srv, sh, r := limitedRig(t, shaping.Limits{MaxConnections: 1, MaxMessageRate: rate(t, "1/s")})
 	const n = 100
 	r.paused(func() {
 		r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@limited.test", i) })
@@ -321,11 +292,7 @@ func TestResumeAfterTheProbeWasRefusedLetsParkedMailOut(t *testing.T) {
 	if got := srv.MessageCount(); got != 0 {
 		t.Fatalf("%d messages went during the suspension", got)
 	}
-	sc := shaping.Scope{Kind: shaping.ScopeDomain, Name: "limited.test"}
-	if !sh.Resume(sc) {
-		t.Fatal("nothing to resume")
-	}
-	r.eng.Resumed(sc)
+	resumeLimited(t, sh, r)
 	srv.WaitMessages(t, n, 10*time.Second)
 }
 
@@ -348,4 +315,32 @@ func (w *idleWatch) settledWithWake(t testing.TB) (time.Time, bool) {
 			t.Fatal("the scheduler set no timer within 10s of real time")
 		}
 	}
+}
+
+// limitedRig is an engine whose route sends limited.test to a next hop
+// that answers the first MAIL from app@ with 421 4.7.28, which rule428
+// turns into a suspension of scope domain:limited.test; limits are the
+// shaper's defaults.
+func limitedRig(t *testing.T, limits shaping.Limits) (*clock.Fake, *smtptest.Server, *shaping.Shaper, *rig) {
+	t.Helper()
+	clk := clock.NewFake(t0)
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.Sequence(smtptest.StageMail, "app@", "421 4.7.28 Unusual rate of mail"))
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second}
+	sh := shaperFor(t, clk, shaping.Config{Defaults: limits, Rules: []shaping.Rule{rule428}})
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
+		o.Router = route.NewRouter(route.Options{Routes: map[string]string{"limited.test": srv.Addr()}})
+		o.Shaper = sh
+	})
+	return clk, srv, sh, r
+}
+
+// resumeLimited is an operator's resume of domain:limited.test: the
+// shaper's and the engine's.
+func resumeLimited(t *testing.T, sh *shaping.Shaper, r *rig) {
+	t.Helper()
+	sc := shaping.Scope{Kind: shaping.ScopeDomain, Name: "limited.test"}
+	if !sh.Resume(sc) {
+		t.Fatal("nothing to resume")
+	}
+	r.eng.Resumed(sc)
 }
