@@ -100,7 +100,7 @@ type job struct {
 func (j *job) ask() shaping.Ask {
 	a := shaping.Ask{Force: j.force}
 	if j.env != nil {
-		a.Stream = j.env.Stream
+		a.Stream = j.env.Sender.Stream
 	}
 	return a
 }

@@ -61,7 +61,7 @@ func newStreamTable(streams []shaping.Stream) streamTable {
 // recipients has had an attempt (other than the claim made at acceptance
 // and not used yet).
 func (t *streamTable) laneOf(env *queue.Envelope, addrs []string) lane {
-	s := t.index[env.Stream] // unknown: 0, the default
+	s := t.index[env.Sender.Stream] // unknown: 0, the default
 	for _, r := range env.Recipients {
 		if r.Attempts > 0 && !env.FirstClaimed(r) && contains(addrs, r.Address) {
 			return laneOf(s, true)

@@ -14,6 +14,7 @@ import (
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"
 )
@@ -55,7 +56,7 @@ func (r *rig) submitStream(n int, stream, prefix, domain string) {
 			defer wg.Done()
 			d := r.store.NewDraft()
 			io.WriteString(d, "Subject: x\r\n\r\nx\r\n")
-			env := queue.Envelope{From: "app@example.org", Created: r.clk.Now(), Stream: stream,
+			env := queue.Envelope{From: "app@example.org", Created: r.clk.Now(), Sender: identity.Sender{Stream: stream},
 				Recipients: []queue.Recipient{{Address: fmt.Sprintf("%s%d@%s", prefix, i, domain)}}}
 			r.eng.ClaimFirst(&env)
 			if err := d.Commit(env); err != nil {

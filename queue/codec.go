@@ -99,7 +99,7 @@ func decodeRecord(b []byte) (*Envelope, error) {
 		return nil, fmt.Errorf("unknown record version %d", b[0])
 	}
 	var env Envelope
-	if err := json.Unmarshal(js, &env); err != nil {
+	if err := unmarshalEnvelope(js, &env); err != nil {
 		return nil, fmt.Errorf("bad record: %w", err)
 	}
 	if err := validate(&env); err != nil {

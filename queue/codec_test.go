@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/relayq/relayq/internal/identity"
 )
 
 func FuzzDecodeEnvelope(f *testing.F) {
@@ -68,9 +70,9 @@ func sampleEnvelope() *Envelope {
 				RemoteMTA: "mx.example.net", Warned: true, Report: ReportDelayed},
 			{Address: "c@example.net", Status: StatusBounced, Report: ReportFailed},
 		},
-		SMTPUTF8: true, Body: "8BITMIME", AuthUser: "app", ClientAddr: "192.0.2.1", Helo: "client.example",
+		SMTPUTF8: true, Body: "8BITMIME", Sender: identity.Sender{Stream: "bulk", Credential: identity.Credential{Kind: identity.User, Name: "app"}}, ClientAddr: "192.0.2.1", Helo: "client.example",
 		Created: time.Unix(1700000000, 0).UTC(), Size: 1234, Held: true, Release: time.Unix(1700086400, 7).UTC(),
-		Prefix: "DKIM-Signature: v=1\r\n", MessageID: "<m@example.org>", Subject: "héllo", Stream: "bulk", Events: 300,
+		Prefix: "DKIM-Signature: v=1\r\n", MessageID: "<m@example.org>", Subject: "héllo", Events: 300,
 		TLS: true, DKIM: "example.org/sel1 example.org/ed1",
 	}
 }
@@ -135,8 +137,14 @@ func TestScheduleKeyOrder(t *testing.T) {
 // field: the binary form (appendFields, histReader) must learn it too, or
 // the field would silently not survive a write.
 func TestBinaryCodecCoversEveryField(t *testing.T) {
-	if n := reflect.TypeOf(Envelope{}).NumField(); n != 21 {
-		t.Errorf("Envelope has %d fields, the binary codec knows 21: add the new one to appendFields and histReader.envelope, and to sampleEnvelope", n)
+	if n := reflect.TypeOf(Envelope{}).NumField(); n != 20 {
+		t.Errorf("Envelope has %d fields, the binary codec knows 20: add the new one to appendFields and histReader.envelope, and to sampleEnvelope", n)
+	}
+	if n := reflect.TypeOf(identity.Sender{}).NumField(); n != 3 {
+		t.Errorf("identity.Sender has %d fields, the binary codec knows 3: add the new one to senderSlot and readSenderSlot", n)
+	}
+	if n := reflect.TypeOf(identity.Credential{}).NumField(); n != 2 {
+		t.Errorf("identity.Credential has %d fields, the binary codec knows 2: add the new one to senderSlot and readSenderSlot", n)
 	}
 	if n := reflect.TypeOf(Recipient{}).NumField(); n != 11 {
 		t.Errorf("Recipient has %d fields, the binary codec knows 11: add the new one to appendRecipient and histReader.recipient, and to sampleEnvelope", n)
@@ -147,7 +155,7 @@ func TestBinaryCodecCoversEveryField(t *testing.T) {
 // byte for byte as before, and one with a stream reads back with it.
 func TestStreamStoredOnlyWhenSet(t *testing.T) {
 	env := sampleEnvelope()
-	env.Stream = ""
+	env.Sender.Stream = ""
 	without, err := encodeEnvelope(env)
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +163,7 @@ func TestStreamStoredOnlyWhenSet(t *testing.T) {
 	if without[5+len(env.ID)+1+len(env.Prefix)+1]&histStream != 0 {
 		t.Fatal("stream flag set without a stream")
 	}
-	env.Stream = "transactional"
+	env.Sender.Stream = "transactional"
 	with, err := encodeEnvelope(env)
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +172,7 @@ func TestStreamStoredOnlyWhenSet(t *testing.T) {
 		t.Errorf("a stream adds %d bytes, want %d", len(with)-len(without), 1+len("transactional"))
 	}
 	got, err := decodeEnvelope(with)
-	if err != nil || got.Stream != "transactional" {
+	if err != nil || got.Sender.Stream != "transactional" {
 		t.Fatalf("decoded %+v, %v", got, err)
 	}
 }

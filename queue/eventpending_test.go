@@ -7,6 +7,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/relayq/relayq/internal/identity"
 )
 
 // queuedEvents is every queued and scheduled event of the stream, by
@@ -54,7 +56,7 @@ func TestPendingEventsReadTheSameWhenTheirMessageFinishes(t *testing.T) {
 		if _, err := d.Write([]byte("Subject: x\r\n\r\nhello\r\n")); err != nil {
 			t.Fatal(err)
 		}
-		env := Envelope{From: "app@example.org", MessageID: fmt.Sprintf("<%d@example.org>", i), Stream: "bulk", Release: release}
+		env := Envelope{From: "app@example.org", MessageID: fmt.Sprintf("<%d@example.org>", i), Sender: identity.Sender{Stream: "bulk"}, Release: release}
 		for _, r := range rcpts {
 			env.Recipients = append(env.Recipients, Recipient{Address: r})
 		}

@@ -239,7 +239,7 @@ func (w *writeTx) operatorEvents(t EventType, env *Envelope) error {
 
 func recipientEvent(t EventType, env *Envelope, r *Recipient) Event {
 	return Event{Type: t, QueueID: env.ID, MessageID: env.MessageID, From: env.From,
-		Recipient: r.Address, Attempt: r.Attempts, Stream: env.Stream}
+		Recipient: r.Address, Attempt: r.Attempts, Stream: env.Sender.Stream}
 }
 
 // EventQuery selects events: those after the cursor After (an event ID, ""

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/relayq/relayq/internal/identity"
 )
 
 // BenchmarkEventsRetained fills a queue file with RELAYQ_BENCH_EVENTS
@@ -106,7 +108,7 @@ func BenchmarkFinishedMessage(b *testing.B) {
 		}
 		env := Envelope{From: "bench@src.relaybench.localhost", MessageID: fmt.Sprintf("<%d.0c8fcb18953e@relaybench.localhost>", i),
 			Subject: fmt.Sprintf("relaybench %d", i), Helo: "client.relaybench.localhost", ClientAddr: "127.0.0.1",
-			Body: "8BITMIME", Stream: "default", Recipients: []Recipient{{Address: "sink@dst.relaybench.localhost"}}}
+			Body: "8BITMIME", Sender: identity.Sender{Stream: "default"}, Recipients: []Recipient{{Address: "sink@dst.relaybench.localhost"}}}
 		if err := d.Commit(env); err != nil {
 			b.Fatal(err)
 		}
@@ -157,7 +159,7 @@ func BenchmarkEventsRead(b *testing.B) {
 				d.Write([]byte("Subject: relaybench\r\n\r\nhi\r\n"))
 				env := Envelope{From: "bench@src.relaybench.localhost", MessageID: fmt.Sprintf("<%d.0c8fcb18953e@relaybench.localhost>", i),
 					Subject: fmt.Sprintf("relaybench %d", i), Helo: "client.relaybench.localhost", ClientAddr: "127.0.0.1",
-					Body: "8BITMIME", Stream: "default", Recipients: []Recipient{{Address: "sink@dst.relaybench.localhost"}}}
+					Body: "8BITMIME", Sender: identity.Sender{Stream: "default"}, Recipients: []Recipient{{Address: "sink@dst.relaybench.localhost"}}}
 				if err := d.Commit(env); err != nil {
 					b.Error(err)
 					return

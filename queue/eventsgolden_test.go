@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/relayq/relayq/internal/identity"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -39,7 +41,7 @@ func eventsScenario(t *testing.T, s *Store, c interface{ Advance(time.Duration) 
 		return rs
 	}
 	a := commit(Envelope{From: "app@example.org", MessageID: "<a.1@example.org>", Subject: "Tom & <Jerry> \u2028 caf\u00e9",
-		Stream: "billing", Helo: "app1.example.org", ClientAddr: "192.0.2.7", Body: "8BITMIME",
+		Sender: identity.Sender{Stream: "billing"}, Helo: "app1.example.org", ClientAddr: "192.0.2.7", Body: "8BITMIME",
 		Recipients: rcpts("ok@x.test", "later@x.test", "no@x.test", "old@x.test")})
 	c.Advance(time.Second)
 	claimed, err := s.Claim(a, []string{"ok@x.test", "later@x.test", "no@x.test", "old@x.test"}, now(), now().Add(time.Minute))
@@ -83,7 +85,7 @@ func eventsScenario(t *testing.T, s *Store, c interface{ Advance(time.Duration) 
 	if err := s.Events().Add(Event{Type: EventSuppressed, From: "app@example.org", Recipient: "gone@z.test", Reply: "550 5.1.1 suppressed"}); err != nil {
 		t.Fatal(err)
 	}
-	d := commit(Envelope{From: "app@example.org", MessageID: "<d@example.org>", Stream: "billing",
+	d := commit(Envelope{From: "app@example.org", MessageID: "<d@example.org>", Sender: identity.Sender{Stream: "billing"},
 		Recipients: []Recipient{{Address: "one@x.test"}, {Address: "one@x.test"}, {Address: "two@x.test", ORCPT: "rfc822;two@x.test"}}})
 	c.Advance(time.Second)
 	if _, err := s.Claim(d, []string{"one@x.test", "two@x.test"}, now(), now().Add(time.Minute)); err != nil {

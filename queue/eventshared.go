@@ -220,7 +220,7 @@ func shares(ev *Event, env *Envelope) (byte, int) {
 	if ev.From == env.From {
 		s |= shareFrom
 	}
-	if ev.Stream == env.Stream {
+	if ev.Stream == env.Sender.Stream {
 		s |= shareStream
 	}
 	idx := -1
@@ -379,7 +379,7 @@ func decodeSharedEvent(v []byte, seq uint64, l *historyLookup) (Event, error) {
 		ev.From = env.From
 	}
 	if share&shareStream != 0 {
-		ev.Stream = env.Stream
+		ev.Stream = env.Sender.Stream
 	}
 	for _, s := range sharedStrings(&ev, kind, share) {
 		if s != nil {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/relayq/relayq/internal/identity"
 )
 
 // sampleDict is a dictionary of two entries for the samples.
@@ -36,7 +38,7 @@ func sampleLookup(id uint32) (string, bool) {
 // event before it (forward), a delivered and a dsn_sent event after it.
 func sharedSample() (histKey, hist []byte, evs map[uint64][]byte, env *Envelope) {
 	fin := time.Date(2026, 12, 2, 3, 0, 0, 123456789, time.UTC)
-	env = &Envelope{ID: "18ECAF2DCCF80C22C6A8", From: "app@example.org", MessageID: "<m@example.org>", Stream: "billing",
+	env = &Envelope{ID: "18ECAF2DCCF80C22C6A8", From: "app@example.org", MessageID: "<m@example.org>", Sender: identity.Sender{Stream: "billing"},
 		Created: fin.Add(-time.Second), Size: 1200, Recipients: []Recipient{
 			{Address: "a@x.test", Status: StatusDelivered, Attempts: 1, LastAttempt: fin, LastReply: "250 2.0.0 ok", RemoteMTA: "mx.x.test"},
 			{Address: "b@x.test", Status: StatusBounced, Attempts: 1, LastAttempt: fin, LastReply: "550 5.1.1 no"}}}
@@ -205,7 +207,7 @@ func FuzzDecodeSharedHistory(f *testing.F) {
 		// What events read of it agrees with the whole record.
 		ef, err := sharedEventFields(k, v, sampleLookup)
 		if err != nil || ef.ID != got.ID || ef.MessageID != got.MessageID || ef.From != got.From ||
-			ef.Stream != got.Stream || len(ef.Recipients) != len(got.Recipients) {
+			ef.Sender.Stream != got.Sender.Stream || len(ef.Recipients) != len(got.Recipients) {
 			t.Fatalf("event fields %+v, %v; record %+v", ef, err, got)
 		}
 		for i, r := range ef.Recipients {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/queue/internal/record"
 )
 
@@ -20,7 +21,7 @@ import (
 //	follows the recipients, bit 3 a stream follows) |
 //	created (varint Unix nanos) | size (varint) |
 //	strings, each uvarint length + bytes: from, ret, envid, body,
-//	auth_user, client_addr, helo, message_id, subject |
+//	sender (sender.go), client_addr, helo, message_id, subject |
 //	stream (uvarint length + bytes; only with flag bit 2, so a record
 //	without a stream is byte for byte what it was before streams) |
 //	recipient count (uvarint), then per recipient: status (1 byte: index
@@ -91,7 +92,7 @@ func sharedFlags(env *Envelope) byte {
 	if !env.Release.IsZero() {
 		flags |= histRelease
 	}
-	if env.Stream != "" {
+	if env.Sender.Stream != "" {
 		flags |= histStream
 	}
 	return flags
@@ -113,12 +114,12 @@ func appendFields(b []byte, env *Envelope) []byte {
 	b = append(b, flags)
 	b = binary.AppendVarint(b, record.Nanos(env.Created))
 	b = binary.AppendVarint(b, env.Size)
-	for _, s := range [...]string{env.From, env.RET, env.EnvID, env.Body, env.AuthUser, env.ClientAddr,
+	for _, s := range [...]string{env.From, env.RET, env.EnvID, env.Body, senderSlot(env.Sender), env.ClientAddr,
 		env.Helo, env.MessageID, env.Subject} {
 		b = record.AppendStr(b, s)
 	}
-	if env.Stream != "" {
-		b = record.AppendStr(b, env.Stream)
+	if env.Sender.Stream != "" {
+		b = record.AppendStr(b, env.Sender.Stream)
 	}
 	b = binary.AppendUvarint(b, uint64(len(env.Recipients)))
 	for i := range env.Recipients {
@@ -189,8 +190,15 @@ func decodeHistory(k, v []byte) (Finished, error) {
 		return f, nil
 	}
 	if len(v) >= 5 && v[4] == '{' && crc32.Checksum(v[4:], castagnoli) == binary.BigEndian.Uint32(v) {
-		if json.Unmarshal(v[4:], &f) != nil {
+		j := struct {
+			*Finished
+			legacySender
+		}{Finished: &f}
+		if json.Unmarshal(v[4:], &j) != nil {
 			return Finished{}, errBadHistory
+		}
+		if f.Sender == (identity.Sender{}) {
+			f.Sender = j.sender()
 		}
 		return f, nil
 	}
@@ -211,12 +219,14 @@ func (r *histReader) envelope(e *Envelope) {
 	e.SMTPUTF8, e.Held, e.TLS = flags&histUTF8 != 0, flags&histHeld != 0, flags&histTLS != 0
 	e.Created = record.TimeOf(r.Varint())
 	e.Size = r.Varint()
-	for _, s := range [...]*string{&e.From, &e.RET, &e.EnvID, &e.Body, &e.AuthUser, &e.ClientAddr,
+	var slot string
+	for _, s := range [...]*string{&e.From, &e.RET, &e.EnvID, &e.Body, &slot, &e.ClientAddr,
 		&e.Helo, &e.MessageID, &e.Subject} {
 		*s = r.Str()
 	}
+	readSenderSlot(&e.Sender, slot)
 	if flags&histStream != 0 {
-		e.Stream = r.Str()
+		e.Sender.Stream = r.Str()
 	}
 	n := r.Count()
 	if n > 0 {

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/relayq/relayq/internal/identity"
 )
 
 func historyKey(at time.Time, id string) []byte {
@@ -17,7 +19,7 @@ func sampleFinished() Finished {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 123_456_789, time.UTC)
 	return Finished{Finished: at.Add(time.Minute), Envelope: Envelope{
 		ID: "18ECAF2DCCF80C22C6A8", From: "app@example.org", RET: "HDRS", EnvID: "env-1", SMTPUTF8: true,
-		Body: "8BITMIME", AuthUser: "app", ClientAddr: "127.0.0.1", Helo: "app.example.org", Created: at,
+		Body: "8BITMIME", Sender: identity.Sender{Credential: identity.Credential{Name: "app"}}, ClientAddr: "127.0.0.1", Helo: "app.example.org", Created: at,
 		Size: 4711, Held: true, MessageID: "<m@example.org>", Subject: "Grüße",
 		Recipients: []Recipient{
 			{Address: "bob@x.test", ORCPT: "rfc822;bob@x.test", Notify: []string{"SUCCESS", "FAILURE"},

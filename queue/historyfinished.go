@@ -16,7 +16,7 @@ import (
 //	is not stored, bit 5: message_id is split, bit 6: TLS, bit 7: a dkim
 //	dictionary string follows the release) | created (varint Unix nanos,
 //	without bit 4) | size | the strings and stream of appendFields, those
-//	of the sender side (from, body, auth_user, client_addr, helo, stream)
+//	of the sender side (from, body, sender, client_addr, helo, stream)
 //	as dictionary strings | recipient count, then per
 //	recipient: status, flags (appendRecipient's bits, and bit 3: no
 //	next_attempt, bit 4: no last_attempt, bit 5: address is split),
@@ -105,7 +105,7 @@ func appendFinished(b []byte, env *Envelope, in interner) []byte {
 		b = binary.AppendVarint(b, created)
 	}
 	b = binary.AppendVarint(b, env.Size)
-	for i, s := range [...]string{env.From, env.RET, env.EnvID, env.Body, env.AuthUser, env.ClientAddr,
+	for i, s := range [...]string{env.From, env.RET, env.EnvID, env.Body, senderSlot(env.Sender), env.ClientAddr,
 		env.Helo, env.MessageID, env.Subject} {
 		switch {
 		case dictField[i]:
@@ -116,8 +116,8 @@ func appendFinished(b []byte, env *Envelope, in interner) []byte {
 			b = record.AppendStr(b, s)
 		}
 	}
-	if env.Stream != "" {
-		b = appendDictString(b, env.Stream, in)
+	if env.Sender.Stream != "" {
+		b = appendDictString(b, env.Sender.Stream, in)
 	}
 	b = binary.AppendUvarint(b, uint64(len(env.Recipients)))
 	for i := range env.Recipients {
@@ -205,7 +205,8 @@ func (r *histReader) finished(e *Envelope, id string) {
 	}
 	e.Created = record.TimeOf(created)
 	e.Size = r.Varint()
-	for i, s := range [...]*string{&e.From, &e.RET, &e.EnvID, &e.Body, &e.AuthUser, &e.ClientAddr,
+	var slot string
+	for i, s := range [...]*string{&e.From, &e.RET, &e.EnvID, &e.Body, &slot, &e.ClientAddr,
 		&e.Helo, &e.MessageID, &e.Subject} {
 		switch {
 		case dictField[i]:
@@ -216,8 +217,9 @@ func (r *histReader) finished(e *Envelope, id string) {
 			*s = r.Str()
 		}
 	}
+	readSenderSlot(&e.Sender, slot)
 	if flags&histStream != 0 {
-		e.Stream = r.dictString()
+		e.Sender.Stream = r.dictString()
 	}
 	if n := r.Count(); n > 0 {
 		e.Recipients = make([]Recipient, n)
@@ -307,7 +309,7 @@ func (r *histReader) eventFields(e *Envelope, id string) {
 	for range 2 { // ret, envid
 		r.skipString()
 	}
-	for range 4 { // body, auth_user, client_addr, helo
+	for range 4 { // body, sender, client_addr, helo
 		r.skipDictString()
 	}
 	if flags&finMsgIDSplit != 0 {
@@ -317,7 +319,7 @@ func (r *histReader) eventFields(e *Envelope, id string) {
 	}
 	r.skipString() // subject
 	if flags&histStream != 0 {
-		e.Stream = r.dictString()
+		e.Sender.Stream = r.dictString()
 	}
 	if n := r.Count(); n > 0 {
 		e.Recipients = make([]Recipient, n)

@@ -219,7 +219,7 @@ func parseLoose(v []byte) (*Envelope, error) {
 		js = v[5:]
 	}
 	var env Envelope
-	if err := json.Unmarshal(js, &env); err != nil {
+	if err := unmarshalEnvelope(js, &env); err != nil {
 		return nil, err
 	}
 	return &env, nil

@@ -100,7 +100,7 @@ func variedEnvelope(rng *rand.Rand, i int, now time.Time) *Envelope {
 	case 1:
 		env.Created = now.Add(-ShapeBuckets[rng.IntN(len(ShapeBuckets))]) // on a column's edge
 	case 2:
-		env.Stream = "news"
+		env.Sender.Stream = "news"
 	case 3:
 		env.Release = now.Add(time.Hour)
 	}

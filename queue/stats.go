@@ -119,8 +119,8 @@ func (c *counts) add(env *Envelope, sign int) {
 	if env.Held {
 		c.held += sign
 	}
-	if env.Stream != "" {
-		c.streams.add(env.Stream, sign)
+	if env.Sender.Stream != "" {
+		c.streams.add(env.Sender.Stream, sign)
 	}
 	for _, r := range env.Recipients {
 		if i := slices.Index(countedStatuses[:], r.Status); i >= 0 { // validated: always

@@ -3,6 +3,8 @@ package queue
 import (
 	"maps"
 	"testing"
+
+	"github.com/relayq/relayq/internal/identity"
 )
 
 // Stats counts stored messages by stream, through outcomes and deletion,
@@ -13,7 +15,7 @@ func TestStatsByStream(t *testing.T) {
 	commit := func(stream, rcpt string) string {
 		d := s.NewDraft()
 		d.Write([]byte("Subject: x\r\n\r\nx\r\n"))
-		if err := d.Commit(Envelope{From: "a@example.org", Stream: stream, Recipients: []Recipient{{Address: rcpt}}}); err != nil {
+		if err := d.Commit(Envelope{From: "a@example.org", Sender: identity.Sender{Stream: stream}, Recipients: []Recipient{{Address: rcpt}}}); err != nil {
 			t.Fatal(err)
 		}
 		return d.ID()

@@ -2,6 +2,8 @@ package queue
 
 import (
 	"time"
+
+	"github.com/relayq/relayq/internal/identity"
 )
 
 // Status is the delivery state of one recipient. Every recipient is in
@@ -85,8 +87,12 @@ type Envelope struct {
 	// "8BITMIME" or "" when not given.
 	SMTPUTF8 bool   `json:"smtputf8,omitempty"`
 	Body     string `json:"body,omitempty"`
-	// AuthUser is the SASL identity that submitted the message, if any.
-	AuthUser string `json:"auth_user,omitempty"`
+	// Sender is who submitted the message (not its From): tenant, stream
+	// and credential, resolved once at acceptance. The stream decides how
+	// the scheduler shares each scope between streams by weight. Its JSON
+	// form replaces the flat auth_user and stream of older JSON records,
+	// which are still read (legacyjson.go).
+	Sender identity.Sender `json:"sender,omitzero"`
 	// TLS says the client submitted it over TLS (STARTTLS, implicit TLS
 	// or HTTPS).
 	TLS bool `json:"tls,omitempty"`
@@ -116,10 +122,6 @@ type Envelope struct {
 	// client sent them (or as added at acceptance), for events and history.
 	MessageID string `json:"message_id,omitempty"`
 	Subject   string `json:"subject,omitempty"`
-	// Stream is the configured stream the message belongs to (submission
-	// decides it); the scheduler shares each scope between streams by
-	// weight. "" in files written before streams: the default stream.
-	Stream string `json:"stream,omitempty"`
 	// Events is the sequence number of the message's first event in the
 	// events tree, its queued (then scheduled) events, one per recipient,
 	// when they were written in the pending form (eventpending.go); 0 for

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -56,7 +57,7 @@ func (w *Forwarder) Forward(ctx context.Context, f Forwarded) error {
 		Created:    now,
 		MessageID:  "<" + d.ID() + ".report@" + oneLine(w.Hostname) + ">",
 		Subject:    "Report received about your message" + aboutWhom(f.About),
-		Stream:     w.Stream,
+		Sender:     identity.Sender{Stream: w.Stream},
 	}
 	if w.BeforeCommit != nil {
 		w.BeforeCommit(&env)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/internal/goldenfile"
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/queue/queuetest"
 )
@@ -129,7 +130,7 @@ func TestForwarderQueuesUnsignedNotice(t *testing.T) {
 			t.Fatal(err)
 		}
 		if env.From != "" || len(env.Recipients) != 1 || env.Recipients[0].Address != "app@example.org" ||
-			env.Prefix != "" || len(env.DKIM) != 0 || env.Stream != "default" || env.AuthUser != "" {
+			env.Prefix != "" || len(env.DKIM) != 0 || env.Sender != (identity.Sender{Stream: "default"}) {
 			t.Errorf("envelope %+v: want from <> to app@example.org, unsigned, unauthenticated, stream default", env)
 		}
 		rc, err := st.Body(id)

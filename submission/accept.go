@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	smtp "github.com/relayq/relayq/internal/gosmtp"
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/internal/logbuf"
 	"github.com/relayq/relayq/queue"
 )
@@ -42,15 +43,13 @@ type Client struct {
 	IP netip.Addr
 	// Helo is the name given at HELO/EHLO; "" for HTTP.
 	Helo string
-	// AuthUser is the authenticated identity (SMTP user or API key name), or "".
-	AuthUser string
-	TLS      bool
+	// Credential is what the client authenticated as; the zero value for
+	// none (a trusted network, or nobody yet).
+	Credential identity.Credential
+	TLS        bool
 	// With overrides the protocol named in the Received header ("HTTP",
 	// "HTTPS"); "" means the ESMTP keyword of RFC 3848.
 	With string
-	// Stream is the authenticated credential's stream (UserStream,
-	// KeyStream), "" when it names none.
-	Stream string
 }
 
 // Transaction is one message's envelope as the client gave it.
@@ -68,7 +67,7 @@ type Transaction struct {
 
 // MayRelay is the whole relay policy: relayq has no local domains, so a
 // client either may send anywhere or nowhere.
-func (a Acceptor) MayRelay(c Client) bool { return c.AuthUser != "" || a.Trusted(c.IP) }
+func (a Acceptor) MayRelay(c Client) bool { return c.Credential.Authenticated() || a.Trusted(c.IP) }
 
 // Trusted reports whether ip is in a trusted network.
 func (a Acceptor) Trusted(ip netip.Addr) bool {
@@ -221,7 +220,7 @@ func (m *Incoming) trace() []byte {
 	c, t := m.c, m.t
 	return receivedHeader(receivedInfo{
 		Helo: c.Helo, IP: c.IP, Hostname: m.a.s.opts.Hostname, ID: m.d.ID(), With: c.With,
-		TLS: c.TLS, Auth: c.AuthUser != "", Rcpts: t.Recipients, UTF8: t.UTF8, Now: m.now,
+		TLS: c.TLS, Auth: c.Credential.Authenticated(), Rcpts: t.Recipients, UTF8: t.UTF8, Now: m.now,
 	})
 }
 
@@ -269,7 +268,7 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 		EnvID:      m.t.EnvID,
 		SMTPUTF8:   m.t.UTF8,
 		Body:       m.t.Body,
-		AuthUser:   c.AuthUser,
+		Sender:     m.a.sender(c, m.hs.stream),
 		TLS:        c.TLS,
 		ClientAddr: c.IP.String(),
 		Helo:       c.Helo,
@@ -277,7 +276,6 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 		Release:    m.t.Hold.releaseAt(m.now),
 		MessageID:  m.hs.messageID,
 		Subject:    m.hs.subject,
-		Stream:     m.a.streamOf(c, m.hs.stream),
 	}
 	if m.sig != nil {
 		prefix, err := m.sig.Finish()
@@ -311,11 +309,11 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 	for i, r := range env.Recipients {
 		rcpts[i] = r.Address
 	}
-	logbuf.Info(srv.log, "queued", "client", c.IP.String(), "id", env.ID, "from", env.From, "to", strings.Join(rcpts, ","), "size", env.Size, "auth", c.AuthUser, "message_id", env.MessageID, "stream", env.Stream)
+	logbuf.Info(srv.log, "queued", "client", c.IP.String(), "id", env.ID, "from", env.From, "to", strings.Join(rcpts, ","), "size", env.Size, "auth", c.Credential.String(), "message_id", env.MessageID, "stream", env.Sender.Stream)
 	if o := srv.opts.Observer; o != nil {
 		o.Accepted(env.Size)
 		if so, ok := o.(StreamObserver); ok {
-			so.QueuedIn(env.Stream)
+			so.QueuedIn(env.Sender.Stream)
 		}
 	}
 	if srv.opts.OnQueued != nil {
@@ -447,7 +445,7 @@ func (v *verifiedSecrets) add(sum [32]byte, hash string) {
 
 // session side: the facts of an SMTP session as a Client.
 func (s *session) client() Client {
-	return Client{IP: s.ip, Helo: s.conn.Hostname(), AuthUser: s.authUser, TLS: s.tls, Stream: s.authStream}
+	return Client{IP: s.ip, Helo: s.conn.Hostname(), Credential: s.cred, TLS: s.tls}
 }
 
 // transaction is the session's open mail transaction.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/relayq/relayq/internal/identity"
 )
 
 // dummyHash is compared against when the username is unknown, so that a
@@ -30,8 +32,7 @@ func (s *session) checkPassword(username, password string) error {
 	if err := s.srv.Acceptor().Login(s.ip, username, password); err != nil {
 		return err
 	}
-	s.authUser = username
-	s.authStream = s.srv.Acceptor().UserStream(username)
+	s.cred = identity.Credential{Kind: identity.User, Name: username}
 	s.log.Info("authenticated", "user", username)
 	return nil
 }

@@ -78,11 +78,12 @@ func (d *Duplicate) Error() string { return "idempotency key " + d.Key + " alrea
 // not a key: the client asked for a guarantee relayq cannot give it.
 var errBadIdempotencyKey = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Idempotency-Key must be 1 to 255 printable ASCII characters"}
 
-// scopeOf is the scope of a key given over SMTP: the authenticated user,
-// else (a trusted network) the client's address.
-func scopeOf(c Client) string {
-	if c.AuthUser != "" {
-		return "user:" + c.AuthUser
+// IdempotencyScope is whose idempotency key it is: the credential
+// ("user:name", "key:name"; a user's keys are the same over SMTP and
+// HTTP), else (a trusted network) the client's address.
+func IdempotencyScope(c Client) string {
+	if c.Credential.Authenticated() {
+		return c.Credential.String()
 	}
 	return "ip:" + c.IP.String()
 }
@@ -136,7 +137,7 @@ func (m *Incoming) keepKey() error {
 		return nil
 	}
 	idem := m.t.Idem
-	key, scope := "", scopeOf(m.c)
+	key, scope := "", IdempotencyScope(m.c)
 	if idem != nil {
 		key, scope = idem.Key, idem.Scope
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/emersion/go-sasl"
 
 	smtp "github.com/relayq/relayq/internal/gosmtp"
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -22,14 +23,12 @@ import (
 // after STARTTLS, which is what RFC 3207 section 4.2 asks for: everything
 // learnt before the handshake is forgotten.
 type session struct {
-	srv      *Server
-	conn     *smtp.Conn
-	ip       netip.Addr
-	log      *slog.Logger
-	tls      bool
-	authUser string
-	// authStream is authUser's configured stream (Acceptor.UserStream).
-	authStream string
+	srv  *Server
+	conn *smtp.Conn
+	ip   netip.Addr
+	log  *slog.Logger
+	tls  bool
+	cred identity.Credential
 
 	// current transaction
 	from     *string
@@ -260,7 +259,7 @@ func (s *session) AuthMechanisms() []string {
 
 // Auth implements smtp.AuthSession.
 func (s *session) Auth(mech string) (sasl.Server, error) {
-	if s.authUser != "" {
+	if s.cred.Authenticated() {
 		return nil, &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "Already authenticated"}
 	}
 	check := func(username, password string) error { return s.checkPassword(username, password) }

@@ -9,6 +9,7 @@ import (
 	"github.com/emersion/go-sasl"
 
 	smtp "github.com/relayq/relayq/internal/gosmtp"
+	"github.com/relayq/relayq/internal/identity"
 )
 
 // SMTP AUTH as a client meets it: offered only over TLS, wrong passwords
@@ -61,8 +62,8 @@ func TestStartTLSAuth(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e.AuthUser != "app" {
-				t.Fatalf("auth user %q", e.AuthUser)
+			if want := (identity.Credential{Kind: identity.User, Name: "app"}); e.Sender.Credential != want {
+				t.Fatalf("credential %+v, want %+v", e.Sender.Credential, want)
 			}
 			if b := readBody(t, env.store, e.ID); !strings.Contains(b, "with ESMTPSA id") {
 				t.Errorf("Received header does not say ESMTPSA:\n%s", b)

@@ -1,5 +1,7 @@
 package submission
 
+import "github.com/relayq/relayq/internal/identity"
+
 // streamHeader is the header field (lower case) by which a client that
 // no credential places names its message's stream. relayq removes it
 // before the message is stored, so it is neither signed nor delivered.
@@ -11,14 +13,20 @@ type StreamObserver interface {
 	QueuedIn(stream string)
 }
 
+// sender is who submitted a message, resolved once: the one place a
+// credential becomes a Sender. header is the X-Relayq-Stream field's value.
+func (a Acceptor) sender(c Client, header string) identity.Sender {
+	return identity.Sender{Stream: a.streamOf(c.Credential, header), Credential: c.Credential}
+}
+
 // streamOf is the stream a message belongs to: its credential's (an API
 // key's or user's stream, which the client cannot override), else the one
 // its X-Relayq-Stream header names if that is a configured stream, else
 // the policy's default. With no streams configured it is "".
-func (a Acceptor) streamOf(c Client, header string) string {
+func (a Acceptor) streamOf(c identity.Credential, header string) string {
 	p := a.s.policy.Load()
-	if c.Stream != "" {
-		return c.Stream
+	if s := a.credentialStream(c); s != "" {
+		return s
 	}
 	for _, s := range p.Streams {
 		if header != "" && s == header {
@@ -28,21 +36,22 @@ func (a Acceptor) streamOf(c Client, header string) string {
 	return p.DefaultStream
 }
 
-// UserStream is the stream configured for an SMTP user, or "".
-func (a Acceptor) UserStream(username string) string {
-	for _, u := range a.s.policy.Load().Users {
-		if u.Username == username {
-			return u.Stream
+// credentialStream is the stream configured for the credential's user or
+// API key, or "".
+func (a Acceptor) credentialStream(c identity.Credential) string {
+	p := a.s.policy.Load()
+	switch c.Kind {
+	case identity.User:
+		for _, u := range p.Users {
+			if u.Username == c.Name {
+				return u.Stream
+			}
 		}
-	}
-	return ""
-}
-
-// KeyStream is the stream configured for an API key by name, or "".
-func (a Acceptor) KeyStream(name string) string {
-	for _, k := range a.s.policy.Load().APIKeys {
-		if k.Name == name {
-			return k.Stream
+	case identity.APIKey:
+		for _, k := range p.APIKeys {
+			if k.Name == c.Name {
+				return k.Stream
+			}
 		}
 	}
 	return ""

@@ -42,8 +42,8 @@ func TestStreamFromHeaderRemovedBeforeSigning(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Stream != tc.want {
-			t.Errorf("header %q: stream %q, want %q", tc.header, e.Stream, tc.want)
+		if e.Sender.Stream != tc.want {
+			t.Errorf("header %q: stream %q, want %q", tc.header, e.Sender.Stream, tc.want)
 		}
 		stored := readBody(t, env.store, id)
 		if strings.Contains(strings.ToLower(stored), "\nx-relayq-stream") {
@@ -77,7 +77,7 @@ func TestStreamOfUserWinsOverHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Stream != "bulk" {
-		t.Errorf("stream %q, want the user's bulk", e.Stream)
+	if e.Sender.Stream != "bulk" {
+		t.Errorf("stream %q, want the user's bulk", e.Sender.Stream)
 	}
 }

@@ -17,7 +17,7 @@ func (a Acceptor) suppressed(c Client, from, to string) error {
 	if sp == nil {
 		return nil
 	}
-	text, refused, err := sp.Refuse(to, c.AuthUser != "", a.Trusted(c.IP))
+	text, refused, err := sp.Refuse(to, c.Credential.Authenticated(), a.Trusted(c.IP))
 	if err != nil {
 		a.s.log.Warn("suppression list unreadable; recipient accepted", "to", to, "err", err)
 		return nil

@@ -79,8 +79,8 @@ func MessageOf(env *queue.Envelope) Message { return messageFrom(env) }
 // messageFrom converts a stored envelope to its API form.
 func messageFrom(env *queue.Envelope) Message {
 	m := Message{
-		ID: env.ID, From: env.From, Created: env.Created, Size: env.Size, Held: env.Held, Release: env.Release, Stream: env.Stream,
-		Subject: env.Subject, MessageID: env.MessageID, Client: env.ClientAddr, Helo: env.Helo, AuthUser: env.AuthUser,
+		ID: env.ID, From: env.From, Created: env.Created, Size: env.Size, Held: env.Held, Release: env.Release, Stream: env.Sender.Stream,
+		Subject: env.Subject, MessageID: env.MessageID, Client: env.ClientAddr, Helo: env.Helo, AuthUser: env.Sender.Credential.Name,
 		TLS: env.TLS, DKIM: env.DKIM, Recipients: make([]Recipient, 0, len(env.Recipients)),
 	}
 	for _, r := range env.Recipients {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	smtp "github.com/relayq/relayq/internal/gosmtp"
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
 )
@@ -30,20 +31,21 @@ func (s *Server) authenticate(r *http.Request, ip netip.Addr) (submission.Client
 	var err error
 	switch strings.ToLower(scheme) {
 	case "bearer":
-		c.AuthUser, err = s.acc.LoginKey(ip, strings.TrimSpace(cred))
-		c.Stream = s.acc.KeyStream(c.AuthUser)
+		var name string
+		name, err = s.acc.LoginKey(ip, strings.TrimSpace(cred))
+		c.Credential = identity.Credential{Kind: identity.APIKey, Name: name}
 	case "basic":
 		user, pass, ok := r.BasicAuth()
 		if !ok {
 			return c, s.acc.Refuse(c, submission.RejectAuth, errBadAuthHeader)
 		}
-		c.AuthUser, err = user, s.acc.Login(ip, user, pass)
-		c.Stream = s.acc.UserStream(user)
+		err = s.acc.Login(ip, user, pass)
+		c.Credential = identity.Credential{Kind: identity.User, Name: user}
 	default:
 		return c, s.acc.Refuse(c, submission.RejectAuth, errBadAuthHeader)
 	}
 	if err != nil {
-		c.AuthUser, c.Stream = "", ""
+		c.Credential = identity.Credential{}
 		return c, asSMTP(err)
 	}
 	return c, nil

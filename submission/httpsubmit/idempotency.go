@@ -8,7 +8,6 @@ import (
 	"hash"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/relayq/relayq/submission"
 )
@@ -45,7 +44,7 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, c submission.Clie
 	if s.acc.IdempotencyWindow() <= 0 {
 		return nil, false
 	}
-	k = &keyed{scope: scopeFor(r, c)}
+	k = &keyed{scope: submission.IdempotencyScope(c)}
 	vals := r.Header.Values("Idempotency-Key")
 	if len(vals) == 0 {
 		return k, false
@@ -133,18 +132,6 @@ func (k *keyed) replayed(w http.ResponseWriter, err error, limit int64) bool {
 	}
 	k.replay(w, d, limit)
 	return true
-}
-
-// scopeFor is whose key it is: the API key, the user, or the trusted
-// address. SMTP AUTH as the same user shares the user's keys.
-func scopeFor(r *http.Request, c submission.Client) string {
-	switch {
-	case c.AuthUser == "":
-		return "ip:" + c.IP.String()
-	case strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer "):
-		return "key:" + c.AuthUser
-	}
-	return "user:" + c.AuthUser
 }
 
 func quote(key string) string { return `"` + key + `"` }

@@ -26,7 +26,7 @@ func TestAPIKeyStream(t *testing.T) {
 	// Queued, or already delivered and in the history: either keeps it.
 	stream := ""
 	if env, err := e.store.Get(resp.ok.QueueID); err == nil {
-		stream = env.Stream
+		stream = env.Sender.Stream
 	} else if !errors.Is(err, queue.ErrNotFound) {
 		t.Fatal(err)
 	} else {
@@ -34,7 +34,7 @@ func TestAPIKeyStream(t *testing.T) {
 		if err != nil || len(done) != 1 {
 			t.Fatalf("history %+v, %v", done, err)
 		}
-		stream = done[0].Stream
+		stream = done[0].Sender.Stream
 	}
 	if stream != "bulk" {
 		t.Fatalf("stream %q, want the key's bulk", stream)
