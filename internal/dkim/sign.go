@@ -251,7 +251,7 @@ func checkKey(k Key) signingKey {
 	case *rsa.PublicKey:
 		sk.algo = "rsa-sha256"
 		if rk, ok := k.Signer.(*rsa.PrivateKey); ok {
-			sk.Signer = precomputed(rk)
+			sk.Signer = rsaSigner(rk)
 		}
 	case ed25519.PublicKey:
 		// Ed25519 signs the hash itself (RFC 8463), not a pre-hash.
