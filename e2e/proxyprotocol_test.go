@@ -47,42 +47,39 @@ func findHAProxy(t *testing.T) string {
 	return ""
 }
 
-// haproxyConfig has HAProxy, in TCP mode, pass smtpFront to smtpBack with
-// a v2 header and httpFront to httpBack with a v1 header, connecting from
-// haproxySource.
-func haproxyConfig(smtpFront, smtpBack, httpFront, httpBack string) string {
-	return fmt.Sprintf(`global
-  maxconn 100
-defaults
-  mode tcp
-  timeout connect 5s
-  timeout client 30s
-  timeout server 30s
-frontend smtp
-  bind %s
-  default_backend relay_smtp
-backend relay_smtp
-  server relay %s send-proxy-v2 source %s
-frontend http
-  bind %s
-  default_backend relay_http
-backend relay_http
-  server relay %s send-proxy source %s
-`, smtpFront, smtpBack, haproxySource, httpFront, httpBack, haproxySource)
+// haproxyRoute is one HAProxy frontend passed to one relay listener with
+// a PROXY header (send: send-proxy for v1, send-proxy-v2).
+type haproxyRoute struct {
+	name, back, send string
+	front            string // set by startHAProxy
+}
+
+// haproxyConfig has HAProxy, in TCP mode, pass each route's frontend to
+// its backend, connecting from haproxySource.
+func haproxyConfig(routes []haproxyRoute) string {
+	var b strings.Builder
+	b.WriteString("global\n  maxconn 100\ndefaults\n  mode tcp\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n")
+	for _, r := range routes {
+		fmt.Fprintf(&b, "frontend %s\n  bind %s\n  default_backend relay_%s\nbackend relay_%s\n  server relay %s %s source %s\n",
+			r.name, r.front, r.name, r.name, r.back, r.send, haproxySource)
+	}
+	return b.String()
 }
 
 // startHAProxy runs HAProxy in the foreground in front of the relay's
-// SMTP and HTTP listeners and returns its two frontends' addresses. A
-// free port can be taken between our probe and HAProxy's bind (tests run
-// in parallel): then it tries others.
-func startHAProxy(t *testing.T, smtpBack, httpBack string) (smtpFront, httpFront string) {
+// listeners and sets each route's frontend address. A free port can be
+// taken between our probe and HAProxy's bind (tests run in parallel):
+// then it tries others.
+func startHAProxy(t *testing.T, routes []haproxyRoute) {
 	t.Helper()
 	bin := findHAProxy(t)
 	dir := t.TempDir()
 	for try := 1; ; try++ {
-		smtpFront, httpFront = smtptest.ClosedAddr(t), smtptest.ClosedAddr(t)
+		for i := range routes {
+			routes[i].front = smtptest.ClosedAddr(t)
+		}
 		cfg := filepath.Join(dir, "haproxy.cfg")
-		if err := os.WriteFile(cfg, []byte(haproxyConfig(smtpFront, smtpBack, httpFront, httpBack)), 0o644); err != nil {
+		if err := os.WriteFile(cfg, []byte(haproxyConfig(routes)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
@@ -101,11 +98,16 @@ func startHAProxy(t *testing.T, smtpBack, httpBack string) (smtpFront, httpFront
 				return true
 			default:
 			}
-			return dialable(smtpFront) && dialable(httpFront)
+			for _, r := range routes {
+				if !dialable(r.front) {
+					return false
+				}
+			}
+			return true
 		})
 		if up && !died {
 			t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-			return smtpFront, httpFront
+			return
 		}
 		_ = cmd.Process.Kill()
 		<-exited
@@ -126,24 +128,33 @@ func httpFrom(from net.IP) *http.Client {
 	}}
 }
 
-// Behind HAProxy (send-proxy-v2 to SMTP, send-proxy to HTTP) the relay
-// judges each client by its own address, not the balancer's: a client
-// outside trusted_networks is refused relaying over both (530, 401: it
-// would need AUTH), one inside may
-// relay, and the Received: line and the log name the real client. A
-// PROXY header, or any connection, from a peer that is not a trusted
-// proxy is refused with 554 5.3.5 and never believed.
+// Behind HAProxy (send-proxy-v2 to SMTP and to the bounce listener,
+// send-proxy to HTTP) the relay judges each client by its own address,
+// not the balancer's: a client outside trusted_networks is refused
+// relaying over both (530, 401: it would need AUTH), one inside may relay,
+// and the Received: line and the log name the real client. A PROXY
+// header, or any connection, from a peer that is not a trusted proxy is
+// refused with 554 5.3.5 and never believed.
 func TestProxyProtocolThroughHAProxy(t *testing.T) {
 	findHAProxy(t)
 	mx := smtptest.NewServer(t, smtptest.DiscardEvents())
-	r := newRelay(t, mx.Addr(), "", "")
+	bounceAddr := smtptest.ClosedAddr(t)
+	r := newRelay(t, mx.Addr(), "", fmt.Sprintf("bounces:\n  domain: bounces.test\n  listen: [%q]\n  proxy_protocol:\n    trusted: [\"%s/32\"]\n",
+		bounceAddr, haproxySource))
 	httpURL := r.withHTTP(t)
 	httpAddr := strings.TrimSuffix(strings.TrimPrefix(httpURL, "http://"), "/api/v1/messages")
 	rewriteConfig(t, r, map[string]string{"  trusted_networks: [\"127.0.0.0/8\"]\n": fmt.Sprintf(
 		"  trusted_networks: [\"%s/32\"]\n  proxy_protocol:\n    trusted: [\"%s/32\"]\n", insideIP, haproxySource)})
 	r.mustStart(t)
 	waitDial(t, httpAddr)
-	smtpFront, httpFront := startHAProxy(t, r.addr, httpAddr)
+	waitDial(t, bounceAddr)
+	routes := []haproxyRoute{
+		{name: "smtp", back: r.addr, send: "send-proxy-v2"},
+		{name: "http", back: httpAddr, send: "send-proxy"},
+		{name: "bounces", back: bounceAddr, send: "send-proxy-v2"},
+	}
+	startHAProxy(t, routes)
+	smtpFront, httpFront, bounceFront := routes[0].front, routes[1].front, routes[2].front
 
 	t.Run("SMTP from outside trusted_networks is refused relaying", func(t *testing.T) {
 		r.log.mark()
@@ -196,6 +207,30 @@ func TestProxyProtocolThroughHAProxy(t *testing.T) {
 		data := waitMessage(t, mx, 30*time.Second, func(m smtptest.Message) bool { return tokenOf(m.Data) == "tok-pp-http-127-0-0-2" })
 		if !bytes.Contains(data, []byte("(["+insideIP.String()+"])")) {
 			t.Errorf("the Received: line does not name the HTTP client %s:\n%s", insideIP, data)
+		}
+	})
+	t.Run("the bounce listener sees the client", func(t *testing.T) {
+		r.log.mark()
+		c, err := dialClientFrom(bounceFront, outsideIP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.close()
+		if err := r.log.waitFor("msg=connect listener=bounces client="+outsideIP.String(), ioTimeout); err != nil {
+			t.Fatal(err)
+		}
+		d := net.Dialer{Timeout: ioTimeout, LocalAddr: &net.TCPAddr{IP: outsideIP}}
+		direct, err := d.Dial("tcp", bounceAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer direct.Close()
+		_ = direct.SetReadDeadline(time.Now().Add(ioTimeout))
+		if got, _ := io.ReadAll(direct); !strings.HasPrefix(string(got), "554 5.3.5 ") {
+			t.Errorf("a direct connection to the bounce listener got %q, want 554 5.3.5", got)
+		}
+		if err := r.log.waitFor("peer="+outsideIP.String()+" key=bounces.proxy_protocol.trusted", ioTimeout); err != nil {
+			t.Fatal(err)
 		}
 	})
 	t.Run("a header from a peer that is not a trusted proxy is refused", func(t *testing.T) {
