@@ -2,6 +2,7 @@ package proxyproto
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -19,8 +20,15 @@ const DefaultHeaderTimeout = 10 * time.Second
 // stops accepting until one is done (the kernel's backlog holds the rest).
 const maxPending = 256
 
-// refusalWrite bounds the write of Options.Refusal to a refused peer.
-const refusalWrite = 5 * time.Second
+// refusalWrite bounds the write of Options.Refusal to a refused peer;
+// refusalLinger the wait for it to close after, and refusalDrain the bytes
+// read from it meanwhile (short: a flood of strangers holds a descriptor
+// each for that long).
+const (
+	refusalWrite  = 5 * time.Second
+	refusalLinger = time.Second
+	refusalDrain  = 64 << 10
+)
 
 // Options configure Wrap.
 type Options struct {
@@ -156,16 +164,25 @@ func (l *listener) trusted(a netip.Addr) bool {
 }
 
 // refuse writes the refusal, if any, and closes c, without holding up the
-// accept loop.
+// accept loop. After the refusal it closes its side first and reads what
+// the peer still sends (briefly, a bounded amount): closing with unread
+// bytes would send a reset, which can destroy the refusal before the peer
+// reads it.
 func (l *listener) refuse(c net.Conn) {
 	if l.o.Refusal == "" {
 		c.Close()
 		return
 	}
 	go func() {
-		_ = c.SetWriteDeadline(time.Now().Add(refusalWrite))
-		_, _ = c.Write([]byte(l.o.Refusal))
-		c.Close()
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(refusalWrite))
+		if _, err := c.Write([]byte(l.o.Refusal)); err != nil {
+			return
+		}
+		if cw, ok := c.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+			_ = c.SetReadDeadline(time.Now().Add(refusalLinger))
+			_, _ = io.CopyN(io.Discard, c, refusalDrain)
+		}
 	}()
 }
 
