@@ -28,6 +28,8 @@ type Bounces struct {
 	FeedbackLoops []FeedbackLoop
 	// Limits bound the listener (bouncelimits.go).
 	Limits BounceLimits
+	// ProxyProtocol applies to Listen.
+	ProxyProtocol ProxyProtocol
 }
 
 // FeedbackLoop is one provider's feedback loop.
@@ -59,6 +61,7 @@ func (l *loader) bounces() Bounces {
 		MaxMessageBytes: l.integer("bounces.max_message_bytes"),
 		FeedbackLoops:   l.feedbackLoops(),
 		Limits:          l.bounceLimits(),
+		ProxyProtocol:   ProxyProtocol{Trusted: l.prefixes("bounces.proxy_protocol.trusted")},
 	}
 }
 

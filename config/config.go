@@ -80,6 +80,17 @@ type Submission struct {
 	// DefaultStream is the stream of a message neither its credential nor
 	// its X-Relayq-Stream header places (see Config.Streams).
 	DefaultStream string
+	// ProxyProtocol applies to Listen, TLSListen and HTTPListen alike.
+	ProxyProtocol ProxyProtocol
+}
+
+// ProxyProtocol is the PROXY protocol setting of a group of listeners
+// (internal/proxyproto): the load balancers whose header names the client.
+type ProxyProtocol struct {
+	// Trusted are the proxies' networks, masked like TrustedNetworks;
+	// empty turns the protocol off. When set, a header is required from
+	// them and every other peer is refused.
+	Trusted []netip.Prefix
 }
 
 // TLSFiles names a PEM certificate chain and its private key (submission.tls,
@@ -246,6 +257,7 @@ func Default() *Config {
 			IdempotencyWindow:   24 * time.Hour,
 			MaxHold:             168 * time.Hour,
 			DefaultStream:       "default",
+			ProxyProtocol:       ProxyProtocol{Trusted: []netip.Prefix{}},
 		},
 		Queue: Queue{Path: "./relayq-data/queue.db", ReserveBytes: 50 << 20},
 		Admin: Admin{Listen: "127.0.0.1:8025", AllowedHosts: []string{}},
@@ -285,7 +297,8 @@ func Default() *Config {
 		Events:      Events{Retention: 168 * time.Hour, Webhooks: []Webhook{}},
 		Suppression: Suppression{Auto: true, DomainExpire: 24 * time.Hour, Codes: []string{}},
 		Bounces: Bounces{Listen: []string{}, Forward: true, MaxMessageBytes: 10 << 20, FeedbackLoops: []FeedbackLoop{},
-			Limits: BounceLimits{PerClient: 1000, PerAddress: 20, Window: time.Hour, DuplicateWindow: 24 * time.Hour}},
+			Limits:        BounceLimits{PerClient: 1000, PerAddress: 20, Window: time.Hour, DuplicateWindow: 24 * time.Hour},
+			ProxyProtocol: ProxyProtocol{Trusted: []netip.Prefix{}}},
 		Streams: []Stream{{Name: "default", Weight: 1}},
 	}
 }

@@ -109,7 +109,8 @@ func fullFileWant(path string) *Config {
 		Bounces: Bounces{Domain: "bounces.example.net", Listen: []string{"127.0.0.1:2525"}, SecretFile: "verp.key",
 			Forward: false, ComplaintExpire: 8760 * time.Hour, MaxMessageBytes: 1 << 20,
 			FeedbackLoops: []FeedbackLoop{{Address: "fbl@bounces.example.net", Senders: []string{"feedbackloop@yahoo.com", "@fbl.example.net"}, ForwardTo: "abuse-desk@example.net"}},
-			Limits:        BounceLimits{PerClient: 300, PerAddress: 5, Window: 30 * time.Minute, DuplicateWindow: 48 * time.Hour}},
+			Limits:        BounceLimits{PerClient: 300, PerAddress: 5, Window: 30 * time.Minute, DuplicateWindow: 48 * time.Hour},
+			ProxyProtocol: ProxyProtocol{Trusted: []netip.Prefix{netip.MustParsePrefix("10.9.8.0/24")}}},
 		Streams: []Stream{{Name: "transactional", Weight: 10}, {Name: "bulk", Weight: 1}},
 		File:    path,
 	}
@@ -146,6 +147,9 @@ func fullFileSubmission() Submission {
 		IdempotencyWindow:   time.Hour,
 		MaxHold:             48 * time.Hour,
 		DefaultStream:       "transactional",
+		ProxyProtocol: ProxyProtocol{Trusted: []netip.Prefix{
+			netip.MustParsePrefix("10.9.0.0/16"), netip.MustParsePrefix("192.0.2.20/32"),
+		}},
 	}
 }
 

@@ -92,6 +92,7 @@ func (l *loader) submission() Submission {
 		IdempotencyWindow:   l.duration("submission.idempotency_window"),
 		MaxHold:             l.duration("submission.max_hold"),
 		DefaultStream:       strings.TrimSpace(l.str("submission.default_stream")),
+		ProxyProtocol:       ProxyProtocol{Trusted: l.prefixes("submission.proxy_protocol.trusted")},
 	}
 }
 

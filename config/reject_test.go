@@ -169,6 +169,16 @@ var badSubmissions = []badConfig{
 		want: `config $FILE: submission.trusted_networks[1]: "10.0.0.0/33" is not a network such as 10.0.0.0/8 or 192.0.2.1`,
 	},
 	{
+		name: "bad PROXY protocol CIDR",
+		file: "submission:\n  proxy_protocol:\n    trusted: [\"10.0.0.0/8\", \"haproxy.internal\"]\n",
+		want: `config $FILE: submission.proxy_protocol.trusted[1]: "haproxy.internal" is not a network such as 10.0.0.0/8 or 192.0.2.1`,
+	},
+	{
+		name: "bad bounce PROXY protocol CIDR",
+		file: "bounces:\n  proxy_protocol:\n    trusted: [\"10.0.0.0/40\"]\n",
+		want: `config $FILE: bounces.proxy_protocol.trusted[0]: "10.0.0.0/40" is not a network such as 10.0.0.0/8 or 192.0.2.1`,
+	},
+	{
 		name: "bad listen host:port",
 		file: "submission:\n  listen: [\"127.0.0.1\"]\n",
 		want: `config $FILE: submission.listen[0]: "127.0.0.1" is not host:port (e.g. 127.0.0.1:2525): address 127.0.0.1: missing port in address`,

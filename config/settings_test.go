@@ -94,6 +94,9 @@ func TestWarnings(t *testing.T) {
 			"submission.trusted_networks: 0.0.0.0/0 trusts every address: anyone who can connect may relay mail through you (an open relay)",
 			"submission.trusted_networks: ::/0 trusts every address: anyone who can connect may relay mail through you (an open relay)",
 		}},
+		{"PROXY protocol from anyone", "submission:\n  proxy_protocol:\n    trusted: [\"10.0.5.0/24\", \"::/0\"]\n", []string{
+			"submission.proxy_protocol.trusted: ::/0 trusts every address to name its client: anyone who can connect may claim any address, one in trusted_networks or one not yet locked out",
+		}},
 		{"admin on every address without token", "admin:\n  listen: \":8025\"\n", []string{
 			"admin.listen: :8025 is reachable beyond this host and admin.token is empty: anyone who can connect can delete mail",
 		}},

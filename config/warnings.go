@@ -46,6 +46,16 @@ func Warnings(c *Config) []Warning {
 			add("submission.trusted_networks", "%s trusts every address: anyone who can connect may relay mail through you (an open relay)", p)
 		}
 	}
+	for _, pp := range []struct {
+		key     string
+		trusted []netip.Prefix
+	}{{"submission.proxy_protocol.trusted", c.Submission.ProxyProtocol.Trusted}, {"bounces.proxy_protocol.trusted", c.Bounces.ProxyProtocol.Trusted}} {
+		for _, p := range pp.trusted {
+			if p.Bits() == 0 {
+				add(pp.key, "%s trusts every address to name its client: anyone who can connect may claim any address, one in trusted_networks or one not yet locked out", p)
+			}
+		}
+	}
 	s := c.Submission
 	if len(s.Users) > 0 && !s.TLS.Enabled() && s.AllowInsecureAuth {
 		add("submission.allow_insecure_auth", "AUTH is offered without TLS: passwords cross the network in clear text")

@@ -45,7 +45,16 @@ const ioTimeout = 10 * time.Second
 
 // dialClient connects, reads the greeting and says EHLO.
 func dialClient(addr string) (*client, error) {
-	c, err := net.DialTimeout("tcp", addr, ioTimeout)
+	return dialClientFrom(addr, nil)
+}
+
+// dialClientFrom is dialClient from the local address from (nil: any).
+func dialClientFrom(addr string, from net.IP) (*client, error) {
+	d := net.Dialer{Timeout: ioTimeout}
+	if from != nil {
+		d.LocalAddr = &net.TCPAddr{IP: from}
+	}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}

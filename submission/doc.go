@@ -51,6 +51,11 @@
 //     HTTP clients cannot starve SMTP of descriptors. A DATA upload that
 //     breaks off (timeout, lost connection) ends the session with 421: the
 //     rest of an unfinished body is never read as commands.
+//   - The client is the connection's RemoteAddr, for everything
+//     (limits and lockouts at accept, relay policy, logs, Received). With
+//     Options.Proxy (and httpsubmit's) the raw listener is wrapped below
+//     the limits and TLS, so that address is the one a trusted proxy's
+//     PROXY header names (internal/proxyproto); nothing here parses it.
 //   - Shutdown hangs up on a session at its next command unless it has a
 //     mail transaction open (a recipient accepted): that client may still
 //     send its message, by DATA or BDAT, and receive its 250, and is hung up

@@ -115,7 +115,22 @@ type Options struct {
 	// submission server (inbound.go); Policy, Signer and Suppressions are
 	// then unused.
 	Inbound Inbound
+	// Proxy, if set, wraps each raw listener below the connection limits
+	// and TLS (cmd/relayq passes internal/proxyproto's PROXY protocol), so
+	// that everything above sees the client it names.
+	Proxy ListenerWrap
 }
+
+// ListenerWrap wraps a raw listener; refusal is the line a connection it
+// refuses is sent before it is closed ("" where plain text would not be
+// understood: implicit TLS, HTTP).
+type ListenerWrap func(l net.Listener, refusal string) net.Listener
+
+// ProxyRefusal is what a plain SMTP listener's ListenerWrap sends a
+// connection it refuses: RFC 5321 section 3.1's "no SMTP service here",
+// with the enhanced code of a system incorrectly configured (RFC 3463),
+// since only a proxy set up wrongly, or a client going around it, gets it.
+const ProxyRefusal = "554 5.3.5 No SMTP service here: this listener takes connections only through its PROXY protocol proxies\r\n"
 
 // Suppressions decides whether a recipient is refused because it is on
 // the suppression list: refused with the text after "550 5.1.1 ".
@@ -294,7 +309,15 @@ func (s *Server) listen(addr string, implicitTLS bool) (net.Addr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("submission: listen %s: %w", addr, err)
 	}
-	var ln net.Listener = &limitListener{Listener: l, limits: s.conns, log: s.log, obs: s.opts.Observer, auth: s.auth, live: &s.live, sessionTimeout: s.opts.SessionTimeout}
+	var ln net.Listener = l
+	if s.opts.Proxy != nil {
+		refusal := ProxyRefusal
+		if implicitTLS {
+			refusal = ""
+		}
+		ln = s.opts.Proxy(ln, refusal)
+	}
+	ln = &limitListener{Listener: ln, limits: s.conns, log: s.log, obs: s.opts.Observer, auth: s.auth, live: &s.live, sessionTimeout: s.opts.SessionTimeout}
 	if implicitTLS {
 		ln = tls.NewListener(ln, s.smtp.TLSConfig)
 	}
@@ -306,7 +329,7 @@ func (s *Server) listen(addr string, implicitTLS bool) (net.Addr, error) {
 			s.log.Error("submission listener stopped", "addr", addr, "err", err)
 		}
 	}()
-	s.log.Info("listening for SMTP", "addr", l.Addr().String(), "implicit_tls", implicitTLS)
+	s.log.Info("listening for SMTP", "addr", l.Addr().String(), "implicit_tls", implicitTLS, "proxy_protocol", s.opts.Proxy != nil)
 	return l.Addr(), nil
 }
 

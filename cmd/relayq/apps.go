@@ -106,7 +106,8 @@ func startHTTPSubmission(cfg *config.Config, srv *submission.Server, log *slog.L
 	if cfg.Submission.HTTPListen == "" {
 		return func(context.Context) {}, nil
 	}
-	h := httpsubmit.New(httpsubmit.Options{Acceptor: srv.Acceptor(), Logger: log, UploadTimeout: cfg.Submission.DataTimeout})
+	h := httpsubmit.New(httpsubmit.Options{Acceptor: srv.Acceptor(), Logger: log, UploadTimeout: cfg.Submission.DataTimeout,
+		Proxy: proxyWrap(cfg.Submission.ProxyProtocol.Trusted, "submission.proxy_protocol.trusted", log)})
 	if _, err := h.Listen(cfg.Submission.HTTPListen); err != nil {
 		return nil, fmt.Errorf("submission.http_listen: %w", err)
 	}

@@ -79,6 +79,7 @@ func (a *app) listenBounces(tlsConf *tls.Config) error {
 	so := submissionOptions(cfg, a.store, tlsConf, a.log.With("listener", "bounces"), a.out.eng, a.metrics)
 	so.MaxMessageBytes = cfg.Bounces.MaxMessageBytes
 	so.Observer = nil // its refusals are not the submission side's
+	so.Proxy = proxyWrap(cfg.Bounces.ProxyProtocol.Trusted, "bounces.proxy_protocol.trusted", a.log.With("listener", "bounces"))
 	srv, err := returnpath.NewServer(so, rec)
 	if err != nil {
 		return err

@@ -112,6 +112,7 @@ func submissionOptions(cfg *config.Config, store *queue.Store, tlsConf *tls.Conf
 		BeforeCommit:      eng.ClaimFirst,
 		OnQueued:          eng.Enqueue,
 		Observer:          m.submission(),
+		Proxy:             proxyWrap(s.ProxyProtocol.Trusted, "submission.proxy_protocol.trusted", log),
 	}
 }
 

@@ -30,6 +30,9 @@ type Options struct {
 	Clock clock.Clock
 	// UploadTimeout bounds reading one request (default 10m, like DATA).
 	UploadTimeout time.Duration
+	// Proxy, if set, wraps the raw listener below the connection limits
+	// and TLS, as submission.Options.Proxy does for SMTP.
+	Proxy submission.ListenerWrap
 }
 
 // Server serves the HTTP submission API.
@@ -38,13 +41,14 @@ type Server struct {
 	log     *slog.Logger
 	clock   clock.Clock
 	timeout time.Duration
+	proxy   submission.ListenerWrap
 	http    *http.Server
 	closing atomic.Bool
 }
 
 // New builds a Server.
 func New(o Options) *Server {
-	s := &Server{acc: o.Acceptor, log: o.Logger, clock: o.Clock, timeout: o.UploadTimeout}
+	s := &Server{acc: o.Acceptor, log: o.Logger, clock: o.Clock, timeout: o.UploadTimeout, proxy: o.Proxy}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -80,7 +84,11 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 	}
 	// The connection, not the request, holds the slot: an idle keep-alive
 	// connection costs a descriptor and a goroutine all the same. Below
-	// TLS, so a refused client costs no handshake.
+	// TLS, so a refused client costs no handshake; the PROXY header below
+	// both, so that the limits count the client.
+	if s.proxy != nil {
+		l = s.proxy(l, "")
+	}
 	l = s.acc.LimitListener(l)
 	scheme := "http"
 	if c := s.acc.TLSConfig(); c != nil {
