@@ -56,6 +56,9 @@ func New(o Options) *Server {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(Path, s.handle)
+	// The hosted APIs an application may already speak (esp.go).
+	s.mountESP(mux, postmarkAPI{}, PostmarkPath, PostmarkBatchPath)
+	s.mountESP(mux, resendAPI{}, ResendPath, ResendBatchPath)
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 30 * time.Second,

@@ -25,9 +25,18 @@ type Sent struct {
 	ID string `json:"id"`
 }
 
-// BatchSent is the body of a 200 to /emails/batch.
+// BatchSent is the body of a 200 to /emails/batch; Errors (Resend's
+// permissive mode's shape) lists messages the relay refused after the
+// batch was validated (a suppressed recipient), the others being queued.
 type BatchSent struct {
-	Data []Sent `json:"data"`
+	Data   []Sent      `json:"data"`
+	Errors []ItemError `json:"errors,omitempty"`
+}
+
+// ItemError is one refused message of a batch.
+type ItemError struct {
+	Index   int    `json:"index"`
+	Message string `json:"message"`
 }
 
 // Error is Resend's error body.
