@@ -16,6 +16,10 @@ const (
 	PostmarkBatchPath = "/email/batch"
 )
 
+// Postmark's template paths: mounted so that a template send gets
+// Postmark's error naming what relayq lacks, not a bare 404.
+var postmarkTemplatePaths = []string{"/email/withTemplate", "/email/batchWithTemplates"}
+
 // postmarkAPI is Postmark's email API: the server token is a relayq API
 // key, MessageStream the stream, Tag and Metadata kept with the message.
 type postmarkAPI struct{}
@@ -29,7 +33,10 @@ func (postmarkAPI) credential(r *http.Request) string {
 func (postmarkAPI) batch(path string) bool { return path == PostmarkBatchPath }
 
 func (postmarkAPI) parse(path string, data []byte) ([]esp.Message, []error, error) {
-	if path == PostmarkBatchPath {
+	switch path {
+	case postmarkTemplatePaths[0], postmarkTemplatePaths[1]:
+		return nil, nil, esp.Refused("TemplateId", "relayq keeps no templates; send the rendered HtmlBody and TextBody to /email")
+	case PostmarkBatchPath:
 		return postmark.ParseBatch(data)
 	}
 	m, err := postmark.ParseEmail(data)

@@ -57,7 +57,7 @@ func New(o Options) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc(Path, s.handle)
 	// The hosted APIs an application may already speak (esp.go).
-	s.mountESP(mux, postmarkAPI{}, PostmarkPath, PostmarkBatchPath)
+	s.mountESP(mux, postmarkAPI{}, append([]string{PostmarkPath, PostmarkBatchPath}, postmarkTemplatePaths...)...)
 	s.mountESP(mux, resendAPI{}, ResendPath, ResendBatchPath)
 	s.http = &http.Server{
 		Handler:           mux,
