@@ -352,3 +352,66 @@ func TestResendSDK(t *testing.T) {
 		t.Errorf("the idempotent message was delivered %d times, want once", n)
 	}
 }
+
+// The SendGrid SDK (npm @sendgrid/mail), pointed at relayq by the
+// client's baseUrl: a message with an attachment is the same bytes as
+// through relayq's own API; 50 messages are delivered; a sendAt an hour
+// ahead waits in the queue as scheduled; a wrong key, a template, open
+// tracking and a bad sender are the errors SendGrid's SDK throws.
+func TestSendGridSDK(t *testing.T) {
+	modules := espSDKs(t)
+	mx := smtptest.NewServer(t)
+	r, key, host := espRelay(t, mx)
+	const tok = "tok-sg"
+	cases := runSDK(t, modules, "sendgrid", host, key, tok)
+	type sent struct {
+		StatusCode int
+		MessageID  string
+	}
+	ids := func(name string, n int) []sent {
+		t.Helper()
+		var d []sent
+		if c := cases[name]; !c.OK || json.Unmarshal(c.Data, &d) != nil || len(d) != n || d[0].StatusCode != 202 || d[0].MessageID == "" {
+			t.Fatalf("%s: %+v", name, cases[name])
+		}
+		return d
+	}
+	ids("message", 1)
+	ids("batch", 50)
+	scheduled := ids("scheduled", 1)[0].MessageID
+	m, err := r.admin.Show(context.Background(), scheduled)
+	if err != nil || len(m.Recipients) != 1 || m.Recipients[0].Status != "scheduled" || m.Release.Before(time.Now().Add(50*time.Minute)) {
+		t.Errorf("scheduled message %s: %+v, %v", scheduled, m, err)
+	}
+	for _, want := range []struct {
+		c     string
+		code  int
+		field string
+	}{
+		{"bad-credentials", 401, ""},
+		{"unsupported-field", 400, "template_id"},
+		{"unsupported-tracking", 400, "tracking_settings.open_tracking"},
+		{"bad-sender", 400, "from.email"},
+	} {
+		var e struct {
+			Code int
+			Body struct {
+				Errors []struct {
+					Message string
+					Field   *string
+				}
+			}
+		}
+		errorField(t, cases[want.c], &e)
+		if e.Code != want.code || len(e.Body.Errors) != 1 {
+			t.Errorf("%s: %+v, want %d", want.c, e, want.code)
+			continue
+		}
+		if f := e.Body.Errors[0].Field; want.field != "" && (f == nil || *f != want.field) {
+			t.Errorf("%s: field %v, want %s", want.c, f, want.field)
+		}
+	}
+	waitBatch(t, mx, tok)
+	checkSameBytes(t, r, mx, key, tok)
+	noneDelivered(t, mx, tok)
+}

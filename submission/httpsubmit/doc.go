@@ -4,6 +4,7 @@
 // submission.Acceptor, the same entry point SMTP uses. Hosted APIs an
 // application may already speak are mounted beside it (esp.go): Postmark's
 // POST /email and /email/batch, Resend's POST /emails and /emails/batch,
+// SendGrid's POST /v3/mail/send,
 // translated by internal/esp's packages and built into MIME by the same
 // builder, so one message is the same bytes through any of them.
 //

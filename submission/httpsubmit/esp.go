@@ -38,8 +38,9 @@ type hostedAPI interface {
 	// batch tells whether path takes a batch (an array of messages).
 	batch(path string) bool
 	// answer is the answer to a request whose messages were all tried,
-	// one outcome per message in order: its status and body.
-	answer(path string, out []outcome) (int, []byte)
+	// one outcome per message in order: its status and body, and any
+	// header fields it sets in h.
+	answer(h http.Header, path string, out []outcome) (int, []byte)
 }
 
 // outcome is one message of a request: queued as ID, or refused.
@@ -109,7 +110,7 @@ func (s *Server) handleESP(w http.ResponseWriter, r *http.Request, api hostedAPI
 	if out == nil {
 		return // answered already: a repeat
 	}
-	status, body := api.answer(r.URL.Path, out)
+	status, body := api.answer(w.Header(), r.URL.Path, out)
 	writeEncoded(w, status, body)
 }
 
@@ -158,7 +159,7 @@ func (s *Server) queueAll(w http.ResponseWriter, r *http.Request, c submission.C
 				if batch {
 					return []byte(id)
 				}
-				_, b := api.answer(r.URL.Path, []outcome{{msg: m, id: id, at: s.clock.Now()}})
+				_, b := api.answer(http.Header{}, r.URL.Path, []outcome{{msg: m, id: id, at: s.clock.Now()}})
 				return b
 			}}
 			if k.key != "" {

@@ -71,7 +71,7 @@ func postmarkCode(status int, enh string) int {
 	return postmark.CodeInvalidRequest
 }
 
-func (postmarkAPI) answer(path string, out []outcome) (int, []byte) {
+func (postmarkAPI) answer(_ http.Header, path string, out []outcome) (int, []byte) {
 	results := make([]postmark.Result, len(out))
 	status := http.StatusOK
 	for i, o := range out {

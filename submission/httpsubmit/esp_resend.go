@@ -79,7 +79,7 @@ func resendName(status int, enh string) string {
 	return resend.NameValidation
 }
 
-func (resendAPI) answer(path string, out []outcome) (int, []byte) {
+func (resendAPI) answer(_ http.Header, path string, out []outcome) (int, []byte) {
 	if path != ResendBatchPath {
 		if o := out[0]; o.err != nil {
 			r := resendFailure(o.err)

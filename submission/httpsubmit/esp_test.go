@@ -71,6 +71,9 @@ func TestESPRefusalsQueueNothing(t *testing.T) {
 	pm := func(extra string) []byte {
 		return []byte(`{"From":"app@example.org","To":"a@example.net","TextBody":"x"` + extra + `}`)
 	}
+	sg := func(extra string) []byte {
+		return []byte(`{"personalizations":[{"to":[{"email":"a@example.net"}]}],"from":{"email":"app@example.org"},"subject":"s","content":[{"type":"text/plain","value":"x"}]` + extra + `}`)
+	}
 	rs := func(extra string) []byte {
 		return []byte(`{"from":"app@example.org","to":"a@example.net","subject":"s","text":"x"` + extra + `}`)
 	}
@@ -95,6 +98,13 @@ func TestESPRefusalsQueueNothing(t *testing.T) {
 		{"resend template", ResendPath, rs(`,"template":{"id":"x"}`), resendAuth(), 422, `template: not supported`},
 		{"resend no key", ResendPath, rs(``), nil, 401, `"name":"missing_api_key"`},
 		{"resend bad key", ResendPath, rs(``), []string{"Authorization", "Bearer nope"}, 403, `"name":"invalid_api_key"`},
+		{"sendgrid over the limit", SendGridPath, sg(`,"headers":{"X-Big":"` + big + `"}`), resendAuth(), 413, `"errors":[`},
+		{"sendgrid duplicate key", SendGridPath, sg(`,"Subject":"t"`), resendAuth(), 400, `"field":"Subject"`},
+		{"sendgrid wrong type", SendGridPath, sg(`,"send_at":"soon"`), resendAuth(), 400, `"field":"send_at"`},
+		{"sendgrid unknown field", SendGridPath, sg(`,"track":true`), resendAuth(), 400, `"field":"track"`},
+		{"sendgrid template", SendGridPath, sg(`,"template_id":"d-1"`), resendAuth(), 400, `"field":"template_id"`},
+		{"sendgrid no key", SendGridPath, sg(``), nil, 401, `"message":"The provided authorization grant`},
+		{"sendgrid bad key", SendGridPath, sg(``), []string{"Authorization", "Bearer nope"}, 401, `"field":null`},
 	} {
 		a := e.espPost(t, c.path, c.body, c.auth...)
 		if a.status != c.status || !strings.Contains(string(a.body), c.want) {

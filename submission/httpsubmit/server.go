@@ -59,6 +59,7 @@ func New(o Options) *Server {
 	// The hosted APIs an application may already speak (esp.go).
 	s.mountESP(mux, postmarkAPI{}, append([]string{PostmarkPath, PostmarkBatchPath}, postmarkTemplatePaths...)...)
 	s.mountESP(mux, resendAPI{}, ResendPath, ResendBatchPath)
+	s.mountESP(mux, sendgridAPI{}, SendGridPath)
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 30 * time.Second,

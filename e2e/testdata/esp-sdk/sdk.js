@@ -75,7 +75,46 @@ async function resendCases() {
   await run('bad-sender', () => resend.emails.send(msg(`${TOK}-refused-from`, { from: 'not an address' })));
 }
 
-const cases = { postmark: postmarkCases, resend: resendCases };
+async function sendgridCases() {
+  const { MailService } = require('@sendgrid/mail');
+  const { Client } = require('@sendgrid/client');
+  const mailer = (key) => {
+    // setApiKey resets the base URL to the region's, so the override
+    // (the client's documented setDefaultRequest) comes after it.
+    const m = new MailService();
+    const c = new Client();
+    c.setApiKey(key);
+    c.setDefaultRequest('baseUrl', `http://${RELAY}/`);
+    m.setClient(c);
+    return m;
+  };
+  const sg = mailer(KEY);
+  const run = async (name, fn) => {
+    try {
+      const r = await fn();
+      const list = Array.isArray(r[0]) ? r.map((x) => x[0]) : [r[0]];
+      print(name, true, list.map((x) => ({ statusCode: x.statusCode, messageId: x.headers['x-message-id'] })));
+    } catch (e) {
+      print(name, false, { code: e.code, message: e.message, body: e.response && e.response.body });
+    }
+  };
+  const msg = (subject, extra) => Object.assign({
+    from: { email: 'app@example.org', name: 'App' }, to: same.to, subject, text: same.text, html: same.html,
+  }, extra);
+  await run('message', () => sg.send(msg(same.subject, {
+    attachments: [{ filename: same.filename, content: ATTACH, type: 'text/plain', disposition: 'attachment' }],
+  })));
+  const batch = [];
+  for (let i = 0; i < 50; i++) batch.push(msg(`${TOK}-batch-${i}`, { categories: ['batch'], customArgs: { n: String(i) } }));
+  await run('batch', () => sg.send(batch));
+  await run('scheduled', () => sg.send(msg(`${TOK}-scheduled`, { sendAt: Math.floor(Date.now() / 1000) + 3600 })));
+  await run('bad-credentials', () => mailer('app.wrong-secret').send(msg(`${TOK}-refused-key`)));
+  await run('unsupported-field', () => sg.send(msg(`${TOK}-refused-template`, { templateId: 'd-123' })));
+  await run('unsupported-tracking', () => sg.send(msg(`${TOK}-refused-track`, { trackingSettings: { openTracking: { enable: true } } })));
+  await run('bad-sender', () => sg.send(msg(`${TOK}-refused-from`, { from: { email: 'not an address' } })));
+}
+
+const cases = { postmark: postmarkCases, resend: resendCases, sendgrid: sendgridCases };
 if (!cases[provider]) {
   process.stderr.write(`usage: node sdk.js ${Object.keys(cases).join('|')}\n`);
   process.exit(2);
