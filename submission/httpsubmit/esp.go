@@ -69,10 +69,16 @@ func (s *Server) handleESP(w http.ResponseWriter, r *http.Request, api hostedAPI
 		api.fail(w, statusFor(errShuttingDown), apiError{Error: errShuttingDown.Message, Code: enhanced(errShuttingDown)}, nil)
 		return
 	}
-	c, e := s.authenticateESP(r, api)
-	if e != nil {
-		api.fail(w, statusFor(e), apiError{Error: e.Message, Code: enhanced(e)}, nil)
-		return
+	signed, isSigned := api.(signedAPI)
+	var c submission.Client
+	if isSigned {
+		c = clientOf(r) // known once the body is read and its signature checked
+	} else {
+		var e *smtp.SMTPError
+		if c, e = s.authenticateESP(r, api); e != nil {
+			api.fail(w, statusFor(e), apiError{Error: e.Message, Code: enhanced(e)}, nil)
+			return
+		}
 	}
 	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
 		api.fail(w, http.StatusUnsupportedMediaType, apiError{Error: "Content-Type must be application/json", Code: "5.6.0"}, nil)
@@ -83,11 +89,14 @@ func (s *Server) handleESP(w http.ResponseWriter, r *http.Request, api hostedAPI
 		return
 	}
 	ans := answerer{ok: http.StatusOK, fail: func(w http.ResponseWriter, status int, e apiError) { api.fail(w, status, e, nil) }}
-	k, done := s.beginAs(w, r, api.name()+":key:"+c.AuthUser, ans)
-	if done {
-		return
+	var k *keyed
+	if !isSigned { // a signed API has no Idempotency-Key
+		var done bool
+		if k, done = s.beginAs(w, r, api.name()+":key:"+c.AuthUser, ans); done {
+			return
+		}
+		defer k.end()
 	}
-	defer k.end()
 	limit := s.acc.MaxMessageBytes()
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 2*limit+64<<10))
 	if err != nil {
@@ -99,6 +108,15 @@ func (s *Server) handleESP(w http.ResponseWriter, r *http.Request, api hostedAPI
 		}
 		api.fail(w, http.StatusBadRequest, apiError{Error: "request body could not be read", Code: "4.4.2"}, nil)
 		return
+	}
+	if isSigned {
+		name, err := signed.verify(r, data, s.clock.Now())
+		if err != nil {
+			s.acc.Refuse(c, submission.RejectAuth, errBadSignature)
+			api.fail(w, 0, apiError{}, err)
+			return
+		}
+		c.AuthUser, c.Stream = name, s.acc.KeyStream(name)
 	}
 	msgs, itemErrs, err := api.parse(r.URL.Path, data)
 	if err != nil {
@@ -118,11 +136,8 @@ func (s *Server) handleESP(w http.ResponseWriter, r *http.Request, api hostedAPI
 // (submission.api_keys): a hosted API always takes a key, whatever the
 // client's address.
 func (s *Server) authenticateESP(r *http.Request, api hostedAPI) (submission.Client, *smtp.SMTPError) {
-	ip := remoteIP(r)
-	c := submission.Client{IP: ip, TLS: r.TLS != nil, With: "HTTP"}
-	if c.TLS {
-		c.With = "HTTPS"
-	}
+	c := clientOf(r)
+	ip := c.IP
 	key := api.credential(r)
 	if key == "" {
 		return c, s.acc.Refuse(c, submission.RejectAuth, submission.ErrAuthRequired)
@@ -198,7 +213,12 @@ func (s *Server) queueAll(w http.ResponseWriter, r *http.Request, c submission.C
 // then Accept, which answers only after the fsync.
 func (s *Server) queueOne(r *http.Request, c submission.Client, m *esp.Message, idem *submission.Idempotency) (env queue.Envelope, err error) {
 	var buf bytes.Buffer
-	sub, err := buildMessage(&buf, m, s.clock.Now(), s.acc.Hostname())
+	var sub *submitted
+	if m.Raw != nil {
+		sub, err = s.rawMessage(m)
+	} else if sub, err = buildMessage(&buf, m, s.clock.Now(), s.acc.Hostname()); err == nil {
+		sub.body = &buf
+	}
 	if err != nil {
 		return env, malformed("%v", err)
 	}
@@ -224,5 +244,17 @@ func (s *Server) queueOne(r *http.Request, c submission.Client, m *esp.Message, 
 	if len(t.Recipients) == 0 {
 		return env, first
 	}
-	return s.acc.Accept(r.Context(), c, t, &buf)
+	return s.acc.Accept(r.Context(), c, t, sub.body)
 }
+
+// clientOf is the request's client before any credential.
+func clientOf(r *http.Request) submission.Client {
+	c := submission.Client{IP: remoteIP(r), TLS: r.TLS != nil, With: "HTTP"}
+	if c.TLS {
+		c.With = "HTTPS"
+	}
+	return c
+}
+
+// errBadSignature is how a refused request signature is counted.
+var errBadSignature = &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "Request signature refused"}

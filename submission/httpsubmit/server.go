@@ -30,6 +30,8 @@ type Options struct {
 	Clock clock.Clock
 	// UploadTimeout bounds reading one request (default 10m, like DATA).
 	UploadTimeout time.Duration
+	// SESKeys are the access keys SES's endpoint takes (SigV4).
+	SESKeys []SESKey
 }
 
 // Server serves the HTTP submission API.
@@ -60,6 +62,11 @@ func New(o Options) *Server {
 	s.mountESP(mux, postmarkAPI{}, append([]string{PostmarkPath, PostmarkBatchPath}, postmarkTemplatePaths...)...)
 	s.mountESP(mux, resendAPI{}, ResendPath, ResendBatchPath)
 	s.mountESP(mux, sendgridAPI{}, SendGridPath)
+	sk := sesAPI{keys: map[string]SESKey{}}
+	for _, k := range o.SESKeys {
+		sk.keys[k.AccessKeyID] = k
+	}
+	s.mountESP(mux, sk, SESPath)
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 30 * time.Second,
