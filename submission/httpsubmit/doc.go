@@ -4,7 +4,8 @@
 // submission.Acceptor, the same entry point SMTP uses. Hosted APIs an
 // application may already speak are mounted beside it (esp.go): Postmark's
 // POST /email and /email/batch, Resend's POST /emails and /emails/batch,
-// SendGrid's POST /v3/mail/send,
+// SendGrid's POST /v3/mail/send, SES v2's POST /v2/email/outbound-emails
+// (SigV4, keys in Options.SESKeys),
 // translated by internal/esp's packages and built into MIME by the same
 // builder, so one message is the same bytes through any of them.
 //
@@ -33,5 +34,7 @@
 //     provider's header) whatever the client's address, and is answered
 //     only in the provider's shapes; a request it refuses whole queues
 //     nothing, and a field it does not carry out is refused naming it.
-//     Its idempotency keys are its own (scoped by the API's name).
+//     Its idempotency keys are its own (scoped by the API's name). SES's
+//     credential is a SigV4 signature over the body, checked once the
+//     body is read and before anything is parsed or queued.
 package httpsubmit
