@@ -189,3 +189,31 @@ func TestESPSameBytesAsOwnAPI(t *testing.T) {
 		}
 	}
 }
+
+// relayq's own JSON API takes tags and metadata too, kept with the
+// message as the hosted APIs' are, and refuses them over the limits
+// naming the field, queueing nothing.
+func TestOwnAPITagsAndMetadata(t *testing.T) {
+	e := startESP(t, envOpts{})
+	own := &testEnv{url: e.url + Path, client: e.client}
+	r := postJSON(t, own, "Bearer "+espKey, map[string]any{"from": "app@example.org", "to": []string{"a@example.net"},
+		"subject": "s", "text": "x", "tags": []string{"welcome"}, "metadata": map[string]string{"user": "42"}})
+	if r.status != http.StatusAccepted {
+		t.Fatalf("%+v", r)
+	}
+	got := string(e.mx.WaitMessages(t, 1, 10*time.Second)[0].Data)
+	if !strings.Contains(got, "\r\nX-Relayq-Tag: welcome\r\n") || !strings.Contains(got, "\r\nX-Relayq-Metadata: user=42\r\n") {
+		t.Errorf("tags or metadata not kept:\n%s", got)
+	}
+	tags := make([]string, 11)
+	for i := range tags {
+		tags[i] = fmt.Sprint("t", i)
+	}
+	r = postJSON(t, own, "Bearer "+espKey, map[string]any{"from": "app@example.org", "to": []string{"a@example.net"}, "text": "x", "tags": tags})
+	if r.status != http.StatusBadRequest || !strings.Contains(r.err.Error, "tags") {
+		t.Errorf("11 tags: %+v", r)
+	}
+	if n := e.obs.accepted.Load(); n != 1 {
+		t.Errorf("%d queued, want 1", n)
+	}
+}

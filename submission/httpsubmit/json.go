@@ -29,6 +29,10 @@ type jsonMessage struct {
 	Attachments []jsonAttachment  `json:"attachments"`
 	// SendAt holds the message until then (sendat.go).
 	SendAt string `json:"send_at"`
+	// Tags and Metadata are kept with the message (esp.CheckLabels'
+	// limits), as the hosted APIs' tags and metadata are.
+	Tags     []string          `json:"tags"`
+	Metadata map[string]string `json:"metadata"`
 }
 
 type jsonAttachment struct {
@@ -68,6 +72,9 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) (*submitted, *
 	if dec.More() {
 		return nil, malformed("bad JSON: more than one object")
 	}
+	if err := m.message().CheckLabels("tags", "metadata"); err != nil {
+		return nil, malformed("%v", err)
+	}
 	var buf bytes.Buffer
 	sub, err := buildMIME(&buf, &m, s.clock.Now(), s.acc.Hostname())
 	if err != nil {
@@ -88,7 +95,8 @@ func buildMIME(w io.Writer, m *jsonMessage, now time.Time, hostname string) (*su
 // relayq's own API and the hosted ones make the same bytes of the same
 // message. Extra headers go in name order.
 func (m *jsonMessage) message() *esp.Message {
-	e := &esp.Message{From: m.From, To: m.To, Cc: m.Cc, Bcc: m.Bcc, Subject: m.Subject, Text: m.Text, HTML: m.HTML}
+	e := &esp.Message{From: m.From, To: m.To, Cc: m.Cc, Bcc: m.Bcc, Subject: m.Subject, Text: m.Text, HTML: m.HTML,
+		Tags: m.Tags, Metadata: m.Metadata}
 	if m.ReplyTo != "" {
 		e.ReplyTo = []string{m.ReplyTo}
 	}
