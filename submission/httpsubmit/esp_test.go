@@ -12,6 +12,8 @@ import (
 
 	"github.com/relayq/relayq/internal/esp/postmark"
 	"github.com/relayq/relayq/internal/esp/resend"
+	"github.com/relayq/relayq/internal/suppression"
+	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
 )
 
@@ -215,5 +217,35 @@ func TestOwnAPITagsAndMetadata(t *testing.T) {
 	}
 	if n := e.obs.accepted.Load(); n != 1 {
 		t.Errorf("%d queued, want 1", n)
+	}
+}
+
+// A Postmark batch is answered item by item: an item that does not
+// translate and an item whose only recipient is suppressed each get their
+// own ErrorCode (300, 406: Postmark's "inactive recipient") in place, and
+// the others are queued.
+func TestPostmarkBatchItemByItem(t *testing.T) {
+	l := &suppression.List{}
+	e := startESP(t, envOpts{suppressions: l})
+	l.Store = e.store.Suppressions()
+	if err := e.store.Suppressions().Add(queue.Suppression{Address: "gone@example.net", Reply: "550 5.1.1 no such user"}); err != nil {
+		t.Fatal(err)
+	}
+	a := e.espPost(t, PostmarkBatchPath, []byte(`[
+		{"From":"app@example.org","To":"a@example.net","TextBody":"x"},
+		{"From":"app@example.org","TextBody":"x"},
+		{"From":"app@example.org","To":"gone@example.net","TextBody":"x"},
+		{"From":"app@example.org","To":"b@example.net","TextBody":"x"}]`), postmarkAuth()...)
+	var rs []postmark.Result
+	if a.status != http.StatusOK || json.Unmarshal(a.body, &rs) != nil || len(rs) != 4 {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	for i, want := range []int{0, postmark.CodeInvalidRequest, postmark.CodeInactive, 0} {
+		if rs[i].ErrorCode != want || (want == 0) != (rs[i].MessageID != "") {
+			t.Errorf("item %d: %+v, want ErrorCode %d", i, rs[i], want)
+		}
+	}
+	if n := e.obs.accepted.Load(); n != 2 {
+		t.Errorf("%d queued, want 2", n)
 	}
 }

@@ -62,10 +62,3 @@ func Failure(err error) (int, Result) {
 	}
 	return status, Result{ErrorCode: code, Message: e.Error()}
 }
-
-// Refusal is the Result of a message relayq's acceptance refused (relay
-// policy, limits, storage): code and status chosen by the caller from the
-// SMTP reply.
-func Refusal(status, code int, message string) (int, Result) {
-	return status, Result{ErrorCode: code, Message: message}
-}
