@@ -54,7 +54,9 @@ type Submission struct {
 	// HTTPListen is the HTTP submission API's host:port, "" for none; HTTPS when TLS is set.
 	HTTPListen string
 	// APIKeys authenticate HTTP submissions. Names are unique.
-	APIKeys           []APIKey
+	APIKeys []APIKey
+	// SESKeys authenticate the SES endpoint by SigV4 (sesKeys).
+	SESKeys           []SESKey
 	AllowInsecureAuth bool
 	MaxMessageBytes   int64
 	MaxRecipients     int

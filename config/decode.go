@@ -78,6 +78,7 @@ func (l *loader) submission() Submission {
 		Users:               l.users("submission.users"),
 		HTTPListen:          l.str("submission.http_listen"),
 		APIKeys:             l.apiKeys("submission.api_keys"),
+		SESKeys:             l.sesKeys("submission.ses_keys"),
 		AllowInsecureAuth:   l.boolean("submission.allow_insecure_auth"),
 		MaxMessageBytes:     l.integer("submission.max_message_bytes"),
 		MaxRecipients:       l.intKey("submission.max_recipients"),

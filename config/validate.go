@@ -87,6 +87,7 @@ func (l *loader) validateSubmission(s *Submission) {
 		l.failf("submission.users", "AUTH needs submission.tls (or allow_insecure_auth: true)")
 	}
 	l.validateAPIKeys(s)
+	l.validateSESKeys(s)
 	l.atLeast("submission.max_message_bytes", s.MaxMessageBytes, 1)
 	l.atLeast("submission.max_recipients", int64(s.MaxRecipients), 1)
 	l.atLeast("submission.max_connections", int64(s.MaxConnections), 1)

@@ -106,7 +106,7 @@ func startHTTPSubmission(cfg *config.Config, srv *submission.Server, log *slog.L
 	if cfg.Submission.HTTPListen == "" {
 		return func(context.Context) {}, nil
 	}
-	h := httpsubmit.New(httpsubmit.Options{Acceptor: srv.Acceptor(), Logger: log, UploadTimeout: cfg.Submission.DataTimeout,
+	h := httpsubmit.New(httpsubmit.Options{Acceptor: srv.Acceptor(), Logger: log, UploadTimeout: cfg.Submission.DataTimeout, SESKeys: sesKeys(cfg),
 		Proxy: proxyWrap(cfg.Submission.ProxyProtocol.Trusted, "submission.proxy_protocol.trusted", log)})
 	if _, err := h.Listen(cfg.Submission.HTTPListen); err != nil {
 		return nil, fmt.Errorf("submission.http_listen: %w", err)
@@ -116,6 +116,15 @@ func startHTTPSubmission(cfg *config.Config, srv *submission.Server, log *slog.L
 			log.Warn("HTTP submissions cut at shutdown", "err", err)
 		}
 	}, nil
+}
+
+// sesKeys converts the configured SES access keys for the HTTP API.
+func sesKeys(cfg *config.Config) []httpsubmit.SESKey {
+	out := make([]httpsubmit.SESKey, 0, len(cfg.Submission.SESKeys))
+	for _, k := range cfg.Submission.SESKeys {
+		out = append(out, httpsubmit.SESKey{AccessKeyID: k.AccessKeyID, Secret: k.Secret, APIKey: k.APIKey})
+	}
+	return out
 }
 
 // apiKeys converts the configured keys for the submission policy.

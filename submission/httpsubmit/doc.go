@@ -1,7 +1,13 @@
 // Package httpsubmit is relayq's HTTP submission API: POST /api/v1/messages
 // takes a raw message (message/rfc822) or a JSON description that it builds
 // into MIME with go-message, and hands it to the queue through
-// submission.Acceptor, the same entry point SMTP uses.
+// submission.Acceptor, the same entry point SMTP uses. Hosted APIs an
+// application may already speak are mounted beside it (esp.go): Postmark's
+// POST /email and /email/batch, Resend's POST /emails and /emails/batch,
+// SendGrid's POST /v3/mail/send, SES v2's POST /v2/email/outbound-emails
+// (SigV4, keys in Options.SESKeys),
+// translated by internal/esp's packages and built into MIME by the same
+// builder, so one message is the same bytes through any of them.
 //
 // Invariants:
 //   - 202 is sent only after the message is fsync'd (Acceptor.Accept
@@ -24,4 +30,11 @@
 //     it (internal/queryparam), before the body is read.
 //   - A JSON body with a member name twice in one object (case aside) is
 //     refused with 400 naming it (internal/jsonkeys), never decoded last-wins.
+//   - A hosted API's request takes one of relayq's API keys (in the
+//     provider's header) whatever the client's address, and is answered
+//     only in the provider's shapes; a request it refuses whole queues
+//     nothing, and a field it does not carry out is refused naming it.
+//     Its idempotency keys are its own (scoped by the API's name). SES's
+//     credential is a SigV4 signature over the body, checked once the
+//     body is read and before anything is parsed or queued.
 package httpsubmit

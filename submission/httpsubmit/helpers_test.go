@@ -70,6 +70,9 @@ type envOpts struct {
 	storeClock clock.Clock
 	// maxHold is the submission server's MaxHold (send_at).
 	maxHold time.Duration
+	// sesKeys are the API's SES access keys; httpClock its clock.
+	sesKeys   []SESKey
+	httpClock clock.Clock
 }
 
 func start(t *testing.T, o envOpts) *testEnv {
@@ -126,7 +129,7 @@ func start(t *testing.T, o envOpts) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Options{Acceptor: sub.Acceptor(), Logger: log})
+	srv := New(Options{Acceptor: sub.Acceptor(), Logger: log, SESKeys: o.sesKeys, Clock: o.httpClock})
 	addr, err := srv.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,19 @@ type keyed struct {
 	sum     hash.Hash
 	body    io.ReadCloser // the request body, read through sum
 	release func()
+	// answer is how this API answers: the status of a first answer (a
+	// replay's too) and how it writes an error.
+	answer answerer
 }
+
+// answerer is how an API answers idempotency: relayq's own 202 and
+// {"error","code"}, or a hosted API's shapes (esp.go).
+type answerer struct {
+	ok   int
+	fail func(w http.ResponseWriter, status int, e apiError)
+}
+
+var ownAnswers = answerer{ok: http.StatusAccepted, fail: writeError}
 
 func (k *keyed) Read(p []byte) (int, error) {
 	n, err := k.body.Read(p)
@@ -41,10 +53,16 @@ func (k *keyed) Close() error { return k.body.Close() }
 // for a malformed key, a key in flight (409) and a repeat (the first
 // answer, or 422); otherwise k, if not nil, must be ended.
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, c submission.Client) (k *keyed, done bool) {
+	return s.beginAs(w, r, submission.IdempotencyScope(c), ownAnswers)
+}
+
+// beginAs is begin for a key kept under scope, answered as a says.
+func (s *Server) beginAs(w http.ResponseWriter, r *http.Request, scope string, a answerer) (k *keyed, done bool) {
 	if s.acc.IdempotencyWindow() <= 0 {
 		return nil, false
 	}
-	k = &keyed{scope: submission.IdempotencyScope(c)}
+	k = &keyed{scope: scope, answer: a}
+	writeError := a.fail
 	vals := r.Header.Values("Idempotency-Key")
 	if len(vals) == 0 {
 		return k, false
@@ -110,7 +128,7 @@ func (k *keyed) fingerprint(limit int64) []byte {
 // (or the key came in the message, which has no fingerprint), else 422.
 func (k *keyed) replay(w http.ResponseWriter, d *submission.Duplicate, limit int64) {
 	if k.key != "" && !bytes.Equal(k.fingerprint(limit), d.Fingerprint) {
-		writeError(w, http.StatusUnprocessableEntity, apiError{Error: "Idempotency-Key " + quote(d.Key) + " was used for a different request", Code: "5.5.4"})
+		k.answer.fail(w, http.StatusUnprocessableEntity, apiError{Error: "Idempotency-Key " + quote(d.Key) + " was used for a different request", Code: "5.5.4"})
 		return
 	}
 	ans := d.Answer
@@ -119,7 +137,7 @@ func (k *keyed) replay(w http.ResponseWriter, d *submission.Duplicate, limit int
 		ans = encodeJSON(accepted{QueueID: d.ID, Recipients: []recipientResult{}})
 	}
 	w.Header().Set("Idempotent-Replayed", "true")
-	writeEncoded(w, http.StatusAccepted, ans)
+	writeEncoded(w, k.answer.ok, ans)
 }
 
 // replayed answers a Duplicate the Acceptor found at the commit (a key in

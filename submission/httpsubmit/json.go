@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"mime"
 	"net/http"
-	"path"
-	"strings"
+	"sort"
 	"time"
 
-	"github.com/emersion/go-message/mail"
-
+	"github.com/relayq/relayq/internal/esp"
 	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/internal/jsonkeys"
 	"github.com/relayq/relayq/submission"
@@ -33,6 +29,10 @@ type jsonMessage struct {
 	Attachments []jsonAttachment  `json:"attachments"`
 	// SendAt holds the message until then (sendat.go).
 	SendAt string `json:"send_at"`
+	// Tags and Metadata are kept with the message (esp.CheckLabels'
+	// limits), as the hosted APIs' tags and metadata are.
+	Tags     []string          `json:"tags"`
+	Metadata map[string]string `json:"metadata"`
 }
 
 type jsonAttachment struct {
@@ -72,6 +72,9 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) (*submitted, *
 	if dec.More() {
 		return nil, malformed("bad JSON: more than one object")
 	}
+	if err := m.message().CheckLabels("tags", "metadata"); err != nil {
+		return nil, malformed("%v", err)
+	}
 	var buf bytes.Buffer
 	sub, err := buildMIME(&buf, &m, s.clock.Now(), s.acc.Hostname())
 	if err != nil {
@@ -83,209 +86,30 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) (*submitted, *
 	return sub, e
 }
 
-// reserved headers are built from the JSON fields and may not be given in
-// "headers".
-var reserved = map[string]bool{
-	"from": true, "to": true, "cc": true, "bcc": true, "reply-to": true, "subject": true,
-	"mime-version": true, "content-type": true, "content-transfer-encoding": true,
-	"content-disposition": true, "received": true, "sender": true,
-}
-
-// buildMIME writes m as a MIME message: text and html become
-// multipart/alternative, attachments wrap that in multipart/mixed; text
-// parts are quoted-printable, attachments base64; headers with non-ASCII
-// text are RFC 2047 encoded. It returns the envelope.
+// buildMIME writes relayq's own JSON message as MIME (buildMessage).
 func buildMIME(w io.Writer, m *jsonMessage, now time.Time, hostname string) (*submitted, error) {
-	var h mail.Header
-	from, err := mail.ParseAddress(m.From)
-	if err != nil {
-		return nil, fmt.Errorf("from %q: %v", m.From, err)
-	}
-	h.SetAddressList("From", []*mail.Address{from})
-	sub := &submitted{from: from.Address}
-	for _, l := range []struct {
-		name  string
-		addrs []string
-	}{{"To", m.To}, {"Cc", m.Cc}, {"Bcc", m.Bcc}} {
-		list, err := parseList(l.name, l.addrs)
-		if err != nil {
-			return nil, err
-		}
-		for _, a := range list {
-			sub.to = append(sub.to, a.Address)
-		}
-		if l.name != "Bcc" {
-			h.SetAddressList(l.name, list)
-		}
-	}
-	if len(sub.to) == 0 {
-		return nil, errors.New("no recipients: give to, cc or bcc")
-	}
+	return buildMessage(w, m.message(), now, hostname)
+}
+
+// message is m in the neutral form every JSON API is built from, so that
+// relayq's own API and the hosted ones make the same bytes of the same
+// message. Extra headers go in name order.
+func (m *jsonMessage) message() *esp.Message {
+	e := &esp.Message{From: m.From, To: m.To, Cc: m.Cc, Bcc: m.Bcc, Subject: m.Subject, Text: m.Text, HTML: m.HTML,
+		Tags: m.Tags, Metadata: m.Metadata}
 	if m.ReplyTo != "" {
-		rt, err := mail.ParseAddress(m.ReplyTo)
-		if err != nil {
-			return nil, fmt.Errorf("reply_to %q: %v", m.ReplyTo, err)
-		}
-		h.SetAddressList("Reply-To", []*mail.Address{rt})
+		e.ReplyTo = []string{m.ReplyTo}
 	}
-	setText(&h, "Subject", m.Subject)
-	h.SetDate(now)
-	if err := h.GenerateMessageIDWithHostname(hostname); err != nil {
-		return nil, err
+	names := make([]string, 0, len(m.Headers))
+	for k := range m.Headers {
+		names = append(names, k)
 	}
-	if err := setExtraHeaders(&h, m.Headers); err != nil {
-		return nil, err
+	sort.Strings(names)
+	for _, k := range names {
+		e.Headers = append(e.Headers, esp.Header{Name: k, Value: m.Headers[k]})
 	}
-	sub.messageID = h.Get("Message-Id")
-	return sub, writeBody(w, h, m)
-}
-
-func parseList(field string, addrs []string) ([]*mail.Address, error) {
-	out := make([]*mail.Address, 0, len(addrs))
-	for _, s := range addrs {
-		a, err := mail.ParseAddress(s)
-		if err != nil {
-			return nil, fmt.Errorf("%s %q: %v", strings.ToLower(field), s, err)
-		}
-		out = append(out, a)
+	for _, a := range m.Attachments {
+		e.Attachments = append(e.Attachments, esp.Attachment{Filename: a.Filename, ContentType: a.ContentType, Content: a.Content})
 	}
-	return out, nil
-}
-
-// setExtraHeaders adds the request's own headers; Message-ID and Date may
-// replace the generated ones.
-func setExtraHeaders(h *mail.Header, extra map[string]string) error {
-	for k, v := range extra {
-		if !validFieldName(k) {
-			return fmt.Errorf("header name %q is not a field name", k)
-		}
-		if reserved[strings.ToLower(k)] {
-			return fmt.Errorf("header %q is set from its own JSON field", k)
-		}
-		if strings.ContainsAny(v, "\r\n") {
-			return fmt.Errorf("header %q: value has a line break", k)
-		}
-		setText(h, k, v)
-	}
-	return nil
-}
-
-func validFieldName(k string) bool {
-	if k == "" || len(k) > 76 {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 33 || k[i] > 126 || k[i] == ':' {
-			return false
-		}
-	}
-	return true
-}
-
-// writeBody writes the header and the MIME structure.
-func writeBody(w io.Writer, h mail.Header, m *jsonMessage) error {
-	if len(m.Attachments) == 0 {
-		if m.Text != "" && m.HTML != "" {
-			iw, err := mail.CreateInlineWriter(w, h)
-			if err != nil {
-				return err
-			}
-			return writeAlternatives(iw, m)
-		}
-		ct, text := textPlain, m.Text
-		if m.HTML != "" {
-			ct, text = textHTML, m.HTML
-		}
-		h.Set("Content-Type", ct)
-		return writePart(func() (io.WriteCloser, error) { return mail.CreateSingleInlineWriter(w, h) }, []byte(text))
-	}
-	mw, err := mail.CreateWriter(w, h)
-	if err != nil {
-		return err
-	}
-	switch {
-	case m.Text != "" && m.HTML != "":
-		iw, err := mw.CreateInline()
-		if err != nil {
-			return err
-		}
-		if err := writeAlternatives(iw, m); err != nil {
-			return err
-		}
-	case m.Text != "" || m.HTML != "":
-		ct, text := textPlain, m.Text
-		if m.HTML != "" {
-			ct, text = textHTML, m.HTML
-		}
-		if err := writePart(func() (io.WriteCloser, error) { return mw.CreateSingleInline(inline(ct)) }, []byte(text)); err != nil {
-			return err
-		}
-	}
-	for i, a := range m.Attachments {
-		ah, err := attachmentHeader(a)
-		if err != nil {
-			return fmt.Errorf("attachments[%d]: %v", i, err)
-		}
-		if err := writePart(func() (io.WriteCloser, error) { return mw.CreateAttachment(ah) }, a.Content); err != nil {
-			return err
-		}
-	}
-	return mw.Close()
-}
-
-const (
-	textPlain = "text/plain; charset=utf-8"
-	textHTML  = "text/html; charset=utf-8"
-)
-
-func inline(ct string) mail.InlineHeader {
-	var h mail.InlineHeader
-	h.Set("Content-Type", ct)
-	return h
-}
-
-func writeAlternatives(iw *mail.InlineWriter, m *jsonMessage) error {
-	for _, p := range []struct{ ct, text string }{{textPlain, m.Text}, {textHTML, m.HTML}} {
-		if err := writePart(func() (io.WriteCloser, error) { return iw.CreatePart(inline(p.ct)) }, []byte(p.text)); err != nil {
-			return err
-		}
-	}
-	return iw.Close()
-}
-
-// writePart opens a part, writes its content (the part's writer encodes
-// it) and closes it.
-func writePart(open func() (io.WriteCloser, error), content []byte) error {
-	pw, err := open()
-	if err != nil {
-		return err
-	}
-	if _, err := pw.Write(content); err != nil {
-		return err
-	}
-	return pw.Close()
-}
-
-// attachmentHeader names the file (RFC 2231 for non-ASCII names, by
-// go-message) and types it from content_type or the file's extension.
-func attachmentHeader(a jsonAttachment) (mail.AttachmentHeader, error) {
-	var h mail.AttachmentHeader
-	if a.Filename == "" || strings.ContainsAny(a.Filename, "\r\n\x00") {
-		return h, errors.New("filename missing or has a line break")
-	}
-	ct := a.ContentType
-	if ct == "" {
-		ct = mime.TypeByExtension(path.Ext(a.Filename))
-	}
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || strings.HasPrefix(mt, "multipart/") {
-		return h, fmt.Errorf("content_type %q is not a single-part media type", a.ContentType)
-	}
-	params["name"] = a.Filename
-	h.SetContentType(mt, params)
-	h.SetFilename(a.Filename)
-	return h, nil
+	return e
 }

@@ -33,6 +33,8 @@ type Options struct {
 	// Proxy, if set, wraps the raw listener below the connection limits
 	// and TLS, as submission.Options.Proxy does for SMTP.
 	Proxy submission.ListenerWrap
+	// SESKeys are the access keys SES's endpoint takes (SigV4).
+	SESKeys []SESKey
 }
 
 // Server serves the HTTP submission API.
@@ -60,6 +62,15 @@ func New(o Options) *Server {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(Path, s.handle)
+	// The hosted APIs an application may already speak (esp.go).
+	s.mountESP(mux, postmarkAPI{}, append([]string{PostmarkPath, PostmarkBatchPath}, postmarkTemplatePaths...)...)
+	s.mountESP(mux, resendAPI{}, ResendPath, ResendBatchPath)
+	s.mountESP(mux, sendgridAPI{}, SendGridPath)
+	sk := sesAPI{keys: map[string]SESKey{}}
+	for _, k := range o.SESKeys {
+		sk.keys[k.AccessKeyID] = k
+	}
+	s.mountESP(mux, sk, SESPath)
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 30 * time.Second,
