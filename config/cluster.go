@@ -2,6 +2,7 @@ package config
 
 import (
 	"maps"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -33,6 +34,11 @@ type Cluster struct {
 	// AdoptAfter is how long a queue's lease must have lapsed before it is
 	// adopted.
 	AdoptAfter time.Duration
+	// DrainOnStop: on SIGTERM, stop taking mail and hand the queue to
+	// DrainTo (the load balancer's SMTP address) before exiting.
+	DrainOnStop bool
+	// DrainTo is HOST:PORT of the peers (through the load balancer).
+	DrainTo string
 }
 
 // cluster reads the cluster: section.
@@ -44,6 +50,8 @@ func (l *loader) cluster() Cluster {
 		ExpectedNodes:     l.intKey("cluster.expected_nodes"),
 		Adopt:             l.strList("cluster.adopt"),
 		AdoptAfter:        l.duration("cluster.adopt_after"),
+		DrainOnStop:       l.boolean("cluster.drain_on_stop"),
+		DrainTo:           strings.TrimSpace(l.str("cluster.drain_to")),
 	}
 }
 
@@ -91,6 +99,14 @@ func (l *loader) validateAdopt(c *Cluster) {
 		c.Adopt[i] = g
 		if _, err := filepath.Match(g, ""); err != nil || g == "" {
 			l.failf("cluster.adopt", "%q is not a file pattern (glob) such as /var/lib/relayq/volumes/*/queue.db", g)
+		}
+	}
+	if c.DrainOnStop && c.DrainTo == "" {
+		l.failf("cluster.drain_to", "empty, but cluster.drain_on_stop is true: give the peers' SMTP address (the load balancer's), HOST:PORT")
+	}
+	if c.DrainTo != "" {
+		if host, port, err := net.SplitHostPort(c.DrainTo); err != nil || host == "" || checkPort(port, 1) != nil {
+			l.failf("cluster.drain_to", "%q is not HOST:PORT", c.DrainTo)
 		}
 	}
 	if len(c.Adopt) > 0 && c.RedisURL == "" {

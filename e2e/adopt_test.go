@@ -42,8 +42,9 @@ type adoptRig struct {
 }
 
 // newAdoptRig starts redis-server, both next hops and three nodes whose
-// cluster.adopt names the three queue files.
-func newAdoptRig(t *testing.T) *adoptRig {
+// cluster.adopt names the three queue files; more, if given, adds lines
+// under node i's cluster: section.
+func newAdoptRig(t *testing.T, more ...func(g *adoptRig, i int) string) *adoptRig {
 	t.Helper()
 	g := &adoptRig{t: t, rds: startRedis(t), acked: map[string]string{}}
 	// The adopter delivers A's mail a little slowly too, so that A's
@@ -59,6 +60,10 @@ func newAdoptRig(t *testing.T) *adoptRig {
 		paths = append(paths, filepath.Join(r.dir, "queue.db"))
 	}
 	for i, n := range g.nodes {
+		extra := ""
+		for _, m := range more {
+			extra += m(g, i)
+		}
 		hop := g.mx.Addr()
 		if i == 0 {
 			hop = g.slow.Addr()
@@ -82,9 +87,9 @@ cluster:
   expected_nodes: 3
   adopt: [%q, %q, %q]
   adopt_after: 1s
-log:
+%slog:
   level: info
-`, n.admin, hop, g.rds.url(), n.name, paths[0], paths[1], paths[2])
+`, n.admin, hop, g.rds.url(), n.name, paths[0], paths[1], paths[2], extra)
 		n.startWith(t, []byte(cfg))
 		t.Cleanup(func() {
 			if t.Failed() {

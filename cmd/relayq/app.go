@@ -23,6 +23,7 @@ import (
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/internal/buildinfo"
 	"github.com/relayq/relayq/internal/dkim"
+	"github.com/relayq/relayq/internal/drain"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/returnpath/verp"
@@ -80,6 +81,7 @@ type inbound struct {
 	bounces     *submission.Server // the bounce domain's listener; nil without bounces.listen
 	stopHTTP    func(context.Context)
 	admin       *http.Server // nil without admin.listen
+	drainer     *drain.Drainer
 	smtp, smtps []net.Addr
 }
 
@@ -188,11 +190,11 @@ func (a *app) openListeners() error {
 	if a.in.stopHTTP, err = startHTTPSubmission(cfg, srv, a.log); err != nil {
 		return err
 	}
+	a.in.drainer = newDrainer(cfg, a.store, a.out.eng, srv, a.log)
 	if cfg.Admin.Listen == "" {
 		return nil
 	}
-	drainer := newDrainer(cfg, a.store, a.out.eng, srv, a.log)
-	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng, a.out.state}, a.metrics, a.log, a.out.supp, srv.LimitListener, drainer)
+	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng, a.out.state}, a.metrics, a.log, a.out.supp, srv.LimitListener, a.in.drainer)
 	return err
 }
 
@@ -224,6 +226,9 @@ wait:
 				continue
 			}
 			a.log.Info("shutting down", "signal", sig.String(), "timeout", a.conf.cfg.ShutdownTimeout)
+			if sig == syscall.SIGTERM && a.conf.cfg.Cluster.DrainOnStop {
+				a.drainOnStop()
+			}
 		case <-lost:
 			err = errLeaseLost
 			a.log.Error("shutting down: "+err.Error(), "queue", a.conf.cfg.Queue.Path)
