@@ -203,3 +203,39 @@ func TestOneAdopterTakesALostQueue(t *testing.T) {
 		t.Fatal("the adopter did not hear the release")
 	}
 }
+
+// A Redis restarted empty loses the counters; tokens must still rise: the
+// holder's renewal puts the counter back at its token, and an own queue's
+// lease is taken above the newest token its file carries.
+func TestQueueLeaseTokensRiseAfterRedisLostItsKeys(t *testing.T) {
+	r := startRedis(t)
+	clk := fakeClock()
+	a, b := newLeases(t, r, "node-a", clk), newLeases(t, r, "node-b", clk)
+	ctx := context.Background()
+	for range 3 {
+		if _, err := a.Acquire(ctx, testQueue, "/a/queue.db", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	la, err := a.Acquire(ctx, testQueue, "/a/queue.db", 0)
+	if err != nil || la.Token != 4 {
+		t.Fatalf("fourth take: token %v, %v", la, err)
+	}
+	r.stop()
+	r.start()
+	if err := la.Renew(ctx); err != nil {
+		t.Fatalf("renewal after Redis restarted empty: %v, want the lease kept", err)
+	}
+	clk.Advance(11 * time.Second)
+	lb, err := b.Adopt(ctx, testQueue, "/b/a.db", time.Second)
+	if err != nil || lb == nil || lb.Token <= la.Token {
+		t.Fatalf("adoption after the restart: %+v, %v; want a token above %d", lb, err, la.Token)
+	}
+	r.stop()
+	r.start()
+	lb.Release(ctx, false)
+	la2, err := a.Acquire(ctx, testQueue, "/a/queue.db", 9)
+	if err != nil || la2.Token != 10 {
+		t.Fatalf("own lease over a file carrying token 9: %+v, %v; want 10", la2, err)
+	}
+}

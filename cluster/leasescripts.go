@@ -78,16 +78,22 @@ take(tonumber(ARGV[5]), tok, 'adopted', ARGV[7])
 return {1, node, tok}
 `)
 
-// leaseRenewScript: ARGV prefix, id, node, now, ttl (ms), token, kind, path.
-// Extends the lease if it is still this node's under token, or takes it
-// back if it ran out and nobody took it since (the counter is still at
-// token). Returns 1 (renewed), 2 (renewed, and an operator asked for the
-// queue's release) or 0 (lost: another took it).
+// leaseRenewScript: ARGV prefix, id, node, now, ttl (ms), token, kind,
+// path. Extends the lease if it is still this node's under token, or takes
+// it back if it ran out and nobody took it since: the counter is not above
+// token (below it, or gone, when Redis lost its keys: it is set back to
+// token, so that the next takeover is still above it). Returns 1
+// (renewed), 2 (renewed, and an operator asked for the queue's release) or
+// 0 (lost: another took it).
 var leaseRenewScript = redis.NewScript(leaseCommon + `
 local tok = tonumber(ARGV[6])
 local n, t = holder()
 if n and (n ~= node or t ~= tok) then return 0 end
-if not n and tonumber(redis.call('GET', k .. ':fence') or '0') ~= tok then return 0 end
+if not n then
+  local f = tonumber(redis.call('GET', k .. ':fence') or '0')
+  if f > tok then return 0 end
+  if f < tok then redis.call('SET', k .. ':fence', tok) end
+end
 take(tonumber(ARGV[5]), tok, ARGV[7], ARGV[8])
 if redis.call('EXISTS', k .. ':release') == 1 then return 2 end
 return 1

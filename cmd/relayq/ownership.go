@@ -146,6 +146,15 @@ func (o *ownLease) settle(ctx context.Context, store *queue.Store, path string) 
 			o.lease.Store(ls)
 		}
 	}
+	if ls := o.lease.Load(); ls != nil && ls.Token <= own.Token() {
+		// Redis lost the queue's counter (restarted empty): take the lease
+		// again above the newest token the file carries.
+		ls, err := o.leases.Acquire(ctx, own.Identity(), path, own.Token())
+		if err != nil {
+			return fmt.Errorf("cluster: queue %s: lease above the file's token %d: %w", path, own.Token(), err)
+		}
+		o.lease.Store(ls)
+	}
 	if ls := o.lease.Load(); ls != nil {
 		if err := own.Fence(ls.Token); err != nil {
 			return err
