@@ -266,6 +266,33 @@ func (ls *Lease) Renew(parent context.Context) error {
 	return nil
 }
 
+// Raise moves the lease to a token above floor, the newest the queue file
+// carries: the counter in Redis was lost (restarted empty) while the file
+// kept a higher token. ErrLeaseLost if the lease is no longer this node's.
+func (ls *Lease) Raise(parent context.Context, floor uint64) error {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.gone {
+		return ErrLeaseLost
+	}
+	l := ls.l
+	ctx, cancel := l.ctx(parent)
+	defer cancel()
+	kind := kindOwn
+	if ls.Adopted {
+		kind = kindAdopted
+	}
+	tok, err := leaseRaiseScript.Run(ctx, l.rdb, nil, l.prefix, ls.ID, l.cfg.NodeName, l.micros(l.clock.Now()), l.cfg.LeaseTTL.Milliseconds(), ls.Token, floor, kind, ls.Path).Int64()
+	if err != nil {
+		return fmt.Errorf("cluster: raise lease of queue %s: %w", ls.ID, err)
+	}
+	if tok == 0 {
+		return ErrLeaseLost
+	}
+	ls.Token = uint64(tok)
+	return nil
+}
+
 // Keep renews the lease every third of its TTL until ctx ends or the
 // lease is lost.
 func (ls *Lease) Keep(ctx context.Context) {

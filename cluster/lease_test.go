@@ -239,3 +239,29 @@ func TestQueueLeaseTokensRiseAfterRedisLostItsKeys(t *testing.T) {
 		t.Fatalf("own lease over a file carrying token 9: %+v, %v; want 10", la2, err)
 	}
 }
+
+// An adopter whose token is not above the one the file carries (Redis
+// lost the counter while the owner was away) moves its lease above it,
+// and keeps renewing it there.
+func TestAdoptedLeaseRaisedAboveTheFilesToken(t *testing.T) {
+	r := startRedis(t)
+	clk := fakeClock()
+	b := newLeases(t, r, "node-b", clk)
+	ctx := context.Background()
+	b.Adopt(ctx, testQueue, "/b/a.db", time.Second)
+	clk.Advance(2 * time.Second)
+	ls, err := b.Adopt(ctx, testQueue, "/b/a.db", time.Second)
+	if err != nil || ls == nil || ls.Token != 1 {
+		t.Fatalf("adoption: %+v, %v", ls, err)
+	}
+	if err := ls.Raise(ctx, 7); err != nil || ls.Token != 8 {
+		t.Fatalf("Raise(7): token %d, %v; want 8", ls.Token, err)
+	}
+	if err := ls.Renew(ctx); err != nil {
+		t.Fatalf("renewal under the raised token: %v", err)
+	}
+	owners, _ := b.Owners(ctx)
+	if len(owners) != 1 || owners[0].Token != 8 {
+		t.Fatalf("Owners = %+v", owners)
+	}
+}

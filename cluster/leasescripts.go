@@ -127,3 +127,15 @@ if not string.match(o, '^%S+ %d+ adopted ') then return '' end
 redis.call('SET', k .. ':release', '1')
 return n
 `)
+
+// leaseRaiseScript: ARGV prefix, id, node, now, ttl (ms), token, floor,
+// kind, path. Moves the lease this node holds under token to a new token
+// above floor (the newest the file carries, when Redis lost the counter);
+// returns it, or 0 if the lease is no longer this node's.
+var leaseRaiseScript = redis.NewScript(leaseCommon + `
+local n, t = holder()
+if n ~= node or t ~= tonumber(ARGV[6]) then return 0 end
+local tok = raise(tonumber(ARGV[7]))
+take(tonumber(ARGV[5]), tok, ARGV[8], ARGV[9])
+return tok
+`)

@@ -121,6 +121,15 @@ func (a *app) openAdopted(ctx context.Context, ls *cluster.Lease, log *slog.Logg
 				ls.Release(context.Background(), false)
 				return nil
 			}
+			if ls.Token <= store.Owner().Token() {
+				// Redis lost the counter while the file kept a higher token.
+				if err := ls.Raise(ctx, store.Owner().Token()); err != nil {
+					log.Error("cluster: adopted queue: no token above the file's; leaving it", "err", err)
+					store.Close()
+					ls.Release(context.Background(), false)
+					return nil
+				}
+			}
 			if err := store.Owner().Fence(ls.Token); err != nil {
 				log.Error("cluster: adopted queue carries a newer owner's token; leaving it", "err", err)
 				store.Close()
@@ -156,6 +165,11 @@ func watchAdopted(ctx context.Context, ls *cluster.Lease, store *queue.Store) st
 	for {
 		if store.Stats().Messages == 0 {
 			return "empty"
+		}
+		if store.Err() != nil {
+			// Fenced (the lease could not be confirmed in time) or
+			// damaged: let it go, to be adopted again.
+			return "store takes no writes: " + store.Err().Error()
 		}
 		select {
 		case <-ctx.Done():
