@@ -59,7 +59,7 @@ func (o *ownLease) close() {
 }
 
 // openQueue opens the node's queue: at once without a cluster, else under
-// its owner lease (openLeased).
+// its owner lease.
 func (a *app) openQueue() (*queue.Store, error) {
 	cfg := a.conf.cfg
 	opts := queue.Options{Logger: a.log, Reserve: cfg.Queue.ReserveBytes}
