@@ -82,4 +82,32 @@
 // list and Redis are merged, the later of an addition (its Since) and a
 // removal of an address winning. Expiry (suppression.expire) is decided
 // when asked, from Since, which every copy keeps.
+//
+// Queue ownership (lease.go, leasescripts.go, adopt.go): each queue file
+// (by its identity, queue.Store.Owner) has an owner lease in Redis, a key
+// set with PX its TTL (Config.LeaseTTL) and renewed every third of it,
+// whose value carries the holder and a fencing token.
+//   - Every take of a lease (a node's own queue at start, or an adoption)
+//     raises the token (INCR of a counter per queue, above the newest
+//     token the file carries); the holder writes it into the file.
+//   - A node opens a queue only while it holds its lease. Lease.Check is
+//     the store's fence, asked before every commit: a lease renewed less
+//     than half its TTL ago (by the node's clock, monotonic in
+//     production) is trusted; an older one is renewed first, and a lease
+//     found taken refuses the write and every later one. So a node that
+//     was paused or cut off writes nothing after another took its queue:
+//     the adopter takes it only after it has lapsed for adopt_after, so a
+//     write checked before the lapse would have to wait more than
+//     TTL/2 + adopt_after between check and commit to land after the
+//     takeover; bbolt's file lock keeps the adopter out while the old
+//     process still has the file open on a host or volume that honours
+//     it. While Redis does not answer, a node keeps writing its own queue
+//     (as without a cluster) and adopts none.
+//   - Adopter adopts a queue (Leases.Adopt, one script: of several nodes,
+//     one wins) only when nobody holds its lease and the last one ran out
+//     at least adopt_after ago. A queue released empty is not adopted
+//     again until its owner took it back.
+//   - A node whose own queue is held by another waits, without opening
+//     it, until the holder releases it (empty, or on an operator's
+//     AskRelease, heard at the holder's next renewal).
 package cluster

@@ -2,11 +2,14 @@ package config
 
 import (
 	"maps"
+	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/relayq/relayq/internal/redact"
 )
@@ -25,6 +28,17 @@ type Cluster struct {
 	NodeName string
 	// ExpectedNodes divides every shaping limit while Redis is unreachable.
 	ExpectedNodes int
+	// Adopt are globs of other nodes' queue files this node may take over
+	// when their owner lease has lapsed for AdoptAfter; empty: never.
+	Adopt []string
+	// AdoptAfter is how long a queue's lease must have lapsed before it is
+	// adopted.
+	AdoptAfter time.Duration
+	// DrainOnStop: on SIGTERM, stop taking mail and hand the queue to
+	// DrainTo (the load balancer's SMTP address) before exiting.
+	DrainOnStop bool
+	// DrainTo is HOST:PORT of the peers (through the load balancer).
+	DrainTo string
 }
 
 // cluster reads the cluster: section.
@@ -34,6 +48,10 @@ func (l *loader) cluster() Cluster {
 		RedisPasswordFile: strings.TrimSpace(l.str("cluster.redis_password_file")),
 		NodeName:          strings.TrimSpace(l.str("cluster.node_name")),
 		ExpectedNodes:     l.intKey("cluster.expected_nodes"),
+		Adopt:             l.strList("cluster.adopt"),
+		AdoptAfter:        l.duration("cluster.adopt_after"),
+		DrainOnStop:       l.boolean("cluster.drain_on_stop"),
+		DrainTo:           strings.TrimSpace(l.str("cluster.drain_to")),
 	}
 }
 
@@ -50,6 +68,7 @@ func (l *loader) validateCluster(c *Cluster) {
 	if !validNodeName(c.NodeName) {
 		l.failf("cluster.node_name", "%q is not a node name (1 to 128 letters, digits, '.', '-' and '_')", c.NodeName)
 	}
+	l.validateAdopt(c)
 	urlPassword := false
 	if c.RedisURL != "" {
 		urlPassword = l.redisURL("cluster.redis_url", c.RedisURL)
@@ -67,6 +86,31 @@ func (l *loader) validateCluster(c *Cluster) {
 		case strings.TrimSpace(string(b)) == "":
 			l.failf(key, "%s is empty", f)
 		}
+	}
+}
+
+// validateAdopt checks cluster.adopt and cluster.adopt_after.
+func (l *loader) validateAdopt(c *Cluster) {
+	if c.AdoptAfter < time.Second {
+		l.failf("cluster.adopt_after", "%v must be at least 1s (a queue's lease must lapse that long before a peer takes it)", c.AdoptAfter)
+	}
+	for i, g := range c.Adopt {
+		g = strings.TrimSpace(g)
+		c.Adopt[i] = g
+		if _, err := filepath.Match(g, ""); err != nil || g == "" {
+			l.failf("cluster.adopt", "%q is not a file pattern (glob) such as /var/lib/relayq/volumes/*/queue.db", g)
+		}
+	}
+	if c.DrainOnStop && c.DrainTo == "" {
+		l.failf("cluster.drain_to", "empty, but cluster.drain_on_stop is true: give the peers' SMTP address (the load balancer's), HOST:PORT")
+	}
+	if c.DrainTo != "" {
+		if host, port, err := net.SplitHostPort(c.DrainTo); err != nil || host == "" || checkPort(port, 1) != nil {
+			l.failf("cluster.drain_to", "%q is not HOST:PORT", c.DrainTo)
+		}
+	}
+	if len(c.Adopt) > 0 && c.RedisURL == "" {
+		l.failf("cluster.adopt", "set, but cluster.redis_url is empty: queue owner leases live in Redis")
 	}
 }
 

@@ -3,8 +3,10 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestClusterSettings(t *testing.T) {
@@ -17,11 +19,15 @@ func TestClusterSettings(t *testing.T) {
 		env  map[string]string
 		want Cluster
 	}{
-		{"single node by default", "", nil, Cluster{NodeName: host, ExpectedNodes: 1}},
+		{"single node by default", "", nil, Cluster{NodeName: host, ExpectedNodes: 1, Adopt: []string{}, AdoptAfter: 30 * time.Second}},
 		{"redis with a password file", "cluster:\n  redis_url: redis://10.0.0.9/1\n  redis_password_file: " + pass + "\n  node_name: relay-a\n  expected_nodes: 3\n",
-			nil, Cluster{RedisURL: "redis://10.0.0.9/1", RedisPasswordFile: pass, NodeName: "relay-a", ExpectedNodes: 3}},
+			nil, Cluster{RedisURL: "redis://10.0.0.9/1", RedisPasswordFile: pass, NodeName: "relay-a", ExpectedNodes: 3, Adopt: []string{}, AdoptAfter: 30 * time.Second}},
 		{"TLS from the environment", "", map[string]string{"RELAYQ_CLUSTER_REDIS_URL": "rediss://user:pw@redis.internal:6380/0", "RELAYQ_CLUSTER_EXPECTED_NODES": "2"},
-			Cluster{RedisURL: "rediss://user:pw@redis.internal:6380/0", NodeName: host, ExpectedNodes: 2}},
+			Cluster{RedisURL: "rediss://user:pw@redis.internal:6380/0", NodeName: host, ExpectedNodes: 2, Adopt: []string{}, AdoptAfter: 30 * time.Second}},
+		{"adoption", "cluster:\n  redis_url: redis://10.0.0.9/1\n  node_name: relay-b\n  adopt: [\"/vol/*/queue.db\"]\n  adopt_after: 45s\n",
+			nil, Cluster{RedisURL: "redis://10.0.0.9/1", NodeName: "relay-b", ExpectedNodes: 1, Adopt: []string{"/vol/*/queue.db"}, AdoptAfter: 45 * time.Second}},
+		{"drain on stop", "cluster:\n  drain_on_stop: true\n  drain_to: lb.internal:25\n",
+			nil, Cluster{NodeName: host, ExpectedNodes: 1, Adopt: []string{}, AdoptAfter: 30 * time.Second, DrainOnStop: true, DrainTo: "lb.internal:25"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -29,7 +35,7 @@ func TestClusterSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Cluster != tt.want {
+			if !reflect.DeepEqual(c.Cluster, tt.want) {
 				t.Errorf("Cluster = %+v; want %+v", c.Cluster, tt.want)
 			}
 		})
@@ -73,6 +79,16 @@ func TestClusterRejectsBadConfig(t *testing.T) {
 			`config $FILE: cluster.node_name: "relay a" is not a node name (1 to 128 letters, digits, '.', '-' and '_')`},
 		{"expected nodes", "cluster:\n  expected_nodes: 0\n", nil,
 			`config $FILE: cluster.expected_nodes: 0 must be at least 1`},
+		{"adopt without redis", "cluster:\n  adopt: [\"/vol/*/queue.db\"]\n", nil,
+			`config $FILE: cluster.adopt: set, but cluster.redis_url is empty: queue owner leases live in Redis`},
+		{"adopt pattern", "cluster:\n  redis_url: redis://127.0.0.1/0\n  adopt: [\"/vol/[a/queue.db\"]\n", nil,
+			`config $FILE: cluster.adopt: "/vol/[a/queue.db" is not a file pattern (glob) such as /var/lib/relayq/volumes/*/queue.db`},
+		{"drain without an address", "cluster:\n  drain_on_stop: true\n", nil,
+			`config $FILE: cluster.drain_to: empty, but cluster.drain_on_stop is true: give the peers' SMTP address (the load balancer's), HOST:PORT`},
+		{"drain address", "cluster:\n  drain_on_stop: true\n  drain_to: lb.internal\n", nil,
+			`config $FILE: cluster.drain_to: "lb.internal" is not HOST:PORT`},
+		{"adopt after", "cluster:\n  redis_url: redis://127.0.0.1/0\n  adopt_after: 100ms\n", nil,
+			`config $FILE: cluster.adopt_after: 100ms must be at least 1s (a queue's lease must lapse that long before a peer takes it)`},
 		{"environment", "", map[string]string{"RELAYQ_CLUSTER_EXPECTED_NODES": "many"},
 			`environment RELAYQ_CLUSTER_EXPECTED_NODES: "many" is not a whole number`},
 	}

@@ -294,7 +294,7 @@ func Default() *Config {
 			Adaptive:  defaultAdaptive(),
 		},
 		DKIM:        DKIM{Keys: []DKIMKey{}, Headers: []string{}},
-		Cluster:     Cluster{NodeName: host, ExpectedNodes: 1},
+		Cluster:     Cluster{NodeName: host, ExpectedNodes: 1, Adopt: []string{}, AdoptAfter: 30 * time.Second},
 		Log:         Log{Format: "text", Level: "info"},
 		Events:      Events{Retention: 168 * time.Hour, Webhooks: []Webhook{}},
 		Suppression: Suppression{Auto: true, DomainExpire: 24 * time.Hour, Codes: []string{}},

@@ -99,7 +99,7 @@ func fullFileWant(path string) *Config {
 		Delivery: fullFileDelivery(),
 		Shaping:  fullFileShaping(),
 		DKIM:     DKIM{Keys: []DKIMKey{}, Headers: []string{}},
-		Cluster:  Cluster{RedisURL: "rediss://:cluster-pass@127.0.0.1:6380/2", NodeName: "relay-1", ExpectedNodes: 3},
+		Cluster:  Cluster{RedisURL: "rediss://:cluster-pass@127.0.0.1:6380/2", NodeName: "relay-1", ExpectedNodes: 3, Adopt: []string{}, AdoptAfter: 30 * time.Second},
 		Log:      Log{Format: "json", Level: "debug"},
 		Events: Events{Retention: 72 * time.Hour, Webhooks: []Webhook{
 			{URL: "https://app.example.org/hooks/relayq", Secret: "hook secret", Types: []string{"bounced", "expired"}, Batch: 10},

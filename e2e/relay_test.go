@@ -181,10 +181,20 @@ func (r *relay) mustStart(t *testing.T) {
 
 // start runs a new relayq process and waits until its SMTP port answers.
 func (r *relay) start() error {
+	exited, err := r.spawn()
+	if err != nil {
+		return err
+	}
+	return r.waitReady(exited, 15*time.Second)
+}
+
+// spawn runs a new relayq process; the channel is closed when it has been
+// reaped.
+func (r *relay) spawn() (<-chan struct{}, error) {
 	r.mu.Lock()
 	if r.cmd != nil {
 		r.mu.Unlock()
-		return errors.New("relay already running")
+		return nil, errors.New("relay already running")
 	}
 	cmd := exec.Command(relayqBin, "serve", "--config", r.cfgPath)
 	cmd.Dir = r.dir
@@ -193,7 +203,7 @@ func (r *relay) start() error {
 	r.log.mark()
 	if err := cmd.Start(); err != nil {
 		r.mu.Unlock()
-		return fmt.Errorf("start relayq: %w", err)
+		return nil, fmt.Errorf("start relayq: %w", err)
 	}
 	exited := make(chan struct{})
 	r.cmd, r.exited = cmd, exited
@@ -205,7 +215,7 @@ func (r *relay) start() error {
 		r.mu.Unlock()
 		close(exited)
 	}()
-	return r.waitReady(exited, 15*time.Second)
+	return exited, nil
 }
 
 // waitReady dials the SMTP port until it answers, the process exits, or the

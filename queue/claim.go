@@ -61,6 +61,9 @@ func (e *Envelope) FirstClaimed(r Recipient) bool {
 // (see intervene) can have touched env since it was committed: the usual
 // first attempt, right after the 250, then reads nothing at all.
 func (s *Store) UseFirstClaim(env *Envelope, addrs []string, now time.Time) Claimed {
+	if s.broken.Load() != nil || s.fenceErr() != nil {
+		return Claimed{} // Claim writes, and says why it cannot
+	}
 	var out []string
 	for _, r := range env.Recipients {
 		if !slices.Contains(addrs, r.Address) || r.Status.Final() {

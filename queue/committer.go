@@ -151,7 +151,9 @@ func (s *Store) runBatch(batch []*writeReq) {
 				events += w.events
 			}
 			oldest = oldestCreated(tx)
-			return nil
+			// Last, so that the least time passes between the owner's
+			// check and the commit (owner.go).
+			return s.fenceCheck(tx)
 		})
 		if err == nil {
 			s.dict.committed()

@@ -98,6 +98,12 @@
 //     its transaction and dated no later: Prune, oldest key first, never
 //     leaves such an event without its record. A dictionary entry a record
 //     names is written in the same transaction and never removed.
+//   - Every file has an identity from its first Open on, never changed.
+//     With Options.Fence set, every write transaction asks it just before
+//     it commits, and checks that the file carries no newer owner's
+//     fencing token than the one Owner().Fence wrote; one refusal and the
+//     store writes nothing more (ErrFenced, Err). A first attempt that
+//     needs no write (UseFirstClaim) asks the fence too.
 //   - Suppressions.Get reads no page while the store knows the list is empty:
 //     the flag is set at Open from the bucket and by every write that adds
 //     an entry, before that write commits; it is never cleared while open.
@@ -121,6 +127,10 @@
 //	webhook_cursors   webhook name -> last acknowledged event ID
 //	idempotency       client scope NUL key -> CRC-32C + expiry, queue ID, fingerprint, answer (idempotency.go)
 //	idempotency_expiry uint64 BE expiry nanos + scoped key -> empty
+//	owner             "id" -> the file's identity (32 hex digits); "token" -> uint64 BE fencing token (owner.go)
+//
+// Beside the file, PATH.id holds a copy of the identity, for peers that may
+// not open the file to learn it (cluster adoption).
 //
 // Envelopes written before pending reports have no "report" field on their
 // recipients and are read as owing none; a value other than "failed" or

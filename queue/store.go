@@ -59,6 +59,11 @@ type Options struct {
 	// Reserve is the room (bytes) kept for the writes of mail already
 	// queued: below it, Low says so and intake stops (room.go). 0: none.
 	Reserve int64
+	// Fence, if set, says whether this process may still write the file
+	// (its owner lease in a cluster): asked inside every write transaction
+	// just before it commits, and before a first attempt that needs no
+	// write. An error refuses the write and every later one (ErrFenced).
+	Fence func() error
 }
 
 const (
@@ -135,6 +140,12 @@ type Store struct {
 	// (Marked); set before the committer starts, read-only after.
 	markedAtOpen []string
 
+	// identity names the file (owner.go); set at Open, read-only after.
+	identity string
+	// token is the fencing token this store writes under (Fence), 0 if
+	// none; fileToken the newest one the file carries.
+	token, fileToken atomic.Uint64
+
 	// evMu guards evCh, closed at each commit that adds events (see
 	// Events().Changed).
 	evMu sync.Mutex
@@ -198,6 +209,10 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := guarded(s.recover); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w: %s: recovery failed: %v; run `relayq queue check`", ErrDamaged, path, err)
+	}
+	if err := s.ensureIdentity(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("queue: open %s: identity: %w", path, err)
 	}
 	if err := s.view(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketSuppressions); b != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/internal/buildinfo"
 	"github.com/relayq/relayq/internal/dkim"
+	"github.com/relayq/relayq/internal/drain"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/returnpath/verp"
@@ -41,6 +42,13 @@ type app struct {
 	// closers run last to first when the app ends, however far open and
 	// listen got; the store closes after them.
 	closers []func()
+	// sigs are the signals serve takes (a wait for the queue's lease ends
+	// on one).
+	sigs chan os.Signal
+	// own is the lease of the node's queue; nil without a cluster.
+	own *ownLease
+	// adopted are the lost nodes' queues this node delivers.
+	adopted adoptedQueues
 }
 
 // appConfig is the configuration in force and where it came from.
@@ -73,6 +81,7 @@ type inbound struct {
 	bounces     *submission.Server // the bounce domain's listener; nil without bounces.listen
 	stopHTTP    func(context.Context)
 	admin       *http.Server // nil without admin.listen
+	drainer     *drain.Drainer
 	smtp, smtps []net.Addr
 }
 
@@ -97,7 +106,7 @@ func (a *app) close() error {
 // open opens the queue and builds the delivery side.
 func (a *app) open() error {
 	cfg := a.conf.cfg
-	store, err := queue.Open(cfg.Queue.Path, queue.Options{Logger: a.log, Reserve: cfg.Queue.ReserveBytes})
+	store, err := a.openQueue()
 	if err != nil {
 		return err
 	}
@@ -181,11 +190,11 @@ func (a *app) openListeners() error {
 	if a.in.stopHTTP, err = startHTTPSubmission(cfg, srv, a.log); err != nil {
 		return err
 	}
+	a.in.drainer = newDrainer(cfg, a.store, a.out.eng, srv, a.log)
 	if cfg.Admin.Listen == "" {
 		return nil
 	}
-	drainer := newDrainer(cfg, a.store, a.out.eng, srv, a.log)
-	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng, a.out.state}, a.metrics, a.log, a.out.supp, srv.LimitListener, drainer)
+	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng, a.out.state}, a.metrics, a.log, a.out.supp, srv.LimitListener, a.in.drainer)
 	return err
 }
 
@@ -199,20 +208,41 @@ func (a *app) run(sigs chan os.Signal) error {
 	go func() { a.out.eng.Run(ctx, a.conf.cfg.ShutdownTimeout); close(engDone) }()
 	eventsDone := startEvents(ctx, a.conf.cfg, a.store, a.metrics, a.log)
 	go followShared(ctx, a.out.state, a.out.shaper, a.out.eng, time.Second)
+	adoptedDone := a.startAdopting(ctx)
 	a.logStarted()
 	notifySystemd(a.log, daemon.SdNotifyReady)
 
-	for sig := range sigs {
-		if sig == syscall.SIGHUP {
-			a.reload()
-			continue
-		}
-		a.log.Info("shutting down", "signal", sig.String(), "timeout", a.conf.cfg.ShutdownTimeout)
-		notifySystemd(a.log, daemon.SdNotifyStopping)
-		break
+	var lost <-chan struct{}
+	if a.own != nil {
+		lost = a.own.lost
 	}
+	var err error
+wait:
+	for {
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				a.reload()
+				continue
+			}
+			a.log.Info("shutting down", "signal", sig.String(), "timeout", a.conf.cfg.ShutdownTimeout)
+			if sig == syscall.SIGTERM && a.conf.cfg.Cluster.DrainOnStop {
+				a.drainOnStop()
+			}
+		case <-lost:
+			err = errLeaseLost
+			a.log.Error("shutting down: "+err.Error(), "queue", a.conf.cfg.Queue.Path)
+		}
+		break wait
+	}
+	notifySystemd(a.log, daemon.SdNotifyStopping)
 	signal.Stop(sigs)
-	return a.shutdown(stop, engDone, eventsDone)
+	stop() // the engine and the adopter: adopted queues close before what they use
+	adoptedDone()
+	if serr := a.shutdown(stop, engDone, eventsDone); err == nil {
+		err = serr
+	}
+	return err
 }
 
 func (a *app) logStarted() {

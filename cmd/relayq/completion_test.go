@@ -51,7 +51,7 @@ func TestZshCompletion(t *testing.T) {
 	if err := completionCmd([]string{"zsh"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(out.String(), "#compdef relayq\n") || !strings.Contains(out.String(), "queue=(bounce cat check compact delete") {
+	if !strings.HasPrefix(out.String(), "#compdef relayq\n") || !strings.Contains(out.String(), "queue=(adopted bounce cat check compact delete") {
 		t.Errorf("zsh script:\n%s", out.String())
 	}
 	zsh, err := exec.LookPath("zsh")

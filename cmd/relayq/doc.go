@@ -23,7 +23,15 @@
 //     methods.
 //   - shutdown_timeout is one deadline for the whole graceful stop
 //     (listeners and deliveries in flight, then the queue), and the
-//     packaged systemd unit's TimeoutStopSec stays above it.
+//     packaged systemd unit's TimeoutStopSec stays above it. With
+//     cluster.drain_on_stop a drain of up to shutdown_timeout comes first.
+//   - With cluster.redis_url set, the own queue is opened only under its
+//     owner lease (ownership.go; without an answer from Redis, as a single
+//     node), its store asks the lease before every commit, and a lease found
+//     taken ends serve with an error; adopted queues (adopted.go) are opened
+//     under their own lease, each delivered by an engine of its own, and
+//     closed before anything they use.
 //   - The admin-API commands never open the queue file (the daemon holds
 //     its lock); only `queue check|salvage|compact` do, on a stopped relay.
+//     `queue adopted|release-adopted` read and write Redis only.
 package main

@@ -209,3 +209,25 @@ func newDrainer(cfg *config.Config, store *queue.Store, eng *delivery.Engine, sr
 		ConnectTimeout: cfg.Delivery.ConnectTimeout, CommandTimeout: cfg.Delivery.CommandTimeout, Logger: log,
 	})
 }
+
+// drainOnStop is SIGTERM's first step with cluster.drain_on_stop: the node
+// stops taking mail (SMTP 421, HTTP 503, /readyz failing) and hands its
+// queue to the peers at cluster.drain_to, for up to shutdown_timeout. The
+// usual shutdown follows; what is left stays in the queue file, for the
+// node's next start or a peer's adoption.
+func (a *app) drainOnStop() {
+	cfg := a.conf.cfg
+	to := cfg.Cluster.DrainTo
+	if _, err := a.in.drainer.Start(drain.Request{To: to}); err != nil {
+		a.log.Error("drain on stop: not started", "to", to, "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	p, err := a.in.drainer.Wait(ctx)
+	if err != nil {
+		a.log.Warn("drain on stop: deadline reached; the rest stays queued here", "to", to, "drained", p.Drained, "left", p.Left)
+		return
+	}
+	a.log.Info("drain on stop: done", "to", to, "state", p.State, "drained", p.Drained, "failed", p.Failed, "left", p.Queued)
+}

@@ -5,6 +5,7 @@ package main
 // them to the queue and the delivery engine.
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -73,6 +74,15 @@ func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.
 	}
 	if len(d) > 0 {
 		o.Drainer = d[0]
+		// A node out of service (a drain, drain_on_stop) takes no mail: a
+		// load balancer must send none to it.
+		ready, dr := o.Ready, d[0]
+		o.Ready = func() error {
+			if dr.Progress().Draining {
+				return errors.New("draining: taking no mail")
+			}
+			return ready()
+		}
 	}
 	tlsConf, err := loadTLS("admin.tls", c.TLS)
 	if err != nil {

@@ -37,6 +37,9 @@ commands:
   resume SCOPE       end the suspension or throttle of SCOPE (provider:NAME, domain:NAME)
   pacing [SCOPE]     list learned rates (adaptive pacing); --pin RATE or --unpin one
   drain --to H:P     hand the whole queue to another relayq
+  adopted            list the queues of lost nodes adopted in the cluster
+  release-adopted ID|PATH
+                     ask an adopter to let a queue go back to its owner
   check              offline: check a stopped relay's queue file
   salvage --to NEW   offline: copy what can be read into a new file
   compact            offline: shrink the queue file
@@ -66,20 +69,22 @@ func queueTable() map[string]queueCommand {
 	filters := []queueFlagName{"status", "domain", "from", "to"}
 	bulk := append(filters, "older", "all", "yes", "dry-run")
 	t := map[string]queueCommand{
-		"list":        {help: &listHelp, flags: append(filters, "limit", "after", "quarantined", "all"), run: noArgs("list", queueList)},
-		"show":        {help: &showHelp, run: queueShow},
-		"retry":       {flags: bulk, run: bulkOrOne("retry")},
-		"hold":        {flags: bulk, run: bulkOrOne("hold")},
-		"release":     {flags: bulk, run: bulkOrOne("release")},
-		"delete":      {flags: append(bulk, "quarantined"), run: bulkOrOne("delete")},
-		"flush":       {help: &flushHelp, run: noArgs("flush", queueFlush)},
-		"suspensions": {help: &suspensionsHelp, run: noArgs("suspensions", queueSuspensions)},
-		"resume":      {help: &resumeHelp, run: queueResume},
-		"suspend":     {help: &suspendHelp, flags: []queueFlagName{"for", "reason"}, run: queueSuspend},
-		"bounce":      {help: &bounceHelp, flags: []queueFlagName{"domain", "reason", "wait", "yes", "dry-run"}, run: queueBounce},
-		"pacing":      {help: &pacingHelp, flags: []queueFlagName{"pin", "unpin"}, run: queuePacing},
-		"cat":         {help: &catHelp, flags: []queueFlagName{"headers", "body"}, run: queueCat},
-		"shape":       {help: &shapeHelp, flags: []queueFlagName{"status", "top"}, run: noArgs("shape", queueShape)},
+		"list":            {help: &listHelp, flags: append(filters, "limit", "after", "quarantined", "all"), run: noArgs("list", queueList)},
+		"show":            {help: &showHelp, run: queueShow},
+		"retry":           {flags: bulk, run: bulkOrOne("retry")},
+		"hold":            {flags: bulk, run: bulkOrOne("hold")},
+		"release":         {flags: bulk, run: bulkOrOne("release")},
+		"delete":          {flags: append(bulk, "quarantined"), run: bulkOrOne("delete")},
+		"flush":           {help: &flushHelp, run: noArgs("flush", queueFlush)},
+		"suspensions":     {help: &suspensionsHelp, run: noArgs("suspensions", queueSuspensions)},
+		"resume":          {help: &resumeHelp, run: queueResume},
+		"suspend":         {help: &suspendHelp, flags: []queueFlagName{"for", "reason"}, run: queueSuspend},
+		"bounce":          {help: &bounceHelp, flags: []queueFlagName{"domain", "reason", "wait", "yes", "dry-run"}, run: queueBounce},
+		"pacing":          {help: &pacingHelp, flags: []queueFlagName{"pin", "unpin"}, run: queuePacing},
+		"cat":             {help: &catHelp, flags: []queueFlagName{"headers", "body"}, run: queueCat},
+		"shape":           {help: &shapeHelp, flags: []queueFlagName{"status", "top"}, run: noArgs("shape", queueShape)},
+		"adopted":         {help: &adoptedHelp, own: adoptedCmd},
+		"release-adopted": {help: &releaseAdoptedHelp, own: releaseAdoptedCmd},
 		"drain": {help: &drainHelp, own: func(args []string, out io.Writer) error {
 			_, err := drainCmd(append([]string{"drain"}, args...), out)
 			return err

@@ -43,7 +43,7 @@ func serve(args []string, out io.Writer) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	a := &app{conf: appConfig{path: path, cfg: cfg, running: running}, log: log, metrics: newMetrics()}
+	a := &app{conf: appConfig{path: path, cfg: cfg, running: running}, log: log, metrics: newMetrics(), sigs: sigs}
 	for _, s := range cfg.Streams {
 		a.metrics.m.Streams([]string{s.Name})
 	}

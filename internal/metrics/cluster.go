@@ -19,3 +19,25 @@ func (m *Metrics) WatchCluster(up func() bool) {
 	})
 	_ = m.reg.Register(g) // AlreadyRegisteredError on a second call: keep the first
 }
+
+// WatchAdopted exports relayq_cluster_adopted_messages{queue}: for each
+// queue file this node adopted from a lost node and still delivers (by
+// its path), how many messages it holds, read from adopted at every
+// scrape.
+func (m *Metrics) WatchAdopted(adopted func() map[string]int) {
+	_ = m.reg.Register(adoptedCollector{adopted}) // a second call keeps the first
+}
+
+var adoptedDesc = prometheus.NewDesc(namespace+"_cluster_adopted_messages",
+	"Messages held by each queue file this node adopted from a lost node and delivers until it is empty.",
+	[]string{"queue"}, nil)
+
+type adoptedCollector struct{ read func() map[string]int }
+
+func (adoptedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- adoptedDesc }
+
+func (c adoptedCollector) Collect(ch chan<- prometheus.Metric) {
+	for q, n := range c.read() {
+		ch <- prometheus.MustNewConstMetric(adoptedDesc, prometheus.GaugeValue, float64(n), q)
+	}
+}
