@@ -214,6 +214,9 @@ func TestChartDrainModesAndRedis(t *testing.T) {
 	if text := dig(t, docs["ConfigMap/t-relayq"], "data", "relayq.yaml").(string); !strings.Contains(text, "drain_on_stop: true") {
 		t.Errorf("onStop does not set cluster.drain_on_stop:\n%s", text)
 	}
+	if cfg := loadConfig(t, docs); !cfg.Cluster.DrainOnStop || cfg.Cluster.DrainTo == "" {
+		t.Errorf("onStop: the relay would not drain on SIGTERM (drain_on_stop %v, drain_to %q)", cfg.Cluster.DrainOnStop, cfg.Cluster.DrainTo)
+	}
 	docs, errs = render(t, "drain.mode=off", "redis.enabled=false", "redis.url=redis://10.0.0.9:6379/0")
 	if docs == nil {
 		t.Fatalf("helm template: %s", errs)

@@ -61,6 +61,7 @@ PROXY protocol, TLS and secret files), with .Values.config merged over it.
 {{- end -}}
 {{- if eq .Values.drain.mode "onStop" -}}
 {{- $_ := set $cluster "drain_on_stop" true -}}
+{{- $_ := set $cluster "drain_to" (include "relayq.drainTo" .) -}}
 {{- end -}}
 {{- $base := dict "submission" $sub "cluster" $cluster
   "queue" (dict "path" "/var/lib/relayq/queue.db")
