@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/relayq/relayq/internal/authlimit"
 	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/internal/logbuf"
@@ -388,19 +389,21 @@ func (a Acceptor) LoginKey(ip netip.Addr, key string) (string, error) {
 // too much for every HTTP request, so a secret that matched once is
 // remembered (by its SHA-256, next to the hash it matched) until the
 // configuration changes that hash.
+//
+// A remembered secret is no guess (authlimit.Limiter.Known): an
+// application's parallel requests with its one right key are never
+// refused for being many at once, only while a lockout holds.
 func (a Acceptor) checkSecret(ip netip.Addr, who, hash string, known bool, secret string) error {
 	s := a.s
-	if scope, ok := s.auth.Begin(ip, who); !ok {
-		s.log.Warn("auth refused: locked out", "client", ip.String(), "who", who, "locked", string(scope))
-		if o := s.opts.Observer; o != nil {
-			o.Rejected(RejectAuthLockout)
-		}
-		return errAuthLocked
-	}
 	sum := sha256.Sum256([]byte(who + "\x00" + secret))
 	if known && s.verified.ok(sum, hash) {
-		s.auth.Finish(ip, who, true)
+		if scope, ok := s.auth.Known(ip, who); !ok {
+			return s.lockedOut(ip, who, scope)
+		}
 		return nil
+	}
+	if scope, ok := s.auth.Begin(ip, who); !ok {
+		return s.lockedOut(ip, who, scope)
 	}
 	var h []byte
 	if known {
@@ -419,6 +422,15 @@ func (a Acceptor) checkSecret(ip netip.Addr, who, hash string, known bool, secre
 	s.auth.Finish(ip, who, true)
 	s.verified.add(sum, hash)
 	return nil
+}
+
+// lockedOut logs and counts a credential refused by a lockout.
+func (s *Server) lockedOut(ip netip.Addr, who string, scope authlimit.Scope) error {
+	s.log.Warn("auth refused: locked out", "client", ip.String(), "who", who, "locked", string(scope))
+	if o := s.opts.Observer; o != nil {
+		o.Rejected(RejectAuthLockout)
+	}
+	return errAuthLocked
 }
 
 // verifiedSecrets remembers secrets that matched their bcrypt hash.

@@ -2,6 +2,7 @@ package submission
 
 import (
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -74,5 +75,38 @@ func TestAuthLockoutSurvivesOtherAccountsSuccess(t *testing.T) {
 	}
 	if code := authCode(t, env.addr, "victim", "guess"); code != 535 {
 		t.Fatalf("guess after the window: %d, want 535", code)
+	}
+}
+
+// An application sends with its one right API key from many requests at
+// once (the providers' SDKs send batches in parallel): a key that matched
+// before is no guess, so guesses in flight from the same address do not
+// turn it away, while a lockout from failures still does.
+func TestKnownKeyIsNoGuess(t *testing.T) {
+	const maxFailures = 5
+	env := startServer(t, func(o *Options) {
+		o.AuthMaxFailures = maxFailures
+		o.AuthLockout = 5 * time.Minute
+		o.Policy = Policy{APIKeys: []APIKey{{Name: "app", KeyHash: hash(t, "app.s3cret")}}}
+	})
+	acc, ip := env.srv.Acceptor(), netip.MustParseAddr("192.0.2.7")
+	if _, err := acc.LoginKey(ip, "app.s3cret"); err != nil {
+		t.Fatalf("first login: %v", err)
+	}
+	for range maxFailures { // checks in flight, as parallel requests hold them
+		if _, ok := env.srv.auth.Begin(ip, "key:app"); !ok {
+			t.Fatal("a check in flight was refused")
+		}
+	}
+	for i := range 20 {
+		if _, err := acc.LoginKey(ip, "app.s3cret"); err != nil {
+			t.Fatalf("request %d with the right key beside %d checks in flight: %v", i, maxFailures, err)
+		}
+	}
+	for range maxFailures {
+		env.srv.auth.Finish(ip, "key:app", false)
+	}
+	if _, err := acc.LoginKey(ip, "app.s3cret"); err == nil {
+		t.Fatalf("the right key passed a lockout of %d failures", maxFailures)
 	}
 }

@@ -153,6 +153,28 @@ func (l *Limiter) Begin(ip netip.Addr, who string) (Scope, bool) {
 	return None, true
 }
 
+// Known is a success with a secret already known to be right (one that
+// matched before), which is no guess: it reserves nothing, so any number
+// may run at once beside guesses in flight. It is refused only while the
+// address or the account is locked out by failures, as Begin would; a
+// success forgets the account's failures, as Finish does.
+func (l *Limiter) Known(ip netip.Addr, who string) (Scope, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a, acct := orNew(l, l.addrs, ip), l.account(who)
+	switch {
+	case a.failures >= l.max:
+		return Address, false
+	case acct.failures >= l.max:
+		return Account, false
+	}
+	k := accountOf(who)
+	acct.failures = 0
+	a.failures -= a.byAccount[k]
+	delete(a.byAccount, k)
+	return None, true
+}
+
 // Finish ends a guess reserved by Begin. A success forgets the account's
 // failures (its own count and its share of the address's); a failure is
 // counted (in the same step as the reservation is released, so no other
