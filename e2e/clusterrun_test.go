@@ -121,8 +121,31 @@ func TestClusterSuspensionReachesEveryNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("relayq queue resume: %v\n%s", err, out)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("after the resume, messages missing by node: %v", missingByNode(mx.Messages(), nodes, tokens))
+		}
+	})
 	mx.WaitMessages(t, len(tokens), 60*time.Second)
 	checkExactlyOnce(t, mx.Messages(), tokens)
+}
+
+// missingByNode counts, per node, the tokens submitted through it that
+// have not arrived: which node kept its mail back.
+func missingByNode(msgs []smtptest.Message, nodes []*node, tokens []string) map[string]int {
+	arrived := map[string]bool{}
+	for _, m := range msgs {
+		arrived[tokenOf(m.Data)] = true
+	}
+	missing := map[string]int{}
+	for _, tok := range tokens {
+		for _, n := range nodes {
+			if !arrived[tok] && strings.Contains(tok, "-"+n.name+"-") {
+				missing[n.name]++
+			}
+		}
+	}
+	return missing
 }
 
 // A node killed with kill -9 while it holds the only connection slot of a
