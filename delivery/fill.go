@@ -182,11 +182,17 @@ func (s *schedState) enqueue(j *job, now time.Time) {
 }
 
 // markForced marks the jobs in memory of an operator's retry (ids) or
-// flush (all) forced, and notes them for the scan that follows.
+// flush (all) forced, and notes them for the scan that follows, which
+// starts from the beginning: forced mail may lie before the scan
+// position. The force's Kick reset the cursor, but a pass may have used
+// that reset before it took the forced set, loaded the mail unforced and
+// parked it again, and the store left it due where it was (forceSet.has)
+// while that pass's scan moved past it.
 func (s *schedState) markForced(ids map[string]bool, all bool) {
 	if len(ids) == 0 && !all {
 		return
 	}
+	s.cursor.reset()
 	if all {
 		s.forceScan = true
 	}

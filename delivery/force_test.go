@@ -344,3 +344,25 @@ func resumeLimited(t *testing.T, sh *shaping.Shaper, r *rig) {
 	}
 	r.eng.Resumed(sc)
 }
+
+// A resume releasing more mail than a rate-limited destination keeps in
+// memory (rateKeep), while the scope's next token is still to come: the
+// pass that applies the resume makes the mail due and forced on disk, and
+// loads it before it takes the forced set, so the rate parks the overflow,
+// which the store leaves due (it was forced meanwhile) where it was, before
+// the time that pass scanned up to. All of it goes, none waits for another
+// operator's action.
+func TestResumeOfMoreMailThanKeptForTheRateSendsAll(t *testing.T) {
+	clk, srv, sh, r := limitedRig(t, shaping.Limits{MaxConnections: 10, MaxMessageRate: rate(t, "1/h")})
+	r.submit("app@example.org", "a@limited.test") // takes the hour's token, draws the 421
+	if s := r.outcome(); s != "deferred" {
+		t.Fatalf("first attempt: %s", s)
+	}
+	const n = rateKeep + 20
+	r.queueMessages(n, func(i int) string { return fmt.Sprintf("u%d@limited.test", i) })
+	r.nextTimer()                // parked behind the destination
+	clk.Set(t0.Add(time.Minute)) // its own hold is over; the scope's suspension refuses the probe
+	r.idle.settledWithWake(t)
+	resumeLimited(t, sh, r)
+	srv.WaitMessages(t, n+1, 10*time.Second)
+}

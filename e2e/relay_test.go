@@ -347,24 +347,38 @@ func (l *lineLog) mark() {
 
 // waitFor waits until a line of the current run contains substr.
 func (l *lineLog) waitFor(substr string, within time.Duration) error {
+	return l.waitForAny(within, substr)
+}
+
+// waitForAny waits until a line of the current run contains one of substrs.
+func (l *lineLog) waitForAny(within time.Duration, substrs ...string) error {
 	deadline := time.NewTimer(within)
 	defer deadline.Stop()
 	for {
 		l.mu.Lock()
 		ch := l.changed
 		for _, line := range l.recent {
-			if strings.Contains(line, substr) {
-				l.mu.Unlock()
-				return nil
+			for _, substr := range substrs {
+				if strings.Contains(line, substr) {
+					l.mu.Unlock()
+					return nil
+				}
 			}
 		}
 		l.mu.Unlock()
 		select {
 		case <-ch:
 		case <-deadline.C:
-			return fmt.Errorf("relayq did not log %q within %v", substr, within)
+			return fmt.Errorf("relayq did not log %q within %v", substrs, within)
 		}
 	}
+}
+
+// fromNow makes waitFor look only at the lines written after it.
+func (l *lineLog) fromNow() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recent = nil
 }
 
 func (l *lineLog) tail() string {

@@ -154,7 +154,9 @@
 //   - Open first checks the file's structure read-only, without mapping
 //     it (Preflight, with queue/internal/boltcheck), with faults and
 //     panics inside bbolt turned into an error wrapping ErrDamaged: a
-//     damaged file is refused, never crashed on.
+//     damaged file is refused, never crashed on. A top-level bucket
+//     relayq does not write (roots.go) is damage too: a damaged name,
+//     which would leave a bucket out of reach and start it anew, empty.
 //   - The operator's tools for a damaged or bloated file (check, salvage,
 //     compact) are queue/repair; the store gives them Preflight,
 //     StructureProblems, Inspect and salvage.go's methods, nothing more.

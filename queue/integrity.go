@@ -38,14 +38,22 @@ type Problem struct {
 const DefaultLockTimeout = defaultLockTimeout
 
 // StructureProblems checks the structure of the file at path without
-// mapping it (see boltcheck.Structure) and returns what is wrong, or an
-// error wrapping ErrLocked while a relay holds it.
+// mapping it (see boltcheck.Structure), then, if it is sound, that its
+// top-level buckets are all ones relayq writes (strangeRoots), and
+// returns what is wrong, or an error wrapping ErrLocked while a relay
+// holds it.
 func StructureProblems(path string, lockTimeout time.Duration) ([]string, error) {
+	if lockTimeout <= 0 {
+		lockTimeout = defaultLockTimeout
+	}
 	problems, err := boltcheck.Structure(path, lockTimeout)
 	if errors.Is(err, boltcheck.ErrLocked) {
 		return nil, fmt.Errorf("queue: queue file %s is in use by another relayq: %w", path, ErrLocked)
 	}
-	return problems, err
+	if err != nil || len(problems) > 0 {
+		return problems, err
+	}
+	return strangeRoots(path, lockTimeout)
 }
 
 // Preflight is Open's check of an existing file: structure only (damaged

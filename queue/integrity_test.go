@@ -4,11 +4,18 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // fillQueue stores n messages of assorted sizes (small, inline, chunked)
@@ -113,5 +120,97 @@ func TestOpenRefusesGarbage(t *testing.T) {
 	}
 	if _, err := Open(p, testOpts(newClock())); !errors.Is(err, ErrDamaged) {
 		t.Fatalf("Open of garbage: %v, want ErrDamaged", err)
+	}
+}
+
+// A top-level bucket under a name relayq never writes is a damaged name:
+// a flipped byte in the root page keeps the structure sound. Open used to
+// take the file and start an empty envelopes bucket, every message
+// silently out of reach; it refuses it now, naming the bucket, as the
+// check does.
+func TestOpenRefusesAnUnknownTopLevelBucket(t *testing.T) {
+	path, _ := fillQueue(t, 6)
+	damaged := []byte("envelo\x10es")
+	renameBucket(t, path, bucketEnvelopes, damaged)
+	_, err := Open(path, testOpts(newClock()))
+	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), fmt.Sprintf("%q", damaged)) {
+		t.Fatalf("Open: %v, want ErrDamaged naming %q", err, damaged)
+	}
+	problems, err := StructureProblems(path, 0)
+	if err != nil || len(problems) != 1 {
+		t.Fatalf("StructureProblems = %q, %v; want the one bucket", problems, err)
+	}
+}
+
+// renameBucket moves the top-level bucket from, with every key, to the
+// name to, as a byte flipped in the root page's key would.
+func renameBucket(t *testing.T, path string, from, to []byte) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		src := tx.Bucket(from)
+		dst, err := tx.CreateBucket(to)
+		if err != nil {
+			return err
+		}
+		if err := src.ForEach(func(k, v []byte) error { return dst.Put(k, v) }); err != nil {
+			return err
+		}
+		return tx.DeleteBucket(from)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every top-level bucket the store declares is one Open accepts: a bucket
+// added without joining rootBuckets would make relayq refuse its own file.
+func TestRootBucketsNameEveryBucket(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	n := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(node ast.Node) bool {
+			vs, ok := node.(*ast.ValueSpec)
+			if !ok {
+				return true
+			}
+			for i, name := range vs.Names {
+				if !strings.HasPrefix(name.Name, "bucket") || i >= len(vs.Values) {
+					continue
+				}
+				call, ok := vs.Values[i].(*ast.CallExpr)
+				if !ok || len(call.Args) != 1 {
+					continue
+				}
+				lit, ok := call.Args[0].(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					continue
+				}
+				s, _ := strconv.Unquote(lit.Value)
+				n++
+				if !RootBucket([]byte(s)) {
+					t.Errorf("%s (%q) is not in rootBuckets", name.Name, s)
+				}
+			}
+			return true
+		})
+	}
+	if n < len(rootBuckets) {
+		t.Errorf("found %d bucket declarations, fewer than the %d rootBuckets", n, len(rootBuckets))
 	}
 }

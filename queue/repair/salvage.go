@@ -84,17 +84,23 @@ func Salvage(from, to string, o queue.Options) (*SalvageReport, error) {
 }
 
 // copyReadable walks from's trees and copies the values of salvageBuckets
-// into a fresh bbolt file at to. It returns the IDs already in quarantine.
+// into a fresh bbolt file at to; a top-level bucket relayq does not write
+// (queue.RootBucket) is reported unreadable. It returns the IDs already in
+// quarantine.
 func copyReadable(src io.ReaderAt, m boltcheck.Meta, to string, rep *SalvageReport) (map[string]bool, error) {
 	db, err := bolt.Open(to, 0o600, &bolt.Options{Timeout: time.Second, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return nil, fmt.Errorf("queue: salvage: create %s: %w", to, err)
 	}
 	defer db.Close()
-	oldQuarantine := map[string]bool{}
+	oldQuarantine, strange := map[string]bool{}, map[string]bool{}
 	var tx *bolt.Tx
 	held := 0
 	put := func(path [][]byte, k, v []byte) error {
+		if len(path) > 0 && !queue.RootBucket(path[0]) && !strange[string(path[0])] {
+			strange[string(path[0])] = true
+			rep.Unreadable = append(rep.Unreadable, fmt.Sprintf("top-level bucket %q is not one relayq writes (a damaged name?): not copied", path[0]))
+		}
 		if len(path) == 0 || !queue.SalvageBucket(path[0]) {
 			return nil
 		}

@@ -5,9 +5,11 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/relayq/relayq/queue/queuetest"
+	bolt "go.etcd.io/bbolt"
 )
 
 // salvageAndRead salvages p into a new file and reads every message of
@@ -107,5 +109,33 @@ func TestSalvageKeepsRelayqsOwnKeys(t *testing.T) {
 	}
 	if !bytes.Equal(got, key) {
 		t.Error("the salvaged file holds a new VERP key: reports for mail sent before the salvage would be refused")
+	}
+}
+
+// A top-level bucket under a name relayq does not write (a byte flipped in
+// the root page's key) is not copied, and the report says so: what it
+// held is not lost silently.
+func TestSalvageReportsAnUnknownTopLevelBucket(t *testing.T) {
+	path, bodies := queuetest.Fill(t, 3)
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("envelo\x10es"))
+		if err == nil {
+			err = b.Put([]byte("18EC0000000000000001"), []byte("an envelope out of reach"))
+		}
+		return err
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, rep := salvageAndRead(t, path, bodies)
+	if len(rep.Unreadable) != 1 || !strings.Contains(rep.Unreadable[0], `"envelo\x10es"`) {
+		t.Errorf("unreadable %q, want the unknown bucket named", rep.Unreadable)
 	}
 }
