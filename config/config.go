@@ -36,6 +36,8 @@ type Config struct {
 	// Streams are the configured streams (streams.go); never empty after
 	// Load.
 	Streams []Stream
+	// Unsubscribe is relayq's one-click unsubscribe listener (preflight.go).
+	Unsubscribe Unsubscribe
 	// File is the path Load read, "" when only defaults and environment apply.
 	File string
 }
@@ -286,6 +288,7 @@ func Default() *Config {
 		Suppression: Suppression{Auto: true, DomainExpire: 24 * time.Hour, Codes: []string{}},
 		Bounces: Bounces{Listen: []string{}, Forward: true, MaxMessageBytes: 10 << 20, FeedbackLoops: []FeedbackLoop{},
 			Limits: BounceLimits{PerClient: 1000, PerAddress: 20, Window: time.Hour, DuplicateWindow: 24 * time.Hour}},
-		Streams: []Stream{{Name: "default", Weight: 1}},
+		Streams:     []Stream{{Name: "default", Weight: 1}},
+		Unsubscribe: Unsubscribe{Listen: []string{}},
 	}
 }
