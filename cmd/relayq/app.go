@@ -23,6 +23,7 @@ import (
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/internal/buildinfo"
 	"github.com/relayq/relayq/internal/dkim"
+	"github.com/relayq/relayq/internal/preflight"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/returnpath/verp"
@@ -65,6 +66,9 @@ type outbound struct {
 	// verp signs the envelope senders on bounces.domain; nil when it is
 	// "" (a restart-only key).
 	verp *verp.Signer
+	// preflight are the streams' checks at acceptance; nil when no stream
+	// has any (streams[] needs a restart; the key domains follow dkim).
+	preflight *preflight.Checker
 }
 
 // inbound is what takes mail and commands.
@@ -148,6 +152,9 @@ func (a *app) listen() error {
 	so := submissionOptions(cfg, a.store, tlsConf, a.log, a.out.eng, a.metrics)
 	so.Signer = messageSigner(a.out.signer)
 	so.Suppressions = a.out.supp
+	if a.out.preflight = newPreflight(cfg, nil); a.out.preflight != nil {
+		so.Preflight = a.out.preflight
+	}
 	srv, err := submission.New(so)
 	if err != nil {
 		return err
@@ -276,6 +283,9 @@ func (a *app) reload() {
 	a.in.srv.SetPolicy(submissionPolicy(cfg))
 	a.in.srv.SetTLS(tlsConf)
 	a.out.signer.Update(dc)
+	if a.out.preflight != nil {
+		a.out.preflight.SetKeyDomains(keyDomains(cfg))
+	}
 	if err := reloadShaping(a.out.shaper, cfg, a.metrics); err != nil {
 		a.log.Error("reload: shaping policy refused, keeping the running one", "err", err)
 	}
