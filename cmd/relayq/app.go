@@ -25,6 +25,7 @@ import (
 	"github.com/relayq/relayq/internal/dkim"
 	"github.com/relayq/relayq/internal/preflight"
 	"github.com/relayq/relayq/internal/suppression"
+	"github.com/relayq/relayq/internal/unsubscribe"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/returnpath/verp"
 	"github.com/relayq/relayq/submission"
@@ -69,6 +70,8 @@ type outbound struct {
 	// preflight are the streams' checks at acceptance; nil when no stream
 	// has any (streams[] needs a restart; the key domains follow dkim).
 	preflight *preflight.Checker
+	// unsub signs the one-click links; nil without unsubscribe.listen.
+	unsub *unsubscribe.Signer
 }
 
 // inbound is what takes mail and commands.
@@ -152,7 +155,14 @@ func (a *app) listen() error {
 	so := submissionOptions(cfg, a.store, tlsConf, a.log, a.out.eng, a.metrics)
 	so.Signer = messageSigner(a.out.signer)
 	so.Suppressions = a.out.supp
-	if a.out.preflight = newPreflight(cfg, nil); a.out.preflight != nil {
+	if a.out.unsub, err = unsubscribeSigner(cfg); err != nil {
+		return err
+	}
+	var links preflight.Linker
+	if a.out.unsub != nil {
+		links = a.out.unsub
+	}
+	if a.out.preflight = newPreflight(cfg, links); a.out.preflight != nil {
 		so.Preflight = a.out.preflight
 	}
 	srv, err := submission.New(so)
@@ -162,6 +172,9 @@ func (a *app) listen() error {
 	a.in.srv = srv
 	if err := a.openListeners(); err != nil {
 		srv.Close()
+		return err
+	}
+	if err := a.listenUnsubscribe(); err != nil {
 		return err
 	}
 	return a.listenBounces(tlsConf)
