@@ -22,6 +22,7 @@ import (
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/internal/buildinfo"
+	"github.com/relayq/relayq/internal/deliverability"
 	"github.com/relayq/relayq/internal/dkim"
 	"github.com/relayq/relayq/internal/preflight"
 	"github.com/relayq/relayq/internal/suppression"
@@ -219,6 +220,7 @@ func (a *app) run(sigs chan os.Signal) error {
 	go func() { a.out.eng.Run(ctx, a.conf.cfg.ShutdownTimeout); close(engDone) }()
 	eventsDone := startEvents(ctx, a.conf.cfg, a.store, a.metrics, a.log)
 	go followShared(ctx, a.out.state, a.out.shaper, a.out.eng, time.Second)
+	go deliverability.Follow(ctx, a.store.Events(), a.metrics.deliv, a.log)
 	a.logStarted()
 	notifySystemd(a.log, daemon.SdNotifyReady)
 

@@ -56,6 +56,9 @@ type Options struct {
 	Logger *slog.Logger
 	// ReportOrg names relayq's operator in TLS-RPT reports (the hostname).
 	ReportOrg string
+	// Deliverability backs GET /api/v1/deliverability: each provider's
+	// acceptance figures (internal/deliverability), as JSON; nil answers 503.
+	Deliverability func() any
 	// Suppressions backs /api/v1/suppressions; nil answers 503.
 	Suppressions *suppression.List
 	// AllowedHosts are the host names, beyond IP addresses and localhost,
@@ -134,6 +137,7 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	h.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	h.mux.HandleFunc("GET /api/v1/queue/stats", h.stats)
+	h.mux.HandleFunc("GET /api/v1/deliverability", h.deliverability)
 	if o.Console != nil {
 		h.console = o.Console(h)
 	}
@@ -248,6 +252,17 @@ var readTokenRoutes = map[string]bool{
 	"GET /api/v1/suppressions":           true,
 	"GET /api/v1/suppressions/{address}": true,
 	"GET /api/v1/tls-report":             true,
+	// Counts per provider, stream and sender domain: aggregates.
+	"GET /api/v1/deliverability": true,
+}
+
+// deliverability answers each provider's acceptance figures.
+func (h *handler) deliverability(w http.ResponseWriter, r *http.Request) {
+	if h.o.Deliverability == nil {
+		writeError(w, http.StatusServiceUnavailable, "deliverability figures are not kept")
+		return
+	}
+	writeJSON(w, http.StatusOK, h.o.Deliverability())
 }
 
 // healthz says the process is up; it needs no token and touches nothing.
