@@ -13,7 +13,6 @@ import (
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/internal/clock"
-	"github.com/relayq/relayq/internal/deliverability"
 	"github.com/relayq/relayq/internal/preflight"
 	"github.com/relayq/relayq/internal/unsubscribe"
 )
@@ -97,21 +96,4 @@ func (a *app) listenUnsubscribe() error {
 		a.log.Info("unsubscribe listener", "addr", l.Addr().String())
 	}
 	return nil
-}
-
-// deliverabilityAnswer is GET /api/v1/deliverability: the rows per
-// provider, stream and sender domain, and their sums per provider and
-// stream, with the complaint line they are held to.
-type deliverabilityAnswer struct {
-	ComplaintLine float64              `json:"complaint_line"`
-	Providers     []deliverability.Row `json:"providers"`
-	Rows          []deliverability.Row `json:"rows"`
-}
-
-func deliverabilityView(t *deliverability.Tracker) deliverabilityAnswer {
-	rows := t.Snapshot()
-	if rows == nil {
-		rows = []deliverability.Row{}
-	}
-	return deliverabilityAnswer{ComplaintLine: deliverability.ComplaintLine, Providers: deliverability.ByProvider(rows), Rows: rows}
 }

@@ -78,7 +78,7 @@ func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.
 	}
 	if m != nil {
 		o.Metrics = m.m.Handler()
-		o.Deliverability = func() any { return deliverabilityView(m.deliv) }
+		o.Deliverability = m.deliv.Snapshot
 	}
 	if len(d) > 0 {
 		o.Drainer = d[0]

@@ -13,6 +13,7 @@ import (
 
 	"github.com/relayq/relayq/internal/authlimit"
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/deliverability"
 	"github.com/relayq/relayq/internal/hostcheck"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
@@ -57,8 +58,8 @@ type Options struct {
 	// ReportOrg names relayq's operator in TLS-RPT reports (the hostname).
 	ReportOrg string
 	// Deliverability backs GET /api/v1/deliverability: each provider's
-	// acceptance figures (internal/deliverability), as JSON; nil answers 503.
-	Deliverability func() any
+	// acceptance figures (deliverability.Tracker's Snapshot); nil answers 503.
+	Deliverability func() []deliverability.Row
 	// Suppressions backs /api/v1/suppressions; nil answers 503.
 	Suppressions *suppression.List
 	// AllowedHosts are the host names, beyond IP addresses and localhost,
@@ -254,15 +255,6 @@ var readTokenRoutes = map[string]bool{
 	"GET /api/v1/tls-report":             true,
 	// Counts per provider, stream and sender domain: aggregates.
 	"GET /api/v1/deliverability": true,
-}
-
-// deliverability answers each provider's acceptance figures.
-func (h *handler) deliverability(w http.ResponseWriter, r *http.Request) {
-	if h.o.Deliverability == nil {
-		writeError(w, http.StatusServiceUnavailable, "deliverability figures are not kept")
-		return
-	}
-	writeJSON(w, http.StatusOK, h.o.Deliverability())
 }
 
 // healthz says the process is up; it needs no token and touches nothing.

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"github.com/relayq/relayq/internal/deliverability"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -162,12 +163,12 @@ func TestKnownQueryParametersPass(t *testing.T) {
 // read token too, and 503 without them.
 func TestDeliverabilityEndpoint(t *testing.T) {
 	for _, c := range []struct {
-		f    func() any
+		f    func() []deliverability.Row
 		want int
 		body string
 	}{
 		{nil, 503, "not kept"},
-		{func() any { return map[string]float64{"complaint_line": 0.003} }, 200, `"complaint_line": 0.003`},
+		{func() []deliverability.Row { return nil }, 200, `"complaint_line": 0.003`},
 	} {
 		srv := httptest.NewServer(NewHandler(Options{Token: "secret", ReadToken: "reader", Deliverability: c.f}))
 		req, _ := http.NewRequest("GET", srv.URL+"/api/v1/deliverability", nil)
