@@ -70,6 +70,8 @@ type envOpts struct {
 	storeClock clock.Clock
 	// maxHold is the submission server's MaxHold (send_at).
 	maxHold time.Duration
+	// preflight is the submission server's Preflight hook, or nil.
+	preflight submission.Preflight
 }
 
 func start(t *testing.T, o envOpts) *testEnv {
@@ -121,7 +123,7 @@ func start(t *testing.T, o envOpts) *testEnv {
 		AllowInsecureAuth: o.insecure, AuthFailureDelay: -1, AuthMaxFailures: o.authMax,
 		OnQueued: eng.Enqueue, BeforeCommit: eng.ClaimFirst, Observer: obs,
 		Signer: o.signer, Suppressions: o.suppressions, Clock: o.clock, MaxConnsPerIP: o.maxPerIP,
-		IdempotencyWindow: o.idemWindow, MaxHold: o.maxHold,
+		IdempotencyWindow: o.idemWindow, MaxHold: o.maxHold, Preflight: o.preflight,
 	})
 	if err != nil {
 		t.Fatal(err)
