@@ -106,5 +106,18 @@ func (l *loader) validateUnsubscribe(c *Config) {
 		if s.Preflight.OneClick == "add" && len(u.Listen) == 0 {
 			l.failAt("streams", fmt.Sprintf("[%d].preflight.one_click", i), "add needs unsubscribe.listen and unsubscribe.url: relayq's links must lead to its listener")
 		}
+		if s.Preflight.OneClick != "" && len(c.DKIM.Headers) > 0 && !signsOneClick(c.DKIM.Headers) {
+			l.failf("dkim.headers", "lacks List-Unsubscribe or List-Unsubscribe-Post, which stream %q's one_click needs signed (RFC 8058 section 4)", s.Name)
+		}
 	}
+}
+
+// signsOneClick reports whether a signed-header list covers both one-click fields.
+func signsOneClick(headers []string) bool {
+	var lu, post bool
+	for _, h := range headers {
+		lu = lu || strings.EqualFold(strings.TrimSpace(h), "List-Unsubscribe")
+		post = post || strings.EqualFold(strings.TrimSpace(h), "List-Unsubscribe-Post")
+	}
+	return lu && post
 }

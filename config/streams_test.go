@@ -107,6 +107,10 @@ func TestLoadRejectsBadPreflight(t *testing.T) {
 		file: head + "{one_click: add}\n",
 		want: `config $FILE: streams[0].preflight.one_click: add needs unsubscribe.listen and unsubscribe.url: relayq's links must lead to its listener`,
 	}, {
+		name: "one-click fields left unsigned",
+		file: head + "{one_click: refuse}\ndkim:\n  headers: [From, To, Subject, List-Unsubscribe]\n",
+		want: `config $FILE: dkim.headers: lacks List-Unsubscribe or List-Unsubscribe-Post, which stream "bulk"'s one_click needs signed (RFC 8058 section 4)`,
+	}, {
 		name: "listener over http",
 		file: "unsubscribe:\n  listen: [\"127.0.0.1:0\"]\n  url: http://u.example.org\n  secret_file: /nonexistent\n",
 		want: `config $FILE: unsubscribe.url: "http://u.example.org" is not an https:// URL (RFC 8058 section 3.1: the one-click URI must be https)`,
