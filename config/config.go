@@ -36,6 +36,8 @@ type Config struct {
 	// Streams are the configured streams (streams.go); never empty after
 	// Load.
 	Streams []Stream
+	// Unsubscribe is relayq's one-click unsubscribe listener (preflight.go).
+	Unsubscribe Unsubscribe
 	// File is the path Load read, "" when only defaults and environment apply.
 	File string
 }
@@ -301,6 +303,7 @@ func Default() *Config {
 		Bounces: Bounces{Listen: []string{}, Forward: true, MaxMessageBytes: 10 << 20, FeedbackLoops: []FeedbackLoop{},
 			Limits:        BounceLimits{PerClient: 1000, PerAddress: 20, Window: time.Hour, DuplicateWindow: 24 * time.Hour},
 			ProxyProtocol: ProxyProtocol{Trusted: []netip.Prefix{}}},
-		Streams: []Stream{{Name: "default", Weight: 1}},
+		Streams:     []Stream{{Name: "default", Weight: 1}},
+		Unsubscribe: Unsubscribe{Listen: []string{}},
 	}
 }

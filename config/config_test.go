@@ -111,8 +111,10 @@ func fullFileWant(path string) *Config {
 			FeedbackLoops: []FeedbackLoop{{Address: "fbl@bounces.example.net", Senders: []string{"feedbackloop@yahoo.com", "@fbl.example.net"}, ForwardTo: "abuse-desk@example.net"}},
 			Limits:        BounceLimits{PerClient: 300, PerAddress: 5, Window: 30 * time.Minute, DuplicateWindow: 48 * time.Hour},
 			ProxyProtocol: ProxyProtocol{Trusted: []netip.Prefix{netip.MustParsePrefix("10.9.8.0/24")}}},
-		Streams: []Stream{{Name: "transactional", Weight: 10}, {Name: "bulk", Weight: 1}},
-		File:    path,
+		Streams: []Stream{{Name: "transactional", Weight: 10},
+			{Name: "bulk", Weight: 1, Preflight: Preflight{DKIMAlignment: "refuse", DMARC: "warn", OneClick: "add"}}},
+		Unsubscribe: Unsubscribe{Listen: []string{"127.0.0.1:8090"}, URL: "https://unsubscribe.example.net", SecretFile: "verp.key"},
+		File:        path,
 	}
 }
 

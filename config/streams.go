@@ -11,6 +11,8 @@ import (
 type Stream struct {
 	Name   string
 	Weight int
+	// Preflight are its checks at acceptance (preflight.go).
+	Preflight Preflight
 }
 
 // maxWeight bounds a stream's weight: ratios beyond a million to one
@@ -30,8 +32,8 @@ var streamName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 // before streams behaves as before.
 func (l *loader) streams() []Stream {
 	out := []Stream{}
-	for _, e := range l.entries("streams", "stream", []string{"name", "weight"}) {
-		s := Stream{Name: strings.TrimSpace(e.str("name")), Weight: 1}
+	for _, e := range l.entries("streams", "stream", []string{"name", "weight", "preflight"}) {
+		s := Stream{Name: strings.TrimSpace(e.str("name")), Weight: 1, Preflight: e.preflight()}
 		if w, set := e.m["weight"]; set {
 			n, ok := w.(int)
 			if !ok || n < 1 || n > maxWeight {

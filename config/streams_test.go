@@ -65,3 +65,58 @@ func TestLoadRejectsBadStreams(t *testing.T) {
 		want: `config $FILE: streams[1].name: "Big Mail" is not a stream name (1-32 lower-case letters, digits, '-' or '_')`,
 	}})
 }
+
+// A stream's preflight checks are read per stream; absent, each is off.
+func TestStreamPreflight(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "secret", "0123456789abcdef0123456789abcdef\n")
+	writeFile(t, dir, "relayq.yaml", "submission:\n  default_stream: tx\nstreams:\n  - {name: tx}\n"+
+		"  - {name: bulk, preflight: {dkim_alignment: refuse, dmarc: Warn, one_click: add}}\n"+
+		"unsubscribe:\n  listen: [\"127.0.0.1:0\"]\n  url: https://u.example.org/\n  secret_file: "+filepath.Join(dir, "secret")+"\n")
+	c, err := Load(filepath.Join(dir, "relayq.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Stream{{Name: "tx", Weight: 1},
+		{Name: "bulk", Weight: 1, Preflight: Preflight{DKIMAlignment: "refuse", DMARC: "warn", OneClick: "add"}}}
+	if !reflect.DeepEqual(c.Streams, want) {
+		t.Errorf("streams = %+v, want %+v", c.Streams, want)
+	}
+	if c.Unsubscribe.URL != "https://u.example.org" {
+		t.Errorf("unsubscribe.url = %q", c.Unsubscribe.URL)
+	}
+}
+
+func TestLoadRejectsBadPreflight(t *testing.T) {
+	const head = "submission:\n  default_stream: bulk\nstreams:\n  - name: bulk\n    preflight: "
+	wantRejected(t, []badConfig{{
+		name: "unknown mode",
+		file: head + "{dmarc: block}\n",
+		want: `config $FILE: streams[0].preflight.dmarc: "block" is not one of off, warn, refuse`,
+	}, {
+		name: "add for dkim",
+		file: head + "{dkim_alignment: add}\n",
+		want: `config $FILE: streams[0].preflight.dkim_alignment: "add" is not one of off, warn, refuse`,
+	}, {
+		name: "unknown check",
+		file: head + "{spf: warn}\n",
+		want: `config $FILE: streams[0].preflight: unknown key "spf" (want dkim_alignment, dmarc, one_click)`,
+	}, {
+		name: "add without listener",
+		file: head + "{one_click: add}\n",
+		want: `config $FILE: streams[0].preflight.one_click: add needs unsubscribe.listen and unsubscribe.url: relayq's links must lead to its listener`,
+	}, {
+		name: "one-click fields left unsigned",
+		file: head + "{one_click: refuse}\ndkim:\n  headers: [From, To, Subject, List-Unsubscribe]\n",
+		want: `config $FILE: dkim.headers: lacks List-Unsubscribe or List-Unsubscribe-Post, which stream "bulk"'s one_click needs signed (RFC 8058 section 4)`,
+	}, {
+		name: "listener over http",
+		file: "unsubscribe:\n  listen: [\"127.0.0.1:0\"]\n  url: http://u.example.org\n  secret_file: /nonexistent\n",
+		want: `config $FILE: unsubscribe.url: "http://u.example.org" is not an https:// URL (RFC 8058 section 3.1: the one-click URI must be https)`,
+	}, {
+		name: "listener without secret",
+		file: "unsubscribe:\n  listen: [\"127.0.0.1:0\"]\n  url: https://u.example.org\n",
+		want: `config $FILE: unsubscribe.secret_file: empty: the links relayq writes must be signed (e.g. head -c 32 /dev/urandom | base64 > FILE)`,
+	}})
+}

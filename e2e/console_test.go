@@ -187,6 +187,18 @@ func checkOverview(t *testing.T, ctx context.Context, cr *consoleRelay) {
 	if number(t, ctx, "#total-accepted") != 6 {
 		t.Errorf("the chart counts %s accepted in the hour, want 6", text(t, ctx, "#total-accepted"))
 	}
+	// Each provider's acceptance: grey.test's delivery counts under other.
+	a, err := cr.api.Deliverability(apiCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range a.Providers {
+		if row.Provider == "other" && row.Stream == "default" {
+			if got := number(t, ctx, "#dv-other-default-24h .delivered"); got != row.Day.Delivered || got < 1 {
+				t.Errorf("overview: %d delivered at other in 24 h, the API says %d", got, row.Day.Delivered)
+			}
+		}
+	}
 	if st.Messages != 5 { // grey delivered; limited, 3 slow, park waiting
 		t.Errorf("the API counts %d messages, want 5", st.Messages)
 	}

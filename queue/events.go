@@ -47,13 +47,16 @@ const (
 	EventDeleted  EventType = "deleted"
 	EventHeld     EventType = "held"
 	EventReleased EventType = "released"
+	// EventUnsubscribed: the recipient used a one-click unsubscribe link
+	// relayq wrote (RFC 8058); it is then suppressed for the sender.
+	EventUnsubscribed EventType = "unsubscribed"
 )
 
 // EventTypes lists every type, in the order the documentation gives them.
 // A type's index is its code in event records: append, never reorder.
 var EventTypes = []EventType{EventQueued, EventDelivered, EventDeferred, EventBounced,
 	EventExpired, EventDelayed, EventSuppressed, EventDSNSent, EventScheduled, EventComplained, EventAutoReplied,
-	EventDeleted, EventHeld, EventReleased}
+	EventDeleted, EventHeld, EventReleased, EventUnsubscribed}
 
 // ByOperator is Event.By for what an operator did (admin API, CLI) rather
 // than a delivery attempt.

@@ -44,6 +44,7 @@ const (
 	SourceImport      = "import"       // relayq suppressions import
 	SourceAsyncBounce = "async_bounce" // a bounce that came back by mail after the 250
 	SourceComplaint   = "complaint"    // a feedback report (RFC 5965)
+	SourceUnsubscribe = "unsubscribe"  // a one-click unsubscribe (RFC 8058)
 )
 
 // SuppressionKey is the one form an address has on the suppression list:

@@ -1,8 +1,11 @@
 package smtptest
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
+	"time"
 
 	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/smtptest/internal/persona"
@@ -82,4 +85,25 @@ func (s *Server) askPersonas(st *scriptState, seen persona.Seen) (*smtp.SMTPErro
 // seenAt is what a persona is shown of a command at stage.
 func (s *Server) seenAt(stage Stage, ip string) persona.Seen {
 	return persona.Seen{Stage: persona.Stage(stage), Now: s.now(), IP: ip}
+}
+
+// ptrTimeout bounds the reverse lookup a persona's ptr check asks for.
+const ptrTimeout = 5 * time.Second
+
+// hasPTR reports whether the client's address has a PTR record (the
+// system resolver, /etc/hosts included), looked up once per session and
+// only when a persona asks.
+func (ss *session) hasPTR() bool {
+	if ss.ptr == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), ptrTimeout)
+		lookup := ss.srv.lookupAddr
+		if lookup == nil {
+			lookup = net.DefaultResolver.LookupAddr
+		}
+		names, err := lookup(ctx, ss.ip)
+		cancel()
+		has := err == nil && len(names) > 0
+		ss.ptr = &has
+	}
+	return *ss.ptr
 }

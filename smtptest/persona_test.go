@@ -1,6 +1,8 @@
 package smtptest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -47,6 +49,12 @@ func provoke(t *testing.T, srv *Server, kind string) error {
 		return c.Hello("client.test") // the greeting is read here
 	case persona.KindUnknown:
 		return send(t, srv.Addr(), "a@src.test", []string{"nobody@dst.test"}, testBody)
+	case persona.KindUnaligned:
+		return send(t, srv.Addr(), "a@src.test", []string{"b@dst.test"}, "From: a@src.test\r\n"+testBody)
+	case persona.KindOneClick: // signed (not verified) by its own domain, so only one-click is missing
+		return send(t, srv.Addr(), "a@src.test", []string{"b@dst.test"}, "DKIM-Signature: v=1; d=src.test; s=s1; b=x\r\nFrom: a@src.test\r\n"+testBody)
+	case persona.KindPTR:
+		srv.lookupAddr = func(context.Context, string) ([]string, error) { return nil, errors.New("no PTR") }
 	}
 	return send(t, srv.Addr(), "a@src.test", []string{"b@dst.test"}, testBody) // unsigned, greylist, flaky
 }
@@ -64,6 +72,10 @@ func overrides(name string, check map[string]string) string {
 		return fmt.Sprintf("%s,%s=true", name, param(check, "when"))
 	case persona.KindFlaky:
 		return fmt.Sprintf("%s,%s=1", name, param(check, "fraction"))
+	case persona.KindUnaligned, persona.KindOneClick:
+		return fmt.Sprintf("%s,%s=1/24h", name, param(check, "bulk"))
+	case persona.KindPTR:
+		return fmt.Sprintf("%s,%s=true", name, param(check, "when"))
 	}
 	return name
 }
@@ -82,7 +94,7 @@ func TestPersonaRepliesAreTheFilesTexts(t *testing.T) {
 				srv := NewServer(t, WithClock(clk.Now), Persona(overrides(name, check)))
 				err := provoke(t, srv, check["kind"])
 				code, enh, text := splitReply(t, check["reply"])
-				text = strings.NewReplacer("{ip}", "127.0.0.1", "{rcpt}", "b@dst.test", "{wait}", "300").Replace(text)
+				text = strings.NewReplacer("{ip}", "127.0.0.1", "{rcpt}", "b@dst.test", "{wait}", "300", "{domain}", "src.test").Replace(text)
 				wantCode(t, err, code, enh, text)
 				if se := err.(*smtp.SMTPError); se.Message != text {
 					t.Fatalf("text %q, want the file's %q", se.Message, text)

@@ -25,6 +25,9 @@ type Server struct {
 	users    map[string]string
 	now      func() time.Time
 	hostname string
+	// lookupAddr is the reverse lookup of a persona's ptr check
+	// (net.DefaultResolver's; tests replace it).
+	lookupAddr func(ctx context.Context, addr string) ([]string, error)
 
 	state   atomic.Pointer[scriptState] // replaced whole by SetScript and Reset
 	catalog persona.Catalog             // the personas a script may name

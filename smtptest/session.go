@@ -64,6 +64,7 @@ type session struct {
 	to       []string
 	thens    []Then // what follows the 250 for each of to
 	data     []byte // the message, while data is decided
+	ptr      *bool  // whether ip has reverse DNS, once a persona asked
 }
 
 var _ smtp.AuthSession = (*session)(nil)
@@ -123,7 +124,7 @@ func (ss *session) decide(stage Stage, arg string, matchArgs ...string) (Rule, b
 		return r, false, nil
 	}
 	seen := ss.srv.seenAt(stage, ss.ip)
-	seen.From, seen.Data = sender, ss.data
+	seen.From, seen.Data, seen.HasPTR = sender, ss.data, ss.hasPTR
 	if stage == StageRcpt {
 		seen.Rcpt = arg
 	}

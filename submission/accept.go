@@ -19,6 +19,7 @@ import (
 	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/internal/logbuf"
+	"github.com/relayq/relayq/internal/preflight"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -184,6 +185,10 @@ type Incoming struct {
 	traced int64         // length of the trace header
 	now    time.Time     // when the message arrived (Received, Created)
 	key    string        // the idempotency key kept with the message, or ""
+	// preflight is the Preflight hook's verdict, stream the stream it
+	// checked (preflight.go).
+	preflight preflight.Verdict
+	stream    string
 }
 
 // Open starts storing a message for t's recipients: it allocates the queue
@@ -202,6 +207,7 @@ func (a Acceptor) Open(c Client, t Transaction) (*Incoming, error) {
 	m.traced = int64(len(hdr))
 	m.lines = &lineWatch{w: out}
 	m.hs = a.headerScan(c, m.lines, m.d.ID(), m.now)
+	m.hs.pre = m.preflightCheck
 	return m, nil
 }
 
@@ -257,6 +263,10 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 		if err := m.encodeLongLines(); err != nil {
 			return queue.Envelope{}, err
 		}
+	}
+	if err := m.preflightDone(); err != nil {
+		m.Abort()
+		return queue.Envelope{}, err
 	}
 	if err := m.keepKey(); err != nil {
 		m.Abort()

@@ -16,6 +16,10 @@
 //     beside it, for SMTP and HTTP alike) and committed with it, before the
 //     250; a message the Signer cannot sign is refused with 451 4.3.0,
 //     never queued unsigned.
+//   - With a Preflight hook, a stream's checks see the header section
+//     once it ends, before the signer does: fields the hook adds (one-click
+//     unsubscribe) are signed with the message; a refusal is the reply to
+//     DATA (550 5.7.x, HTTP 422) and nothing is queued (preflight.go).
 //   - Only an authenticated client or one from a trusted network may relay;
 //     everyone else is refused at MAIL (530 5.7.0) and, as a second fence, at
 //     RCPT (554 5.7.1). relayq has no local mailboxes, so there is nothing an

@@ -34,6 +34,10 @@ type headerScan struct {
 	// not passed on (relayqOnly).
 	stream    string
 	hasStream bool
+	// pre, if set, sees the header section as passed on (with the stream
+	// named) and returns fields to add to it (preflight.go); canAdd is
+	// false where nothing can be added.
+	pre func(sec []byte, stream string, canAdd bool) []byte
 }
 
 func (h *headerScan) Write(p []byte) (int, error) {
@@ -57,6 +61,7 @@ func (h *headerScan) Write(p []byte) (int, error) {
 	if end < 0 {
 		h.parse(buf) // too long to be headers we should touch
 		h.passThrough()
+		h.check(buf, false)
 		h.done = true
 		h.buf = nil
 		if _, err := h.w.Write(buf); err != nil {
@@ -91,6 +96,7 @@ func (h *headerScan) flush(buf []byte, end int) error {
 			extra = append(extra, "Date: "+date.Format(time.RFC1123Z)+"\r\n"...)
 		}
 	}
+	extra = append(extra, h.check(buf[:end], true)...)
 	out := buf
 	if len(extra) > 0 {
 		out = make([]byte, 0, len(buf)+len(extra))
@@ -101,6 +107,14 @@ func (h *headerScan) flush(buf []byte, end int) error {
 	h.buf = nil
 	_, err := h.w.Write(out)
 	return err
+}
+
+// check runs the pre hook, if any, on the header section sec.
+func (h *headerScan) check(sec []byte, canAdd bool) []byte {
+	if h.pre == nil {
+		return nil
+	}
+	return h.pre(sec, h.stream, canAdd)
 }
 
 // passThrough gives up the fields meant for relayq alone (the
@@ -155,6 +169,7 @@ func (h *headerScan) finish() error {
 		if h.hasStream {
 			out = withoutFields(out, h.relayqOnly)
 		}
+		h.check(out, false)
 		_, err := h.w.Write(out)
 		return err
 	}

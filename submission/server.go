@@ -99,6 +99,9 @@ type Options struct {
 	// stored in front of the message (queue.Envelope.Prefix: DKIM). A Finish
 	// error refuses the message with 451; it is never queued unsigned.
 	Signer func() MessageSigner
+	// Preflight, if set, checks each message's header section for its
+	// stream (preflight.go); it may add fields, warn or refuse.
+	Preflight Preflight
 	// Suppressions, if set, refuses suppressed recipients at RCPT (and
 	// records a suppressed event); suppression.List is one.
 	Suppressions Suppressions

@@ -22,9 +22,12 @@ import (
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/internal/buildinfo"
+	"github.com/relayq/relayq/internal/deliverability"
 	"github.com/relayq/relayq/internal/dkim"
 	"github.com/relayq/relayq/internal/drain"
+	"github.com/relayq/relayq/internal/preflight"
 	"github.com/relayq/relayq/internal/suppression"
+	"github.com/relayq/relayq/internal/unsubscribe"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/returnpath/verp"
 	"github.com/relayq/relayq/submission"
@@ -73,6 +76,11 @@ type outbound struct {
 	// verp signs the envelope senders on bounces.domain; nil when it is
 	// "" (a restart-only key).
 	verp *verp.Signer
+	// preflight are the streams' checks at acceptance; nil when no stream
+	// has any (streams[] needs a restart; the key domains follow dkim).
+	preflight *preflight.Checker
+	// unsub signs the one-click links; nil without unsubscribe.listen.
+	unsub *unsubscribe.Signer
 }
 
 // inbound is what takes mail and commands.
@@ -157,6 +165,16 @@ func (a *app) listen() error {
 	so := submissionOptions(cfg, a.store, tlsConf, a.log, a.out.eng, a.metrics)
 	so.Signer = messageSigner(a.out.signer)
 	so.Suppressions = a.out.supp
+	if a.out.unsub, err = unsubscribeSigner(cfg); err != nil {
+		return err
+	}
+	var links preflight.Linker
+	if a.out.unsub != nil {
+		links = a.out.unsub
+	}
+	if a.out.preflight = newPreflight(cfg, links); a.out.preflight != nil {
+		so.Preflight = a.out.preflight
+	}
 	srv, err := submission.New(so)
 	if err != nil {
 		return err
@@ -164,6 +182,9 @@ func (a *app) listen() error {
 	a.in.srv = srv
 	if err := a.openListeners(); err != nil {
 		srv.Close()
+		return err
+	}
+	if err := a.listenUnsubscribe(); err != nil {
 		return err
 	}
 	return a.listenBounces(tlsConf)
@@ -209,6 +230,7 @@ func (a *app) run(sigs chan os.Signal) error {
 	eventsDone := startEvents(ctx, a.conf.cfg, a.store, a.metrics, a.log)
 	go followShared(ctx, a.out.state, a.out.shaper, a.out.eng, time.Second)
 	adoptedDone := a.startAdopting(ctx)
+	go deliverability.Follow(ctx, a.store.Events(), a.metrics.deliv, a.log)
 	a.logStarted()
 	notifySystemd(a.log, daemon.SdNotifyReady)
 
@@ -306,6 +328,9 @@ func (a *app) reload() {
 	a.in.srv.SetPolicy(submissionPolicy(cfg))
 	a.in.srv.SetTLS(tlsConf)
 	a.out.signer.Update(dc)
+	if a.out.preflight != nil {
+		a.out.preflight.SetKeyDomains(keyDomains(cfg))
+	}
 	if err := reloadShaping(a.out.shaper, cfg, a.metrics); err != nil {
 		a.log.Error("reload: shaping policy refused, keeping the running one", "err", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/relayq/relayq/internal/buildinfo"
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/internal/console"
+	"github.com/relayq/relayq/internal/deliverability"
 	relaymetrics "github.com/relayq/relayq/internal/metrics"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
@@ -25,13 +26,20 @@ import (
 )
 
 // metrics is the process's metrics registry and observers.
-type metrics struct{ m *relaymetrics.Metrics }
+type metrics struct {
+	m *relaymetrics.Metrics
+	// deliv keeps each provider's acceptance figures from the event
+	// stream (followed in app.run), for the metrics and the admin API.
+	deliv *deliverability.Tracker
+}
 
 func newMetrics() *metrics {
 	m := relaymetrics.New()
 	bi := buildinfo.Get()
 	m.SetBuildInfo(bi.Version, bi.GoVersion, bi.Commit)
-	return &metrics{m: m}
+	t := deliverability.NewTracker(clock.Real.Now)
+	m.WatchDeliverability(t.Snapshot)
+	return &metrics{m: m, deliv: t}
 }
 
 // watchQueue exports the store's in-memory stats at every scrape.
@@ -71,6 +79,7 @@ func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.
 	}
 	if m != nil {
 		o.Metrics = m.m.Handler()
+		o.Deliverability = m.deliv.Snapshot
 	}
 	if len(d) > 0 {
 		o.Drainer = d[0]

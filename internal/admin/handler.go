@@ -13,6 +13,7 @@ import (
 
 	"github.com/relayq/relayq/internal/authlimit"
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/deliverability"
 	"github.com/relayq/relayq/internal/hostcheck"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/queue"
@@ -56,6 +57,9 @@ type Options struct {
 	Logger *slog.Logger
 	// ReportOrg names relayq's operator in TLS-RPT reports (the hostname).
 	ReportOrg string
+	// Deliverability backs GET /api/v1/deliverability: each provider's
+	// acceptance figures (deliverability.Tracker's Snapshot); nil answers 503.
+	Deliverability func() []deliverability.Row
 	// Suppressions backs /api/v1/suppressions; nil answers 503.
 	Suppressions *suppression.List
 	// AllowedHosts are the host names, beyond IP addresses and localhost,
@@ -134,6 +138,7 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	h.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	h.mux.HandleFunc("GET /api/v1/queue/stats", h.stats)
+	h.mux.HandleFunc("GET /api/v1/deliverability", h.deliverability)
 	if o.Console != nil {
 		h.console = o.Console(h)
 	}
@@ -248,6 +253,8 @@ var readTokenRoutes = map[string]bool{
 	"GET /api/v1/suppressions":           true,
 	"GET /api/v1/suppressions/{address}": true,
 	"GET /api/v1/tls-report":             true,
+	// Counts per provider, stream and sender domain: aggregates.
+	"GET /api/v1/deliverability": true,
 }
 
 // healthz says the process is up; it needs no token and touches nothing.

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"github.com/relayq/relayq/internal/deliverability"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -43,6 +44,7 @@ func queryCases(id string) []queryCase {
 		{"GET /api/v1/queue/shape", "/api/v1/queue/shape", "topp", "top"},
 		{"GET /api/v1/queue/{id}/raw", "/api/v1/queue/" + id + "/raw", "headers", ""},
 		{"GET /api/v1/queue/stats", "/api/v1/queue/stats", "domain", ""},
+		{"GET /api/v1/deliverability", "/api/v1/deliverability", "provider", ""},
 		{"GET /api/v1/shaping", "/api/v1/shaping", "scope", ""},
 		{"POST /api/v1/shaping/{scope}/resume", "/api/v1/shaping/domain:example.net/resume", "all", ""},
 		{"POST /api/v1/shaping/{scope}/suspend", "/api/v1/shaping/domain:example.net/suspend", "for", ""},
@@ -153,6 +155,33 @@ func TestKnownQueryParametersPass(t *testing.T) {
 	} {
 		if code, body := e.do("GET", path); code != http.StatusOK {
 			t.Errorf("GET %s: %d %s", path, code, body)
+		}
+	}
+}
+
+// GET /api/v1/deliverability answers the figures it is handed, to the
+// read token too, and 503 without them.
+func TestDeliverabilityEndpoint(t *testing.T) {
+	for _, c := range []struct {
+		f    func() []deliverability.Row
+		want int
+		body string
+	}{
+		{nil, 503, "not kept"},
+		{func() []deliverability.Row { return nil }, 200, `"complaint_line": 0.003`},
+	} {
+		srv := httptest.NewServer(NewHandler(Options{Token: "secret", ReadToken: "reader", Deliverability: c.f}))
+		req, _ := http.NewRequest("GET", srv.URL+"/api/v1/deliverability", nil)
+		req.Header.Set("Authorization", "Bearer reader")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		if resp.StatusCode != c.want || !strings.Contains(string(body), c.body) {
+			t.Errorf("%d %s, want %d with %q", resp.StatusCode, body, c.want, c.body)
 		}
 	}
 }

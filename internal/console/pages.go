@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,10 @@ import (
 // funcs are the templates' helpers; none returns unescaped HTML.
 func (c *Console) funcs() template.FuncMap {
 	return template.FuncMap{
+		// pct shows a rate as a percentage with two decimals.
+		"pct": func(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + " %" },
+		// over reports whether a rate is at or past the line.
+		"over": func(f, line float64) bool { return f >= line && f > 0 },
 		"ago": func(t time.Time) string {
 			if t.IsZero() {
 				return "—"
@@ -79,6 +84,8 @@ type overviewData struct {
 	Suspensions int
 	Paces       int
 	Chart       *chart // nil for the read token, which reads no events
+	// Acceptance is each provider's figures; nil when relayq keeps none.
+	Acceptance *admin.DeliverabilityAnswer
 }
 
 // overview answers GET /: the queue's counts, age and health.
@@ -96,6 +103,9 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, se *session) 
 	d := overviewData{Stats: st, Queued: st.Recipients[queue.StatusQueued], Deferred: st.Recipients[queue.StatusDeferred], Scheduled: st.Recipients[queue.StatusScheduled]}
 	if sh, err := cl.Shaping(r.Context()); err == nil { // 503 without shaping: none shown
 		d.Suspensions, d.Paces = len(sh.Suspensions), len(sh.Paces)
+	}
+	if a, err := cl.Deliverability(r.Context()); err == nil { // 503 when not kept: none shown
+		d.Acceptance = a
 	}
 	// Both roles read events (counts of outcomes are metadata).
 	ch := c.hourChart(r, cl)

@@ -23,12 +23,14 @@ type Metrics struct {
 	reg   *prometheus.Registry
 	clock clock.Clock
 
-	received      prometheus.Counter
-	accepted      prometheus.Counter
-	queued        *prometheus.CounterVec // by stream (streams.go)
-	acceptedBytes prometheus.Counter
-	rejected      *prometheus.CounterVec
-	sessions      prometheus.Gauge
+	received prometheus.Counter
+	accepted prometheus.Counter
+	queued   *prometheus.CounterVec // by stream (streams.go)
+	// preflightWarned counts preflight warnings by stream and check (preflight.go).
+	preflightWarned *prometheus.CounterVec
+	acceptedBytes   prometheus.Counter
+	rejected        *prometheus.CounterVec
+	sessions        prometheus.Gauge
 
 	attempts        *prometheus.CounterVec
 	attemptDuration *prometheus.HistogramVec
@@ -70,7 +72,7 @@ func New() *Metrics {
 func newWithClock(clk clock.Clock) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), clock: clk}
 	m.received = counter("messages_received_total",
-		"Mail transactions that reached a verdict: messages accepted plus refused ones (reasons relay, syntax, size, storage, bare_newline, line_length, signing).")
+		"Mail transactions that reached a verdict: messages accepted plus refused ones (reasons relay, syntax, size, storage, bare_newline, line_length, signing, preflight).")
 	m.accepted = counter("messages_accepted_total",
 		"Messages accepted and queued (a 250 was sent after fsync).")
 	m.acceptedBytes = counter("messages_accepted_bytes_total",
@@ -113,6 +115,7 @@ func newWithClock(clk clock.Clock) *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	m.tls = newTLSMetrics(m.reg)
+	m.preflightWarned = newPreflightWarnings(m.reg)
 	return m
 }
 

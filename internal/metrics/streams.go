@@ -13,6 +13,7 @@ func (m *Metrics) Streams(names []string) {
 	for _, n := range names {
 		m.queued.WithLabelValues(n)
 	}
+	m.preflightStreams(names)
 }
 
 // QueuedIn counts a queued message under its stream

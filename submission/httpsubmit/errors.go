@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	smtp "github.com/relayq/relayq/internal/gosmtp"
+	"github.com/relayq/relayq/submission"
 )
 
 // apiError is the body of every error response.
@@ -32,6 +33,8 @@ func statusFor(e *smtp.SMTPError) int {
 		return http.StatusTooManyRequests
 	case e.Code == 530 || e.Code == 535: // authentication required / failed
 		return http.StatusUnauthorized
+	case submission.IsPreflightRefusal(e): // a stream's preflight check: the fix is the sender's
+		return http.StatusUnprocessableEntity
 	case e.Code == 538 || (enh[1] == 7 && enh[2] == 1): // encryption required, relay denied
 		return http.StatusForbidden
 	case enh[1] == 3 && enh[2] == 1: // x.3.1 the queue's disk is below its reserve

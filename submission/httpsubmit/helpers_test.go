@@ -73,6 +73,8 @@ type envOpts struct {
 	// sesKeys are the API's SES access keys; httpClock its clock.
 	sesKeys   []SESKey
 	httpClock clock.Clock
+	// preflight is the submission server's Preflight hook, or nil.
+	preflight submission.Preflight
 }
 
 func start(t *testing.T, o envOpts) *testEnv {
@@ -124,7 +126,7 @@ func start(t *testing.T, o envOpts) *testEnv {
 		AllowInsecureAuth: o.insecure, AuthFailureDelay: -1, AuthMaxFailures: o.authMax,
 		OnQueued: eng.Enqueue, BeforeCommit: eng.ClaimFirst, Observer: obs,
 		Signer: o.signer, Suppressions: o.suppressions, Clock: o.clock, MaxConnsPerIP: o.maxPerIP,
-		IdempotencyWindow: o.idemWindow, MaxHold: o.maxHold,
+		IdempotencyWindow: o.idemWindow, MaxHold: o.maxHold, Preflight: o.preflight,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -95,6 +95,8 @@ func newDecider(kind Kind, stage Stage, f map[string]string) (decider, error) {
 			return nil, fmt.Errorf("unsigned: want when true or false, at data")
 		}
 		return unsignedCheck{on: on}, nil
+	case KindUnaligned, KindOneClick, KindPTR:
+		return newBulkCheck(kind, stage, f)
 	case KindGreylist:
 		d, err := time.ParseDuration(f["delay"])
 		if err != nil || d <= 0 || stage != StageRcpt {

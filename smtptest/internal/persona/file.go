@@ -26,6 +26,10 @@ const (
 	KindGreylist Kind = "greylist"
 	KindFlaky    Kind = "flaky"
 	KindTarpit   Kind = "tarpit"
+	// The bulk-sender checks (bulk.go).
+	KindUnaligned Kind = "unaligned"
+	KindOneClick  Kind = "oneclick"
+	KindPTR       Kind = "ptr"
 )
 
 // Stage is where a check applies; the names are smtptest's.
@@ -62,13 +66,16 @@ type Catalog map[string]Def
 
 // kindFields lists the fields each kind takes and which are required.
 var kindFields = map[Kind][]string{
-	KindRate:     {"limit", "cooldown?"},
-	KindConns:    {"limit"},
-	KindUnknown:  {"match"},
-	KindUnsigned: {"when"},
-	KindGreylist: {"delay"},
-	KindFlaky:    {"fraction", "seed"},
-	KindTarpit:   {"delay"},
+	KindRate:      {"limit", "cooldown?"},
+	KindConns:     {"limit"},
+	KindUnknown:   {"match"},
+	KindUnsigned:  {"when"},
+	KindGreylist:  {"delay"},
+	KindFlaky:     {"fraction", "seed"},
+	KindTarpit:    {"delay"},
+	KindUnaligned: {"when", "bulk?"},
+	KindOneClick:  {"when", "bulk?"},
+	KindPTR:       {"when"},
 }
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)

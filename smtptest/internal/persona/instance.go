@@ -22,6 +22,10 @@ type Seen struct {
 	Conns int
 	// Data is the message (at data).
 	Data []byte
+	// HasPTR, if set, says whether the client's address has a PTR record
+	// whose name resolves back to it (the server looks it up when asked);
+	// nil counts as yes.
+	HasPTR func() bool
 }
 
 // Reply is a persona's answer: a refusal (Code 4xx or 5xx) and a delay to
@@ -127,7 +131,8 @@ func (in *Instance) Decide(s Seen) Reply {
 	return r
 }
 
-// replyTemplate is a reply with {ip}, {rcpt} and {wait} to fill in.
+// replyTemplate is a reply with {ip}, {rcpt}, {wait} and {domain} (the
+// From: field's, at data) to fill in.
 type replyTemplate struct {
 	code int
 	enh  [3]int
@@ -166,6 +171,7 @@ func parseReply(s string) (replyTemplate, error) {
 
 func (t replyTemplate) fill(s Seen, wait time.Duration) (int, [3]int, string) {
 	secs := int((wait + time.Second - 1) / time.Second)
-	text := strings.NewReplacer("{ip}", s.IP, "{rcpt}", s.Rcpt, "{wait}", strconv.Itoa(secs)).Replace(t.text)
+	r := strings.NewReplacer("{ip}", s.IP, "{rcpt}", s.Rcpt, "{wait}", strconv.Itoa(secs), "{domain}", fromDomain(s.Data))
+	text := r.Replace(t.text)
 	return t.code, t.enh, text
 }
