@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/internal/tenant"
 )
 
 // Config is the whole relayq configuration after defaults, file and
@@ -36,6 +37,9 @@ type Config struct {
 	// Streams are the configured streams (streams.go); never empty after
 	// Load.
 	Streams []Stream
+	// Tenants are the configured tenants (tenants.go), for tenant.New;
+	// empty, every credential is the default tenant's.
+	Tenants []tenant.Tenant
 	// File is the path Load read, "" when only defaults and environment apply.
 	File string
 }
@@ -287,5 +291,6 @@ func Default() *Config {
 		Bounces: Bounces{Listen: []string{}, Forward: true, MaxMessageBytes: 10 << 20, FeedbackLoops: []FeedbackLoop{},
 			Limits: BounceLimits{PerClient: 1000, PerAddress: 20, Window: time.Hour, DuplicateWindow: 24 * time.Hour}},
 		Streams: []Stream{{Name: "default", Weight: 1}},
+		Tenants: []tenant.Tenant{},
 	}
 }

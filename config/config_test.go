@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/internal/tenant"
 )
 
 const (
@@ -111,6 +112,7 @@ func fullFileWant(path string) *Config {
 			FeedbackLoops: []FeedbackLoop{{Address: "fbl@bounces.example.net", Senders: []string{"feedbackloop@yahoo.com", "@fbl.example.net"}, ForwardTo: "abuse-desk@example.net"}},
 			Limits:        BounceLimits{PerClient: 300, PerAddress: 5, Window: 30 * time.Minute, DuplicateWindow: 48 * time.Hour}},
 		Streams: []Stream{{Name: "transactional", Weight: 10}, {Name: "bulk", Weight: 1}},
+		Tenants: []tenant.Tenant{},
 		File:    path,
 	}
 }

@@ -38,6 +38,7 @@ func (l *loader) decode() *Config {
 		Suppression: l.suppression(),
 		Bounces:     l.bounces(),
 		Streams:     l.streams(),
+		Tenants:     l.tenants(),
 		Log: Log{
 			Format: strings.ToLower(l.str("log.format")),
 			Level:  strings.ToLower(l.str("log.level")),

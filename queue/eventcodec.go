@@ -25,7 +25,8 @@ import (
 //	queue_id (unless packed), message_id, from, recipient, reply,
 //	enhanced_code (unless left out), remote_mta, tls, bounce_queue_id,
 //	then, with bit 7 only, feedback_type and stream (records without
-//	either are as before they existed)
+//	either are as before they existed), and the tenant if it is not the
+//	default (records before tenants end after stream)
 //
 // Times keep milliseconds, as the wire form does. The event ID is the
 // record's key. Event.MarshalJSON is the wire form.
@@ -75,7 +76,7 @@ func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	if ev.Async {
 		kind |= kindAsync
 	}
-	if ev.FeedbackType != "" || ev.Stream != "" {
+	if ev.FeedbackType != "" || ev.Stream != "" || ev.Tenant != "" {
 		kind |= kindMore
 	}
 	if b == nil {
@@ -92,6 +93,9 @@ func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	strs := ev.strings()
 	if kind&kindMore != 0 {
 		strs = append(strs, ev.more()...)
+		if ev.Tenant != "" {
+			strs = append(strs, &ev.Tenant)
+		}
 	}
 	for i, s := range strs {
 		if (i == 0 && ok) || (i == 5 && kind&kindDerived != 0) {
@@ -150,6 +154,10 @@ func decodeEvent(v []byte) (Event, error) {
 			continue
 		}
 		*s = r.Str()
+	}
+	if kind&kindMore != 0 && r.Len() > 0 {
+		// The tenant, after the fields of records written before tenants.
+		ev.Tenant = r.Str()
 	}
 	if r.End() != nil {
 		return Event{}, errBadEvent

@@ -381,6 +381,7 @@ func decodeSharedEvent(v []byte, seq uint64, l *historyLookup) (Event, error) {
 	if share&shareStream != 0 {
 		ev.Stream = env.Sender.Stream
 	}
+	ev.Tenant = env.Sender.Tenant // shared only when they are the same
 	for _, s := range sharedStrings(&ev, kind, share) {
 		if s != nil {
 			*s = r.Str()

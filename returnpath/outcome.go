@@ -9,7 +9,7 @@ import (
 // event and, for a permanent bounce or a complaint, its suppression
 // entry; false when it says nothing to record.
 func (r *Recorder) outcome(rep report.Report, from string, env *queue.Envelope, rcpt string) (queue.Event, *queue.Suppression, bool) {
-	ev := queue.Event{QueueID: env.ID, MessageID: env.MessageID, From: env.From, Recipient: rcpt, Async: true}
+	ev := queue.Event{QueueID: env.ID, MessageID: env.MessageID, From: env.From, Recipient: rcpt, Async: true, Tenant: env.Sender.Tenant}
 	if !r.trusted(rep.Kind, from) {
 		return ev, nil, false
 	}

@@ -208,7 +208,8 @@ func (a Acceptor) Open(c Client, t Transaction) (*Incoming, error) {
 // the message goes: the draft, and the signer beside it.
 func (m *Incoming) startDraft() io.Writer {
 	if m.a.s.opts.Signer != nil {
-		if m.sig = m.a.s.opts.Signer(); m.sig != nil {
+		tenant, _ := m.a.tenantOf(m.c.Credential)
+		if m.sig = m.a.s.opts.Signer(m.a.keyFilter(tenant)); m.sig != nil {
 			return io.MultiWriter(m.d, m.sig)
 		}
 	}
@@ -251,6 +252,10 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 		m.Abort()
 		srv.log.Error("queue write failed", "err", err)
 		return queue.Envelope{}, m.a.reject(c, RejectStorage, errQueueUnavailable)
+	}
+	if err := m.checkFrom(); err != nil {
+		m.Abort()
+		return queue.Envelope{}, err
 	}
 	if m.lines.finish(); m.lines.long {
 		if err := m.encodeLongLines(); err != nil {

@@ -34,6 +34,8 @@ type headerScan struct {
 	// not passed on (relayqOnly).
 	stream    string
 	hasStream bool
+	// froms are the From: fields' values (tenantcheck.go).
+	froms []string
 }
 
 func (h *headerScan) Write(p []byte) (int, error) {
@@ -196,6 +198,8 @@ func (h *headerScan) parse(sec []byte) (hasDate bool) {
 			if !h.idemSeen {
 				h.idemSeen, h.idemKey = true, string(val)
 			}
+		case fromField:
+			h.froms = append(h.froms, string(val))
 		case streamField:
 			if !h.hasStream {
 				h.stream = trimField(string(val))
@@ -243,11 +247,12 @@ const (
 	dateField
 	idempotencyKeyField
 	streamField
+	fromField
 )
 
 // kept reports whether parse keeps the field's value.
 func (f headerField) kept() bool {
-	return f == messageIDField || f == subjectField || f == idempotencyKeyField || f == streamField
+	return f == messageIDField || f == subjectField || f == idempotencyKeyField || f == streamField || f == fromField
 }
 
 // whichField matches a field name as strings.ToLower would, without
@@ -270,6 +275,8 @@ func whichField(name []byte) headerField {
 		return idempotencyKeyField
 	case asciiEqualFold(name, streamHeader):
 		return streamField
+	case asciiEqualFold(name, "from"):
+		return fromField
 	}
 	return otherField
 }
@@ -286,6 +293,8 @@ func fieldNamed(lower string) headerField {
 		return idempotencyKeyField
 	case streamHeader:
 		return streamField
+	case "from":
+		return fromField
 	}
 	return otherField
 }

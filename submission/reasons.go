@@ -16,6 +16,9 @@ const (
 	// RejectSigning is a message the Signer could not sign (451): it is
 	// refused, never queued unsigned.
 	RejectSigning RejectReason = "signing"
+	// RejectFromDomain is a From: domain the sender's tenant may not send
+	// as (550 5.7.1).
+	RejectFromDomain RejectReason = "from_domain"
 )
 
 // Refusals of a command or a connection, before or beside any message.
@@ -40,7 +43,7 @@ const (
 // RejectReasons returns every reason, for pre-creating label values.
 func RejectReasons() []RejectReason {
 	return []RejectReason{
-		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning,
+		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning, RejectFromDomain,
 		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections, RejectRecipients, RejectDraining, RejectSuppressed, RejectRate,
 	}
 }
@@ -49,7 +52,7 @@ func RejectReasons() []RejectReason {
 // i.e. whether the refusal counts as a received (and refused) message.
 func (r RejectReason) RefusesMessage() bool {
 	switch r {
-	case RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning:
+	case RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning, RejectFromDomain:
 		return true
 	}
 	return false

@@ -17,6 +17,7 @@ func TestRejectReasons(t *testing.T) {
 		{RejectBareNewline, true},
 		{RejectLineLength, true},
 		{RejectSigning, true},
+		{RejectFromDomain, true},
 		{RejectSequence, false},
 		{RejectAuth, false},
 		{RejectAuthLockout, false},
@@ -37,7 +38,7 @@ func TestRejectReasons(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	if len(seen) != 15 {
+	if len(seen) != 16 {
 		t.Errorf("RejectReasons lists %d reasons, want all 15 constants", len(seen))
 	}
 }

@@ -40,6 +40,9 @@ type Policy struct {
 	// a message gets when nothing else names one (stream.go).
 	Streams       []string
 	DefaultStream string
+	// Tenants is the tenant directory (tenant.go); nil for none, every
+	// credential then the default tenant's.
+	Tenants Tenants
 }
 
 // APIKey is one HTTP API key. The key itself is "NAME.SECRET", so the
@@ -97,8 +100,10 @@ type Options struct {
 	// keys: nothing to sign); the MessageSigner sees
 	// every byte written to the queue draft, and what its Finish returns is
 	// stored in front of the message (queue.Envelope.Prefix: DKIM). A Finish
-	// error refuses the message with 451; it is never queued unsigned.
-	Signer func() MessageSigner
+	// error refuses the message with 451; it is never queued unsigned. It
+	// may sign only with the keys allow allows (nil: every key), which are
+	// the sending tenant's (tenant.go).
+	Signer func(allow KeyFilter) MessageSigner
 	// Suppressions, if set, refuses suppressed recipients at RCPT (and
 	// records a suppressed event); suppression.List is one.
 	Suppressions Suppressions

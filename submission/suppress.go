@@ -26,7 +26,8 @@ func (a Acceptor) suppressed(c Client, from, to string) error {
 		return nil
 	}
 	reply := &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: text}
-	ev := queue.Event{Type: queue.EventSuppressed, From: from, Recipient: to, Reply: "550 5.1.1 " + text}
+	tenant, _ := a.tenantOf(c.Credential)
+	ev := queue.Event{Type: queue.EventSuppressed, From: from, Recipient: to, Reply: "550 5.1.1 " + text, Tenant: tenant}
 	if err := a.s.opts.Queue.Events().Add(ev); err != nil {
 		a.s.log.Error("recording a suppressed event failed", "to", to, "err", err)
 	}

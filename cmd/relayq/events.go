@@ -42,6 +42,9 @@ func startEvents(ctx context.Context, cfg *config.Config, store *queue.Store, m 
 		names := make([]string, 0, len(hooks))
 		for _, w := range cfg.Events.Webhooks {
 			h := webhook.Hook{Name: w.URL, URL: w.URL, Secret: w.Secret, Batch: w.Batch}
+			if w.Tenant != "" {
+				h.Tenant = &queue.TenantFilter{Name: w.Tenant}
+			}
 			for _, t := range w.Types {
 				h.Types = append(h.Types, queue.EventType(t))
 			}

@@ -57,7 +57,7 @@ type envOpts struct {
 	// tls serves HTTPS with a fresh certificate; the env's client trusts it.
 	tls bool
 	// signer is the submission server's Signer (DKIM), or nil.
-	signer func() submission.MessageSigner
+	signer func(submission.KeyFilter) submission.MessageSigner
 	// suppressions is the submission server's suppression check, or nil.
 	suppressions submission.Suppressions
 	// clock times the submission server's AUTH lockouts (nil: real time).
