@@ -19,13 +19,13 @@ var salvageBuckets = map[string]bool{
 	string(bucketQuarantineBodies): true, string(bucketQuarantineInfo): true,
 	string(bucketEvents): true, string(bucketHistory): true, string(bucketSuppressions): true,
 	string(bucketCursors): true, string(bucketStrings): true, string(bucketIdempotency): true, string(bucketIdempotencyExpiry): true,
-	string(bucketReportOnce): true, string(bucketSecrets): true,
+	string(bucketReportOnce): true, string(bucketSecrets): true, string(bucketQuota): true,
 }
 
 // SalvageBucket reports whether a salvage copies the top-level bucket
 // name: it holds mail, its quarantine, events, history, suppressions or
 // webhook cursors (or idempotency keys, which reports suppressed, or
-// relayq's own keys).
+// relayq's own keys, or the tenants' quota counters).
 func SalvageBucket(name []byte) bool { return salvageBuckets[string(name)] }
 
 // VerifyBodies reads every body as delivery would and quarantines

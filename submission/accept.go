@@ -183,6 +183,9 @@ type Incoming struct {
 	traced int64         // length of the trace header
 	now    time.Time     // when the message arrived (Received, Created)
 	key    string        // the idempotency key kept with the message, or ""
+	// counters are the tenant's quota counters the message was counted
+	// in, given back if it is not stored.
+	counters []string
 }
 
 // Open starts storing a message for t's recipients: it allocates the queue
@@ -292,6 +295,10 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 		}
 		env.Prefix, env.DKIM = string(prefix), signatureNames(prefix)
 	}
+	if err := m.countQuota(&env); err != nil {
+		m.d.Abort()
+		return queue.Envelope{}, err
+	}
 	if srv.opts.BeforeCommit != nil {
 		srv.opts.BeforeCommit(&env)
 	}
@@ -299,10 +306,12 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 	defer srv.drain.mu.RUnlock()
 	if srv.drain.on {
 		m.d.Abort()
+		m.undoQuota()
 		return queue.Envelope{}, m.a.reject(c, RejectDraining, errDrainingData)
 	}
 	if err := m.d.Commit(env); err != nil {
 		m.d.Abort()
+		m.undoQuota()
 		if dup, ok := m.duplicate(err); ok {
 			return queue.Envelope{}, dup
 		}

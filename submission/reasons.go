@@ -19,6 +19,8 @@ const (
 	// RejectFromDomain is a From: domain the sender's tenant may not send
 	// as (550 5.7.1).
 	RejectFromDomain RejectReason = "from_domain"
+	// RejectQuota is a message over its tenant's quota (452 4.7.1).
+	RejectQuota RejectReason = "quota"
 )
 
 // Refusals of a command or a connection, before or beside any message.
@@ -43,7 +45,7 @@ const (
 // RejectReasons returns every reason, for pre-creating label values.
 func RejectReasons() []RejectReason {
 	return []RejectReason{
-		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning, RejectFromDomain,
+		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning, RejectFromDomain, RejectQuota,
 		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections, RejectRecipients, RejectDraining, RejectSuppressed, RejectRate,
 	}
 }
@@ -52,7 +54,7 @@ func RejectReasons() []RejectReason {
 // i.e. whether the refusal counts as a received (and refused) message.
 func (r RejectReason) RefusesMessage() bool {
 	switch r {
-	case RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning, RejectFromDomain:
+	case RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning, RejectFromDomain, RejectQuota:
 		return true
 	}
 	return false

@@ -18,6 +18,7 @@ func TestRejectReasons(t *testing.T) {
 		{RejectLineLength, true},
 		{RejectSigning, true},
 		{RejectFromDomain, true},
+		{RejectQuota, true},
 		{RejectSequence, false},
 		{RejectAuth, false},
 		{RejectAuthLockout, false},
@@ -38,7 +39,7 @@ func TestRejectReasons(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	if len(seen) != 16 {
+	if len(seen) != 17 {
 		t.Errorf("RejectReasons lists %d reasons, want all 15 constants", len(seen))
 	}
 }

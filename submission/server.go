@@ -107,6 +107,9 @@ type Options struct {
 	// Suppressions, if set, refuses suppressed recipients at RCPT (and
 	// records a suppressed event); suppression.List is one.
 	Suppressions Suppressions
+	// Quotas, if set, counts each tenant's messages against its quotas
+	// (tenant.go); nil counts nothing.
+	Quotas Quotas
 	// AddMissingHeaders adds Message-ID and Date to mail from
 	// authenticated clients and trusted networks that lacks them.
 	AddMissingHeaders bool

@@ -1,11 +1,16 @@
 package submission
 
 import (
+	"errors"
+	"math"
 	"net/mail"
+	"strconv"
 	"strings"
+	"time"
 
 	smtp "github.com/relayq/relayq/internal/gosmtp"
 	"github.com/relayq/relayq/internal/identity"
+	"github.com/relayq/relayq/queue"
 )
 
 // Tenants is the tenant directory as the Acceptor asks it (a
@@ -91,4 +96,79 @@ func fromDomains(froms []string) []string {
 		}
 	}
 	return out
+}
+
+// Quotas counts each tenant's messages against its quotas (a
+// *tenant.Counter is one). Its counts survive a reload; the store keeps
+// them with the messages (queue.Draft.CountIn).
+type Quotas interface {
+	// Admit counts one message of tenant submitted at now: when it is
+	// counted (now, or the start of the first window with room when its
+	// tenant holds mail over quota) and the counters it was added to; or
+	// an error with an Until() time.Time method when it is refused.
+	Admit(tenant string, now time.Time) (at time.Time, counters []string, err error)
+	// Undo takes back the counts of a message that was not stored.
+	Undo(counters []string)
+}
+
+// quotaRefusal is the error Quotas.Admit refuses with.
+type quotaRefusal interface {
+	error
+	Until() time.Time
+}
+
+// retryText ends the text of a quota refusal: RetryAfter reads it.
+const retryText = "; try again in "
+
+// countQuota counts the message against its tenant's quotas: it sets the
+// release of a message held for its window and the counters the draft
+// stores, or refuses it (452 4.7.1, HTTP 429 with Retry-After).
+func (m *Incoming) countQuota(env *queue.Envelope) error {
+	q := m.a.s.opts.Quotas
+	if q == nil || env.Sender.Tenant == "" {
+		return nil
+	}
+	base := m.now
+	if env.Release.After(base) {
+		base = env.Release
+	}
+	at, counters, err := q.Admit(env.Sender.Tenant, base)
+	var r quotaRefusal
+	if errors.As(err, &r) {
+		secs := int(math.Ceil(r.Until().Sub(m.now).Seconds()))
+		text := "Tenant " + env.Sender.Tenant + ": " + r.Error() + retryText + strconv.Itoa(max(secs, 1)) + " s"
+		return m.a.reject(m.c, RejectQuota, &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: text}, "tenant", env.Sender.Tenant)
+	}
+	if err != nil {
+		m.a.s.log.Error("quota count failed", "tenant", env.Sender.Tenant, "err", err)
+		return m.a.reject(m.c, RejectStorage, errQueueUnavailable)
+	}
+	if at.After(base) {
+		env.Release = at // held: scheduled for when its window opens
+	}
+	m.counters = counters
+	m.d.CountIn(counters...)
+	return nil
+}
+
+// RetryAfter is how many seconds a quota refusal asks the client to wait;
+// false for any other refusal.
+func RetryAfter(e *smtp.SMTPError) (int, bool) {
+	if e == nil {
+		return 0, false
+	}
+	i := strings.LastIndex(e.Message, retryText)
+	if e.Code != 452 || i < 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(e.Message[i+len(retryText):], " s"))
+	return n, err == nil && n > 0
+}
+
+// undoQuota gives back the counts of a message that was not stored.
+func (m *Incoming) undoQuota() {
+	if m.counters != nil {
+		m.a.s.opts.Quotas.Undo(m.counters)
+		m.counters = nil
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/relayq/relayq/internal/buildinfo"
 	"github.com/relayq/relayq/internal/dkim"
 	"github.com/relayq/relayq/internal/suppression"
+	"github.com/relayq/relayq/internal/tenant"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/returnpath/verp"
 	"github.com/relayq/relayq/submission"
@@ -65,6 +66,8 @@ type outbound struct {
 	// verp signs the envelope senders on bounces.domain; nil when it is
 	// "" (a restart-only key).
 	verp *verp.Signer
+	// quota counts the tenants' messages (tenants.go).
+	quota *tenant.Counter
 }
 
 // inbound is what takes mail and commands.
@@ -148,6 +151,10 @@ func (a *app) listen() error {
 	so := submissionOptions(cfg, a.store, tlsConf, a.log, a.out.eng, a.metrics)
 	so.Signer = messageSigner(a.out.signer)
 	so.Suppressions = a.out.supp
+	if a.out.quota, err = loadQuota(a.store, cfg); err != nil {
+		return err
+	}
+	so.Quotas = a.out.quota
 	srv, err := submission.New(so)
 	if err != nil {
 		return err
@@ -274,6 +281,7 @@ func (a *app) reload() {
 		return
 	}
 	a.in.srv.SetPolicy(submissionPolicy(cfg))
+	a.out.quota.SetDirectory(tenant.New(cfg.Tenants))
 	a.in.srv.SetTLS(tlsConf)
 	a.out.signer.Update(dc)
 	if err := reloadShaping(a.out.shaper, cfg, a.metrics); err != nil {
