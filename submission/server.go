@@ -16,6 +16,7 @@ import (
 	"github.com/relayq/relayq/internal/authlimit"
 	"github.com/relayq/relayq/internal/clock"
 	smtp "github.com/relayq/relayq/internal/gosmtp"
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -128,7 +129,7 @@ type Options struct {
 // Suppressions decides whether a recipient is refused because it is on
 // the suppression list: refused with the text after "550 5.1.1 ".
 type Suppressions interface {
-	Refuse(addr string, authenticated, trusted bool) (text string, refused bool, err error)
+	Refuse(sender identity.Sender, addr string, authenticated, trusted bool) (text string, refused bool, err error)
 }
 
 // MessageSigner signs one message as it streams by (dkim.Message is one).

@@ -23,6 +23,7 @@ import (
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/internal/buildinfo"
 	"github.com/relayq/relayq/internal/dkim"
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/internal/tenant"
 	"github.com/relayq/relayq/queue"
@@ -138,6 +139,8 @@ func (a *app) open() error {
 	supStore, closeSup := suppressionStore(state, store)
 	a.onClose(closeSup) // before the state (its Redis client) and the store
 	a.out.supp = &suppression.List{Store: supStore, Config: suppressionConfig(cfg)}
+	supp := a.out.supp
+	store.Suppressions().SetScoper(func(s identity.Sender) string { return string(supp.ScopeOf(s)) })
 	return nil
 }
 
