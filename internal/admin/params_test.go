@@ -54,6 +54,8 @@ func queryCases(id string) []queryCase {
 		{"GET /api/v1/events", "/api/v1/events", "queueid", "queue_id"},
 		{"GET /api/v1/messages", "/api/v1/messages", "recipent", "recipient"},
 		{"GET /api/v1/suppressions", "/api/v1/suppressions", "address", ""},
+		{"GET /api/v1/tenants", "/api/v1/tenants", "verbose", ""},
+		{"GET /api/v1/tenants/{name}", "/api/v1/tenants/billing", "verbose", ""},
 		{"GET /api/v1/suppressions/{address}", "/api/v1/suppressions/bob@example.net", "verbose", ""},
 		{"POST /api/v1/suppressions", "/api/v1/suppressions", "address", ""},
 		{"DELETE /api/v1/suppressions/{address}", "/api/v1/suppressions/bob@example.net", "all", ""},

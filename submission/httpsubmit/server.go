@@ -56,6 +56,8 @@ func New(o Options) *Server {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(Path, s.handle)
+	mux.HandleFunc("GET "+Path+"/{id}", s.message) // read.go
+	mux.HandleFunc("GET /api/v1/events", s.events)
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 30 * time.Second,
