@@ -35,8 +35,33 @@ func windowOf(kind byte, t time.Time) (start, next time.Time) {
 // counterName names tenant's counter of the window of kind holding t:
 // "tenant/m/2026-12-06T10:04", "tenant/d/2026-12-06", "tenant/M/2026-12".
 func counterName(tenant string, kind byte, t time.Time) string {
-	layout := map[byte]string{'m': "2006-01-02T15:04", 'd': "2006-01-02", 'M': "2006-01"}[kind]
-	return tenant + "/" + string(kind) + "/" + t.UTC().Format(layout)
+	b := make([]byte, 0, len(tenant)+20)
+	b = append(append(append(b, tenant...), '/', kind), '/')
+	return string(t.UTC().AppendFormat(b, layoutOf(kind)))
+}
+
+// layoutOf is the time layout of a window kind's counter names.
+func layoutOf(kind byte) string {
+	switch kind {
+	case 'm':
+		return "2006-01-02T15:04"
+	case 'd':
+		return "2006-01-02"
+	case 'M':
+		return "2006-01"
+	}
+	return ""
+}
+
+// quotaName is the config key of a window kind's quota.
+func quotaName(kind byte) string {
+	switch kind {
+	case 'm':
+		return "per_minute"
+	case 'd':
+		return "per_day"
+	}
+	return "per_month"
 }
 
 // Taken is one message counted against its tenant's quotas.
@@ -79,6 +104,9 @@ type Counter struct {
 // and on every reload).
 func (c *Counter) SetDirectory(d *Directory) { c.dir.Store(d) }
 
+// Directory is the directory SetDirectory set last.
+func (c *Counter) Directory() *Directory { return c.dir.Load() }
+
 // Admit is Take with tenant's quotas from the directory: when the message
 // is counted, and the counters it was added to.
 func (c *Counter) Admit(tenant string, now time.Time) (time.Time, []string, error) {
@@ -109,8 +137,9 @@ func (c *Counter) Take(tenant string, q Quotas, now time.Time) (Taken, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	at := now
+	names := make([]string, len(ws))
 	for range maxHoldSteps {
-		full, opens := c.full(tenant, ws, at)
+		full, opens := c.full(tenant, ws, at, names)
 		if full == "" {
 			break
 		}
@@ -119,21 +148,20 @@ func (c *Counter) Take(tenant string, q Quotas, now time.Time) (Taken, error) {
 		}
 		at = opens
 	}
-	t := Taken{At: at}
-	for _, w := range ws {
-		name := counterName(tenant, w.kind, at)
+	for _, name := range names {
 		c.n[name]++
-		t.Counters = append(t.Counters, name)
 	}
-	return t, nil
+	return Taken{At: at, Counters: names}, nil
 }
 
-// full names the first quota whose window at t is full, and when it ends.
-func (c *Counter) full(tenant string, ws []window, t time.Time) (string, time.Time) {
-	for _, w := range ws {
-		if c.n[counterName(tenant, w.kind, t)] >= w.limit {
+// full names the first quota whose window at t is full, and when it ends;
+// it fills names with the counters of the windows at t.
+func (c *Counter) full(tenant string, ws []window, t time.Time, names []string) (string, time.Time) {
+	for i, w := range ws {
+		names[i] = counterName(tenant, w.kind, t)
+		if c.n[names[i]] >= w.limit {
 			_, next := windowOf(w.kind, t)
-			return map[byte]string{'m': "per_minute", 'd': "per_day", 'M': "per_month"}[w.kind], next
+			return quotaName(w.kind), next
 		}
 	}
 	return "", time.Time{}
@@ -166,7 +194,7 @@ func Current(name string, now time.Time) bool {
 		return false
 	}
 	kind := name[i-1]
-	layout := map[byte]string{'m': "2006-01-02T15:04", 'd': "2006-01-02", 'M': "2006-01"}[kind]
+	layout := layoutOf(kind)
 	if layout == "" {
 		return false
 	}
@@ -179,8 +207,9 @@ func Current(name string, now time.Time) bool {
 }
 
 func (q Quotas) windows() []window {
-	var ws []window
-	for _, w := range []window{{'m', q.PerMinute}, {'d', q.PerDay}, {'M', q.PerMonth}} {
+	all := [3]window{{'m', q.PerMinute}, {'d', q.PerDay}, {'M', q.PerMonth}}
+	ws := all[:0]
+	for _, w := range all {
 		if w.limit > 0 {
 			ws = append(ws, w)
 		}
