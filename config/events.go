@@ -49,7 +49,7 @@ type Suppression struct {
 // eventTypes are the names GET /api/v1/events and webhooks know: those of
 // queue.EventTypes, in its order (events_test.go checks; config does not
 // import queue).
-var eventTypes = []string{"queued", "delivered", "deferred", "bounced", "expired", "delayed", "suppressed", "dsn_sent", "scheduled", "complained", "auto_replied", "deleted", "held", "released"}
+var eventTypes = []string{"queued", "delivered", "deferred", "bounced", "expired", "delayed", "suppressed", "dsn_sent", "scheduled", "complained", "auto_replied", "deleted", "held", "released", "tenant_state"}
 
 func (l *loader) events() Events {
 	ev := Events{Retention: l.duration("events.retention"), Webhooks: []Webhook{}}

@@ -47,13 +47,18 @@ const (
 	EventDeleted  EventType = "deleted"
 	EventHeld     EventType = "held"
 	EventReleased EventType = "released"
+	// EventTenantState: a tenant's reputation state changed (Tenant names
+	// it; Reply says "paused: complaint rate ...", "warn: ..." or
+	// "active: ..."). It belongs to no message. It is the last type a
+	// record's 4-bit code has room for (kindOperatorBounce is the next).
+	EventTenantState EventType = "tenant_state"
 )
 
 // EventTypes lists every type, in the order the documentation gives them.
 // A type's index is its code in event records: append, never reorder.
 var EventTypes = []EventType{EventQueued, EventDelivered, EventDeferred, EventBounced,
 	EventExpired, EventDelayed, EventSuppressed, EventDSNSent, EventScheduled, EventComplained, EventAutoReplied,
-	EventDeleted, EventHeld, EventReleased}
+	EventDeleted, EventHeld, EventReleased, EventTenantState}
 
 // ByOperator is Event.By for what an operator did (admin API, CLI) rather
 // than a delivery attempt.

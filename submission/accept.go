@@ -135,6 +135,9 @@ func (a Acceptor) CheckSender(c Client, from string) error {
 	if !a.MayRelay(c) {
 		return a.reject(c, RejectRelay, ErrAuthRequired, "from", from)
 	}
+	if err := a.checkPaused(c); err != nil {
+		return err
+	}
 	if from != "" && !validAddress(from) {
 		return a.reject(c, RejectSyntax, errBadSender, "from", from)
 	}

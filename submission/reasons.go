@@ -21,6 +21,9 @@ const (
 	RejectFromDomain RejectReason = "from_domain"
 	// RejectQuota is a message over its tenant's quota (452 4.7.1).
 	RejectQuota RejectReason = "quota"
+	// RejectPaused is mail of a tenant paused for its bounce or complaint
+	// rate (451 4.7.1 at MAIL).
+	RejectPaused RejectReason = "paused"
 )
 
 // Refusals of a command or a connection, before or beside any message.
@@ -45,7 +48,7 @@ const (
 // RejectReasons returns every reason, for pre-creating label values.
 func RejectReasons() []RejectReason {
 	return []RejectReason{
-		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning, RejectFromDomain, RejectQuota,
+		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning, RejectFromDomain, RejectQuota, RejectPaused,
 		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections, RejectRecipients, RejectDraining, RejectSuppressed, RejectRate,
 	}
 }
@@ -54,7 +57,7 @@ func RejectReasons() []RejectReason {
 // i.e. whether the refusal counts as a received (and refused) message.
 func (r RejectReason) RefusesMessage() bool {
 	switch r {
-	case RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning, RejectFromDomain, RejectQuota:
+	case RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning, RejectFromDomain, RejectQuota, RejectPaused:
 		return true
 	}
 	return false

@@ -19,6 +19,7 @@ func TestRejectReasons(t *testing.T) {
 		{RejectSigning, true},
 		{RejectFromDomain, true},
 		{RejectQuota, true},
+		{RejectPaused, true},
 		{RejectSequence, false},
 		{RejectAuth, false},
 		{RejectAuthLockout, false},
@@ -39,7 +40,7 @@ func TestRejectReasons(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	if len(seen) != 17 {
+	if len(seen) != 18 {
 		t.Errorf("RejectReasons lists %d reasons, want all 15 constants", len(seen))
 	}
 }

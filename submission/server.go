@@ -111,6 +111,9 @@ type Options struct {
 	// Quotas, if set, counts each tenant's messages against its quotas
 	// (tenant.go); nil counts nothing.
 	Quotas Quotas
+	// Pauses, if set, says which tenants are paused for their reputation
+	// (tenant.go): their new mail is refused with 451 4.7.1.
+	Pauses Pauses
 	// AddMissingHeaders adds Message-ID and Date to mail from
 	// authenticated clients and trusted networks that lacks them.
 	AddMissingHeaders bool

@@ -172,3 +172,29 @@ func (m *Incoming) undoQuota() {
 		m.counters = nil
 	}
 }
+
+// Pauses says which tenants are paused for their bounce or complaint rate
+// (a *tenant.Monitor is one).
+type Pauses interface {
+	// Paused reports whether tenant is paused now, and why.
+	Paused(tenant string) (reason string, paused bool)
+}
+
+// checkPaused refuses mail of a paused tenant with a temporary 451 4.7.1
+// that says why: the client keeps it and retries, nothing is lost.
+func (a Acceptor) checkPaused(c Client) error {
+	p := a.s.opts.Pauses
+	if p == nil {
+		return nil
+	}
+	tenant, _ := a.tenantOf(c.Credential)
+	if tenant == "" {
+		return nil
+	}
+	reason, paused := p.Paused(tenant)
+	if !paused {
+		return nil
+	}
+	return a.reject(c, RejectPaused, &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 1},
+		Message: "Tenant " + tenant + " is paused: " + reason}, "tenant", tenant)
+}

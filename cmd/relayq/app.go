@@ -22,6 +22,7 @@ import (
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/internal/buildinfo"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/internal/dkim"
 	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/internal/suppression"
@@ -69,6 +70,8 @@ type outbound struct {
 	verp *verp.Signer
 	// quota counts the tenants' messages (tenants.go).
 	quota *tenant.Counter
+	// reputation judges the tenants' rates (reputation.go).
+	reputation *reputationWatch
 }
 
 // inbound is what takes mail and commands.
@@ -158,6 +161,9 @@ func (a *app) listen() error {
 		return err
 	}
 	so.Quotas = a.out.quota
+	q := a.out.quota
+	a.out.reputation = &reputationWatch{store: a.store, mon: tenant.NewMonitor(), dir: q.Directory, clock: clock.Real, log: a.log}
+	so.Pauses = a.out.reputation.mon
 	srv, err := submission.New(so)
 	if err != nil {
 		return err
@@ -195,7 +201,7 @@ func (a *app) openListeners() error {
 		return nil
 	}
 	drainer := newDrainer(cfg, a.store, a.out.eng, srv, a.log)
-	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng, a.out.state}, a.metrics, a.log, a.out.supp, tenantsAPI(a.out.quota), srv.LimitListener, drainer)
+	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng, a.out.state}, a.metrics, a.log, a.out.supp, tenantsAPI(a.out.quota, a.out.reputation), srv.LimitListener, drainer)
 	return err
 }
 
@@ -209,6 +215,7 @@ func (a *app) run(sigs chan os.Signal) error {
 	go func() { a.out.eng.Run(ctx, a.conf.cfg.ShutdownTimeout); close(engDone) }()
 	eventsDone := startEvents(ctx, a.conf.cfg, a.store, a.metrics, a.log)
 	go followShared(ctx, a.out.state, a.out.shaper, a.out.eng, time.Second)
+	go a.out.reputation.run(ctx)
 	a.logStarted()
 	notifySystemd(a.log, daemon.SdNotifyReady)
 

@@ -25,7 +25,7 @@ func TestTenantsCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ts := httptest.NewServer(admin.NewHandler(admin.Options{Logger: quietLog, Tenants: tenantsAPI(c)}))
+	ts := httptest.NewServer(admin.NewHandler(admin.Options{Logger: quietLog, Tenants: tenantsAPI(c, nil)}))
 	defer ts.Close()
 	run := func(args ...string) (string, error) {
 		var out bytes.Buffer

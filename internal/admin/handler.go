@@ -129,6 +129,7 @@ func NewHandler(o Options) http.Handler {
 	h.mux.HandleFunc("GET /api/v1/events", h.events)
 	h.mux.HandleFunc("GET /api/v1/tenants", h.tenants)
 	h.mux.HandleFunc("GET /api/v1/tenants/{name}", h.tenant)
+	h.mux.HandleFunc("POST /api/v1/tenants/{name}/resume", h.resumeTenant)
 	h.historyRoutes()
 	// Go's profiler, for "why is it slow" questions in production; behind
 	// the same token as everything else.

@@ -56,6 +56,7 @@ func queryCases(id string) []queryCase {
 		{"GET /api/v1/suppressions", "/api/v1/suppressions", "address", ""},
 		{"GET /api/v1/tenants", "/api/v1/tenants", "verbose", ""},
 		{"GET /api/v1/tenants/{name}", "/api/v1/tenants/billing", "verbose", ""},
+		{"POST /api/v1/tenants/{name}/resume", "/api/v1/tenants/billing/resume", "all", ""},
 		{"GET /api/v1/suppressions/{address}", "/api/v1/suppressions/bob@example.net", "verbose", ""},
 		{"POST /api/v1/suppressions", "/api/v1/suppressions", "address", ""},
 		{"DELETE /api/v1/suppressions/{address}", "/api/v1/suppressions/bob@example.net", "all", ""},

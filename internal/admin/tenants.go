@@ -16,8 +16,21 @@ type Tenant struct {
 	Stream      string       `json:"stream,omitempty"`
 	Suppression string       `json:"suppression"`
 	Quotas      TenantQuotas `json:"quotas"`
-	// State is "active" (a paused tenant would say so).
-	State string `json:"state"`
+	// State is "active", "warn" or "paused", and Reason why.
+	State  string      `json:"state"`
+	Reason string      `json:"reason,omitempty"`
+	Rates  TenantRates `json:"rates"`
+	// Resume lifts a pause (an operator's); false if it was not paused.
+	Resume func() bool `json:"-"`
+}
+
+// TenantRates is a tenant's mail in its reputation window: messages with a
+// final outcome, bounces and complaints.
+type TenantRates struct {
+	Window     string `json:"window,omitempty"`
+	Sent       int    `json:"sent"`
+	Bounced    int    `json:"bounced"`
+	Complained int    `json:"complained"`
 }
 
 // TenantQuotas are a tenant's quotas (0: none) and what it used of each.
@@ -63,6 +76,33 @@ func (h *handler) tenant(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeError(w, http.StatusNotFound, "tenant "+quoteName(name)+" is not configured (tenants[].name)")
+}
+
+// resumeTenant is POST /api/v1/tenants/{name}/resume: an operator lifts
+// a tenant's pause.
+func (h *handler) resumeTenant(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if h.o.Tenants != nil {
+		for _, t := range h.o.Tenants() {
+			if t.Name != name {
+				continue
+			}
+			if t.Resume == nil || !t.Resume() {
+				writeError(w, http.StatusConflict, "tenant "+quoteName(name)+" is not paused")
+				return
+			}
+			h.o.Logger.Info("admin: tenant resumed", "tenant", name, "remote", r.RemoteAddr)
+			writeJSON(w, http.StatusOK, map[string]string{"tenant": name, "state": "active"})
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "tenant "+quoteName(name)+" is not configured (tenants[].name)")
+}
+
+// ResumeTenant lifts a tenant's pause (POST /api/v1/tenants/{name}/resume).
+func (c *Client) ResumeTenant(ctx context.Context, name string) error {
+	var out map[string]string
+	return c.do(ctx, http.MethodPost, "/api/v1/tenants/"+url.PathEscape(name)+"/resume", &out)
 }
 
 func quoteName(s string) string { return `"` + url.PathEscape(s) + `"` }

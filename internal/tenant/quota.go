@@ -100,6 +100,13 @@ type Counter struct {
 	dir atomic.Pointer[Directory]
 }
 
+// NewCounterWith is NewCounter(nil) applying d's quotas.
+func NewCounterWith(d *Directory) *Counter {
+	c := NewCounter(nil)
+	c.SetDirectory(d)
+	return c
+}
+
 // SetDirectory sets the directory whose quotas Admit applies (on start
 // and on every reload).
 func (c *Counter) SetDirectory(d *Directory) { c.dir.Store(d) }

@@ -31,6 +31,8 @@ func statusFor(e *smtp.SMTPError) int {
 		return http.StatusRequestEntityTooLarge
 	case e.Code == 454 || e.Code == 421 && enh[1] == 7 || e.Code == 452 && enh[1] == 7: // too many connections, AUTH lockout, over quota
 		return http.StatusTooManyRequests
+	case e.Code == 451 && enh[1] == 7: // a tenant paused for its reputation: try later
+		return http.StatusServiceUnavailable
 	case e.Code == 530 || e.Code == 535: // authentication required / failed
 		return http.StatusUnauthorized
 	case e.Code == 538 || (enh[1] == 7 && enh[2] == 1): // encryption required, relay denied

@@ -227,6 +227,7 @@ func TestStatusForTable(t *testing.T) {
 		{452, smtp.EnhancedCode{4, 3, 1}, 503}, // the queue disk is below its reserve
 		{452, smtp.EnhancedCode{4, 5, 3}, 422},
 		{452, smtp.EnhancedCode{4, 7, 1}, 429}, // over a tenant's quota
+		{451, smtp.EnhancedCode{4, 7, 1}, 503}, // a tenant paused: temporary, not forbidden
 		{550, smtp.EnhancedCode{5, 7, 1}, 403}, // a From: domain the tenant may not send as
 		{550, smtp.EnhancedCode{5, 1, 1}, 422},
 		{553, smtp.EnhancedCode{5, 1, 7}, 400},
