@@ -98,3 +98,24 @@ func TestTenantFromDomains(t *testing.T) {
 	}
 	env.wantQueued(t, 3, "only the allowed messages")
 }
+
+// FuzzFromDomains: whatever a client puts in From:, reading its domains
+// never fails and gives one domain or more per field, lower case, each
+// either "" (unreadable) or the part after an address's last '@'.
+func FuzzFromDomains(f *testing.F) {
+	f.Add("App <app@Billing.Example.org>")
+	f.Add("a@x.example, \"B, C\" <b@y.example>")
+	f.Add("=?utf-8?q?caf=C3=A9?= <x@y>")
+	f.Add("not an address")
+	f.Fuzz(func(t *testing.T, from string) {
+		ds := fromDomains([]string{from})
+		if len(ds) == 0 {
+			t.Fatal("no domain, not even the unreadable one")
+		}
+		for _, d := range ds {
+			if d != strings.ToLower(d) {
+				t.Fatalf("domain %q not lower case", d)
+			}
+		}
+	})
+}

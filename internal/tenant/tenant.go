@@ -33,9 +33,6 @@ type Quotas struct {
 	Over                        Over
 }
 
-// Any reports whether some quota is set.
-func (q Quotas) Any() bool { return q.PerMinute > 0 || q.PerDay > 0 || q.PerMonth > 0 }
-
 // Scope is where a tenant's suppression entries apply.
 type Scope uint8
 
