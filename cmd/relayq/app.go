@@ -164,6 +164,9 @@ func (a *app) listen() error {
 	q := a.out.quota
 	a.out.reputation = &reputationWatch{store: a.store, mon: tenant.NewMonitor(), dir: q.Directory, clock: clock.Real, log: a.log}
 	so.Pauses = a.out.reputation.mon
+	if a.metrics != nil {
+		a.metrics.m.WatchTenants(q.Directory().Names(), a.out.reputation.metricsView)
+	}
 	srv, err := submission.New(so)
 	if err != nil {
 		return err

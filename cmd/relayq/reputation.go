@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/internal/clock"
+	relaymetrics "github.com/relayq/relayq/internal/metrics"
 	"github.com/relayq/relayq/internal/tenant"
 	"github.com/relayq/relayq/queue"
 )
@@ -124,4 +125,15 @@ func (w *reputationWatch) resumeFunc(name string) func() bool {
 		return nil
 	}
 	return func() bool { return w.resume(name) }
+}
+
+// metricsView is tenant name's reputation for the metrics.
+func (w *reputationWatch) metricsView(name string) relaymetrics.TenantView {
+	t, _ := w.dir().Get(name)
+	sent, bounced, complained := w.mon.Rates(name, t.Reputation.Window, w.clock.Now())
+	v := relaymetrics.TenantView{Level: int(w.mon.State(name).Level)}
+	if sent > 0 {
+		v.BounceRate, v.ComplaintRate = float64(bounced)/float64(sent), float64(complained)/float64(sent)
+	}
+	return v
 }

@@ -66,6 +66,9 @@ func TestTenantPausedByItsBounceRate(t *testing.T) {
 	if s := w.mon.State("b"); s.Level != tenant.Active {
 		t.Fatalf("b: %+v", s)
 	}
+	if v := w.metricsView("a"); v.Level != 2 || v.BounceRate != 0.1 {
+		t.Errorf("a's metrics: %+v", v)
+	}
 	evs, _, err := r.store.Events().List(queue.EventQuery{Types: []queue.EventType{queue.EventTenantState}})
 	if err != nil || len(evs) != 1 || evs[0].Tenant != "a" || !strings.HasPrefix(evs[0].Reply, "paused: bounce rate") {
 		t.Fatalf("tenant_state events: %+v %v", evs, err)
