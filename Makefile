@@ -83,10 +83,12 @@ deadcode:
 	if [ -n "$$out" ]; then echo "$$out"; echo "deadcode: remove these, or test them if they are public API"; exit 1; fi
 
 # test-race prints the five slowest packages after the run, where the time
-# of `make test` goes; its exit status is go test's.
+# of `make test` goes; its exit status is go test's. The timeout only
+# catches a hang: go test's default of 10 minutes a package is less than
+# e2e takes on a busy 2-core machine beside another make test.
 test-race: build
 	@log=$$(mktemp); rc=$$(mktemp); trap 'rm -f "$$log" "$$rc"' EXIT; \
-	{ $(GO) test -race -count=1 $(PKGS); echo $$? >"$$rc"; } 2>&1 | tee "$$log"; \
+	{ $(GO) test -race -count=1 -timeout 30m $(PKGS); echo $$? >"$$rc"; } 2>&1 | tee "$$log"; \
 	echo "slowest packages:"; \
 	awk '$$1 == "ok" || $$1 == "FAIL" { t = $$3; sub(/s$$/, "", t); if (t + 0 > 0) print "  " t "s", $$2 }' "$$log" | sort -rn | head -5; \
 	exit $$(cat "$$rc")

@@ -117,7 +117,7 @@ func (s *Suppressions) Remove(addr string) (bool, error) {
 // queue.Suppressions.SetAutoHook. It never blocks.
 func (s *Suppressions) Auto(e suppression.Entry) {
 	e.Address = suppression.Key(e.Address)
-	s.queue(e.Address, supChange{entry: &e})
+	s.queue(e.Key(), supChange{entry: &e}) // a scope's entry apart from the global one
 }
 
 func (s *Suppressions) queue(addr string, c supChange) {

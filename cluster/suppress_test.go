@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/internal/suppression"
 	"github.com/relayq/relayq/internal/waitfor"
 	"github.com/relayq/relayq/queue"
@@ -26,7 +27,10 @@ func sharedList(t *testing.T, n *Node) (*suppression.List, *Suppressions, *queue
 // accepts) mail to addr.
 func refusedSoon(t *testing.T, l *suppression.List, addr string, want bool, what string) {
 	t.Helper()
-	if !waitfor.Within(2*time.Second, func() bool { _, ok, err := l.Check(addr, false, false); return err == nil && ok == want }) {
+	if !waitfor.Within(2*time.Second, func() bool {
+		_, ok, err := l.Check(identity.Sender{}, addr, false, false)
+		return err == nil && ok == want
+	}) {
 		t.Fatalf("%s: %s refused: want %v for 2s", what, addr, want)
 	}
 }
@@ -62,7 +66,7 @@ func TestSuppressionSharedAcrossNodes(t *testing.T) {
 	if !waitfor.Within(2*time.Second, func() bool { _, ok, _ := lb.Store.Get("old@example.com"); return ok }) {
 		t.Fatal("b never got the imported entry")
 	}
-	if _, ok, _ := lb.Check("old@example.com", false, false); ok {
+	if _, ok, _ := lb.Check(identity.Sender{}, "old@example.com", false, false); ok {
 		t.Error("b refuses an entry added 48h ago with suppression.expire 24h")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/internal/tenant"
 )
 
 // Config is the whole relayq configuration after defaults, file and
@@ -38,6 +39,9 @@ type Config struct {
 	Streams []Stream
 	// Unsubscribe is relayq's one-click unsubscribe listener (preflight.go).
 	Unsubscribe Unsubscribe
+	// Tenants are the configured tenants (tenants.go), for tenant.New;
+	// empty, every credential is the default tenant's.
+	Tenants []tenant.Tenant
 	// File is the path Load read, "" when only defaults and environment apply.
 	File string
 }
@@ -305,5 +309,6 @@ func Default() *Config {
 			ProxyProtocol: ProxyProtocol{Trusted: []netip.Prefix{}}},
 		Streams:     []Stream{{Name: "default", Weight: 1}},
 		Unsubscribe: Unsubscribe{Listen: []string{}},
+		Tenants:     []tenant.Tenant{},
 	}
 }

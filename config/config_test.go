@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/internal/tenant"
 )
 
 const (
@@ -114,6 +115,7 @@ func fullFileWant(path string) *Config {
 		Streams: []Stream{{Name: "transactional", Weight: 10},
 			{Name: "bulk", Weight: 1, Preflight: Preflight{DKIMAlignment: "refuse", DMARC: "warn", OneClick: "add"}}},
 		Unsubscribe: Unsubscribe{Listen: []string{"127.0.0.1:8090"}, URL: "https://unsubscribe.example.net", SecretFile: "verp.key"},
+		Tenants:     []tenant.Tenant{},
 		File:        path,
 	}
 }

@@ -39,6 +39,7 @@ func (l *loader) decode() *Config {
 		Bounces:     l.bounces(),
 		Streams:     l.streams(),
 		Unsubscribe: l.unsubscribe(),
+		Tenants:     l.tenants(),
 		Log: Log{
 			Format: strings.ToLower(l.str("log.format")),
 			Level:  strings.ToLower(l.str("log.level")),

@@ -25,6 +25,8 @@ type Webhook struct {
 	Types []string
 	// Batch is the most events per POST.
 	Batch int
+	// Tenant, if set, limits the webhook to that tenant's events.
+	Tenant string
 }
 
 // Suppression configures the suppression list.
@@ -47,12 +49,12 @@ type Suppression struct {
 // eventTypes are the names GET /api/v1/events and webhooks know: those of
 // queue.EventTypes, in its order (events_test.go checks; config does not
 // import queue).
-var eventTypes = []string{"queued", "delivered", "deferred", "bounced", "expired", "delayed", "suppressed", "dsn_sent", "scheduled", "complained", "auto_replied", "deleted", "held", "released", "unsubscribed"}
+var eventTypes = []string{"queued", "delivered", "deferred", "bounced", "expired", "delayed", "suppressed", "dsn_sent", "scheduled", "complained", "auto_replied", "deleted", "held", "released", "unsubscribed", "tenant_state"}
 
 func (l *loader) events() Events {
 	ev := Events{Retention: l.duration("events.retention"), Webhooks: []Webhook{}}
-	for _, e := range l.entries("events.webhooks", "webhook", []string{"url", "secret", "types", "batch"}) {
-		w := Webhook{URL: strings.TrimSpace(e.str("url")), Secret: e.str("secret"), Batch: e.positive("batch"), Types: []string{}}
+	for _, e := range l.entries("events.webhooks", "webhook", []string{"url", "secret", "types", "batch", "tenant"}) {
+		w := Webhook{URL: strings.TrimSpace(e.str("url")), Secret: e.str("secret"), Batch: e.positive("batch"), Types: []string{}, Tenant: strings.TrimSpace(e.str("tenant"))}
 		switch x := e.m["types"].(type) {
 		case nil:
 		case []any:

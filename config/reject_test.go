@@ -424,7 +424,7 @@ func TestLoadRejectsBadEventsAndLog(t *testing.T) {
 		{
 			name: "webhook with an unknown event type",
 			file: "events:\n  webhooks:\n    - {url: 'https://x/h', secret: s, types: [sent]}\n",
-			want: `config $FILE: events.webhooks[0].types[0]: "sent" is not an event type (queued, delivered, deferred, bounced, expired, delayed, suppressed, dsn_sent, scheduled, complained, auto_replied, deleted, held, released, unsubscribed)`,
+			want: `config $FILE: events.webhooks[0].types[0]: "sent" is not an event type (queued, delivered, deferred, bounced, expired, delayed, suppressed, dsn_sent, scheduled, complained, auto_replied, deleted, held, released, unsubscribed, tenant_state)`,
 		},
 		{
 			name: "zero retention",

@@ -202,9 +202,19 @@ func TestBounceRefusesBadRequests(t *testing.T) {
 // A bounced event by the operator keeps its By through the binary record;
 // one by the relay has none, and the code it uses stays free of EventTypes.
 func TestOperatorBounceEventRecord(t *testing.T) {
-	// Codes 0 to len-1 are the types': the operator's code must be past them.
-	if len(EventTypes)-1 >= kindOperatorBounce {
-		t.Fatalf("%d event types: the code of an operator's bounce (%d) is taken", len(EventTypes), kindOperatorBounce)
+	// Every type has a code in one of the two formats, none the operator's.
+	for i, typ := range EventTypes {
+		ev := Event{Type: typ, Recipient: "a@d.test", Time: time.UnixMilli(1e12).UTC()}
+		rec, err := appendEvent(nil, &ev)
+		if err != nil {
+			t.Fatalf("type %s: %v", typ, err)
+		}
+		if wide := rec[0] == eventWide; wide != (i >= wideBase) || rec[0] == eventFormat && rec[5]&0x0f == kindOperatorBounce {
+			t.Errorf("type %s (index %d): format %d, code %d", typ, i, rec[0], rec[5]&0x0f)
+		}
+		if got, err := decodeEvent(rec); err != nil || got.Type != typ || (got.By != "") != byOperator(typ) {
+			t.Errorf("type %s decoded as %+v, %v", typ, got, err)
+		}
 	}
 	for _, by := range []string{ByOperator, ""} {
 		ev := Event{Type: EventBounced, QueueID: "18ECAF2DCCF80C22C6A8", Recipient: "a@d.test", Reply: opReply, By: by, Time: time.UnixMilli(1e12).UTC()}

@@ -29,6 +29,7 @@ type Draft struct {
 	err      error
 	stored   Envelope // what Commit wrote
 	key      *IdempotencyKey
+	counts   []string // quota counters Commit adds one to (quota.go)
 }
 
 // NewDraft starts a message with a fresh ID (see id.go for the format).
@@ -172,6 +173,9 @@ func (d *Draft) Commit(env Envelope) error {
 		}
 		e := env
 		var err error
+		if err := w.addCounts(d.counts); err != nil {
+			return err
+		}
 		if e.Events, err = w.nextEventSeq(); err != nil {
 			return err
 		}

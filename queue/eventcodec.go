@@ -25,11 +25,23 @@ import (
 //	queue_id (unless packed), message_id, from, recipient, reply,
 //	enhanced_code (unless left out), remote_mta, tls, bounce_queue_id,
 //	then, with bit 7 only, feedback_type and stream (records without
-//	either are as before they existed)
+//	either are as before they existed), and the tenant if it is not the
+//	default (records before tenants end after stream)
+//
+// A type whose index in EventTypes does not fit bits 0-3 beside
+// kindOperatorBounce (15 and later) is written in format eventWide: the
+// same record but for its first byte, with the index less 15 in bits 0-3,
+// and never shared with a history record. Every record of a type that
+// fits is byte for byte what it was.
 //
 // Times keep milliseconds, as the wire form does. The event ID is the
 // record's key. Event.MarshalJSON is the wire form.
-const eventFormat = 0x01
+const (
+	eventFormat = 0x01
+	eventWide   = 0x04
+	// wideBase is the index of the first wide type.
+	wideBase = kindOperatorBounce
+)
 
 var errBadEvent = errors.New("queue: event record damaged")
 
@@ -58,8 +70,12 @@ func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	if ev.By != "" && (ev.By != ByOperator || !byOperator(ev.Type) && ev.Type != EventBounced) {
 		return nil, fmt.Errorf("queue: event %s by %q unknown", ev.Type, ev.By)
 	}
-	if t >= kindOperatorBounce {
-		return nil, fmt.Errorf("queue: event type %q has no code left", ev.Type)
+	format := byte(eventFormat)
+	if t >= wideBase {
+		if t-wideBase >= kindOperatorBounce {
+			return nil, fmt.Errorf("queue: event type %q has no code left", ev.Type)
+		}
+		format, t = eventWide, t-wideBase
 	}
 	kind := byte(t)
 	if ev.Type == EventBounced && ev.By == ByOperator {
@@ -75,14 +91,14 @@ func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	if ev.Async {
 		kind |= kindAsync
 	}
-	if ev.FeedbackType != "" || ev.Stream != "" {
+	if ev.FeedbackType != "" || ev.Stream != "" || ev.Tenant != "" {
 		kind |= kindMore
 	}
 	if b == nil {
 		b = make([]byte, 0, 64+len(ev.MessageID)+len(ev.From)+len(ev.Recipient)+len(ev.Reply)+len(ev.RemoteMTA))
 	}
 	start := len(b)
-	b = append(b, eventFormat, 0, 0, 0, 0, kind)
+	b = append(b, format, 0, 0, 0, 0, kind)
 	b = binary.AppendUvarint(b, record.Millis(ev.Time))
 	b = binary.AppendUvarint(b, record.Millis(ev.NextAttempt))
 	b = binary.AppendUvarint(b, uint64(max(ev.Attempt, 0)))
@@ -92,6 +108,9 @@ func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	strs := ev.strings()
 	if kind&kindMore != 0 {
 		strs = append(strs, ev.more()...)
+		if ev.Tenant != "" {
+			strs = append(strs, &ev.Tenant)
+		}
 	}
 	for i, s := range strs {
 		if (i == 0 && ok) || (i == 5 && kind&kindDerived != 0) {
@@ -116,12 +135,16 @@ func (ev *Event) more() []*string { return []*string{&ev.FeedbackType, &ev.Strea
 // decodeEvent reads a record; any damage is errBadEvent.
 func decodeEvent(v []byte) (Event, error) {
 	var ev Event
-	if len(v) < 6 || v[0] != eventFormat || crc32.Checksum(v[5:], castagnoli) != binary.BigEndian.Uint32(v[1:5]) {
+	if len(v) < 6 || v[0] != eventFormat && v[0] != eventWide || crc32.Checksum(v[5:], castagnoli) != binary.BigEndian.Uint32(v[1:5]) {
 		return ev, errBadEvent
 	}
 	kind := v[5]
-	switch code := int(kind & 0x0f); {
-	case code == kindOperatorBounce:
+	code := int(kind & 0x0f)
+	if v[0] == eventWide {
+		code += wideBase
+	}
+	switch {
+	case v[0] == eventFormat && code == kindOperatorBounce:
 		ev.Type, ev.By = EventBounced, ByOperator
 	case code >= len(EventTypes):
 		return ev, errBadEvent
@@ -150,6 +173,10 @@ func decodeEvent(v []byte) (Event, error) {
 			continue
 		}
 		*s = r.Str()
+	}
+	if kind&kindMore != 0 && r.Len() > 0 {
+		// The tenant, after the fields of records written before tenants.
+		ev.Tenant = r.Str()
 	}
 	if r.End() != nil {
 		return Event{}, errBadEvent

@@ -37,6 +37,7 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	b = appendJSONField(b, "feedback_type", e.FeedbackType)
 	b = appendJSONField(b, "by", e.By)
 	b = appendJSONField(b, "stream", e.Stream)
+	b = appendJSONField(b, "tenant", e.Tenant)
 	if !e.Time.IsZero() {
 		b = append(b, `,"time":"`...)
 		b = e.Time.UTC().AppendFormat(b, eventTimeLayout)

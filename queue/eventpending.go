@@ -46,7 +46,7 @@ func pendingForm(ev *Event, env *Envelope, idx int) bool {
 		return false
 	}
 	return ev.QueueID == env.ID && ev.MessageID == env.MessageID && ev.From == env.From &&
-		ev.Stream == env.Sender.Stream && ev.Recipient == env.Recipients[idx].Address && ev.By == "" &&
+		ev.Stream == env.Sender.Stream && ev.Tenant == env.Sender.Tenant && ev.Recipient == env.Recipients[idx].Address && ev.By == "" &&
 		ev.Reply == "" && ev.EnhancedCode == "" && ev.RemoteMTA == "" && ev.TLS == "" &&
 		ev.BounceQueueID == "" && ev.FeedbackType == "" && !ev.Async
 }
@@ -190,7 +190,7 @@ func decodePendingEvent(v []byte, seq uint64, l *historyLookup) (Event, error) {
 	if idx >= uint64(len(env.Recipients)) {
 		return Event{}, errBadEvent
 	}
-	ev.MessageID, ev.From, ev.Stream = env.MessageID, env.From, env.Sender.Stream
+	ev.MessageID, ev.From, ev.Stream, ev.Tenant = env.MessageID, env.From, env.Sender.Stream, env.Sender.Tenant
 	ev.Recipient = env.Recipients[idx].Address
 	return ev, nil
 }

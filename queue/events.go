@@ -50,13 +50,18 @@ const (
 	// EventUnsubscribed: the recipient used a one-click unsubscribe link
 	// relayq wrote (RFC 8058); it is then suppressed for the sender.
 	EventUnsubscribed EventType = "unsubscribed"
+	// EventTenantState: a tenant's reputation state changed (Tenant names
+	// it; Reply says "paused: complaint rate ...", "warn: ..." or
+	// "active: ..."). It belongs to no message. It is a wide type
+	// (eventcodec.go).
+	EventTenantState EventType = "tenant_state"
 )
 
 // EventTypes lists every type, in the order the documentation gives them.
 // A type's index is its code in event records: append, never reorder.
 var EventTypes = []EventType{EventQueued, EventDelivered, EventDeferred, EventBounced,
 	EventExpired, EventDelayed, EventSuppressed, EventDSNSent, EventScheduled, EventComplained, EventAutoReplied,
-	EventDeleted, EventHeld, EventReleased, EventUnsubscribed}
+	EventDeleted, EventHeld, EventReleased, EventUnsubscribed, EventTenantState}
 
 // ByOperator is Event.By for what an operator did (admin API, CLI) rather
 // than a delivery attempt.
@@ -95,6 +100,9 @@ type Event struct {
 	// Stream is the message's stream ("" for events written before
 	// streams, and for suppressed, which has no message).
 	Stream string `json:"stream,omitempty"`
+	// Tenant is the message's tenant ("" for the default tenant, and for
+	// events written before tenants); for suppressed, the submitter's.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // eventWire is Event's wire form for UnmarshalJSON: the same fields, with
@@ -196,7 +204,7 @@ func (w *writeTx) event(ev Event) error {
 			ev.Time = h.finished
 		}
 	}
-	share = share && h.seq <= seq && !ev.Time.After(h.finished)
+	share = share && h.seq <= seq && !ev.Time.After(h.finished) && ev.Tenant == h.env.Sender.Tenant
 	if ev.EnhancedCode == "" {
 		ev.EnhancedCode = enhancedCode(ev.Reply)
 	}
@@ -205,9 +213,10 @@ func (w *writeTx) event(ev Event) error {
 		if r, err = appendEvent(a, &ev); err != nil {
 			return a
 		}
-		if share {
+		if share && r[len(a)] == eventFormat {
 			// The same record, sharing its message's fields with the
-			// history record this write put before it.
+			// history record this write put before it (a wide type's
+			// record is never shared: its code does not fit).
 			r = appendSharedEvent(r[:len(a)], &ev, h, seq, r[len(a)+5])
 		}
 		return r
@@ -242,17 +251,23 @@ func (w *writeTx) operatorEvents(t EventType, env *Envelope) error {
 
 func recipientEvent(t EventType, env *Envelope, r *Recipient) Event {
 	return Event{Type: t, QueueID: env.ID, MessageID: env.MessageID, From: env.From,
-		Recipient: r.Address, Attempt: r.Attempts, Stream: env.Sender.Stream}
+		Recipient: r.Address, Attempt: r.Attempts, Stream: env.Sender.Stream, Tenant: env.Sender.Tenant}
 }
 
 // EventQuery selects events: those after the cursor After (an event ID, ""
 // for the start), of the given types (none: all), at most Limit (default
-// 100, at most 10000).
+// 100, at most 10000); with Tenant set, only that tenant's (a tenant's
+// webhook, a tenant's API key).
 type EventQuery struct {
-	After string
-	Types []EventType
-	Limit int
+	After  string
+	Types  []EventType
+	Limit  int
+	Tenant *TenantFilter
 }
+
+// TenantFilter selects one tenant's events; Name "" is the default
+// tenant's.
+type TenantFilter struct{ Name string }
 
 // List returns the events matching q, in order, and the ID of the last
 // one examined (the cursor to continue from, even when all were filtered
@@ -299,7 +314,7 @@ func (ev Events) List(q EventQuery) (evs []Event, last string, err error) {
 				s.opts.Logger.Warn("queue: skipping a damaged event", "event_id", last, "err", err)
 				continue
 			}
-			if len(q.Types) == 0 || slices.Contains(q.Types, ev.Type) {
+			if (len(q.Types) == 0 || slices.Contains(q.Types, ev.Type)) && (q.Tenant == nil || q.Tenant.Name == ev.Tenant) {
 				evs = append(evs, ev)
 			}
 		}

@@ -198,7 +198,7 @@ func recordTime(k, v []byte) (time.Time, bool) {
 		r := record.NewReader(v[5:])
 		t := r.Time()
 		return t, r.Err() == nil
-	case len(k) == 8 && len(v) > 6 && (v[0] == eventFormat || v[0] == eventPending):
+	case len(k) == 8 && len(v) > 6 && (v[0] == eventFormat || v[0] == eventWide || v[0] == eventPending):
 		r := record.NewReader(v[6:])
 		t := r.Millis()
 		return t, r.Err() == nil
@@ -381,6 +381,7 @@ func decodeSharedEvent(v []byte, seq uint64, l *historyLookup) (Event, error) {
 	if share&shareStream != 0 {
 		ev.Stream = env.Sender.Stream
 	}
+	ev.Tenant = env.Sender.Tenant // shared only when they are the same
 	for _, s := range sharedStrings(&ev, kind, share) {
 		if s != nil {
 			*s = r.Str()

@@ -29,7 +29,7 @@ func outcomeEvents(env *Envelope, r *Recipient, o Outcome) []Event {
 
 // noticeEvent is the dsn_sent event of a report relayq queued about env.
 func noticeEvent(env, notice *Envelope) Event {
-	ev := Event{Type: EventDSNSent, QueueID: env.ID, MessageID: env.MessageID, From: env.From, Stream: env.Sender.Stream,
+	ev := Event{Type: EventDSNSent, QueueID: env.ID, MessageID: env.MessageID, From: env.From, Stream: env.Sender.Stream, Tenant: env.Sender.Tenant,
 		BounceQueueID: notice.ID}
 	if len(notice.Recipients) > 0 {
 		ev.Recipient = notice.Recipients[0].Address

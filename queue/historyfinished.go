@@ -309,7 +309,11 @@ func (r *histReader) eventFields(e *Envelope, id string) {
 	for range 2 { // ret, envid
 		r.skipString()
 	}
-	for range 4 { // body, sender, client_addr, helo
+	r.skipDictString() // body
+	if slot := r.dictString(); slot != "" {
+		readSenderSlot(&e.Sender, slot) // the tenant, which events carry
+	}
+	for range 2 { // client_addr, helo
 		r.skipDictString()
 	}
 	if flags&finMsgIDSplit != 0 {

@@ -20,13 +20,15 @@ var salvageBuckets = map[string]bool{
 	string(bucketEvents): true, string(bucketHistory): true, string(bucketSuppressions): true,
 	string(bucketCursors): true, string(bucketStrings): true, string(bucketIdempotency): true, string(bucketIdempotencyExpiry): true,
 	string(bucketReportOnce): true, string(bucketSecrets): true, string(bucketOwner): true,
+	string(bucketQuota): true,
 }
 
 // SalvageBucket reports whether a salvage copies the top-level bucket
 // name: it holds mail, its quarantine, events, history, suppressions or
 // webhook cursors (or idempotency keys, which reports suppressed, or
 // relayq's own keys, or the file's identity and fencing token, so that a
-// salvaged file is still the same queue to its cluster).
+// salvaged file is still the same queue to its cluster, or the tenants'
+// quota counters).
 func SalvageBucket(name []byte) bool { return salvageBuckets[string(name)] }
 
 // VerifyBodies reads every body as delivery would and quarantines

@@ -123,7 +123,7 @@ func (s *Store) RecordReporting(id string, outcomes []Outcome, marks []Mark, not
 			if r := applyOutcome(env, o); r != nil {
 				evs = append(evs, outcomeEvents(env, r, o)...)
 				if o.Suppress && o.Status == StatusBounced {
-					sp := Suppression{Address: r.Address, Reply: o.Reply, Source: SourceAuto, Since: w.s.now()}
+					sp := Suppression{Address: r.Address, Reply: o.Reply, Source: SourceAuto, Since: w.s.now(), Scope: w.s.scopeOf(env.Sender)}
 					if err := w.putSuppression(sp); err != nil {
 						return err
 					}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/identity"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
@@ -118,6 +119,8 @@ type Store struct {
 	// autoSuppressed, when set, hears of each address a bounce puts on the
 	// list (SetAutoSuppressHook).
 	autoSuppressed atomic.Pointer[func(Suppression)]
+	// suppressScope, when set, is the scope of those entries (SetScoper).
+	suppressScope atomic.Pointer[func(identity.Sender) string]
 	// forced, when set, hears of each operator's retry or flush
 	// (SetForceHook).
 	forced atomic.Pointer[func(ids ...string)]

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/relayq/relayq/internal/identity"
 )
 
 // Suppressions is the list of addresses relayq no longer sends to.
@@ -17,8 +19,11 @@ type Suppressions struct{ s *Store }
 // Suppressions returns the store's suppression list.
 func (s *Store) Suppressions() Suppressions { return Suppressions{s} }
 
-// bucketSuppressions is the suppression list: lower-cased address ->
-// CRC-32C + JSON(Suppression).
+// bucketSuppressions is the suppression list: key -> CRC-32C +
+// JSON(Suppression). The key of a global entry is the lower-cased address
+// (as before scopes, so older files read unchanged); that of an entry in
+// a scope is the scope, a NUL byte, then the address
+// (ScopedSuppressionKey).
 var bucketSuppressions = []byte("suppressions")
 
 // Suppression is an address relayq refuses to send to, and why.
@@ -35,7 +40,23 @@ type Suppression struct {
 	// report cannot suppress again what an operator removed. Not stored
 	// with the entry.
 	Once string `json:"-"`
+	// Scope is the list the entry is on: "" the global one, "tenant:NAME"
+	// a tenant's own (suppression.ScopeOf).
+	Scope string `json:"scope,omitempty"`
 }
+
+// ScopedSuppressionKey is the key of addr's entry in scope: the address's
+// SuppressionKey for the global list (""), else scope NUL address. Get
+// and Remove take either form.
+func ScopedSuppressionKey(scope, addr string) string {
+	if scope == "" {
+		return SuppressionKey(addr)
+	}
+	return scope + "\x00" + SuppressionKey(addr)
+}
+
+// Key is the entry's key on the list (ScopedSuppressionKey).
+func (sp Suppression) Key() string { return ScopedSuppressionKey(sp.Scope, sp.Address) }
 
 // Where a suppression entry came from (Suppression.Source).
 const (
@@ -54,6 +75,19 @@ func SuppressionKey(addr string) string { return strings.ToLower(strings.TrimSpa
 
 func suppressionKey(addr string) []byte { return []byte(SuppressionKey(addr)) }
 
+// SetScoper has the entries a bounce adds during delivery put in the
+// scope f gives for the message's sender (suppression.List.ScopeOf);
+// without it they are global.
+func (l Suppressions) SetScoper(f func(identity.Sender) string) { l.s.suppressScope.Store(&f) }
+
+// scopeOf is the scope of a bounce's entry for a message of sender.
+func (s *Store) scopeOf(sender identity.Sender) string {
+	if f := s.suppressScope.Load(); f != nil {
+		return (*f)(sender)
+	}
+	return ""
+}
+
 // SetAutoHook has f told of every address a bounce puts on the
 // list, from inside the write that stores it (so possibly twice, or for a
 // write that then fails): f must be quick and must not call the Store. A
@@ -66,7 +100,7 @@ func (w *writeTx) putSuppression(sp Suppression) error {
 	if err != nil {
 		return err
 	}
-	sp.Address = string(suppressionKey(sp.Address))
+	sp.Address = SuppressionKey(sp.Address)
 	if sp.Since.IsZero() {
 		sp.Since = w.s.now()
 	}
@@ -78,7 +112,7 @@ func (w *writeTx) putSuppression(sp Suppression) error {
 	// Before the commit, so no reader can miss the entry (a rollback
 	// leaves the flag set: only a lookup is wasted).
 	w.s.suppressing.Store(true)
-	return b.Put([]byte(sp.Address), append(rec, js...))
+	return b.Put([]byte(sp.Key()), append(rec, js...))
 }
 
 func decodeSuppression(v []byte) (Suppression, bool) {
@@ -108,7 +142,8 @@ func (l Suppressions) Add(sps ...Suppression) error {
 	})
 }
 
-// Remove removes addr from the list; false if it was not on it.
+// Remove removes addr (an address, global, or a ScopedSuppressionKey)
+// from the list; false if it was not on it.
 func (l Suppressions) Remove(addr string) (bool, error) {
 	s := l.s
 	var found bool
@@ -125,7 +160,8 @@ func (l Suppressions) Remove(addr string) (bool, error) {
 	return found, err
 }
 
-// Get returns addr's entry, if it is on the list. While the list
+// Get returns addr's entry (an address, global, or a
+// ScopedSuppressionKey), if it is on the list. While the list
 // has never had an entry it answers without a read transaction: it is
 // asked at every RCPT.
 func (l Suppressions) Get(addr string) (Suppression, bool, error) {

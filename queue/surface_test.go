@@ -7,11 +7,11 @@ import (
 
 // The Store's own methods are the message's life; everything else is
 // reached through an accessor (Admin, Events, History, Suppressions, TLS,
-// Quarantine, ReturnPath), so that what delivery depends on stays small
-// enough to read. A method added to the Store instead of to its accessor
-// shows up here.
+// Quarantine, ReturnPath, Owner, Counters), so that what delivery depends
+// on stays small enough to read. A method added to the Store instead of to
+// its accessor shows up here: 27 of the life's own and the 9 accessors.
 func TestStoreSurfaceStaysSmall(t *testing.T) {
-	const most = 35
+	const most = 36
 	st := reflect.TypeFor[*Store]()
 	if n := st.NumMethod(); n > most {
 		var names []string
@@ -20,7 +20,7 @@ func TestStoreSurfaceStaysSmall(t *testing.T) {
 		}
 		t.Errorf("*Store has %d exported methods, want at most %d: %v", n, most, names)
 	}
-	for _, acc := range []string{"Admin", "Events", "History", "Suppressions", "TLS", "Quarantine", "ReturnPath"} {
+	for _, acc := range []string{"Admin", "Events", "History", "Suppressions", "TLS", "Quarantine", "ReturnPath", "Owner", "Counters"} {
 		m, ok := st.MethodByName(acc)
 		if !ok {
 			t.Errorf("*Store has no accessor %s", acc)

@@ -9,7 +9,7 @@ import (
 // event and, for a permanent bounce or a complaint, its suppression
 // entry; false when it says nothing to record.
 func (r *Recorder) outcome(rep report.Report, from string, env *queue.Envelope, rcpt string) (queue.Event, *queue.Suppression, bool) {
-	ev := queue.Event{QueueID: env.ID, MessageID: env.MessageID, From: env.From, Recipient: rcpt, Async: true}
+	ev := queue.Event{QueueID: env.ID, MessageID: env.MessageID, From: env.From, Recipient: rcpt, Async: true, Tenant: env.Sender.Tenant}
 	if !r.trusted(rep.Kind, from) {
 		return ev, nil, false
 	}
@@ -45,7 +45,7 @@ func (r *Recorder) outcome(rep report.Report, from string, env *queue.Envelope, 
 			return ev, nil, false
 		}
 		ev.Type, ev.FeedbackType = queue.EventComplained, rep.FeedbackType
-		return ev, &queue.Suppression{Address: rcpt, Source: queue.SourceComplaint, Reply: "complaint: " + rep.FeedbackType}, true
+		return ev, &queue.Suppression{Address: rcpt, Source: queue.SourceComplaint, Reply: "complaint: " + rep.FeedbackType, Scope: r.scopeOf(env)}, true
 	case report.KindAutoReply:
 		ev.Type = queue.EventAutoReplied
 		return ev, nil, true
@@ -67,7 +67,7 @@ func (r *Recorder) outcome(rep report.Report, from string, env *queue.Envelope, 
 		if reply == "" {
 			reply = ev.EnhancedCode
 		}
-		return ev, &queue.Suppression{Address: rcpt, Source: queue.SourceAsyncBounce, Reply: reply}, true
+		return ev, &queue.Suppression{Address: rcpt, Source: queue.SourceAsyncBounce, Reply: reply, Scope: r.scopeOf(env)}, true
 	}
 	return ev, nil, true
 }
@@ -113,4 +113,13 @@ func dsnRecipient(rs []report.Recipient, rcpt string) (report.Recipient, bool) {
 // recipient said nothing). Those suppress no one.
 func complaint(ft string) bool {
 	return ft != "not-spam" && ft != "auth-failure"
+}
+
+// scopeOf is the suppression scope of env's sender (global without a
+// list).
+func (r *Recorder) scopeOf(env *queue.Envelope) string {
+	if r.o.Suppression == nil {
+		return ""
+	}
+	return string(r.o.Suppression.ScopeOf(env.Sender))
 }

@@ -137,6 +137,9 @@ func (a Acceptor) CheckSender(c Client, from string) error {
 	if !a.MayRelay(c) {
 		return a.reject(c, RejectRelay, ErrAuthRequired, "from", from)
 	}
+	if err := a.checkPaused(c); err != nil {
+		return err
+	}
 	if from != "" && !validAddress(from) {
 		return a.reject(c, RejectSyntax, errBadSender, "from", from)
 	}
@@ -189,6 +192,9 @@ type Incoming struct {
 	// checked (preflight.go).
 	preflight preflight.Verdict
 	stream    string
+	// counters are the tenant's quota counters the message was counted
+	// in, given back if it is not stored.
+	counters []string
 }
 
 // Open starts storing a message for t's recipients: it allocates the queue
@@ -215,7 +221,8 @@ func (a Acceptor) Open(c Client, t Transaction) (*Incoming, error) {
 // the message goes: the draft, and the signer beside it.
 func (m *Incoming) startDraft() io.Writer {
 	if m.a.s.opts.Signer != nil {
-		if m.sig = m.a.s.opts.Signer(); m.sig != nil {
+		tenant, _ := m.a.tenantOf(m.c.Credential)
+		if m.sig = m.a.s.opts.Signer(m.a.keyFilter(tenant)); m.sig != nil {
 			return io.MultiWriter(m.d, m.sig)
 		}
 	}
@@ -259,6 +266,10 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 		srv.log.Error("queue write failed", "err", err)
 		return queue.Envelope{}, m.a.reject(c, RejectStorage, errQueueUnavailable)
 	}
+	if err := m.checkFrom(); err != nil {
+		m.Abort()
+		return queue.Envelope{}, err
+	}
 	if m.lines.finish(); m.lines.long {
 		if err := m.encodeLongLines(); err != nil {
 			return queue.Envelope{}, err
@@ -298,6 +309,10 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 		}
 		env.Prefix, env.DKIM = string(prefix), signatureNames(prefix)
 	}
+	if err := m.countQuota(&env); err != nil {
+		m.d.Abort()
+		return queue.Envelope{}, err
+	}
 	if srv.opts.BeforeCommit != nil {
 		srv.opts.BeforeCommit(&env)
 	}
@@ -305,10 +320,12 @@ func (m *Incoming) Commit() (queue.Envelope, error) {
 	defer srv.drain.mu.RUnlock()
 	if srv.drain.on {
 		m.d.Abort()
+		m.undoQuota()
 		return queue.Envelope{}, m.a.reject(c, RejectDraining, errDrainingData)
 	}
 	if err := m.d.Commit(env); err != nil {
 		m.d.Abort()
+		m.undoQuota()
 		if dup, ok := m.duplicate(err); ok {
 			return queue.Envelope{}, dup
 		}

@@ -24,6 +24,15 @@
 //     everyone else is refused at MAIL (530 5.7.0) and, as a second fence, at
 //     RCPT (554 5.7.1). relayq has no local mailboxes, so there is nothing an
 //     unauthenticated stranger may send to.
+//   - Who sent a message is resolved once, in Acceptor.sender: the tenant
+//     from the credential (Policy.Tenants; none: the default tenant), the
+//     stream. A tenant's message is refused unless every From: domain is
+//     its own (550 5.7.1 at the end of DATA), is signed only with its own
+//     DKIM keys (the Signer's KeyFilter), is counted against its quotas in
+//     the write that stores it (Quotas; refused 452 4.7.1 or held to the
+//     window's start) and is refused at MAIL while the tenant is paused
+//     (Pauses, 451 4.7.1). A client reads only its own tenant's messages
+//     and events (Acceptor.Message, Acceptor.Events). See tenant.go.
 //   - AUTH is offered only on TLS connections unless AllowInsecureAuth is set
 //     (RFC 4954 section 4), and repeated failures are slowed and then
 //     locked out for a while, counted per IP address and per account. A

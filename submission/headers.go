@@ -38,6 +38,8 @@ type headerScan struct {
 	// named) and returns fields to add to it (preflight.go); canAdd is
 	// false where nothing can be added.
 	pre func(sec []byte, stream string, canAdd bool) []byte
+	// froms are the From: fields' values (tenantcheck.go).
+	froms []string
 }
 
 func (h *headerScan) Write(p []byte) (int, error) {
@@ -211,6 +213,8 @@ func (h *headerScan) parse(sec []byte) (hasDate bool) {
 			if !h.idemSeen {
 				h.idemSeen, h.idemKey = true, string(val)
 			}
+		case fromField:
+			h.froms = append(h.froms, string(val))
 		case streamField:
 			if !h.hasStream {
 				h.stream = trimField(string(val))
@@ -258,11 +262,12 @@ const (
 	dateField
 	idempotencyKeyField
 	streamField
+	fromField
 )
 
 // kept reports whether parse keeps the field's value.
 func (f headerField) kept() bool {
-	return f == messageIDField || f == subjectField || f == idempotencyKeyField || f == streamField
+	return f == messageIDField || f == subjectField || f == idempotencyKeyField || f == streamField || f == fromField
 }
 
 // whichField matches a field name as strings.ToLower would, without
@@ -285,6 +290,8 @@ func whichField(name []byte) headerField {
 		return idempotencyKeyField
 	case asciiEqualFold(name, streamHeader):
 		return streamField
+	case asciiEqualFold(name, "from"):
+		return fromField
 	}
 	return otherField
 }
@@ -301,6 +308,8 @@ func fieldNamed(lower string) headerField {
 		return idempotencyKeyField
 	case streamHeader:
 		return streamField
+	case "from":
+		return fromField
 	}
 	return otherField
 }

@@ -19,6 +19,14 @@ const (
 	// RejectPreflight is a message a stream's preflight check refused
 	// (550 5.7.x, preflight.go).
 	RejectPreflight RejectReason = "preflight"
+	// RejectFromDomain is a From: domain the sender's tenant may not send
+	// as (550 5.7.1).
+	RejectFromDomain RejectReason = "from_domain"
+	// RejectQuota is a message over its tenant's quota (452 4.7.1).
+	RejectQuota RejectReason = "quota"
+	// RejectPaused is mail of a tenant paused for its bounce or complaint
+	// rate (451 4.7.1 at MAIL).
+	RejectPaused RejectReason = "paused"
 )
 
 // Refusals of a command or a connection, before or beside any message.
@@ -43,7 +51,7 @@ const (
 // RejectReasons returns every reason, for pre-creating label values.
 func RejectReasons() []RejectReason {
 	return []RejectReason{
-		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning, RejectPreflight,
+		RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning, RejectPreflight, RejectFromDomain, RejectQuota, RejectPaused,
 		RejectSequence, RejectAuth, RejectAuthLockout, RejectConnections, RejectRecipients, RejectDraining, RejectSuppressed, RejectRate,
 	}
 }
@@ -52,7 +60,7 @@ func RejectReasons() []RejectReason {
 // i.e. whether the refusal counts as a received (and refused) message.
 func (r RejectReason) RefusesMessage() bool {
 	switch r {
-	case RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning, RejectPreflight:
+	case RejectRelay, RejectSyntax, RejectSize, RejectStorage, RejectBareNewline, RejectLineLength, RejectSigning, RejectPreflight, RejectFromDomain, RejectQuota, RejectPaused:
 		return true
 	}
 	return false

@@ -18,6 +18,9 @@ func TestRejectReasons(t *testing.T) {
 		{RejectLineLength, true},
 		{RejectSigning, true},
 		{RejectPreflight, true},
+		{RejectFromDomain, true},
+		{RejectQuota, true},
+		{RejectPaused, true},
 		{RejectSequence, false},
 		{RejectAuth, false},
 		{RejectAuthLockout, false},
@@ -38,7 +41,7 @@ func TestRejectReasons(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	if len(seen) != 16 {
-		t.Errorf("RejectReasons lists %d reasons, want all 16 constants", len(seen))
+	if len(seen) != 19 {
+		t.Errorf("RejectReasons lists %d reasons, want all 19 constants", len(seen))
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/relayq/relayq/internal/authlimit"
 	"github.com/relayq/relayq/internal/clock"
 	smtp "github.com/relayq/relayq/internal/gosmtp"
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -40,6 +41,9 @@ type Policy struct {
 	// a message gets when nothing else names one (stream.go).
 	Streams       []string
 	DefaultStream string
+	// Tenants is the tenant directory (tenant.go); nil for none, every
+	// credential then the default tenant's.
+	Tenants Tenants
 }
 
 // APIKey is one HTTP API key. The key itself is "NAME.SECRET", so the
@@ -97,14 +101,22 @@ type Options struct {
 	// keys: nothing to sign); the MessageSigner sees
 	// every byte written to the queue draft, and what its Finish returns is
 	// stored in front of the message (queue.Envelope.Prefix: DKIM). A Finish
-	// error refuses the message with 451; it is never queued unsigned.
-	Signer func() MessageSigner
+	// error refuses the message with 451; it is never queued unsigned. It
+	// may sign only with the keys allow allows (nil: every key), which are
+	// the sending tenant's (tenant.go).
+	Signer func(allow KeyFilter) MessageSigner
 	// Preflight, if set, checks each message's header section for its
 	// stream (preflight.go); it may add fields, warn or refuse.
 	Preflight Preflight
 	// Suppressions, if set, refuses suppressed recipients at RCPT (and
 	// records a suppressed event); suppression.List is one.
 	Suppressions Suppressions
+	// Quotas, if set, counts each tenant's messages against its quotas
+	// (tenant.go); nil counts nothing.
+	Quotas Quotas
+	// Pauses, if set, says which tenants are paused for their reputation
+	// (tenant.go): their new mail is refused with 451 4.7.1.
+	Pauses Pauses
 	// AddMissingHeaders adds Message-ID and Date to mail from
 	// authenticated clients and trusted networks that lacks them.
 	AddMissingHeaders bool
@@ -138,7 +150,7 @@ const ProxyRefusal = "554 5.3.5 No SMTP service here: this listener takes connec
 // Suppressions decides whether a recipient is refused because it is on
 // the suppression list: refused with the text after "550 5.1.1 ".
 type Suppressions interface {
-	Refuse(addr string, authenticated, trusted bool) (text string, refused bool, err error)
+	Refuse(sender identity.Sender, addr string, authenticated, trusted bool) (text string, refused bool, err error)
 }
 
 // MessageSigner signs one message as it streams by (dkim.Message is one).

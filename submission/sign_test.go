@@ -27,7 +27,9 @@ func withSigner(t *testing.T) (func(*Options), dkimtest.Records) {
 		t.Fatal(err)
 	}
 	s := dkim.NewSigner(dkim.Config{Keys: []dkim.Key{{Domain: "example.org", Selector: "sel", Signer: k}}})
-	mod := func(o *Options) { o.Signer = func() MessageSigner { return s.Begin() } }
+	mod := func(o *Options) {
+		o.Signer = func(allow KeyFilter) MessageSigner { return s.BeginWith(dkim.KeyFilter(allow)) }
+	}
 	return mod, dkimtest.Records{"sel._domainkey.example.org": rec}
 }
 

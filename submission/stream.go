@@ -16,14 +16,16 @@ type StreamObserver interface {
 // sender is who submitted a message, resolved once: the one place a
 // credential becomes a Sender. header is the X-Relayq-Stream field's value.
 func (a Acceptor) sender(c Client, header string) identity.Sender {
-	return identity.Sender{Stream: a.streamOf(c.Credential, header), Credential: c.Credential}
+	tenant, def := a.tenantOf(c.Credential)
+	return identity.Sender{Tenant: tenant, Stream: a.streamOf(c.Credential, header, def), Credential: c.Credential}
 }
 
 // streamOf is the stream a message belongs to: its credential's (an API
 // key's or user's stream, which the client cannot override), else the one
 // its X-Relayq-Stream header names if that is a configured stream, else
-// the policy's default. With no streams configured it is "".
-func (a Acceptor) streamOf(c identity.Credential, header string) string {
+// its tenant's default (tenantDefault), else the policy's default. With no
+// streams configured it is "".
+func (a Acceptor) streamOf(c identity.Credential, header, tenantDefault string) string {
 	p := a.s.policy.Load()
 	if s := a.credentialStream(c); s != "" {
 		return s
@@ -32,6 +34,9 @@ func (a Acceptor) streamOf(c identity.Credential, header string) string {
 		if header != "" && s == header {
 			return s
 		}
+	}
+	if tenantDefault != "" {
+		return tenantDefault
 	}
 	return p.DefaultStream
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	smtp "github.com/relayq/relayq/internal/gosmtp"
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -17,7 +18,8 @@ func (a Acceptor) suppressed(c Client, from, to string) error {
 	if sp == nil {
 		return nil
 	}
-	text, refused, err := sp.Refuse(to, c.Credential.Authenticated(), a.Trusted(c.IP))
+	tenant, _ := a.tenantOf(c.Credential)
+	text, refused, err := sp.Refuse(identity.Sender{Tenant: tenant, Credential: c.Credential}, to, c.Credential.Authenticated(), a.Trusted(c.IP))
 	if err != nil {
 		a.s.log.Warn("suppression list unreadable; recipient accepted", "to", to, "err", err)
 		return nil
@@ -26,7 +28,7 @@ func (a Acceptor) suppressed(c Client, from, to string) error {
 		return nil
 	}
 	reply := &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: text}
-	ev := queue.Event{Type: queue.EventSuppressed, From: from, Recipient: to, Reply: "550 5.1.1 " + text}
+	ev := queue.Event{Type: queue.EventSuppressed, From: from, Recipient: to, Reply: "550 5.1.1 " + text, Tenant: tenant}
 	if err := a.s.opts.Queue.Events().Add(ev); err != nil {
 		a.s.log.Error("recording a suppressed event failed", "to", to, "err", err)
 	}

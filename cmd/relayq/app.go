@@ -22,11 +22,14 @@ import (
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/internal/buildinfo"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/internal/deliverability"
 	"github.com/relayq/relayq/internal/dkim"
 	"github.com/relayq/relayq/internal/drain"
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/internal/preflight"
 	"github.com/relayq/relayq/internal/suppression"
+	"github.com/relayq/relayq/internal/tenant"
 	"github.com/relayq/relayq/internal/unsubscribe"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/returnpath/verp"
@@ -81,6 +84,10 @@ type outbound struct {
 	preflight *preflight.Checker
 	// unsub signs the one-click links; nil without unsubscribe.listen.
 	unsub *unsubscribe.Signer
+	// quota counts the tenants' messages (tenants.go).
+	quota *tenant.Counter
+	// reputation judges the tenants' rates (reputation.go).
+	reputation *reputationWatch
 }
 
 // inbound is what takes mail and commands.
@@ -152,6 +159,8 @@ func (a *app) open() error {
 	supStore, closeSup := suppressionStore(state, store)
 	a.onClose(closeSup) // before the state (its Redis client) and the store
 	a.out.supp = &suppression.List{Store: supStore, Config: suppressionConfig(cfg)}
+	supp := a.out.supp
+	store.Suppressions().SetScoper(func(s identity.Sender) string { return string(supp.ScopeOf(s)) })
 	return nil
 }
 
@@ -174,6 +183,16 @@ func (a *app) listen() error {
 	}
 	if a.out.preflight = newPreflight(cfg, links); a.out.preflight != nil {
 		so.Preflight = a.out.preflight
+	}
+	if a.out.quota, err = loadQuota(a.store, cfg); err != nil {
+		return err
+	}
+	so.Quotas = a.out.quota
+	q := a.out.quota
+	a.out.reputation = &reputationWatch{store: a.store, mon: tenant.NewMonitor(), dir: q.Directory, clock: clock.Real, log: a.log}
+	so.Pauses = a.out.reputation.mon
+	if a.metrics != nil {
+		a.metrics.m.WatchTenants(q.Directory().Names(), a.out.reputation.metricsView)
 	}
 	srv, err := submission.New(so)
 	if err != nil {
@@ -215,7 +234,7 @@ func (a *app) openListeners() error {
 	if cfg.Admin.Listen == "" {
 		return nil
 	}
-	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng, a.out.state}, a.metrics, a.log, a.out.supp, srv.LimitListener, a.in.drainer)
+	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng, a.out.state}, a.metrics, a.log, a.out.supp, tenantsAPI(a.out.quota, a.out.reputation), srv.LimitListener, a.in.drainer)
 	return err
 }
 
@@ -231,6 +250,7 @@ func (a *app) run(sigs chan os.Signal) error {
 	go followShared(ctx, a.out.state, a.out.shaper, a.out.eng, time.Second)
 	adoptedDone := a.startAdopting(ctx)
 	go deliverability.Follow(ctx, a.store.Events(), a.metrics.deliv, a.log)
+	go a.out.reputation.run(ctx)
 	a.logStarted()
 	notifySystemd(a.log, daemon.SdNotifyReady)
 
@@ -326,6 +346,7 @@ func (a *app) reload() {
 		return
 	}
 	a.in.srv.SetPolicy(submissionPolicy(cfg))
+	a.out.quota.SetDirectory(tenant.New(cfg.Tenants))
 	a.in.srv.SetTLS(tlsConf)
 	a.out.signer.Update(dc)
 	if a.out.preflight != nil {

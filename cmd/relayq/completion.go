@@ -18,6 +18,7 @@ var commandFlags = map[string]string{
 	"check-config": "--config --strict",
 	"config":       "--config --changed",
 	"suppressions": "--admin --ca-file --token --config --reason",
+	"tenants":      "--admin --ca-file --token --config",
 	"healthcheck":  "--admin --ca-file --config --timeout",
 	"dkim":         "--domain --selector --type --bits --out --config",
 	"man":          "--dir",

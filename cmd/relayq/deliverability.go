@@ -13,6 +13,7 @@ import (
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/internal/preflight"
 	"github.com/relayq/relayq/internal/unsubscribe"
 )
@@ -77,7 +78,7 @@ func (a *app) listenUnsubscribe() error {
 	if a.out.unsub == nil {
 		return nil
 	}
-	h := unsubscribe.Handler{Signer: a.out.unsub, Suppressor: unsubscribe.StoreSuppressor{Store: a.store},
+	h := unsubscribe.Handler{Signer: a.out.unsub, Suppressor: unsubscribe.StoreSuppressor{Store: a.store, Scope: func(s identity.Sender) string { return string(a.out.supp.ScopeOf(s)) }},
 		Log: a.log.With("listener", "unsubscribe")}
 	for _, addr := range cfg.Unsubscribe.Listen {
 		l, err := net.Listen("tcp", addr)

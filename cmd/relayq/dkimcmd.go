@@ -145,11 +145,11 @@ func dkimConfig(cfg *config.Config) (dkim.Config, error) {
 }
 
 // messageSigner adapts a dkim.Signer to submission's hook.
-func messageSigner(s *dkim.Signer) func() submission.MessageSigner {
-	return func() submission.MessageSigner {
+func messageSigner(s *dkim.Signer) func(submission.KeyFilter) submission.MessageSigner {
+	return func(allow submission.KeyFilter) submission.MessageSigner {
 		if !s.Active() {
 			return nil // no keys (yet): nothing to sign, nothing to allocate
 		}
-		return s.Begin()
+		return s.BeginWith(dkim.KeyFilter(allow))
 	}
 }

@@ -14,15 +14,22 @@ import (
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/internal/suppression"
+	"github.com/relayq/relayq/internal/tenant"
 	"github.com/relayq/relayq/internal/webhook"
 	"github.com/relayq/relayq/queue"
 )
 
 func suppressionConfig(cfg *config.Config) suppression.Config {
 	c := cfg.Suppression
-	return suppression.Config{Auto: c.Auto, Expire: c.Expire, DomainExpire: c.DomainExpire, Codes: c.Codes,
+	sc := suppression.Config{Auto: c.Auto, Expire: c.Expire, DomainExpire: c.DomainExpire, Codes: c.Codes,
 		ExemptAuthenticated: c.ExemptAuthenticated, ExemptTrusted: c.ExemptTrusted,
 		ComplaintExpire: cfg.Bounces.ComplaintExpire}
+	for _, t := range cfg.Tenants {
+		if t.Suppression == tenant.Own {
+			sc.TenantScoped = append(sc.TenantScoped, t.Name)
+		}
+	}
+	return sc
 }
 
 // webhookLinger lets events gather for a fuller batch: at most this much
@@ -42,6 +49,9 @@ func startEvents(ctx context.Context, cfg *config.Config, store *queue.Store, m 
 		names := make([]string, 0, len(hooks))
 		for _, w := range cfg.Events.Webhooks {
 			h := webhook.Hook{Name: w.URL, URL: w.URL, Secret: w.Secret, Batch: w.Batch}
+			if w.Tenant != "" {
+				h.Tenant = &queue.TenantFilter{Name: w.Tenant}
+			}
 			for _, t := range w.Types {
 				h.Types = append(h.Types, queue.EventType(t))
 			}

@@ -34,6 +34,8 @@ func commands() []command {
 			"  relayq queue list --status deferred\n  relayq queue delete --from spammer@app.example --dry-run\n", queueCmd},
 		{"suppressions", "suppressions list|add ADDR...|remove ADDR...|import FILE|export [flags]", "Show and change a running relay's suppression list (addresses refused at RCPT with 550 5.1.1) through its admin API. list and export print CSV with a header line, address,since,source,reply; import reads the same, or one address per line.",
 			"  relayq suppressions list\n  relayq suppressions add bob@example.net --reason 'asked to unsubscribe'\n  relayq suppressions export > list.csv && relayq suppressions import list.csv\n", suppressionsCmd},
+		{"tenants", "tenants list|show NAME|resume NAME [flags]", "Show a running relay's tenants through its admin API: state (active, warn, paused and why), quota used today and this month, domains; show adds rates, credentials, stream, suppression scope and every quota; resume lifts a tenant's pause.",
+			"  relayq tenants list\n  relayq tenants show billing\n  relayq tenants resume news\n", tenantsCmd},
 		{"healthcheck", "healthcheck [--admin URL]", "Ask a running relay's /readyz; exit 0 when it is ready, 1 otherwise. For container HEALTHCHECKs and scripts.",
 			"  relayq healthcheck --admin http://127.0.0.1:8025\n", healthcheck},
 		{"sendmail", "sendmail [options] [rcpt...]", "A sendmail-compatible command: reads a message on standard input and submits it to the local relay over SMTP (also runs when the binary is called as sendmail).",

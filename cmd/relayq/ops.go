@@ -57,11 +57,12 @@ func (m *metrics) delivery() delivery.Observer { return m.m.Delivery() }
 // same connection limits as SMTP's). On loopback only local processes
 // reach it, and the operator's way in must survive a local application
 // that holds every SMTP connection its address may have.
-func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.Shaping, m *metrics, log *slog.Logger, sl *suppression.List, limit func(net.Listener) net.Listener, d ...admin.Drainer) (*http.Server, error) {
+func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.Shaping, m *metrics, log *slog.Logger, sl *suppression.List, tn admin.Tenants, limit func(net.Listener) net.Listener, d ...admin.Drainer) (*http.Server, error) {
 	o := admin.Options{
 		Store:        st,
 		Shaping:      sh,
 		Suppressions: sl,
+		Tenants:      tn,
 		Token:        c.Token,
 		ReadToken:    c.ReadToken,
 		AllowedHosts: c.AllowedHosts,

@@ -31,6 +31,7 @@ var reloadable = []string{
 	"dkim.",    // signer.Update: key rotation without a restart
 	"suppression.",
 	"bounces.complaint_expire", // in the suppression list's config (SetConfig)
+	"tenants",                  // the directory is part of the policy (SetPolicy)
 }
 
 func isReloadable(key string) bool {

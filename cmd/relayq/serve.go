@@ -17,6 +17,7 @@ import (
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/logbuf"
 	"github.com/relayq/relayq/internal/suppression"
+	"github.com/relayq/relayq/internal/tenant"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/submission"
 )
@@ -84,6 +85,9 @@ func submissionPolicy(cfg *config.Config) submission.Policy {
 	}
 	for _, s := range cfg.Streams {
 		p.Streams = append(p.Streams, s.Name)
+	}
+	if len(cfg.Tenants) > 0 {
+		p.Tenants = tenant.New(cfg.Tenants)
 	}
 	return p
 }

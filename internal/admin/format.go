@@ -68,6 +68,9 @@ func WriteMessage(w io.Writer, m *Message) error {
 	if m.Stream != "" {
 		fmt.Fprintf(&b, "Stream:   %s\n", m.Stream)
 	}
+	if m.Tenant != "" {
+		fmt.Fprintf(&b, "Tenant:   %s\n", m.Tenant)
+	}
 	fmt.Fprintf(&b, "Held:     %s\n", yesNo(m.Held))
 	if !m.Release.IsZero() {
 		fmt.Fprintf(&b, "Release:  %s\n", formatTime(m.Release))

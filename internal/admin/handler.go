@@ -60,6 +60,8 @@ type Options struct {
 	// Deliverability backs GET /api/v1/deliverability: each provider's
 	// acceptance figures (deliverability.Tracker's Snapshot); nil answers 503.
 	Deliverability func() []deliverability.Row
+	// Tenants backs /api/v1/tenants (tenants.go); nil lists none.
+	Tenants Tenants
 	// Suppressions backs /api/v1/suppressions; nil answers 503.
 	Suppressions *suppression.List
 	// AllowedHosts are the host names, beyond IP addresses and localhost,
@@ -129,6 +131,9 @@ func NewHandler(o Options) http.Handler {
 	h.shapingRoutes()
 	h.drainRoutes()
 	h.mux.HandleFunc("GET /api/v1/events", h.events)
+	h.mux.HandleFunc("GET /api/v1/tenants", h.tenants)
+	h.mux.HandleFunc("GET /api/v1/tenants/{name}", h.tenant)
+	h.mux.HandleFunc("POST /api/v1/tenants/{name}/resume", h.resumeTenant)
 	h.historyRoutes()
 	// Go's profiler, for "why is it slow" questions in production; behind
 	// the same token as everything else.
@@ -248,7 +253,10 @@ var readTokenRoutes = map[string]bool{
 	"GET /api/v1/shaping":     true,
 	// What happened to mail, not what it said: the console's timeline,
 	// event page, finished-message search and suppression page.
-	"GET /api/v1/events":                 true,
+	"GET /api/v1/events": true,
+	// Tenants: configuration and counts, no mail.
+	"GET /api/v1/tenants":                true,
+	"GET /api/v1/tenants/{name}":         true,
 	"GET /api/v1/messages":               true,
 	"GET /api/v1/suppressions":           true,
 	"GET /api/v1/suppressions/{address}": true,

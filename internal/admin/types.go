@@ -18,7 +18,9 @@ type Message struct {
 	// first attempted; absent for others.
 	Release time.Time `json:"release,omitzero"`
 	// Stream is the message's stream (see docs/streams.md).
-	Stream     string      `json:"stream,omitempty"`
+	Stream string `json:"stream,omitempty"`
+	// Tenant is the message's tenant ("" for the default; docs/tenants.md).
+	Tenant     string      `json:"tenant,omitempty"`
 	Recipients []Recipient `json:"recipients"`
 	// Subject and MessageID are the message's header fields as stored
 	// at acceptance; Client, Helo and AuthUser say who submitted it.
@@ -79,7 +81,7 @@ func MessageOf(env *queue.Envelope) Message { return messageFrom(env) }
 // messageFrom converts a stored envelope to its API form.
 func messageFrom(env *queue.Envelope) Message {
 	m := Message{
-		ID: env.ID, From: env.From, Created: env.Created, Size: env.Size, Held: env.Held, Release: env.Release, Stream: env.Sender.Stream,
+		ID: env.ID, From: env.From, Created: env.Created, Size: env.Size, Held: env.Held, Release: env.Release, Stream: env.Sender.Stream, Tenant: env.Sender.Tenant,
 		Subject: env.Subject, MessageID: env.MessageID, Client: env.ClientAddr, Helo: env.Helo, AuthUser: env.Sender.Credential.Name,
 		TLS: env.TLS, DKIM: env.DKIM, Recipients: make([]Recipient, 0, len(env.Recipients)),
 	}

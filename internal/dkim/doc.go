@@ -49,6 +49,8 @@
 //     signed with every key of the most specific such domain (one signature
 //     per key: RSA and Ed25519 side by side), or Finish returns an error and
 //     the caller must not queue it. No key, no From: field: nothing to do.
+//     A Message begun with a KeyFilter (BeginWith: a tenant's own keys)
+//     sees only the keys it allows, and is never signed with another.
 //   - A key whose domain and selector already signed the message (a
 //     DKIM-Signature with the same d= and s=) does not sign it again.
 //   - The signed header fields are those of DefaultHeaders (or the

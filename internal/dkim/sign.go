@@ -67,10 +67,14 @@ func (s *Signer) Update(c Config) {
 }
 
 // keysFor returns the keys of the most specific configured domain that is
-// domain or a parent of it.
-func (ks *keySet) keysFor(domain string) []signingKey {
+// domain or a parent of it, among those allow allows (nil: all).
+func (ks *keySet) keysFor(domain string, allow KeyFilter) []signingKey {
 	for d := domain; d != ""; {
-		if keys := ks.byDomain[d]; len(keys) > 0 {
+		keys := ks.byDomain[d]
+		if allow != nil {
+			keys = allowed(keys, allow)
+		}
+		if len(keys) > 0 {
 			return keys
 		}
 		_, parent, ok := strings.Cut(d, ".")
@@ -82,6 +86,21 @@ func (ks *keySet) keysFor(domain string) []signingKey {
 	return nil
 }
 
+// KeyFilter says whether a message may be signed with the key of domain
+// (lower case) and selector: a tenant's mail only with its own keys.
+type KeyFilter func(domain, selector string) bool
+
+// allowed is the keys allow allows, in their order.
+func allowed(keys []signingKey, allow KeyFilter) []signingKey {
+	var out []signingKey
+	for _, k := range keys {
+		if allow(strings.ToLower(strings.TrimSuffix(k.Domain, ".")), k.Selector) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // Active reports whether s has keys to sign with now; without them Begin's
 // Message lets every byte pass unsigned, so a caller may skip it.
 func (s *Signer) Active() bool {
@@ -91,7 +110,12 @@ func (s *Signer) Active() bool {
 
 // Begin starts signing one message: write all of it to the returned
 // Message, then call Finish. Close it in any case.
-func (s *Signer) Begin() *Message {
+func (s *Signer) Begin() *Message { return s.BeginWith(nil) }
+
+// BeginWith is Begin for a message that may be signed only with the keys
+// allow allows (nil: every key); a From: domain whose keys it all refuses
+// falls back to the parent domain's, as a domain without keys does.
+func (s *Signer) BeginWith(allow KeyFilter) *Message {
 	ks := s.set.Load()
 	if ks == nil || len(ks.byDomain) == 0 {
 		return &Message{state: stateIdle}
@@ -100,7 +124,7 @@ func (s *Signer) Begin() *Message {
 	if clk == nil {
 		clk = clock.Real
 	}
-	return &Message{set: ks, clock: clk}
+	return &Message{set: ks, clock: clk, allow: allow}
 }
 
 // Sign returns msg with its DKIM-Signature fields in front, for messages
@@ -136,6 +160,7 @@ const (
 // DKIM-Signature field and the private-key operation are per key.
 type Message struct {
 	set   *keySet
+	allow KeyFilter // nil: every key
 	clock clock.Clock
 	state state
 	hdr   []byte
@@ -203,7 +228,7 @@ func (m *Message) start(buf []byte, end int) {
 		return
 	}
 	done := signedBy(fields)
-	for _, k := range m.set.keysFor(domain) {
+	for _, k := range m.set.keysFor(domain, m.allow) {
 		if done[strings.ToLower(strings.TrimSuffix(k.Domain, "."))+" "+strings.ToLower(k.Selector)] {
 			continue
 		}
@@ -279,7 +304,7 @@ func precomputed(k *rsa.PrivateKey) *rsa.PrivateKey {
 func (m *Message) overflow() {
 	fields := parseFields(m.hdr)
 	d := fromDomain(fields)
-	if (d == "" && len(m.set.byDomain) > 0) || len(m.set.keysFor(d)) > 0 {
+	if (d == "" && len(m.set.byDomain) > 0) || len(m.set.keysFor(d, m.allow)) > 0 {
 		m.fail(fmt.Errorf("dkim: header section longer than %d bytes", MaxHeaderBytes))
 		return
 	}

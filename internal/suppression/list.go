@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtpcodes"
 )
@@ -47,6 +48,10 @@ type Config struct {
 	// (queue.SourceComplaint); 0 keeps them: a person asked to be left
 	// alone, which no amount of time undoes (bounces.complaint_expire).
 	ComplaintExpire time.Duration
+	// TenantScoped are the tenants with a list of their own (tenants[].
+	// suppression: tenant); every other sender's entries are global
+	// (scope.go).
+	TenantScoped []string
 }
 
 // List is the suppression list as relayq uses it. A nil Clock is clock.Real.
@@ -117,15 +122,16 @@ func (l *List) Lookup(addr string) (Entry, bool, error) {
 	return e, true, nil
 }
 
-// Check says whether mail to addr from a client so authenticated and
-// trusted is refused, and the entry that refuses it. A store error lets the
-// mail through (logged by the caller): mail is never lost to the list.
-func (l *List) Check(addr string, authenticated, trusted bool) (Entry, bool, error) {
+// Check says whether mail to addr from sender, a client so authenticated
+// and trusted, is refused (by the global list or sender's scope's), and
+// the entry that refuses it. A store error lets the mail through (logged
+// by the caller): mail is never lost to the list.
+func (l *List) Check(sender identity.Sender, addr string, authenticated, trusted bool) (Entry, bool, error) {
 	c := l.config()
 	if (authenticated && c.ExemptAuthenticated) || (trusted && c.ExemptTrusted) {
 		return Entry{}, false, nil
 	}
-	return l.Lookup(addr)
+	return l.LookupIn(l.ScopeOf(sender), addr)
 }
 
 // Auto says whether a bounce with reply r puts its recipient on the list.
@@ -166,8 +172,8 @@ func Refusal(addr string, e Entry) string {
 }
 
 // Refuse is Check with the refusal text, for submission.Options.Suppressions.
-func (l *List) Refuse(addr string, authenticated, trusted bool) (string, bool, error) {
-	e, ok, err := l.Check(addr, authenticated, trusted)
+func (l *List) Refuse(sender identity.Sender, addr string, authenticated, trusted bool) (string, bool, error) {
+	e, ok, err := l.Check(sender, addr, authenticated, trusted)
 	if err != nil || !ok {
 		return "", false, err
 	}

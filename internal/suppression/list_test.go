@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/queue/queuetest"
 	"github.com/relayq/relayq/smtpcodes"
@@ -22,7 +23,7 @@ func TestExpiryWithFakeClock(t *testing.T) {
 	if err := l.Store.Add(Entry{Address: "bob@x.test", Reply: "550 5.1.1 no such user"}); err != nil {
 		t.Fatal(err)
 	}
-	e, ok, err := l.Check("Bob@X.test", false, false)
+	e, ok, err := l.Check(identity.Sender{}, "Bob@X.test", false, false)
 	if !ok || err != nil {
 		t.Fatalf("not refused: %v", err)
 	}
@@ -30,18 +31,18 @@ func TestExpiryWithFakeClock(t *testing.T) {
 		t.Errorf("refusal %q, want %q", got, want)
 	}
 	clk.Advance(23 * time.Hour)
-	if _, ok, _ := l.Check("bob@x.test", false, false); !ok {
+	if _, ok, _ := l.Check(identity.Sender{}, "bob@x.test", false, false); !ok {
 		t.Error("expired an hour early")
 	}
 	clk.Advance(time.Hour)
-	if _, ok, _ := l.Check("bob@x.test", false, false); ok {
+	if _, ok, _ := l.Check(identity.Sender{}, "bob@x.test", false, false); ok {
 		t.Error("still refused after expire")
 	}
 	if es, _ := l.Entries(); len(es) != 0 {
 		t.Errorf("expired entry listed: %v", es)
 	}
 	l.SetConfig(Config{Auto: true})
-	if _, ok, _ := l.Check("bob@x.test", false, false); !ok {
+	if _, ok, _ := l.Check(identity.Sender{}, "bob@x.test", false, false); !ok {
 		t.Error("expire: 0 must keep entries")
 	}
 }
@@ -50,10 +51,10 @@ func TestExemptions(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	l := &List{Store: open(t, clk).Suppressions(), Config: Config{ExemptAuthenticated: true}, Clock: clk}
 	l.Store.Add(Entry{Address: "a@x.test"})
-	if _, ok, _ := l.Check("a@x.test", true, false); ok {
+	if _, ok, _ := l.Check(identity.Sender{}, "a@x.test", true, false); ok {
 		t.Error("authenticated client not exempt")
 	}
-	if _, ok, _ := l.Check("a@x.test", false, true); !ok {
+	if _, ok, _ := l.Check(identity.Sender{}, "a@x.test", false, true); !ok {
 		t.Error("trusted network exempt though only authenticated clients are")
 	}
 }
@@ -107,7 +108,7 @@ func TestBadDomainEntriesExpireSooner(t *testing.T) {
 	}
 	clk.Advance(time.Second)
 	for _, e := range entries {
-		_, ok, _ := l.Check(e.Address, false, false)
+		_, ok, _ := l.Check(identity.Sender{}, e.Address, false, false)
 		if want := e.Address[0] >= 'c'; ok != want {
 			t.Errorf("%s (%s) after a day: refused %v, want %v", e.Address, e.Reply, ok, want)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/queue/queuetest"
 )
@@ -115,5 +116,28 @@ func TestOneClickRefused(t *testing.T) {
 	}
 	if note, n := state(t, st); note != "" || n != 0 {
 		t.Fatalf("entry %q, %d events", note, n)
+	}
+}
+
+// An unsubscribe goes on the list its sender's scope names: a tenant with
+// a list of its own suppresses the recipient for itself only, and the
+// global list stays without it.
+func TestOneClickSuppressesInTheSendersScope(t *testing.T) {
+	st := queuetest.NewStore(t, queuetest.NewClock())
+	s := testSigner(t)
+	scope := func(snd identity.Sender) string { return "tenant:" + snd.Tenant }
+	h := Handler{Signer: s, Suppressor: StoreSuppressor{Store: st, Scope: scope}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	tok, _ := s.Token(target)
+	if resp := post(t, srv.URL+"/u/"+tok, "application/x-www-form-urlencoded", []byte(oneClickBody)); resp.StatusCode != 200 {
+		t.Fatalf("POST: %d", resp.StatusCode)
+	}
+	if _, ok, err := st.Suppressions().Get(target.Recipient); err != nil || ok {
+		t.Errorf("the global list holds the recipient (%v, %v)", ok, err)
+	}
+	key := queue.ScopedSuppressionKey("tenant:"+target.Sender.Tenant, target.Recipient)
+	if e, ok, err := st.Suppressions().Get(key); err != nil || !ok || e.Scope != "tenant:acme" {
+		t.Errorf("tenant acme's list: %+v, %v, %v", e, ok, err)
 	}
 }

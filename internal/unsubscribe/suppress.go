@@ -1,6 +1,7 @@
 package unsubscribe
 
 import (
+	"github.com/relayq/relayq/internal/identity"
 	"github.com/relayq/relayq/queue"
 )
 
@@ -16,9 +17,14 @@ type Suppressor interface {
 const Reason = "unsubscribed"
 
 // StoreSuppressor is a Suppressor over the queue file's suppression list.
-// Its entries are global: the list has no scopes yet, so the stream (and
-// tenant) unsubscribed from is named in the entry's note.
-type StoreSuppressor struct{ Store *queue.Store }
+// Scope gives the list an unsubscribe goes on for the sender it came from
+// (suppression.List.ScopeOf: the tenant's own list, or the global one);
+// nil is the global list. The stream (and tenant) unsubscribed from is
+// named in the entry's note as well.
+type StoreSuppressor struct {
+	Store *queue.Store
+	Scope func(identity.Sender) string
+}
 
 // Unsubscribe implements Suppressor.
 func (s StoreSuppressor) Unsubscribe(t Target) (bool, error) {
@@ -29,5 +35,8 @@ func (s StoreSuppressor) Unsubscribe(t Target) (bool, error) {
 	note += ")"
 	ev := queue.Event{QueueID: t.QueueID, Recipient: t.Recipient, Stream: t.Sender.Stream}
 	sp := queue.Suppression{Address: t.Recipient, Reply: note, Source: queue.SourceUnsubscribe}
+	if s.Scope != nil {
+		sp.Scope = s.Scope(t.Sender)
+	}
 	return s.Store.ReturnPath().Unsubscribe(ev, sp, t.once())
 }

@@ -31,6 +31,8 @@ type Hook struct {
 	Types []queue.EventType
 	// Batch is the most events per POST; default 100.
 	Batch int
+	// Tenant, if set, limits the hook to that tenant's events.
+	Tenant *queue.TenantFilter
 }
 
 // Source is where events come from, with the durable cursors; queue.Events
@@ -142,7 +144,7 @@ func (s *sender) run(ctx context.Context) {
 	failures := 0
 	for ctx.Err() == nil {
 		changed := s.o.Source.Changed()
-		evs, last, err := s.o.Source.List(queue.EventQuery{After: cursor, Types: s.h.Types, Limit: s.h.Batch})
+		evs, last, err := s.o.Source.List(queue.EventQuery{After: cursor, Types: s.h.Types, Limit: s.h.Batch, Tenant: s.h.Tenant})
 		if err != nil {
 			s.o.Logger.Error("webhook: reading events failed", "webhook", s.shown, "err", err)
 			failures++

@@ -29,8 +29,10 @@ func statusFor(e *smtp.SMTPError) int {
 	switch {
 	case enh[1] == 3 && enh[2] == 4: // x.3.4 message too big
 		return http.StatusRequestEntityTooLarge
-	case e.Code == 454 || e.Code == 421 && enh[1] == 7: // too many connections, AUTH lockout
+	case e.Code == 454 || e.Code == 421 && enh[1] == 7 || e.Code == 452 && enh[1] == 7: // too many connections, AUTH lockout, over quota
 		return http.StatusTooManyRequests
+	case e.Code == 451 && enh[1] == 7: // a tenant paused for its reputation: try later
+		return http.StatusServiceUnavailable
 	case e.Code == 530 || e.Code == 535: // authentication required / failed
 		return http.StatusUnauthorized
 	case submission.IsPreflightRefusal(e): // a stream's preflight check: the fix is the sender's
@@ -58,13 +60,19 @@ func reply(e *smtp.SMTPError) string {
 
 // writeRefusal answers with the status for e.
 func writeRefusal(w http.ResponseWriter, e *smtp.SMTPError) {
+	if secs, ok := submission.RetryAfter(e); ok {
+		// Over a tenant's quota: wait until its window opens.
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
 	writeError(w, statusFor(e), apiError{Error: e.Message, Code: enhanced(e)})
 }
 
 func writeError(w http.ResponseWriter, status int, body apiError) {
 	switch status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+		if w.Header().Get("Retry-After") == "" {
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+		}
 	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="relayq", Basic realm="relayq"`)
 	}

@@ -226,6 +226,9 @@ func TestStatusForTable(t *testing.T) {
 		{554, smtp.EnhancedCode{5, 7, 1}, 403},
 		{452, smtp.EnhancedCode{4, 3, 1}, 503}, // the queue disk is below its reserve
 		{452, smtp.EnhancedCode{4, 5, 3}, 422},
+		{452, smtp.EnhancedCode{4, 7, 1}, 429}, // over a tenant's quota
+		{451, smtp.EnhancedCode{4, 7, 1}, 503}, // a tenant paused: temporary, not forbidden
+		{550, smtp.EnhancedCode{5, 7, 1}, 403}, // a From: domain the tenant may not send as
 		{550, smtp.EnhancedCode{5, 1, 1}, 422},
 		{553, smtp.EnhancedCode{5, 1, 7}, 400},
 		{550, smtp.EnhancedCode{5, 7, 0}, 400},
@@ -249,5 +252,16 @@ func TestHTTPS(t *testing.T) {
 	got := e.mx.WaitMessages(t, 1, 10*time.Second)[0]
 	if !strings.Contains(string(got.Data), " with HTTPS id ") {
 		t.Errorf("Received header: %q", got.Data)
+	}
+}
+
+// A refusal over a tenant's quota asks the client to wait until the
+// quota's window opens, not the fixed 30 s of other 429s.
+func TestQuotaRefusalRetryAfter(t *testing.T) {
+	w := httptest.NewRecorder()
+	writeRefusal(w, &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 7, 1},
+		Message: "Tenant billing: quota per_day used up until 2027-01-01T00:00:00Z; try again in 3600 s"})
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "3600" {
+		t.Fatalf("status %d, Retry-After %q; want 429, 3600", w.Code, w.Header().Get("Retry-After"))
 	}
 }

@@ -57,9 +57,11 @@ type envOpts struct {
 	// tls serves HTTPS with a fresh certificate; the env's client trusts it.
 	tls bool
 	// signer is the submission server's Signer (DKIM), or nil.
-	signer func() submission.MessageSigner
+	signer func(submission.KeyFilter) submission.MessageSigner
 	// suppressions is the submission server's suppression check, or nil.
 	suppressions submission.Suppressions
+	// tenants is the policy's tenant directory, or nil.
+	tenants submission.Tenants
 	// clock times the submission server's AUTH lockouts (nil: real time).
 	clock clock.Clock
 	// maxPerIP is the submission server's MaxConnsPerIP (0: its default).
@@ -104,7 +106,7 @@ func start(t *testing.T, o envOpts) *testEnv {
 	if o.authMax == 0 {
 		o.authMax = 100
 	}
-	p := submission.Policy{Users: o.users, APIKeys: o.keys}
+	p := submission.Policy{Users: o.users, APIKeys: o.keys, Tenants: o.tenants}
 	if o.trusted {
 		p.Trusted = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	}

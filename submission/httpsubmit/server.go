@@ -71,6 +71,8 @@ func New(o Options) *Server {
 		sk.keys[k.AccessKeyID] = k
 	}
 	s.mountESP(mux, sk, SESPath)
+	mux.HandleFunc("GET "+Path+"/{id}", s.message) // read.go
+	mux.HandleFunc("GET /api/v1/events", s.events)
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 30 * time.Second,

@@ -16,7 +16,7 @@ import (
 
 // withDKIM gives a submission Signer with an Ed25519 key for example.org,
 // as relayq serve configures one, and the DNS records that publish it.
-func withDKIM(t *testing.T) (func() submission.MessageSigner, dkimtest.Records) {
+func withDKIM(t *testing.T) (func(submission.KeyFilter) submission.MessageSigner, dkimtest.Records) {
 	t.Helper()
 	k, err := dkim.GenerateKey(dkim.KeyEd25519, 0)
 	if err != nil {
@@ -27,7 +27,7 @@ func withDKIM(t *testing.T) (func() submission.MessageSigner, dkimtest.Records) 
 		t.Fatal(err)
 	}
 	s := dkim.NewSigner(dkim.Config{Keys: []dkim.Key{{Domain: "example.org", Selector: "sel", Signer: k}}})
-	return func() submission.MessageSigner { return s.Begin() }, dkimtest.Records{"sel._domainkey.example.org": rec}
+	return func(allow submission.KeyFilter) submission.MessageSigner { return s.BeginWith(dkim.KeyFilter(allow)) }, dkimtest.Records{"sel._domainkey.example.org": rec}
 }
 
 // With a DKIM key for the From: domain, mail submitted over HTTP is signed
@@ -63,7 +63,7 @@ func TestHTTPSigningFailureRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := dkim.NewSigner(dkim.Config{Keys: []dkim.Key{{Domain: "example.org", Selector: "sel", Signer: k}}})
-	e := start(t, envOpts{trusted: true, signer: func() submission.MessageSigner { return s.Begin() }})
+	e := start(t, envOpts{trusted: true, signer: func(allow submission.KeyFilter) submission.MessageSigner { return s.BeginWith(dkim.KeyFilter(allow)) }})
 	r := e.post(t, "", "message/rfc822", "", []byte(rawMsg))
 	if r.status != http.StatusServiceUnavailable || r.err.Code != "4.3.0" || r.header.Get("Retry-After") == "" {
 		t.Fatalf("unsignable message: %d %+v, want 503 4.3.0 with Retry-After", r.status, r.err)
