@@ -11,6 +11,9 @@ import (
 type Stream struct {
 	Name   string
 	Weight int
+	// Pool is the egress pool of the stream's mail ("": its credential's
+	// or delivery.egress.default_pool).
+	Pool string
 }
 
 // maxWeight bounds a stream's weight: ratios beyond a million to one
@@ -30,8 +33,8 @@ var streamName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 // before streams behaves as before.
 func (l *loader) streams() []Stream {
 	out := []Stream{}
-	for _, e := range l.entries("streams", "stream", []string{"name", "weight"}) {
-		s := Stream{Name: strings.TrimSpace(e.str("name")), Weight: 1}
+	for _, e := range l.entries("streams", "stream", []string{"name", "weight", poolKey}) {
+		s := Stream{Name: strings.TrimSpace(e.str("name")), Weight: 1, Pool: strings.TrimSpace(e.str(poolKey))}
 		if w, set := e.m["weight"]; set {
 			n, ok := w.(int)
 			if !ok || n < 1 || n > maxWeight {

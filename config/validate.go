@@ -50,6 +50,7 @@ func (l *loader) validate(c *Config) {
 	l.validateEvents(&c.Events, &c.Suppression)
 	l.validateBounces(&c.Bounces)
 	l.validateStreams(c)
+	l.validateEgress(c)
 	l.oneOf("log.format", c.Log.Format, "text", "json")
 	l.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 }

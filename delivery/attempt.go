@@ -259,6 +259,11 @@ func (a *attempter) transact(ctx context.Context, set *Settings, j *job, env *qu
 			hops[i].MaxUses = n
 		}
 	}
+	if j.source != nil {
+		for i := range hops {
+			hops[i].Source = j.source
+		}
+	}
 	denv := smtpclient.Envelope{From: env.From, RET: env.RET, EnvID: env.EnvID, SMTPUTF8: env.SMTPUTF8, Body: env.Body, Size: env.Size,
 		Signed: env.Prefix != ""} // relayq's own DKIM signature: not to be broken by a 7-bit conversion
 	for _, r := range rcpts {
@@ -310,7 +315,7 @@ func (a *attempter) deliver(ctx context.Context, set *Settings, j *job, env *que
 	var h smtpclient.Hold
 	if j.lease != nil {
 		// The connection holds the lease, in the cache too, until it closes.
-		h = connHold{lease: j.lease, in: a.inbox}
+		h = connHold{lease: j.lease, in: a.inbox, source: j.source}
 	}
 	idle := j.idle
 	j.lease, j.idle = nil, nil

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/relayq/relayq/delivery/egress"
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/clock"
@@ -79,6 +80,8 @@ type Options struct {
 	ReturnPath func(queueID string, rcpt int) (string, error)
 	// Streams: see Settings.Streams.
 	Streams []shaping.Stream
+	// Egress: see Settings.Egress.
+	Egress *egress.Resolver
 }
 
 // Settings are the parts of Options a SIGHUP may replace while running.
@@ -102,6 +105,10 @@ type Settings struct {
 	// from the stream that used least of its weighted share (streams.go).
 	// Empty: one stream.
 	Streams []shaping.Stream
+	// Egress chooses each message's pool of source addresses, and each
+	// new connection's source in it (egress.go); nil sends from no
+	// particular address, as before egress.
+	Egress *egress.Resolver
 }
 
 // Engine delivers queued mail: one scheduler goroutine finds due messages
@@ -180,7 +187,7 @@ func New(o Options) (*Engine, error) {
 		inbox: make(inbox, eventBuffer),
 		sched: newSchedState(o.Workers),
 	}
-	e.gate = gate{shaper: o.Shaper, settings: &e.settings, clock: o.Clock, inbox: e.inbox}
+	e.gate = gate{shaper: o.Shaper, settings: &e.settings, clock: o.Clock, inbox: e.inbox, draws: &e.draws}
 	// The store's own TLS data counts the results in Record's transaction.
 	var inStore bool
 	if st, ok := o.Store.(*queue.Store); ok && st != nil && o.TLSReport != nil {
@@ -198,7 +205,7 @@ func New(o Options) (*Engine, error) {
 		o.Logger.Info("queuing reports left pending by the last stop", "messages", len(ids))
 		e.storage.owed = ids
 	}
-	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress, ReturnPath: o.ReturnPath, Streams: o.Streams})
+	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress, ReturnPath: o.ReturnPath, Streams: o.Streams, Egress: o.Egress})
 	// An operator's retry or flush is known to the engine from inside the
 	// write that makes the mail due, so parking never undoes it
 	// (forceSet.has).

@@ -53,12 +53,16 @@ type gate struct {
 	shaper   Shaper
 	settings *atomic.Pointer[Settings] // the engine's: Router and Courier
 	clock    clock.Clock
-	inbox    inbox // for MX answers; names the engine's held connections
+	inbox    inbox  // for MX answers; names the engine's held connections
+	draws    *draws // the engine's: which source a new connection is from
 }
 
 // ask asks the Shaper to admit j to d's target now; admitted, j holds
-// the target and the lease.
+// the target and the lease (and, with egress, the source it goes from).
 func (g *gate) ask(d *dest, j *job) shaping.Wait {
+	if eg := g.settings.Load().Egress; eg != nil {
+		return g.askFrom(eg, d, j)
+	}
 	lease, w := g.shaper.Admit(d.target, j.ask())
 	if w.Reason == 0 {
 		j.target, j.lease = d.target, lease
@@ -74,9 +78,10 @@ func (g *gate) ask(d *dest, j *job) shaping.Wait {
 // was one; ok whether j may go now, and when not, w is why (the connection
 // stays in the cache meanwhile).
 func (g *gate) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool) {
-	idle, h := g.settings.Load().Courier.TakeIdle(func(h smtpclient.Hold) bool {
+	set := g.settings.Load()
+	idle, h := set.Courier.TakeIdle(func(h smtpclient.Hold) bool {
 		ch, ok := h.(connHold)
-		return ok && ch.in == g.inbox && ch.lease.For(d.target)
+		return ok && ch.in == g.inbox && ch.lease.For(d.target) && j.reusable(ch.source)
 	})
 	if idle == nil {
 		return false, shaping.Wait{}, false
@@ -85,7 +90,11 @@ func (g *gate) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool) 
 		idle.Return(h)
 		return false, w, true
 	}
-	j.target, j.lease, j.idle = d.target, h.(connHold).lease, idle
+	ch := h.(connHold)
+	j.target, j.lease, j.idle, j.source = d.target, ch.lease, idle, ch.source
+	if ch.source != nil {
+		j.pool(set.Egress).Used(ch.source)
+	}
 	return true, shaping.Wait{}, true
 }
 

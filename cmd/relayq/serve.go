@@ -12,6 +12,7 @@ import (
 
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/delivery/egress"
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
@@ -148,7 +149,19 @@ func engineSettings(cfg *config.Config, tp route.TLSPolicy) delivery.Settings {
 		WarnAfter: r.WarnAfter,
 		Suppress:  (&suppression.List{Config: suppressionConfig(cfg)}).Auto,
 		Streams:   streams(cfg),
+		Egress:    egressOf(cfg),
 	}
+}
+
+// egressOf is the egress of cfg (nil: none). Load has checked it, so an
+// error here is a bug; mail then goes from no particular address.
+func egressOf(cfg *config.Config) *egress.Resolver {
+	r, err := egress.New(cfg.Delivery.Egress)
+	if err != nil {
+		slog.Error("delivery.egress was checked at load but does not build; sending from no particular address", "err", err)
+		return nil
+	}
+	return r
 }
 
 // streams are the configured streams for delivery and shaping, the
@@ -168,7 +181,7 @@ func streams(cfg *config.Config) []shaping.Stream {
 func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *metrics, tp route.TLSPolicy) delivery.Options {
 	s := engineSettings(cfg, tp)
 	return delivery.Options{
-		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter, Suppress: s.Suppress, Streams: s.Streams,
+		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter, Suppress: s.Suppress, Streams: s.Streams, Egress: s.Egress,
 		Hostname: cfg.Hostname, Workers: cfg.Delivery.Workers, MaxConnsPerDest: cfg.Delivery.MaxConnsPerDomain,
 		Logger: log, Observer: m.delivery(), TLSReport: store.TLS(),
 	}

@@ -1,0 +1,70 @@
+package delivery
+
+import (
+	"slices"
+
+	"github.com/relayq/relayq/delivery/egress"
+	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/queue"
+)
+
+// askFrom is gate.ask with egress: the message's pool (egress.Resolver.Pool,
+// the one place it is chosen) gives the source of the new connection, by
+// weight among the sources shaping admits now. A source refused (its
+// scopes suspended, out of tokens or connections) is left out and another
+// drawn, so one source's trouble moves the mail to the others at once;
+// only when every source of the pool is refused does the job wait, for
+// the refusal that ends first.
+func (g *gate) askFrom(eg *egress.Resolver, d *dest, j *job) shaping.Wait {
+	pool := j.pool(eg)
+	var refused []*egress.Source
+	var first shaping.Wait
+	for {
+		src := g.draws.pick(pool, func(s *egress.Source) bool { return !slices.Contains(refused, s) })
+		if src == nil {
+			return first
+		}
+		if len(refused) == 0 {
+			j.drawn = src // the source an idle connection is reused from (gate.reuseIdle)
+		}
+		t := d.target
+		lease, w := g.shaper.Admit(t, j.ask())
+		if w.Reason == 0 {
+			pool.Used(src)
+			j.target, j.lease, j.source = t, lease, src
+			return w
+		}
+		if len(refused) == 0 || endsSooner(w, first) {
+			first = w
+		}
+		refused = append(refused, src)
+	}
+}
+
+// endsSooner reports whether refusal w ends before refusal than: a
+// refusal for connections (no end time: a release may come at any
+// moment) before one with a time, an earlier time before a later one.
+func endsSooner(w, than shaping.Wait) bool {
+	switch {
+	case w.Until.IsZero():
+		return !than.Until.IsZero()
+	case than.Until.IsZero():
+		return false
+	}
+	return w.Until.Before(than.Until)
+}
+
+// reusable reports whether an idle connection from src may carry j's
+// mail: without egress only one from no particular source; with it, one
+// from the source askFrom drew first for j, so that reuse follows the
+// pool's weights as new connections do.
+func (j *job) reusable(src *egress.Source) bool { return src == j.drawn }
+
+// pool is the pool of j's message (nil without egress).
+func (j *job) pool(eg *egress.Resolver) *egress.Pool {
+	if j.env == nil {
+		var none queue.Envelope
+		return eg.Pool(none.Sender)
+	}
+	return eg.Pool(j.env.Sender)
+}
