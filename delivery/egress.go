@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"slices"
+	"time"
 
 	"github.com/relayq/relayq/delivery/egress"
 	"github.com/relayq/relayq/delivery/shaping"
@@ -10,29 +11,40 @@ import (
 
 // askFrom is gate.ask with egress: the message's pool (egress.Resolver.Pool,
 // the one place it is chosen) gives the source of the new connection, by
-// weight among the sources shaping admits now. A source refused (its
-// scopes suspended, out of tokens or connections) is left out and another
-// drawn, so one source's trouble moves the mail to the others at once;
-// only when every source of the pool is refused does the job wait, for
-// the refusal that ends first.
+// weight among the sources shaping admits now. Shaping sees the
+// destination's target for that source (Target.ForSource): each source has
+// its own connections, rates, learned pace and suspensions per scope. A
+// source refused (its scopes suspended, out of tokens or connections) is
+// left out and another drawn, so one source's trouble moves the mail to
+// the others at once; only when every source of the pool is refused does
+// the job wait, for the refusal that ends first.
 func (g *gate) askFrom(eg *egress.Resolver, d *dest, j *job) shaping.Wait {
 	pool := j.pool(eg)
 	var refused []*egress.Source
 	var first shaping.Wait
+	var perSec float64 // the sources' rates that refused for a token, summed
 	for {
 		src := g.draws.pick(pool, func(s *egress.Source) bool { return !slices.Contains(refused, s) })
 		if src == nil {
+			if first.Reason == shaping.WaitRate && perSec > 0 {
+				// The pool's mail goes at every source's rate together:
+				// what the scheduler parks behind the rate (parkOverflow).
+				first.Interval = time.Duration(float64(time.Second) / perSec)
+			}
 			return first
 		}
 		if len(refused) == 0 {
 			j.drawn = src // the source an idle connection is reused from (gate.reuseIdle)
 		}
-		t := d.target
+		t := d.target.ForSource(src.Name)
 		lease, w := g.shaper.Admit(t, j.ask())
 		if w.Reason == 0 {
 			pool.Used(src)
 			j.target, j.lease, j.source = t, lease, src
 			return w
+		}
+		if w.Reason == shaping.WaitRate && w.Interval > 0 {
+			perSec += float64(time.Second) / float64(w.Interval)
 		}
 		if len(refused) == 0 || endsSooner(w, first) {
 			first = w
@@ -54,11 +66,15 @@ func endsSooner(w, than shaping.Wait) bool {
 	return w.Until.Before(than.Until)
 }
 
-// reusable reports whether an idle connection from src may carry j's
-// mail: without egress only one from no particular source; with it, one
-// from the source askFrom drew first for j, so that reuse follows the
-// pool's weights as new connections do.
-func (j *job) reusable(src *egress.Source) bool { return src == j.drawn }
+// reuseTarget is the target an idle connection must hold for j to reuse
+// it: d's own, or with egress d's for the source askFrom drew first for
+// j, so that reuse follows the pool's weights as new connections do.
+func (j *job) reuseTarget(d *dest) shaping.Target {
+	if j.drawn == nil {
+		return d.target
+	}
+	return d.target.ForSource(j.drawn.Name)
+}
 
 // pool is the pool of j's message (nil without egress).
 func (j *job) pool(eg *egress.Resolver) *egress.Pool {

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/relayq/relayq/delivery/egress"
+	"github.com/relayq/relayq/smtptest"
 )
 
 // loopSources are sources on loopback (Linux answers on all of
@@ -39,7 +41,11 @@ func TestPoolSharesMailByWeight(t *testing.T) {
 		Pools:       []egress.PoolConfig{{Name: "bulk", Members: []egress.Member{{Source: "ip2", Weight: 3}, {Source: "ip3", Weight: 1}, {Source: "ip4", Weight: 1}}}},
 		DefaultPool: "bulk",
 	}
-	r := newRig(t, nil, withEgress(t, c))
+	// Connections enough that no source is ever refused for them on a
+	// busy machine: a source refused is skipped for the others (the mail
+	// goes on rather than wait), which is right but not what is measured.
+	eg := withEgress(t, c)
+	r := newRig(t, nil, func(o *Options) { eg(o); o.MaxConnsPerDest = 1000 })
 	const n = 3000
 	for i := range n {
 		r.submit("app@src.test", fmt.Sprintf("user%d@dest%d.test", i, i%7))
@@ -65,5 +71,57 @@ func TestPoolSharesMailByWeight(t *testing.T) {
 		if len(s.Helos) != 1 || s.Helos[0] != w.ehlo {
 			t.Errorf("%s said EHLO %v, want %s", s.IP, s.Helos, w.ehlo)
 		}
+	}
+}
+
+// A provider that rate-limits each client address at L/s, three sources
+// of equal weight, nothing configured: adaptive pacing learns one rate
+// per source (scope@source), each converging near L, so together they
+// deliver at least 60 % of 3·L, with under 10 % of attempts refused
+// after the first signal. Before shaping was per source, the three shared
+// one learned rate, held near one address's L.
+func TestAdaptivePacingLearnsARatePerSource(t *testing.T) {
+	const limit, run = 3, 6 * time.Minute
+	c := egress.Config{Sources: loopSources(3)} // one pool of all, equal weights
+	p := newPacedRunMod(t, true, withEgress(t, c), smtptest.WithRateLimits(hiddenLimit(limit)))
+	p.r.queueMessages(int(run.Seconds())*limit*3, func(i int) string { return fmt.Sprintf("u%d@example.net", i) })
+	end, half := t0.Add(run), t0.Add(run/2)
+	learned := map[string][2]time.Duration{} // per source: slowest, fastest over the second half
+	for p.r.clk.Now().Before(end) {
+		p.step()
+		if p.r.clk.Now().Before(half) {
+			continue
+		}
+		for _, v := range p.shaper.Paces() {
+			lf := learned[v.Scope.Source]
+			if lf[0] == 0 || v.Rate > lf[0] {
+				lf[0] = v.Rate
+			}
+			if lf[1] == 0 || v.Rate < lf[1] {
+				lf[1] = v.Rate
+			}
+			learned[v.Scope.Source] = lf
+		}
+	}
+	after := p.seen(p.firstRefusal(), end)
+	second := p.seen(half, end)
+	t.Logf("limit %d/s per address, 3 sources: after the first signal %d of %d attempts drew a 421 (%.1f%%); second half delivered %.2f/s (%.0f%% of 3×limit)",
+		limit, after.refused, after.attempts, 100*after.share(), second.rate(run/2), 100*second.rate(run/2)/(3*limit))
+	for _, src := range []string{"ip2", "ip3", "ip4"} {
+		lf, ok := learned[src]
+		lo, hi := perSec(lf[0]), perSec(lf[1])
+		t.Logf("%s: learned %.2f/s to %.2f/s over the second half", src, lo, hi)
+		if !ok || lo < bandLow*limit || hi > bandHigh*limit {
+			t.Errorf("%s: learned rate %.2f-%.2f/s left the band [%.1f, %.1f] × limit (or none learned)", src, lo, hi, bandLow, bandHigh)
+		}
+	}
+	if len(learned) != 3 {
+		t.Errorf("learned rates for %v, want one per source and none shared", learned)
+	}
+	if after.share() >= 0.10 {
+		t.Errorf("%.1f%% of attempts drew a 421 after the first signal, want under 10%%", 100*after.share())
+	}
+	if second.rate(run/2) < 0.6*3*limit {
+		t.Errorf("second half delivered %.2f/s, want at least %.1f/s", second.rate(run/2), 0.6*3*limit)
 	}
 }

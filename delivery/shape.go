@@ -79,19 +79,20 @@ func (g *gate) ask(d *dest, j *job) shaping.Wait {
 // stays in the cache meanwhile).
 func (g *gate) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool) {
 	set := g.settings.Load()
+	t := j.reuseTarget(d)
 	idle, h := set.Courier.TakeIdle(func(h smtpclient.Hold) bool {
 		ch, ok := h.(connHold)
-		return ok && ch.in == g.inbox && ch.lease.For(d.target) && j.reusable(ch.source)
+		return ok && ch.in == g.inbox && ch.lease.For(t) && ch.source == j.drawn
 	})
 	if idle == nil {
 		return false, shaping.Wait{}, false
 	}
-	if w := g.shaper.Reuse(d.target, j.ask()); w.Reason != 0 {
+	if w := g.shaper.Reuse(t, j.ask()); w.Reason != 0 {
 		idle.Return(h)
 		return false, w, true
 	}
 	ch := h.(connHold)
-	j.target, j.lease, j.idle, j.source = d.target, ch.lease, idle, ch.source
+	j.target, j.lease, j.idle, j.source = t, ch.lease, idle, ch.source
 	if ch.source != nil {
 		j.pool(set.Egress).Used(ch.source)
 	}
@@ -411,7 +412,7 @@ func (e *Engine) parkOverflow(d *dest, w shaping.Wait) {
 	}
 	interval := w.Interval
 	for _, b := range d.target.Bounds {
-		if b.Scope != w.Scope {
+		if b.Scope != w.Scope.Base() { // a source's scope is its destination's, from that source
 			continue
 		}
 		if configured := b.Limits.MaxMessageRate.Interval(); interval <= 0 {

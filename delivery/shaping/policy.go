@@ -92,20 +92,35 @@ func ParseAction(s string) (Action, error) {
 }
 
 // Scope is one unit of limits and suspensions: a configured provider, or
-// a recipient domain (for a route or smarthost, its config key).
+// a recipient domain (for a route or smarthost, its config key), and,
+// with egress, the source address mail to it goes from: every source has
+// its own counts, learned rate and suspensions (see Target.ForSource).
 type Scope struct {
 	Kind ScopeKind
 	Name string
+	// Source is the egress source's name; "" for mail from no particular
+	// source, or for a suspension of the scope from every source.
+	Source string
 }
 
-// String is "provider:NAME" or "domain:NAME", the form ParseScope reads.
-func (s Scope) String() string { return s.Kind.String() + ":" + s.Name }
+// String is "provider:NAME" or "domain:NAME", with "@SOURCE" after it for
+// a source's scope: the form ParseScope reads.
+func (s Scope) String() string {
+	if s.Source != "" {
+		return s.Kind.String() + ":" + s.Name + "@" + s.Source
+	}
+	return s.Kind.String() + ":" + s.Name
+}
+
+// Base is s from every source (Source cleared).
+func (s Scope) Base() Scope { s.Source = ""; return s }
 
 // IsZero reports whether s is no scope.
 func (s Scope) IsZero() bool { return s.Kind == 0 }
 
-// ParseScope reads what Scope.String writes, e.g. "provider:google" (for
-// `relayq queue resume SCOPE`). A bare name is a domain.
+// ParseScope reads what Scope.String writes, e.g. "provider:google" or
+// "provider:google@ip2" (for `relayq queue resume SCOPE`). A bare name is
+// a domain.
 func ParseScope(s string) (Scope, error) {
 	kind, name, ok := strings.Cut(strings.TrimSpace(s), ":")
 	if !ok {
@@ -115,11 +130,15 @@ func ParseScope(s string) (Scope, error) {
 	if err != nil || kind == "" {
 		return Scope{}, fmt.Errorf("shaping: scope %q: want provider:NAME or domain:NAME", s)
 	}
-	name = normalName(name)
+	name, source, hasSource := strings.Cut(name, "@")
+	name, source = normalName(name), strings.TrimSpace(source)
 	if name == "" {
 		return Scope{}, fmt.Errorf("shaping: scope %q has no name", s)
 	}
-	return Scope{Kind: k, Name: name}, nil
+	if hasSource && source == "" {
+		return Scope{}, fmt.Errorf("shaping: scope %q: want a source's name after '@'", s)
+	}
+	return Scope{Kind: k, Name: name, Source: source}, nil
 }
 
 // Limits bound the traffic to one scope. A zero field is "not set": in
