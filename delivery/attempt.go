@@ -117,9 +117,12 @@ func (a *attempter) attempt(ctx context.Context, j *job) result {
 		// (due again at retryAt) rather than count a failure we caused.
 		return result{job: j, recorded: true, next: earliest(env)}
 	}
-	trail, slowed := a.react(j.target, rcpts, results)
-	allDown := true
+	trail, slowed, moved := a.react(j.target, rcpts, results)
+	allDown := moved == nil // a block-listed source is the trouble, not the destination
 	for _, r := range results {
+		if !allDown {
+			break
+		}
 		if r.Reply.SuspendsDestination() || (r.Reply.Class == smtpcodes.Transient && !r.Reply.Remote() && isConnTrouble(r.Reply)) {
 			continue
 		}
@@ -135,7 +138,9 @@ func (a *attempter) attempt(ctx context.Context, j *job) result {
 	}
 	a.free(rel)
 
-	return a.conclude(j, set, env, a.judge(set, env, rcpts, results, trail, end), end, end.Sub(start))
+	v := a.judge(set, env, rcpts, results, trail, end)
+	v.move(moved, end)
+	return a.conclude(j, set, env, v, end, end.Sub(start))
 }
 
 // conclude records v with the reports it calls for in the same

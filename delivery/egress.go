@@ -84,3 +84,22 @@ func (j *job) pool(eg *egress.Resolver) *egress.Pool {
 	}
 	return eg.Pool(j.env.Sender)
 }
+
+// move makes the recipients whose reply block-listed their source (moved,
+// from react) due again at end, their attempt given back (not theirs to
+// count) and never bounced or reported: the next attempt goes from
+// another source of the pool, the listed one being suspended for the
+// destination.
+func (v *verdict) move(moved []bool, end time.Time) {
+	for i := range v.outcomes {
+		if i >= len(moved) || !moved[i] {
+			continue
+		}
+		o := &v.outcomes[i]
+		if o.Status == queue.StatusBounced {
+			v.failed = slices.DeleteFunc(v.failed, func(r queue.Recipient) bool { return r.Address == o.Address })
+		}
+		o.Status, o.NextAttempt, o.Uncounted, o.Expired, o.Warned = queue.StatusDeferred, end, true, false, false
+		v.delayed = slices.DeleteFunc(v.delayed, func(r queue.Recipient) bool { return r.Address == o.Address })
+	}
+}

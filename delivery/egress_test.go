@@ -3,10 +3,17 @@ package delivery
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/relayq/relayq/delivery/egress"
+	"github.com/relayq/relayq/delivery/route"
+	"github.com/relayq/relayq/delivery/shaping"
+	"github.com/relayq/relayq/delivery/smtpclient"
+	"github.com/relayq/relayq/internal/clock"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -123,5 +130,88 @@ func TestAdaptivePacingLearnsARatePerSource(t *testing.T) {
 	}
 	if second.rate(run/2) < 0.6*3*limit {
 		t.Errorf("second half delivered %.2f/s, want at least %.1f/s", second.rate(run/2), 0.6*3*limit)
+	}
+}
+
+// listedPersona is a receiver that refuses recipients at listed.test from
+// one client address with the reply Postfix's reject_rbl_client gives for
+// a Spamhaus listing (https://www.postfix.org/postconf.5.html#reject_rbl_client).
+const listedPersona = `listed:
+  source: https://www.postfix.org/postconf.5.html#reject_rbl_client
+  params: {match: "*@listed.test"}
+  checks:
+    - kind: unknown
+      stage: rcpt
+      match: "{match}"
+      reply: "554 5.7.1 Service unavailable; Client host [{ip}] blocked using zen.spamhaus.org; https://www.spamhaus.org/query/ip/{ip}"
+`
+
+// A reply that names one source on a block list suspends that source for
+// that destination only: the refused recipient goes again at once from
+// the other source, its attempt not counted, nothing bounced, while the
+// listed source keeps sending to other destinations.
+func TestBlockListingMovesMailToAnotherSource(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "listed.yaml")
+	if err := os.WriteFile(file, []byte(listedPersona), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := egress.Config{Sources: loopSources(2)} // ip2 (127.0.0.2) and ip3, equal weights
+	clk := clock.NewFake(t0)
+	srv := smtptest.NewServer(t, smtptest.WithClock(clk.Now), smtptest.PersonaFile(file), smtptest.Persona("listed,client=127.0.0.2"))
+	dialer := &smtpclient.Dialer{Hostname: "relay.test", TLS: "none", CommandTimeout: 10 * time.Second, ConnectTimeout: 5 * time.Second}
+	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
+		withEgress(t, c)(o)
+		// A destination per domain (one route "*" would make them one):
+		// the listing holds listed.test only.
+		o.Router = route.NewRouter(route.Options{Routes: map[string]string{"listed.test": srv.Addr(), "other.test": srv.Addr()}})
+		o.Shaper = shaperFor(t, o.Clock, shaping.Config{Builtin: true, Defaults: shaping.Limits{MaxConnections: 10}})
+	})
+	r.srv = srv
+	const n = 20
+	var ids []string
+	for i := range n {
+		ids = append(ids, r.submit("app@src.test", fmt.Sprintf("u%d@listed.test", i)))
+		r.submit("app@src.test", fmt.Sprintf("u%d@other.test", i))
+	}
+	got := map[string]int{}
+	for got["delivered"] < 2*n {
+		s := r.outcome()
+		got[s]++
+		if s == "bounced" || s == "expired" {
+			t.Fatalf("a recipient bounced: %v", got)
+		}
+	}
+	refused := 0
+	for _, e := range r.srv.Events() {
+		if e.Stage == smtptest.StageRcpt && strings.HasPrefix(e.Reply, "554") {
+			refused++
+		}
+	}
+	t.Logf("outcomes %v; %d RCPTs refused for the listing", got, refused)
+	if refused == 0 || refused > got["deferred"] {
+		t.Fatalf("%d listing refusals, %d deferrals: want each refusal a deferral", refused, got["deferred"])
+	}
+	for _, m := range r.srv.Messages() {
+		if strings.HasSuffix(m.To[0], "@listed.test") && strings.HasPrefix(m.Client, "127.0.0.2:") {
+			t.Errorf("%s delivered from the listed source", m.To[0])
+		}
+	}
+	fromListed := 0
+	for _, m := range r.srv.Messages() {
+		if strings.HasSuffix(m.To[0], "@other.test") && strings.HasPrefix(m.Client, "127.0.0.2:") {
+			fromListed++
+		}
+	}
+	if fromListed == 0 {
+		t.Error("the listed source stopped sending to other destinations")
+	}
+	for _, id := range ids {
+		env, found, err := r.store.History().Find(id)
+		if err != nil || !found {
+			t.Fatalf("%s not in the history: %v", id, err)
+		}
+		if a := env.Recipients[0].Attempts; a != 1 {
+			t.Errorf("%s: %d attempts counted, want 1 (the one refused for the listing given back)", id, a)
+		}
 	}
 }

@@ -206,7 +206,12 @@ func (g *gate) resolved(d *dest, r resolved) {
 // and does not suspend the scope again. Else one message the receiver
 // keeps refusing would stop its whole scope, suspension after
 // suspension.
-func (a *attempter) react(t shaping.Target, rcpts []queue.Recipient, results []smtpclient.RcptResult) (trail []time.Time, slowed bool) {
+//
+// moved has, per result, whether its reply named the source address on a
+// block list (a listing rule, with egress): that source's scope is
+// suspended, and the recipient, not at fault, goes again at once from
+// another source of its pool (judge), neither counted nor bounced.
+func (a *attempter) react(t shaping.Target, rcpts []queue.Recipient, results []smtpclient.RcptResult) (trail []time.Time, slowed bool, moved []bool) {
 	seen := map[string]shaping.Verdict{}
 	delivered := false
 	for i := range results {
@@ -231,6 +236,13 @@ func (a *attempter) react(t shaping.Target, rcpts []queue.Recipient, results []s
 			seen[key] = v
 			slowed = slowed || v.Action == shaping.ActionSlow
 		}
+		if v.Listing {
+			if moved == nil {
+				moved = make([]bool, len(results))
+			}
+			moved[i], r.Class = true, smtpcodes.Transient
+			continue
+		}
 		if v.Permanent && r.Class == smtpcodes.Transient {
 			r.Class = smtpcodes.Permanent
 			if strings.HasPrefix(r.Enhanced, "4.") {
@@ -247,13 +259,13 @@ func (a *attempter) react(t shaping.Target, rcpts []queue.Recipient, results []s
 	if delivered {
 		a.shaper.Delivered(t)
 	}
-	return trail, slowed
+	return trail, slowed, moved
 }
 
 // suspends reports whether a rule suspends a scope of t for reply r.
 func (a *attempter) suspends(t shaping.Target, r smtpcodes.Reply) bool {
 	v, ok := a.shaper.Match(t, r)
-	return ok && v.Action == shaping.ActionSuspend
+	return ok && v.Action == shaping.ActionSuspend && !v.Listing // a listing is the source's, never the recipient's
 }
 
 // forceSet is what operators asked to go now whatever the shaping says:

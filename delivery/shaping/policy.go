@@ -190,6 +190,12 @@ type Rule struct {
 	// Provider limits the rule to replies from that provider's scope ("":
 	// any). The built-in rules use it; config has no key for it.
 	Provider string
+	// Listing marks a reply that names the sending address on a block
+	// list (built-in rules only): it applies only to a Target of an egress
+	// source, suspends that source's scope and says so in the Verdict, so
+	// the caller moves the mail to another source instead of counting the
+	// attempt or bouncing it. Without egress the rule does not apply.
+	Listing bool
 }
 
 // Config is the shaping configuration as plain values (config.Load builds
@@ -378,6 +384,10 @@ type Verdict struct {
 	// Permanent: a bounce rule matched a transient reply; fail the
 	// recipient now instead of retrying.
 	Permanent bool
+	// Listing: the reply names the source address on a block list
+	// (Rule.Listing); the recipient is not at fault and goes again at once
+	// from another source, neither counted nor bounced.
+	Listing bool
 }
 
 // Match finds the first rule matching a non-success reply to t and says
@@ -389,7 +399,7 @@ func (p *Policy) Match(t Target, r smtpcodes.Reply) (Verdict, bool) {
 	text := r.String()
 	prov, hasProv := t.Provider()
 	for _, cr := range p.rules {
-		if cr.Provider != "" && (!hasProv || prov.Name != cr.Provider) {
+		if cr.Provider != "" && (!hasProv || prov.Name != cr.Provider) || cr.Listing && t.Source() == "" {
 			continue
 		}
 		if !cr.re.MatchString(text) {
@@ -400,6 +410,7 @@ func (p *Policy) Match(t Target, r smtpcodes.Reply) (Verdict, bool) {
 			v.Scope = prov
 		}
 		v.Permanent = cr.Action == ActionBounce && r.Class == smtpcodes.Transient
+		v.Listing = cr.Listing
 		return v, true
 	}
 	return Verdict{}, false
