@@ -4,9 +4,11 @@ import (
 	"net/netip"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/relayq/relayq/delivery/egress"
+	"github.com/relayq/relayq/delivery/route/dnstest"
 	"github.com/relayq/relayq/internal/identity"
 )
 
@@ -106,4 +108,31 @@ func TestLoadRejectsBadEgress(t *testing.T) {
 		file: "delivery:\n  egress:\n    sources:\n      - {name: ip1, addr: 127.0.0.2}\n",
 		want: `config $FILE: delivery.egress.sources[0]: unknown key "addr" (want name, address, ehlo)`,
 	}})
+}
+
+// A source without forward-confirmed reverse DNS is a warning naming it
+// (an error with check-config --strict), looked up through
+// delivery.dns_server.
+func TestEgressDNSWarning(t *testing.T) {
+	clearEnv(t)
+	server := dnstest.Start(t, dnstest.Zone{Records: []string{
+		"2.0.0.127.in-addr.arpa. 300 IN PTR mta1.example.org.",
+		"mta1.example.org. 300 IN A 127.0.0.2",
+	}})
+	dir := t.TempDir()
+	writeFile(t, dir, "relayq.yaml", egressYAML+"queue:\n  path: "+filepath.Join(dir, "q.db")+"\n")
+	t.Setenv("RELAYQ_DELIVERY_DNS_SERVER", server)
+	c, err := Load(filepath.Join(dir, "relayq.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range Warnings(c) {
+		if w.Key == "delivery.egress.sources" {
+			got = append(got, w.Message)
+		}
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "source ip2 (127.0.0.3, EHLO mta2.example.org): the address has no PTR record") {
+		t.Fatalf("warnings %q, want one for ip2 only", got)
+	}
 }

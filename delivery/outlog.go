@@ -42,5 +42,8 @@ func (l outcomeLog) line(j *job, rcpt, hop string, now time.Time, status, reply 
 		args = append(args, "next_attempt", next.Sub(now).Round(time.Millisecond).String())
 	}
 	args = tlsArgs(j, args)
+	if j.source != nil {
+		args = append(args, "source", j.source.Name) // the egress source the attempt went from
+	}
 	logbuf.Info(l.log, "delivery", args...)
 }

@@ -48,3 +48,15 @@ func TestOutcomeLogLinesCountsAndTLS(t *testing.T) {
 		t.Fatal("the recorder heard of a result the store counts")
 	}
 }
+
+// With egress, the line names the source the attempt went from.
+func TestOutcomeLogNamesTheSource(t *testing.T) {
+	var buf bytes.Buffer
+	l := outcomeLog{log: slog.New(slog.NewTextHandler(&buf, nil))}
+	src := loopSources(1)[0]
+	j := &job{id: "m1", env: &queue.Envelope{Created: t0}, source: &src}
+	l.written(j, []queue.Outcome{{Address: "a@example.net", Status: queue.StatusDelivered, Reply: "250 ok"}}, t0, time.Second)
+	if !strings.Contains(buf.String(), " source=ip2") {
+		t.Fatalf("log line without the source: %s", buf.String())
+	}
+}

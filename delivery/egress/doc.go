@@ -6,7 +6,8 @@
 // identity.Sender: the stream's pool, then its credential's (an API key's
 // or SMTP user's pool:), then the default pool. Pool.Pick chooses the
 // source of each new connection by weight among those the caller allows
-// now (those shaping admits), and Pool.Used counts it.
+// now (those shaping admits), and Pool.Used counts it. CheckDNS checks
+// each source's forward-confirmed reverse DNS (config warns at start).
 //
 // Invariants:
 //   - A nil *Resolver is no egress configured: Pool returns nil and the
