@@ -26,6 +26,13 @@ type Observer interface {
 	Active(n int)
 }
 
+// SourceObserver is an Observer that also hears which egress source
+// each recipient's attempt went from (only with egress; the source is a
+// configured name, so a metric label of it stays bounded).
+type SourceObserver interface {
+	AttemptedFrom(source string, status queue.Status)
+}
+
 // Router is what the engine asks of routing (*route.Router): the
 // destination a domain's mail belongs to, the hops of an attempt, and for
 // traffic shaping the key and MX host names of a destination.

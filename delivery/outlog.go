@@ -30,6 +30,9 @@ func (l outcomeLog) written(j *job, outcomes []queue.Outcome, end time.Time, too
 		l.observeTLS(j, o, i == 0, end)
 		if l.obs != nil {
 			l.obs.Attempted(o.Status, took)
+			if so, ok := l.obs.(SourceObserver); ok && j.source != nil {
+				so.AttemptedFrom(j.source.Name, o.Status)
+			}
 		}
 	}
 }

@@ -48,6 +48,9 @@ func serve(args []string, out io.Writer) error {
 	for _, s := range cfg.Streams {
 		a.metrics.m.Streams([]string{s.Name})
 	}
+	for _, s := range cfg.Delivery.Egress.Sources {
+		a.metrics.m.Sources([]string{s.Name})
+	}
 	defer a.close() // on the way out of a failed start; run closes it itself
 	if err := a.open(); err != nil {
 		return err
