@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/relayq/relayq/delivery/egress"
 	"github.com/relayq/relayq/internal/identity"
@@ -20,8 +21,15 @@ const poolKey = "pool"
 // those are read.
 func (l *loader) egress() egress.Config {
 	var c egress.Config
-	for _, e := range l.entries("delivery.egress.sources", "source", []string{"name", "address", "ehlo"}) {
+	for _, e := range l.entries("delivery.egress.sources", "source", []string{"name", "address", "ehlo", "warmup"}) {
 		s := egress.Source{Name: strings.TrimSpace(e.str("name")), EHLO: strings.TrimSpace(e.str("ehlo"))}
+		if raw, set := e.m["warmup"]; set {
+			w, ok := l.warmup(e, raw)
+			if !ok {
+				return c
+			}
+			s.Warmup = w
+		}
 		addr := strings.TrimSpace(e.str("address"))
 		a, err := netip.ParseAddr(addr)
 		if err != nil || a.Zone() != "" {
@@ -49,6 +57,60 @@ func (l *loader) egress() egress.Config {
 	}
 	c.DefaultPool = strings.TrimSpace(l.str("delivery.egress.default_pool"))
 	return c
+}
+
+// warmup reads a source's warmup: {schedule: default | [CAP, ...],
+// started: YYYY-MM-DD}.
+func (l *loader) warmup(e entry, raw any) (*egress.Warmup, bool) {
+	m, ok := stringMap(raw)
+	if !ok {
+		e.fail("warmup", "%s is not {schedule: default or [daily caps], started: YYYY-MM-DD}", describe(raw))
+		return nil, false
+	}
+	sub := entry{l: l, leaf: e.leaf, at: e.at + ".warmup", m: m}
+	if !sub.known([]string{"schedule", "started"}) {
+		return nil, false
+	}
+	w := &egress.Warmup{}
+	switch x := m["schedule"].(type) {
+	case string:
+		if strings.TrimSpace(x) != "default" {
+			sub.fail("schedule", "%q: want default or a list of daily caps, day 1 first", x)
+			return nil, false
+		}
+		w.Schedule = egress.DefaultSchedule
+	case []any:
+		for i, v := range x {
+			n, ok := v.(int)
+			if !ok {
+				sub.fail(fmt.Sprintf("schedule[%d]", i), "%s is not a whole number of messages", describe(v))
+				return nil, false
+			}
+			w.Schedule = append(w.Schedule, n)
+		}
+	default:
+		sub.fail("schedule", "%s: want default or a list of daily caps, day 1 first", describe(m["schedule"]))
+		return nil, false
+	}
+	if err := egress.CheckSchedule(w.Schedule); err != nil {
+		sub.fail("schedule", "%v", err)
+		return nil, false
+	}
+	switch x := m["started"].(type) {
+	case time.Time:
+		w.Started = x.UTC()
+	case string:
+		t, err := time.Parse(time.DateOnly, strings.TrimSpace(x))
+		if err != nil {
+			sub.fail("started", "%q is not a date such as 2026-12-01", x)
+			return nil, false
+		}
+		w.Started = t
+	default:
+		sub.fail("started", "%s: want the first day of the warm-up, e.g. 2026-12-01", describe(m["started"]))
+		return nil, false
+	}
+	return w, true
 }
 
 // member reads one source of a pool: {source: NAME, weight: N} (weight 1

@@ -106,7 +106,7 @@ func TestLoadRejectsBadEgress(t *testing.T) {
 	}, {
 		name: "unknown key of a source",
 		file: "delivery:\n  egress:\n    sources:\n      - {name: ip1, addr: 127.0.0.2}\n",
-		want: `config $FILE: delivery.egress.sources[0]: unknown key "addr" (want name, address, ehlo)`,
+		want: `config $FILE: delivery.egress.sources[0]: unknown key "addr" (want name, address, ehlo, warmup)`,
 	}})
 }
 
@@ -135,4 +135,34 @@ func TestEgressDNSWarning(t *testing.T) {
 	if len(got) != 1 || !strings.HasPrefix(got[0], "source ip2 (127.0.0.3, EHLO mta2.example.org): the address has no PTR record") {
 		t.Fatalf("warnings %q, want one for ip2 only", got)
 	}
+}
+
+func TestEgressWarmup(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "relayq.yaml", `delivery:
+  egress:
+    sources:
+      - {name: ip1, address: 127.0.0.2, ehlo: mta1.example.org, warmup: {schedule: default, started: 2026-12-01}}
+      - {name: ip2, address: 127.0.0.3, ehlo: mta2.example.org, warmup: {schedule: [10, 20, 40], started: "2026-12-02"}}
+`)
+	c, err := Load(filepath.Join(dir, "relayq.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1, w2 := c.Delivery.Egress.Sources[0].Warmup, c.Delivery.Egress.Sources[1].Warmup
+	if w1 == nil || len(w1.Schedule) != len(egress.DefaultSchedule) || w1.Started.Format("2006-01-02") != "2026-12-01" ||
+		w2 == nil || !reflect.DeepEqual(w2.Schedule, []int{10, 20, 40}) || w2.Started.Day() != 2 {
+		t.Fatalf("warm-ups %+v %+v", w1, w2)
+	}
+	const src = "delivery:\n  egress:\n    sources:\n      - {name: ip1, address: 127.0.0.2, ehlo: mta1.example.org, warmup: "
+	wantRejected(t, []badConfig{{
+		name: "day out of order",
+		file: src + "{schedule: [10, 40, 20], started: 2026-12-01}}\n",
+		want: `config $FILE: delivery.egress.sources[0].warmup.schedule: schedule[2]: 20 is below the day before's 40: the days are out of order (a warm-up only rises)`,
+	}, {
+		name: "no start",
+		file: src + "{schedule: default}}\n",
+		want: `config $FILE: delivery.egress.sources[0].warmup.started: an empty value: want the first day of the warm-up, e.g. 2026-12-01`, wantPrefix: true,
+	}})
 }

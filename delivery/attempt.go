@@ -31,6 +31,7 @@ type attempter struct {
 	reports  dsnWriter
 	outlog   outcomeLog
 	inbox    inbox
+	warm     *warmups // the engine's: a throttled source in warm-up holds its day
 }
 
 // jobber attempts each job it is handed until w is closed. Its done event
@@ -118,6 +119,9 @@ func (a *attempter) attempt(ctx context.Context, j *job) result {
 		return result{job: j, recorded: true, next: earliest(env)}
 	}
 	trail, slowed, moved := a.react(j.target, rcpts, results)
+	if slowed || trail != nil || moved != nil {
+		a.warm.hold(j.source, j.target, end)
+	}
 	allDown := moved == nil // a block-listed source is the trouble, not the destination
 	for _, r := range results {
 		if !allDown {

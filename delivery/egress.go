@@ -23,9 +23,25 @@ func (g *gate) askFrom(eg *egress.Resolver, d *dest, j *job) shaping.Wait {
 	var refused []*egress.Source
 	var first shaping.Wait
 	var perSec float64 // the sources' rates that refused for a token, summed
+	now := g.clock.Now()
+	capped := false // a source sat out for its warm-up cap
 	for {
-		src := g.draws.pick(pool, func(s *egress.Source) bool { return !slices.Contains(refused, s) })
+		src := g.draws.pick(pool, func(s *egress.Source) bool {
+			if slices.Contains(refused, s) {
+				return false
+			}
+			if !g.warm.allows(s, d.target, now) {
+				capped = true
+				return false
+			}
+			return true
+		})
 		if src == nil {
+			if len(refused) == 0 && capped {
+				// Every source is at today's warm-up cap: the mail waits
+				// for tomorrow's, never bounced.
+				return shaping.Wait{Reason: shaping.WaitRate, Scope: d.target.Primary(), Until: nextDay(now)}
+			}
 			if first.Reason == shaping.WaitRate && perSec > 0 {
 				// The pool's mail goes at every source's rate together:
 				// what the scheduler parks behind the rate (parkOverflow).
@@ -38,6 +54,11 @@ func (g *gate) askFrom(eg *egress.Resolver, d *dest, j *job) shaping.Wait {
 		}
 		t := d.target.ForSource(src.Name)
 		lease, w := g.shaper.Admit(t, j.ask())
+		if w.Reason == 0 && !g.warm.take(src, d.target, now) {
+			lease.Release() // the cap's count could not be kept: the source sits out
+			refused = append(refused, src)
+			continue
+		}
 		if w.Reason == 0 {
 			pool.Used(src)
 			j.target, j.lease, j.source = t, lease, src

@@ -14,6 +14,7 @@ import (
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/smtptest"
 )
 
@@ -213,5 +214,89 @@ func TestBlockListingMovesMailToAnotherSource(t *testing.T) {
 		if a := env.Recipients[0].Attempts; a != 1 {
 			t.Errorf("%s: %d attempts counted, want 1 (the one refused for the listing given back)", id, a)
 		}
+	}
+}
+
+// submitAs queues a message of stream as r.submit does.
+func submitAs(r *rig, stream, to string) {
+	r.t.Helper()
+	d := r.store.NewDraft()
+	fmt.Fprintf(d, "From: <app@src.test>\r\nTo: <%s>\r\nSubject: warm\r\n\r\nHello.\r\n", to)
+	env := queue.Envelope{From: "app@src.test", Created: r.clk.Now(), Recipients: []queue.Recipient{{Address: to}}}
+	env.Sender.Stream = stream
+	r.eng.ClaimFirst(&env)
+	if err := d.Commit(env); err != nil {
+		r.t.Fatal(err)
+	}
+	stored, err := r.store.Get(d.ID())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.eng.Enqueue(stored)
+}
+
+// A source in warm-up never sends a destination more than its day's cap:
+// on day 1 (cap 3) the pool's other source takes the overflow; on day 2
+// (cap 5: day 1 answered well) mail only it may carry waits once the cap
+// is reached, across a restart, for day 3 (the schedule over: warm).
+func TestWarmupCapsASourcePerDayAcrossARestart(t *testing.T) {
+	srcs := loopSources(2) // ip2 (127.0.0.2) warms up, ip3 is warm
+	srcs[0].Warmup = &egress.Warmup{Schedule: []int{3, 5}, Started: t0.Truncate(24 * time.Hour)}
+	c := egress.Config{
+		Sources: srcs,
+		Pools: []egress.PoolConfig{
+			{Name: "both", Members: []egress.Member{{Source: "ip2", Weight: 1}, {Source: "ip3", Weight: 1}}},
+			{Name: "solo", Members: []egress.Member{{Source: "ip2", Weight: 1}}},
+		},
+		DefaultPool: "both",
+		Streams:     map[string]string{"solo": "solo"},
+	}
+	r := newRig(t, nil, withEgress(t, c))
+	day := func(m smtptest.Message) int { return int(m.Time.Sub(t0.Truncate(24*time.Hour))/(24*time.Hour)) + 1 }
+	fromIP2 := func() map[int]int {
+		out := map[int]int{}
+		for _, m := range r.srv.Messages() {
+			if strings.HasPrefix(m.Client, "127.0.0.2:") {
+				out[day(m)]++
+			}
+		}
+		return out
+	}
+	for i := range 10 {
+		r.submit("app@src.test", fmt.Sprintf("a%d@warm.test", i))
+	}
+	if got := r.expectOutcomes(10); got["delivered"] != 10 {
+		t.Fatalf("day 1: %v", got)
+	}
+	if got := fromIP2(); got[1] != 3 {
+		t.Fatalf("day 1: ip2 sent %d, want its cap of 3 (the other source took the rest)", got[1])
+	}
+
+	r.clk.Set(t0.Add(24 * time.Hour))
+	for i := range 8 {
+		submitAs(r, "solo", fmt.Sprintf("b%d@warm.test", i))
+	}
+	if got := r.expectOutcomes(5); got["delivered"] != 5 {
+		t.Fatalf("day 2: %v", got)
+	}
+	r.stop()
+	r.start() // the count of day 2 must come back from the queue file
+	day3 := t0.Truncate(24 * time.Hour).Add(48 * time.Hour)
+	for range 20 { // the claims' retry times come first; none may send
+		at := r.nextTimer()
+		if !at.Before(day3) {
+			break
+		}
+		r.clk.Set(at)
+	}
+	if got := fromIP2(); got[2] != 5 {
+		t.Fatalf("day 2 after the restart: ip2 sent %d, want its cap of 5", got[2])
+	}
+	r.clk.Set(day3)
+	if got := r.expectOutcomes(3); got["delivered"] != 3 {
+		t.Fatalf("day 3: %v", got)
+	}
+	if got := fromIP2(); got[1] != 3 || got[2] != 5 || got[3] != 3 {
+		t.Fatalf("ip2 sent %v per day, want 3, 5 (its caps), then 3 once warm", got)
 	}
 }

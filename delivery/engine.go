@@ -133,6 +133,7 @@ type Engine struct {
 	asks   requests   // Force, Resumed and Update, for the next fill (shape.go)
 	pause  pauseState // Pause and Resume (pause.go)
 	draws  draws      // backoff delays and jitter (draws.go)
+	warm   warmups    // egress sources' warm-up progress (egresswarm.go)
 	groups groups     // each message's jobs started together, until done (group.go)
 	owing  owedIDs    // reports an operator's bounce marked (ReportOwed, group.go)
 	// backoffs publishes the destinations' back-offs (backoffs.go).
@@ -194,7 +195,9 @@ func New(o Options) (*Engine, error) {
 		inbox: make(inbox, eventBuffer),
 		sched: newSchedState(o.Workers),
 	}
-	e.gate = gate{shaper: o.Shaper, settings: &e.settings, clock: o.Clock, inbox: e.inbox, draws: &e.draws}
+	ws, _ := o.Store.(warmStore)
+	e.warm.store = ws
+	e.gate = gate{shaper: o.Shaper, settings: &e.settings, clock: o.Clock, inbox: e.inbox, draws: &e.draws, warm: &e.warm}
 	// The store's own TLS data counts the results in Record's transaction.
 	var inStore bool
 	if st, ok := o.Store.(*queue.Store); ok && st != nil && o.TLSReport != nil {
@@ -202,7 +205,7 @@ func New(o Options) (*Engine, error) {
 	}
 	e.att = attempter{
 		store: o.Store, clock: o.Clock, log: o.Logger, settings: &e.settings, shaper: o.Shaper, maxHint: o.MaxHintDelay,
-		draws: &e.draws, groups: &e.groups, inbox: e.inbox,
+		draws: &e.draws, groups: &e.groups, inbox: e.inbox, warm: &e.warm,
 		reports: dsnWriter{store: o.Store, clock: o.Clock, log: o.Logger, hostname: o.Hostname, sign: o.Sign},
 		outlog:  outcomeLog{log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, tlsInStore: inStore},
 	}

@@ -53,8 +53,9 @@ type gate struct {
 	shaper   Shaper
 	settings *atomic.Pointer[Settings] // the engine's: Router and Courier
 	clock    clock.Clock
-	inbox    inbox  // for MX answers; names the engine's held connections
-	draws    *draws // the engine's: which source a new connection is from
+	inbox    inbox    // for MX answers; names the engine's held connections
+	draws    *draws   // the engine's: which source a new connection is from
+	warm     *warmups // the engine's: sources over today's warm-up cap sit out
 }
 
 // ask asks the Shaper to admit j to d's target now; admitted, j holds
@@ -92,6 +93,10 @@ func (g *gate) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool) 
 		return false, w, true
 	}
 	ch := h.(connHold)
+	if ch.source != nil && !g.warm.take(ch.source, d.target, g.clock.Now()) {
+		idle.Return(h) // over today's warm-up cap since it was drawn
+		return false, shaping.Wait{}, false
+	}
 	j.target, j.lease, j.idle, j.source = t, ch.lease, idle, ch.source
 	if ch.source != nil {
 		j.pool(set.Egress).Used(ch.source)

@@ -19,7 +19,7 @@ var salvageBuckets = map[string]bool{
 	string(bucketQuarantineBodies): true, string(bucketQuarantineInfo): true,
 	string(bucketEvents): true, string(bucketHistory): true, string(bucketSuppressions): true,
 	string(bucketCursors): true, string(bucketStrings): true, string(bucketIdempotency): true, string(bucketIdempotencyExpiry): true,
-	string(bucketReportOnce): true, string(bucketSecrets): true,
+	string(bucketReportOnce): true, string(bucketSecrets): true, string(bucketEgress): true,
 }
 
 // SalvageBucket reports whether a salvage copies the top-level bucket

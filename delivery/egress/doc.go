@@ -25,6 +25,9 @@
 //     proposes, Used counts the connection made, so a source tried and
 //     refused keeps its turn, and a source back from a suspension takes
 //     its share again without a burst to catch up.
+//   - A source's warm-up (Warmup, Progress) only lowers what it may send:
+//     a day's cap per destination scope, the next day's only after a day
+//     that sent and was not throttled (Progress.At states the rule).
 //   - Pick's random start and tie-breaks come from the caller's random
 //     source, so a test with a seeded source sees the same choices.
 package egress

@@ -20,6 +20,9 @@ type Source struct {
 	// EHLO is the name said in EHLO from this address; its A/AAAA record
 	// should be Addr and Addr's PTR should name it back.
 	EHLO string
+	// Warmup, when set, caps what the source sends to each destination
+	// scope per day (warmup.go); nil is a warm source.
+	Warmup *Warmup
 }
 
 // Member is a source in a pool with its weight, the share of the pool's
