@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/relayq/relayq/delivery/egress"
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/internal/tenant"
 )
@@ -120,6 +121,9 @@ type User struct {
 	// Stream is the stream of every message the user submits; "" leaves
 	// it to the X-Relayq-Stream header or default_stream.
 	Stream string
+	// Pool is the egress pool of the user's mail, unless its stream has
+	// one; "" for delivery.egress.default_pool.
+	Pool string
 }
 
 // Queue configures the durable message store.
@@ -209,6 +213,10 @@ type Delivery struct {
 	MTASTSRootCAFile string
 	// DANE enables DANE (RFC 7672) for MX delivery; needs DNSServer on loopback.
 	DANE bool
+	// Egress is delivery.egress: the local addresses mail is sent from and
+	// their pools, with the pools streams and credentials name (filled
+	// in by Load); no sources is relayq as before (egress.go).
+	Egress egress.Config
 }
 
 // Smarthost is a relay all mail goes through instead of MX lookups.

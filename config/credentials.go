@@ -14,14 +14,17 @@ type APIKey struct {
 	// Stream is the stream of every message submitted with the key; ""
 	// leaves it to the X-Relayq-Stream header or default_stream.
 	Stream string
+	// Pool is the egress pool of the key's mail, unless its stream has
+	// one; "" for delivery.egress.default_pool.
+	Pool string
 }
 
-// apiKeys reads submission.api_keys: a list of {name, key_hash, stream},
-// or "name:hash[:stream],..." from the environment.
+// apiKeys reads submission.api_keys: a list of {name, key_hash, stream,
+// pool}, or "name:hash[:stream[:pool]],..." from the environment.
 func (l *loader) apiKeys(key string) []APIKey {
 	out := []APIKey{}
 	for _, p := range l.pairs(key, "name", "key_hash") {
-		out = append(out, APIKey{Name: p[0], KeyHash: p[1], Stream: p[2]})
+		out = append(out, APIKey{Name: p[0], KeyHash: p[1], Stream: p[2], Pool: p[3]})
 	}
 	return out
 }

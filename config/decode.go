@@ -135,6 +135,7 @@ func (l *loader) delivery() Delivery {
 		MTASTS:           mtaSTSMode(l.str("delivery.mta_sts")),
 		MTASTSRootCAFile: l.str("delivery.mta_sts_root_ca_file"),
 		DANE:             l.boolean("delivery.dane"),
+		Egress:           l.egress(),
 	}
 }
 

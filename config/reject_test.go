@@ -248,7 +248,7 @@ var badSubmissions = []badConfig{
 	{
 		name: "environment: user without hash",
 		env:  map[string]string{"RELAYQ_SUBMISSION_USERS": "alice"},
-		want: `environment RELAYQ_SUBMISSION_USERS: "alice" is not username:password_hash or username:password_hash:stream`,
+		want: `environment RELAYQ_SUBMISSION_USERS: "alice" is not username:password_hash, username:password_hash:stream or username:password_hash:stream:pool`,
 	},
 }
 

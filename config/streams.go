@@ -13,6 +13,9 @@ type Stream struct {
 	Weight int
 	// Preflight are its checks at acceptance (preflight.go).
 	Preflight Preflight
+	// Pool is the egress pool of the stream's mail ("": its credential's
+	// or delivery.egress.default_pool).
+	Pool string
 }
 
 // maxWeight bounds a stream's weight: ratios beyond a million to one
@@ -32,8 +35,8 @@ var streamName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 // before streams behaves as before.
 func (l *loader) streams() []Stream {
 	out := []Stream{}
-	for _, e := range l.entries("streams", "stream", []string{"name", "weight", "preflight"}) {
-		s := Stream{Name: strings.TrimSpace(e.str("name")), Weight: 1, Preflight: e.preflight()}
+	for _, e := range l.entries("streams", "stream", []string{"name", "weight", "preflight", poolKey}) {
+		s := Stream{Name: strings.TrimSpace(e.str("name")), Weight: 1, Preflight: e.preflight(), Pool: strings.TrimSpace(e.str(poolKey))}
 		if w, set := e.m["weight"]; set {
 			n, ok := w.(int)
 			if !ok || n < 1 || n > maxWeight {

@@ -52,6 +52,7 @@ func (l *loader) validate(c *Config) {
 	l.validateStreams(c)
 	l.validateUnsubscribe(c)
 	l.validateTenants(c)
+	l.validateEgress(c)
 	l.oneOf("log.format", c.Log.Format, "text", "json")
 	l.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 }

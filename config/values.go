@@ -250,16 +250,16 @@ func (l *loader) strList(key string) []string {
 func (l *loader) users(key string) []User {
 	out := []User{}
 	for _, p := range l.pairs(key, "username", "password_hash") {
-		out = append(out, User{Username: p[0], PasswordHash: p[1], Stream: p[2]})
+		out = append(out, User{Username: p[0], PasswordHash: p[1], Stream: p[2], Pool: p[3]})
 	}
 	return out
 }
 
-// pairs reads a list of sections {k1, k2, stream} (stream optional), or
-// "v1:v2[:stream],..." from the environment (bcrypt hashes contain
-// neither ':' nor ',').
-func (l *loader) pairs(key, k1, k2 string) [][3]string {
-	out := [][3]string{}
+// pairs reads a list of sections {k1, k2, stream, pool} (stream and pool
+// optional), or "v1:v2[:stream[:pool]],..." from the environment (bcrypt
+// hashes contain neither ':' nor ',').
+func (l *loader) pairs(key, k1, k2 string) [][4]string {
+	out := [][4]string{}
 	switch x := l.get(key).(type) {
 	case string:
 		for i, item := range strings.Split(x, ",") {
@@ -267,11 +267,11 @@ func (l *loader) pairs(key, k1, k2 string) [][3]string {
 				continue
 			}
 			parts := strings.Split(item, ":")
-			if len(parts) < 2 || len(parts) > 3 {
-				l.failAt(key, fmt.Sprintf("[%d]", i), "%q is not %s:%s or %s:%s:stream", item, k1, k2, k1, k2)
+			if len(parts) < 2 || len(parts) > 4 {
+				l.failAt(key, fmt.Sprintf("[%d]", i), "%q is not %s:%s, %s:%s:stream or %s:%s:stream:pool", item, k1, k2, k1, k2, k1, k2)
 				return nil
 			}
-			var p [3]string
+			var p [4]string
 			copy(p[:], parts)
 			out = append(out, p)
 		}
@@ -290,10 +290,10 @@ func (l *loader) pairs(key, k1, k2 string) [][3]string {
 	return out
 }
 
-// pair reads one section of pairs: k1, k2 and an optional stream, all
-// strings.
-func (l *loader) pair(key, at string, item any, k1, k2 string) ([3]string, bool) {
-	var p [3]string
+// pair reads one section of pairs: k1, k2 and an optional stream and
+// pool, all strings.
+func (l *loader) pair(key, at string, item any, k1, k2 string) ([4]string, bool) {
+	var p [4]string
 	m, ok := stringMap(item)
 	if !ok {
 		l.failAt(key, at, "%s is not a section with %s and %s", describe(item), k1, k2)
@@ -302,7 +302,7 @@ func (l *loader) pair(key, at string, item any, k1, k2 string) ([3]string, bool)
 	for _, k := range sortedKeys(m) {
 		s, isStr := m[k].(string)
 		switch {
-		case k != k1 && k != k2 && k != streamKey:
+		case k != k1 && k != k2 && k != streamKey && k != poolKey:
 			l.failAt(key, at, "unknown key %q", k)
 			return p, false
 		case !isStr:
@@ -312,8 +312,10 @@ func (l *loader) pair(key, at string, item any, k1, k2 string) ([3]string, bool)
 			p[0] = s
 		case k == k2:
 			p[1] = s
-		default:
+		case k == streamKey:
 			p[2] = strings.TrimSpace(s)
+		default:
+			p[3] = strings.TrimSpace(s)
 		}
 	}
 	return p, true

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/relayq/relayq/delivery/egress"
 )
 
 // Warning is a configuration that loads and works but is probably not what
@@ -27,8 +30,8 @@ func (w Warning) String() string {
 }
 
 // Warnings inspects a loaded configuration for dangerous setups. It reads
-// the file system (the queue directory, the config file) but changes
-// nothing.
+// the file system (the queue directory, the config file) and, with egress
+// sources, DNS (each source's PTR and EHLO name), but changes nothing.
 func Warnings(c *Config) []Warning {
 	var ws []Warning
 	add := func(key, format string, args ...any) {
@@ -69,6 +72,12 @@ func Warnings(c *Config) []Warning {
 	ws = append(ws, adminTokenWarnings(c.Admin)...)
 	if err := writableDir(filepath.Dir(c.Queue.Path)); err != nil {
 		add("queue.path", "%s: %v", c.Queue.Path, err)
+	}
+	if e := c.Delivery.Egress; e.Enabled() {
+		// Through delivery.dns_server when set, as delivery resolves.
+		for _, msg := range egress.CheckDNS(context.Background(), egress.DNSResolver(c.Delivery.DNSServer), e.Sources) {
+			add("delivery.egress.sources", "%s: Gmail and Microsoft refuse or junk mail from an address without forward-confirmed reverse DNS", msg)
+		}
 	}
 	return ws
 }

@@ -66,6 +66,13 @@ func newPacedRun(t *testing.T, limit int, adaptive bool) *pacedRun {
 // newPacedRunWith is newPacedRun with the next hop scripted by opts.
 func newPacedRunWith(t *testing.T, adaptive bool, opts ...smtptest.Option) *pacedRun {
 	t.Helper()
+	return newPacedRunMod(t, adaptive, nil, opts...)
+}
+
+// newPacedRunMod is newPacedRunWith with the engine's options changed by
+// mod (nil: none).
+func newPacedRunMod(t *testing.T, adaptive bool, mod func(*Options), opts ...smtptest.Option) *pacedRun {
+	t.Helper()
 	clk := clock.NewFake(t0)
 	srv := smtptest.NewServer(t, append([]smtptest.Option{smtptest.WithClock(clk.Now), smtptest.DiscardBodies()}, opts...)...)
 	c := shaping.Config{Defaults: shaping.Limits{MaxConnections: 10}}
@@ -78,6 +85,9 @@ func newPacedRunWith(t *testing.T, adaptive bool, opts ...smtptest.Option) *pace
 	r := newRigWith(t, clk, srv.Addr(), dialer, func(o *Options) {
 		o.Router = route.NewRouter(route.Options{Routes: map[string]string{"example.net": srv.Addr()}})
 		o.Shaper = countingShaper{sh, started}
+		if mod != nil {
+			mod(o)
+		}
 	})
 	return &pacedRun{r: r, srv: srv, shaper: sh, started: started}
 }

@@ -31,6 +31,7 @@ type attempter struct {
 	reports  dsnWriter
 	outlog   outcomeLog
 	inbox    inbox
+	warm     *warmups // the engine's: a throttled source in warm-up holds its day
 }
 
 // jobber attempts each job it is handed until w is closed. Its done event
@@ -117,9 +118,15 @@ func (a *attempter) attempt(ctx context.Context, j *job) result {
 		// (due again at retryAt) rather than count a failure we caused.
 		return result{job: j, recorded: true, next: earliest(env)}
 	}
-	trail, slowed := a.react(j.target, rcpts, results)
-	allDown := true
+	trail, slowed, moved := a.react(j.target, rcpts, results)
+	if slowed || trail != nil || moved != nil {
+		a.warm.hold(j.source, j.target, end)
+	}
+	allDown := moved == nil // a block-listed source is the trouble, not the destination
 	for _, r := range results {
+		if !allDown {
+			break
+		}
 		if r.Reply.SuspendsDestination() || (r.Reply.Class == smtpcodes.Transient && !r.Reply.Remote() && isConnTrouble(r.Reply)) {
 			continue
 		}
@@ -135,7 +142,9 @@ func (a *attempter) attempt(ctx context.Context, j *job) result {
 	}
 	a.free(rel)
 
-	return a.conclude(j, set, env, a.judge(set, env, rcpts, results, trail, end), end, end.Sub(start))
+	v := a.judge(set, env, rcpts, results, trail, end)
+	v.move(moved, end)
+	return a.conclude(j, set, env, v, end, end.Sub(start))
 }
 
 // conclude records v with the reports it calls for in the same
@@ -259,6 +268,11 @@ func (a *attempter) transact(ctx context.Context, set *Settings, j *job, env *qu
 			hops[i].MaxUses = n
 		}
 	}
+	if j.source != nil {
+		for i := range hops {
+			hops[i].Source = j.source
+		}
+	}
 	denv := smtpclient.Envelope{From: env.From, RET: env.RET, EnvID: env.EnvID, SMTPUTF8: env.SMTPUTF8, Body: env.Body, Size: env.Size,
 		Signed: env.Prefix != ""} // relayq's own DKIM signature: not to be broken by a 7-bit conversion
 	for _, r := range rcpts {
@@ -310,7 +324,7 @@ func (a *attempter) deliver(ctx context.Context, set *Settings, j *job, env *que
 	var h smtpclient.Hold
 	if j.lease != nil {
 		// The connection holds the lease, in the cache too, until it closes.
-		h = connHold{lease: j.lease, in: a.inbox}
+		h = connHold{lease: j.lease, in: a.inbox, source: j.source}
 	}
 	idle := j.idle
 	j.lease, j.idle = nil, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/relayq/relayq/delivery/egress"
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
 )
@@ -73,6 +74,9 @@ func (simpleCourier) Close() {}
 type connHold struct {
 	lease *shaping.Lease
 	in    inbox // the engine's: which engine the connection's lease is of
+	// source is the connection's local address (nil without egress): a
+	// job reusing it goes from there.
+	source *egress.Source
 }
 
 func (h connHold) Release() {

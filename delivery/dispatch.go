@@ -98,7 +98,7 @@ func (e *Engine) admit(ctx context.Context, d *dest, j *job, now time.Time) bool
 			w = rw // a connection is there; a token is not yet
 			e.sched.refused(w, j)
 		} else {
-			e.gate.closeIdleIn(w.Scope, d.target)
+			e.gate.closeIdleIn(w.Scope, j.reuseTarget(d))
 		}
 	}
 	switch w.Reason {

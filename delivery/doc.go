@@ -34,6 +34,10 @@
 //   - CheckScope (scopeuse.go): whether any mail is shaped under a scope
 //     with the routes in force (the Router's ShapeKey), for refusing an
 //     operator's suspension that would hold nothing back.
+//   - askFrom (egress.go): with Settings.Egress, the source of each new
+//     connection, drawn by weight from the message's pool among the
+//     sources shaping admits now; the attempt's hops carry it to the
+//     dialer. Without egress, gate.ask is unchanged.
 //   - jobPool (pool.go): the job goroutines, at most Workers.
 //   - attempter (attempt.go, outcome.go): one job's attempt on a job
 //     goroutine: claim, SMTP, judging replies, recording the outcome; it

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/relayq/relayq/delivery/egress"
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/internal/clock"
@@ -23,6 +24,13 @@ type Observer interface {
 	Attempted(status queue.Status, took time.Duration)
 	// Active is called with the number of deliveries in flight whenever it changes.
 	Active(n int)
+}
+
+// SourceObserver is an Observer that also hears which egress source
+// each recipient's attempt went from (only with egress; the source is a
+// configured name, so a metric label of it stays bounded).
+type SourceObserver interface {
+	AttemptedFrom(source string, status queue.Status)
 }
 
 // Router is what the engine asks of routing (*route.Router): the
@@ -79,6 +87,8 @@ type Options struct {
 	ReturnPath func(queueID string, rcpt int) (string, error)
 	// Streams: see Settings.Streams.
 	Streams []shaping.Stream
+	// Egress: see Settings.Egress.
+	Egress *egress.Resolver
 }
 
 // Settings are the parts of Options a SIGHUP may replace while running.
@@ -102,6 +112,10 @@ type Settings struct {
 	// from the stream that used least of its weighted share (streams.go).
 	// Empty: one stream.
 	Streams []shaping.Stream
+	// Egress chooses each message's pool of source addresses, and each
+	// new connection's source in it (egress.go); nil sends from no
+	// particular address, as before egress.
+	Egress *egress.Resolver
 }
 
 // Engine delivers queued mail: one scheduler goroutine finds due messages
@@ -119,6 +133,7 @@ type Engine struct {
 	asks   requests   // Force, Resumed and Update, for the next fill (shape.go)
 	pause  pauseState // Pause and Resume (pause.go)
 	draws  draws      // backoff delays and jitter (draws.go)
+	warm   warmups    // egress sources' warm-up progress (egresswarm.go)
 	groups groups     // each message's jobs started together, until done (group.go)
 	owing  owedIDs    // reports an operator's bounce marked (ReportOwed, group.go)
 	// backoffs publishes the destinations' back-offs (backoffs.go).
@@ -180,7 +195,9 @@ func New(o Options) (*Engine, error) {
 		inbox: make(inbox, eventBuffer),
 		sched: newSchedState(o.Workers),
 	}
-	e.gate = gate{shaper: o.Shaper, settings: &e.settings, clock: o.Clock, inbox: e.inbox}
+	ws, _ := o.Store.(warmStore)
+	e.warm.store = ws
+	e.gate = gate{shaper: o.Shaper, settings: &e.settings, clock: o.Clock, inbox: e.inbox, draws: &e.draws, warm: &e.warm}
 	// The store's own TLS data counts the results in Record's transaction.
 	var inStore bool
 	if st, ok := o.Store.(*queue.Store); ok && st != nil && o.TLSReport != nil {
@@ -188,7 +205,7 @@ func New(o Options) (*Engine, error) {
 	}
 	e.att = attempter{
 		store: o.Store, clock: o.Clock, log: o.Logger, settings: &e.settings, shaper: o.Shaper, maxHint: o.MaxHintDelay,
-		draws: &e.draws, groups: &e.groups, inbox: e.inbox,
+		draws: &e.draws, groups: &e.groups, inbox: e.inbox, warm: &e.warm,
 		reports: dsnWriter{store: o.Store, clock: o.Clock, log: o.Logger, hostname: o.Hostname, sign: o.Sign},
 		outlog:  outcomeLog{log: o.Logger, obs: o.Observer, tlsrpt: o.TLSReport, tlsInStore: inStore},
 	}
@@ -198,7 +215,7 @@ func New(o Options) (*Engine, error) {
 		o.Logger.Info("queuing reports left pending by the last stop", "messages", len(ids))
 		e.storage.owed = ids
 	}
-	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress, ReturnPath: o.ReturnPath, Streams: o.Streams})
+	e.settings.Store(&Settings{Router: o.Router, Courier: o.Courier, Policy: o.Policy, WarnAfter: o.WarnAfter, Suppress: o.Suppress, ReturnPath: o.ReturnPath, Streams: o.Streams, Egress: o.Egress})
 	// An operator's retry or flush is known to the engine from inside the
 	// write that makes the mail due, so parking never undoes it
 	// (forceSet.has).

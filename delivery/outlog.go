@@ -30,6 +30,9 @@ func (l outcomeLog) written(j *job, outcomes []queue.Outcome, end time.Time, too
 		l.observeTLS(j, o, i == 0, end)
 		if l.obs != nil {
 			l.obs.Attempted(o.Status, took)
+			if so, ok := l.obs.(SourceObserver); ok && j.source != nil {
+				so.AttemptedFrom(j.source.Name, o.Status)
+			}
 		}
 	}
 }
@@ -42,5 +45,8 @@ func (l outcomeLog) line(j *job, rcpt, hop string, now time.Time, status, reply 
 		args = append(args, "next_attempt", next.Sub(now).Round(time.Millisecond).String())
 	}
 	args = tlsArgs(j, args)
+	if j.source != nil {
+		args = append(args, "source", j.source.Name) // the egress source the attempt went from
+	}
 	logbuf.Info(l.log, "delivery", args...)
 }

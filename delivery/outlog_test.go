@@ -48,3 +48,30 @@ func TestOutcomeLogLinesCountsAndTLS(t *testing.T) {
 		t.Fatal("the recorder heard of a result the store counts")
 	}
 }
+
+// sourceCounts is an Observer that hears the source of each attempt.
+type sourceCounts struct {
+	chanObserver
+	got []string
+}
+
+func (s *sourceCounts) AttemptedFrom(source string, status queue.Status) {
+	s.got = append(s.got, source+" "+string(status))
+}
+
+// With egress, the line names the source the attempt went from, and an
+// Observer that asks hears it.
+func TestOutcomeLogNamesTheSource(t *testing.T) {
+	var buf bytes.Buffer
+	obs := &sourceCounts{chanObserver: chanObserver{make(chan string, 10)}}
+	l := outcomeLog{log: slog.New(slog.NewTextHandler(&buf, nil)), obs: obs}
+	src := loopSources(1)[0]
+	j := &job{id: "m1", env: &queue.Envelope{Created: t0}, source: &src}
+	l.written(j, []queue.Outcome{{Address: "a@example.net", Status: queue.StatusDelivered, Reply: "250 ok"}}, t0, time.Second)
+	if !strings.Contains(buf.String(), " source=ip2") {
+		t.Fatalf("log line without the source: %s", buf.String())
+	}
+	if len(obs.got) != 1 || obs.got[0] != "ip2 delivered" {
+		t.Fatalf("the observer heard %q", obs.got)
+	}
+}

@@ -3,6 +3,7 @@ package delivery
 import (
 	"time"
 
+	"github.com/relayq/relayq/delivery/egress"
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
 	"github.com/relayq/relayq/queue"
@@ -88,6 +89,12 @@ type job struct {
 	// idle is a cached connection that came with lease (reuseIdle),
 	// for the attempt to reuse, or close.
 	idle *smtpclient.Idle
+	// source is the local address the attempt goes from (egress.go); nil
+	// without egress.
+	source *egress.Source
+	// drawn is the source askFrom drew first for the job, admitted or
+	// not: the one an idle connection may be reused from.
+	drawn *egress.Source
 	// freed is set by the worker once it has given its slot back.
 	freed bool
 	// tls is how the last attempt's connection was secured.

@@ -53,12 +53,17 @@ type gate struct {
 	shaper   Shaper
 	settings *atomic.Pointer[Settings] // the engine's: Router and Courier
 	clock    clock.Clock
-	inbox    inbox // for MX answers; names the engine's held connections
+	inbox    inbox    // for MX answers; names the engine's held connections
+	draws    *draws   // the engine's: which source a new connection is from
+	warm     *warmups // the engine's: sources over today's warm-up cap sit out
 }
 
 // ask asks the Shaper to admit j to d's target now; admitted, j holds
-// the target and the lease.
+// the target and the lease (and, with egress, the source it goes from).
 func (g *gate) ask(d *dest, j *job) shaping.Wait {
+	if eg := g.settings.Load().Egress; eg != nil {
+		return g.askFrom(eg, d, j)
+	}
 	lease, w := g.shaper.Admit(d.target, j.ask())
 	if w.Reason == 0 {
 		j.target, j.lease = d.target, lease
@@ -74,18 +79,28 @@ func (g *gate) ask(d *dest, j *job) shaping.Wait {
 // was one; ok whether j may go now, and when not, w is why (the connection
 // stays in the cache meanwhile).
 func (g *gate) reuseIdle(d *dest, j *job) (ok bool, w shaping.Wait, found bool) {
-	idle, h := g.settings.Load().Courier.TakeIdle(func(h smtpclient.Hold) bool {
+	set := g.settings.Load()
+	t := j.reuseTarget(d)
+	idle, h := set.Courier.TakeIdle(func(h smtpclient.Hold) bool {
 		ch, ok := h.(connHold)
-		return ok && ch.in == g.inbox && ch.lease.For(d.target)
+		return ok && ch.in == g.inbox && ch.lease.For(t) && ch.source == j.drawn
 	})
 	if idle == nil {
 		return false, shaping.Wait{}, false
 	}
-	if w := g.shaper.Reuse(d.target, j.ask()); w.Reason != 0 {
+	if w := g.shaper.Reuse(t, j.ask()); w.Reason != 0 {
 		idle.Return(h)
 		return false, w, true
 	}
-	j.target, j.lease, j.idle = d.target, h.(connHold).lease, idle
+	ch := h.(connHold)
+	if ch.source != nil && !g.warm.take(ch.source, d.target, g.clock.Now()) {
+		idle.Return(h) // over today's warm-up cap since it was drawn
+		return false, shaping.Wait{}, false
+	}
+	j.target, j.lease, j.idle, j.source = t, ch.lease, idle, ch.source
+	if ch.source != nil {
+		j.pool(set.Egress).Used(ch.source)
+	}
 	return true, shaping.Wait{}, true
 }
 
@@ -196,7 +211,12 @@ func (g *gate) resolved(d *dest, r resolved) {
 // and does not suspend the scope again. Else one message the receiver
 // keeps refusing would stop its whole scope, suspension after
 // suspension.
-func (a *attempter) react(t shaping.Target, rcpts []queue.Recipient, results []smtpclient.RcptResult) (trail []time.Time, slowed bool) {
+//
+// moved has, per result, whether its reply named the source address on a
+// block list (a listing rule, with egress): that source's scope is
+// suspended, and the recipient, not at fault, goes again at once from
+// another source of its pool (judge), neither counted nor bounced.
+func (a *attempter) react(t shaping.Target, rcpts []queue.Recipient, results []smtpclient.RcptResult) (trail []time.Time, slowed bool, moved []bool) {
 	seen := map[string]shaping.Verdict{}
 	delivered := false
 	for i := range results {
@@ -221,6 +241,13 @@ func (a *attempter) react(t shaping.Target, rcpts []queue.Recipient, results []s
 			seen[key] = v
 			slowed = slowed || v.Action == shaping.ActionSlow
 		}
+		if v.Listing {
+			if moved == nil {
+				moved = make([]bool, len(results))
+			}
+			moved[i], r.Class = true, smtpcodes.Transient
+			continue
+		}
 		if v.Permanent && r.Class == smtpcodes.Transient {
 			r.Class = smtpcodes.Permanent
 			if strings.HasPrefix(r.Enhanced, "4.") {
@@ -237,13 +264,13 @@ func (a *attempter) react(t shaping.Target, rcpts []queue.Recipient, results []s
 	if delivered {
 		a.shaper.Delivered(t)
 	}
-	return trail, slowed
+	return trail, slowed, moved
 }
 
 // suspends reports whether a rule suspends a scope of t for reply r.
 func (a *attempter) suspends(t shaping.Target, r smtpcodes.Reply) bool {
 	v, ok := a.shaper.Match(t, r)
-	return ok && v.Action == shaping.ActionSuspend
+	return ok && v.Action == shaping.ActionSuspend && !v.Listing // a listing is the source's, never the recipient's
 }
 
 // forceSet is what operators asked to go now whatever the shaping says:
@@ -402,7 +429,7 @@ func (e *Engine) parkOverflow(d *dest, w shaping.Wait) {
 	}
 	interval := w.Interval
 	for _, b := range d.target.Bounds {
-		if b.Scope != w.Scope {
+		if b.Scope != w.Scope.Base() { // a source's scope is its destination's, from that source
 			continue
 		}
 		if configured := b.Limits.MaxMessageRate.Interval(); interval <= 0 {

@@ -125,6 +125,7 @@
 //	history           uint64 BE finish nanos + ID -> binary record  (files written before the shared tree; historycodec.go)
 //	suppressions      lower-cased address -> CRC-32C + JSON(Suppression)
 //	webhook_cursors   webhook name -> last acknowledged event ID
+//	egress_warmup     source NUL scope -> JSON warm-up progress (delivery's)
 //	idempotency       client scope NUL key -> CRC-32C + expiry, queue ID, fingerprint, answer (idempotency.go)
 //	idempotency_expiry uint64 BE expiry nanos + scoped key -> empty
 //	owner             "id" -> the file's identity (32 hex digits); "token" -> uint64 BE fencing token (owner.go)

@@ -20,7 +20,7 @@ var salvageBuckets = map[string]bool{
 	string(bucketEvents): true, string(bucketHistory): true, string(bucketSuppressions): true,
 	string(bucketCursors): true, string(bucketStrings): true, string(bucketIdempotency): true, string(bucketIdempotencyExpiry): true,
 	string(bucketReportOnce): true, string(bucketSecrets): true, string(bucketOwner): true,
-	string(bucketQuota): true,
+	string(bucketQuota): true, string(bucketEgress): true,
 }
 
 // SalvageBucket reports whether a salvage copies the top-level bucket

@@ -172,6 +172,9 @@ func applyOutcome(env *Envelope, o Outcome) *Recipient {
 			continue
 		}
 		r.Status = o.Status
+		if o.Uncounted && r.Attempts > 0 {
+			r.Attempts--
+		}
 		if o.Status == StatusDeferred {
 			r.NextAttempt = o.NextAttempt
 		} else {

@@ -176,6 +176,10 @@ type Outcome struct {
 	// (once per attempt: the caller sets it on one outcome), so an attempt
 	// costs one commit, not a second for its count (see RecordTLS).
 	TLSRPT *TLSTally
+	// Uncounted gives back the attempt Claim counted (a deferral that
+	// was not the recipient's: its source address was block-listed and
+	// the mail moves to another source).
+	Uncounted bool
 	// Report, when set, marks the recipient as owed this report instead of
 	// the caller queueing it with the outcome: a later Store.QueueGroupedDSN queues
 	// one report for every mark of the message. ReportFailed goes with a

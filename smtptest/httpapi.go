@@ -62,6 +62,7 @@ func (a *api) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/messages/{id}/attachments/{n}", strict(a.attachment))
 	mux.HandleFunc("GET /api/v1/messages/{id}/attachments/{n}/inline", strict(a.inline))
 	mux.HandleFunc("GET /api/v1/attempts", strict(a.attempts, paramClient, paramRcpt, paramBy))
+	mux.HandleFunc("GET /api/v1/sources", strict(a.sources))
 	mux.HandleFunc("GET /api/v1/script", strict(a.getScript))
 	mux.HandleFunc("PUT /api/v1/script", strict(a.putScript))
 	mux.HandleFunc("GET /api/v1/events", strict(a.events))
@@ -86,12 +87,14 @@ type MessageSummary struct {
 	Size    int64     `json:"size"`
 	TLS     bool      `json:"tls"`
 	Client  string    `json:"client"`
+	// Helo is the HELO/EHLO name the client gave: with Client, the source
+	// the message came from.
+	Helo string `json:"helo"`
 }
 
 // MessageDetail is one message: GET /api/v1/messages/{id}.
 type MessageDetail struct {
 	MessageSummary
-	Helo        string        `json:"helo"`
 	AuthUser    string        `json:"auth_user,omitempty"`
 	Headers     []HeaderField `json:"headers"`
 	Text        string        `json:"text"`
@@ -102,14 +105,13 @@ type MessageDetail struct {
 }
 
 func summaryOf(m Message) MessageSummary {
-	return MessageSummary{ID: m.ID, Time: m.Time, From: m.From, To: m.To, Subject: subjectOf(m.Data), Size: m.Size, TLS: m.TLS, Client: m.Client}
+	return MessageSummary{ID: m.ID, Time: m.Time, From: m.From, To: m.To, Subject: subjectOf(m.Data), Size: m.Size, TLS: m.TLS, Client: m.Client, Helo: m.Helo}
 }
 
 func detailOf(m Message) MessageDetail {
 	p, err := parseMIME(m.Data)
 	d := MessageDetail{
 		MessageSummary: summaryOf(m),
-		Helo:           m.Helo,
 		AuthUser:       m.AuthUser,
 		Headers:        p.Headers,
 		Text:           p.Text,

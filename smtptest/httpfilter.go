@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -13,9 +14,12 @@ const hasAttachment = "attachment"
 
 // filter selects messages by the query parameters to, from, subject, text
 // (each a case-insensitive substring; text searches the decoded text and
-// HTML parts), since (an RFC 3339 time), has=attachment and after (an ID).
+// HTML parts), since (an RFC 3339 time), has=attachment, after (an ID),
+// client (the client's IP, or "ip:port") and helo (the HELO/EHLO name,
+// case-insensitive, whole).
 type filter struct {
 	to, from, subject, text string
+	client, helo            string
 	since                   time.Time
 	after                   int
 	attachment              bool
@@ -23,7 +27,8 @@ type filter struct {
 
 // parseFilter reads a filter from a query that strictQuery has checked.
 func parseFilter(q url.Values) (filter, error) {
-	f := filter{to: q.Get(paramTo), from: q.Get(paramFrom), subject: q.Get(paramSubject), text: q.Get(paramText)}
+	f := filter{to: q.Get(paramTo), from: q.Get(paramFrom), subject: q.Get(paramSubject), text: q.Get(paramText),
+		client: q.Get(paramClient), helo: q.Get(paramHelo)}
 	if v := q.Get(paramSince); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
@@ -56,6 +61,12 @@ func (f filter) match(m Message) bool {
 		return false
 	}
 	if !f.since.IsZero() && m.Time.Before(f.since) {
+		return false
+	}
+	if f.client != "" && m.Client != f.client && hostOf(m.Client) != f.client {
+		return false
+	}
+	if f.helo != "" && !strings.EqualFold(m.Helo, f.helo) {
 		return false
 	}
 	if f.from != "" && !containsFold(m.From, f.from) {

@@ -33,6 +33,11 @@ func (a *api) attempts(w http.ResponseWriter, r *http.Request, q url.Values) {
 	writeJSON(w, http.StatusOK, map[string]any{"attempts": out})
 }
 
+// sources lists what each client address sent: {"sources": [...]}.
+func (a *api) sources(w http.ResponseWriter, r *http.Request, _ url.Values) {
+	writeJSON(w, http.StatusOK, map[string]any{"sources": a.s.Sources()})
+}
+
 func (a *api) getScript(w http.ResponseWriter, r *http.Request, _ url.Values) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	io.WriteString(w, a.s.Script().String())

@@ -24,10 +24,11 @@ const (
 	paramClient  = "client"
 	paramRcpt    = "rcpt"
 	paramBy      = "by"
+	paramHelo    = "helo"
 )
 
 // filterParams are the message filters, shared by list, wait and delete.
-var filterParams = []string{paramTo, paramFrom, paramSubject, paramText, paramSince, paramHas, paramAfter}
+var filterParams = []string{paramTo, paramFrom, paramSubject, paramText, paramSince, paramHas, paramAfter, paramClient, paramHelo}
 
 // apiError is the body of every error the API answers: {"error": "..."}.
 type apiError struct {

@@ -47,7 +47,7 @@ func (l *trackListener) Accept() (net.Conn, error) {
 	}
 	l.conns[tc] = struct{}{}
 	l.mu.Unlock()
-	l.srv.rec.addConn()
+	l.srv.rec.addConn(hostOf(c.RemoteAddr().String()))
 	return tc, nil
 }
 

@@ -48,19 +48,37 @@ func loadPersonas(files []string) (persona.Catalog, error) {
 	return cat, nil
 }
 
+// PersonaClient is the option every persona takes besides its own: with
+// "gmail,client=127.0.0.3" the persona answers only that client IP (the
+// others are served as if it were absent), so one source address of a
+// relay can be throttled or block-listed while its others are not.
+const PersonaClient = "client"
+
+// scriptPersona is a compiled persona and the one client IP it answers
+// ("" for all).
+type scriptPersona struct {
+	*persona.Instance
+	client string
+}
+
 // compilePersonas makes an instance of each spec, with fresh state.
-func compilePersonas(cat persona.Catalog, specs []string) ([]*persona.Instance, error) {
-	var out []*persona.Instance
+func compilePersonas(cat persona.Catalog, specs []string) ([]scriptPersona, error) {
+	var out []scriptPersona
 	for _, s := range specs {
 		sp, err := persona.ParseSpec(s)
 		if err != nil {
 			return nil, fmt.Errorf("--%s %q: %w", FlagPersona, s, err)
 		}
+		client, ok := sp.Params[PersonaClient]
+		if ok && net.ParseIP(client) == nil {
+			return nil, fmt.Errorf("--%s %q: %s=%q: want an IP address", FlagPersona, s, PersonaClient, client)
+		}
+		delete(sp.Params, PersonaClient)
 		in, err := cat.NewSpec(sp)
 		if err != nil {
 			return nil, fmt.Errorf("--%s %q: %w", FlagPersona, s, err)
 		}
-		out = append(out, in)
+		out = append(out, scriptPersona{in, client})
 	}
 	return out, nil
 }
@@ -70,6 +88,9 @@ func compilePersonas(cat persona.Catalog, specs []string) ([]*persona.Instance, 
 // false when the server closed during a delay.
 func (s *Server) askPersonas(st *scriptState, seen persona.Seen) (*smtp.SMTPError, Answerer, bool) {
 	for _, in := range st.personas {
+		if in.client != "" && in.client != seen.IP {
+			continue
+		}
 		r := in.Decide(seen)
 		if r.Delay > 0 && !s.pause(r.Delay) {
 			return nil, "", false

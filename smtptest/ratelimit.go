@@ -3,6 +3,7 @@ package smtptest
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,10 @@ type RateRule struct {
 	Match string
 	// Per is what has a bucket of its own; empty means PerIP.
 	Per RateKey
+	// Client, when set, is the one client IP the limit counts and refuses
+	// (--limit-per-client): other clients are not limited by it, so each
+	// of a relay's source addresses can be given its own rate.
+	Client string
 	// Count is the bucket size and the number of tokens refilled per Every.
 	Count int
 	// Every is the refill period.
@@ -132,6 +137,9 @@ func (l RateRule) Validate() error {
 	if l.Code < 400 {
 		return fmt.Errorf("reply code %d: a rate limit refuses, want 4xx or 5xx", l.Code)
 	}
+	if l.Client != "" && net.ParseIP(l.Client) == nil {
+		return fmt.Errorf("client %q: want an IP address", l.Client)
+	}
 	switch l.Per {
 	case "", PerIP:
 	case PerSender:
@@ -150,7 +158,22 @@ func (l RateRule) Validate() error {
 	return nil
 }
 
-// String renders l in the syntax ParseRateLimit accepts.
+// ParseLimitPerClient parses `IP=RULE`, RULE as ParseRateLimit reads it:
+// a rate limit that counts and refuses only the client IP. Example:
+//
+//	127.0.0.3=mail=5/s=421 4.7.0 [127.0.0.3] Too many messages from your IP
+func ParseLimitPerClient(s string) (RateRule, error) {
+	ip, rule, ok := strings.Cut(s, "=")
+	if !ok || net.ParseIP(strings.TrimSpace(ip)) == nil {
+		return RateRule{}, fmt.Errorf("smtptest: limit per client %q: want IP=STAGE[:MATCH]=COUNT/PERIOD=REPLY", s)
+	}
+	l, err := ParseRateLimit(rule)
+	l.Client = strings.TrimSpace(ip)
+	return l, err
+}
+
+// String renders l in the syntax ParseRateLimit accepts (without Client,
+// which --limit-per-client puts in front: see Script.String).
 func (l RateRule) String() string {
 	var b strings.Builder
 	b.WriteString(string(l.Stage))
@@ -229,7 +252,7 @@ func (rl *rateLimiter) take(now time.Time, stage Stage, ip, sender string, args 
 	var refused *RateRule
 	for i := range rl.limits {
 		l := &rl.limits[i]
-		if l.Stage != stage || !matchesAny(rl.lower[i], lowered) {
+		if l.Stage != stage || l.Client != "" && l.Client != ip || !matchesAny(rl.lower[i], lowered) {
 			continue
 		}
 		key := ip

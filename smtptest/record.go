@@ -82,11 +82,12 @@ type recorder struct {
 	nEvents   int
 	nMessages int
 	lastID    int
+	sources   sourceTally
 	changed   chan struct{} // closed and replaced on every record
 }
 
 func newRecorder(discardBodies, discardEvents bool) *recorder {
-	return &recorder{discardBodies: discardBodies, discardEvents: discardEvents, changed: make(chan struct{})}
+	return &recorder{discardBodies: discardBodies, discardEvents: discardEvents, changed: make(chan struct{}), sources: sourceTally{}}
 }
 
 func (r *recorder) addEvent(e Event) {
@@ -106,6 +107,7 @@ func (r *recorder) addMessage(m Message) string {
 	r.lastID++
 	m.ID = strconv.Itoa(r.lastID)
 	r.nMessages++
+	r.sources.message(m)
 	r.messages = append(r.messages, m)
 	r.notifyLocked()
 	return m.ID
@@ -138,9 +140,10 @@ func (r *recorder) deleteMessages(ids map[string]bool) int {
 	return n
 }
 
-func (r *recorder) addConn() {
+func (r *recorder) addConn(ip string) {
 	r.conns.Add(1)
 	r.mu.Lock()
+	r.sources.get(ip).Connections++
 	r.notifyLocked()
 	r.mu.Unlock()
 }

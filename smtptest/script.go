@@ -16,6 +16,7 @@ import (
 //	--greylist 3s
 //	--reply rcpt:nobody@=550 5.1.1 No such user
 //	--rate-limit rcpt:*@gmail.test=10/min=421 4.7.28 Unusual rate of mail
+//	--limit-per-client 127.0.0.3=mail=5/s=421 4.7.0 Too many messages from your IP
 //	--max-conns-per-ip 2=421 4.7.0 Too many connections
 //
 // Everything after the flag name is its value, spaces included (no shell
@@ -41,6 +42,7 @@ const (
 	FlagReply          = "reply"
 	FlagRateLimit      = "rate-limit"
 	FlagMaxConnsPerIP  = "max-conns-per-ip"
+	FlagLimitPerClient = "limit-per-client"
 	FlagPersona        = "persona"
 )
 
@@ -110,6 +112,11 @@ func (sc *Script) set(name, value string) error {
 		if l, err = parseRateLimit(value); err == nil {
 			sc.RateLimits = append(sc.RateLimits, l)
 		}
+	case FlagLimitPerClient:
+		var l RateRule
+		if l, err = ParseLimitPerClient(value); err == nil {
+			sc.RateLimits = append(sc.RateLimits, l)
+		}
 	case FlagMaxConnsPerIP:
 		sc.ConnLimit, err = parseConnLimit(value)
 	case FlagPersona:
@@ -118,8 +125,8 @@ func (sc *Script) set(name, value string) error {
 			sc.Personas = append(sc.Personas, sp.String())
 		}
 	default:
-		return fmt.Errorf("unknown setting (want %s, %s, %s, %s, %s, %s or %s)", FlagGreylist,
-			FlagGreylistExpiry, FlagGreylistText, FlagReply, FlagRateLimit, FlagMaxConnsPerIP, FlagPersona)
+		return fmt.Errorf("unknown setting (want %s, %s, %s, %s, %s, %s, %s or %s)", FlagGreylist,
+			FlagGreylistExpiry, FlagGreylistText, FlagReply, FlagRateLimit, FlagLimitPerClient, FlagMaxConnsPerIP, FlagPersona)
 	}
 	return err
 }
@@ -141,6 +148,10 @@ func (sc Script) String() string {
 		line(FlagReply, r.String())
 	}
 	for _, l := range sc.RateLimits {
+		if l.Client != "" {
+			line(FlagLimitPerClient, l.Client+"="+l.String())
+			continue
+		}
 		line(FlagRateLimit, l.String())
 	}
 	if sc.ConnLimit.Max > 0 {
@@ -188,7 +199,7 @@ type scriptState struct {
 	Script
 	rules    *ruleSet
 	limits   *rateLimiter
-	personas []*persona.Instance
+	personas []scriptPersona
 }
 
 // newScriptState compiles sc; personas are looked up in cat.

@@ -32,7 +32,7 @@ func TestScriptErrorsAreOneLine(t *testing.T) {
 		"--greylist 3s\n--reply rcpt=hello\n": `line 2: --reply "rcpt=hello": bad reply code "hello"`,
 		"--rate-limit rcpt=10/min":            `line 1: --rate-limit "rcpt=10/min": missing '=REPLY' after the rate`,
 		"--greylist soon":                     `line 1: --greylist "soon": time: invalid duration "soon"`,
-		"--replies rcpt=550":                  `line 1: --replies "rcpt=550": unknown setting (want greylist, greylist-expiry, greylist-text, reply, rate-limit, max-conns-per-ip or persona)`,
+		"--replies rcpt=550":                  `line 1: --replies "rcpt=550": unknown setting (want greylist, greylist-expiry, greylist-text, reply, rate-limit, limit-per-client, max-conns-per-ip or persona)`,
 	} {
 		_, err := ParseScript(in)
 		if err == nil || err.Error() != want {

@@ -34,6 +34,7 @@ type expectation struct {
 }
 
 const expectUsageText = `usage: fakemx expect --api URL [--to ADDR] [--from ADDR] [--subject TEXT] [--text TEXT]
+                     [--client IP] [--helo NAME]
                      [--within 10s] [--attempts-at-most N] [--no-message-to ADDR]
 
 Exits 0 when a message matching every filter arrived within the time (and
@@ -47,8 +48,15 @@ func parseExpect(args []string, stderr io.Writer) (expectation, error) {
 	fs := flag.NewFlagSet("fakemx expect", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&e.api, "api", "", "fakemx's HTTP address, e.g. http://127.0.0.1:8026 (required)")
-	for _, name := range []string{"to", "from", "subject", "text"} {
-		fs.Func(name, "the message must have this "+name+" (case-insensitive substring)", func(v string) error {
+	for _, name := range []string{"to", "from", "subject", "text", "client", "helo"} {
+		help := "the message must have this " + name + " (case-insensitive substring)"
+		switch name {
+		case "client":
+			help = "the message must come from this client IP (the relay's source address)"
+		case "helo":
+			help = "the client must have said this HELO/EHLO name (whole, case-insensitive)"
+		}
+		fs.Func(name, help, func(v string) error {
 			if v == "" {
 				return fmt.Errorf("--%s is empty", name)
 			}
@@ -73,7 +81,7 @@ func parseExpect(args []string, stderr io.Writer) (expectation, error) {
 	case e.api == "":
 		return e, errors.New("--api is required, e.g. --api http://127.0.0.1:8026")
 	case len(e.filters) == 0 && e.noMessageTo == "":
-		return e, errors.New("nothing to expect: give --to, --from, --subject, --text or --no-message-to")
+		return e, errors.New("nothing to expect: give --to, --from, --subject, --text, --client, --helo or --no-message-to")
 	case e.attemptsMost >= 0 && e.filters.Get("to") == "":
 		return e, errors.New("--attempts-at-most counts the --to recipient's attempts: give --to")
 	case e.within < 0 || e.within > 10*time.Minute:
@@ -124,7 +132,7 @@ func (e expectation) check(ctx context.Context, stdout io.Writer) (ok bool, why 
 		}
 		out, _ := json.MarshalIndent(m, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", out)
-		why = fmt.Sprintf("message %s from <%s> to %s, subject %q", m.ID, m.From, strings.Join(m.To, ", "), m.Subject)
+		why = fmt.Sprintf("message %s from <%s> to %s, subject %q, sent by %s (EHLO %s)", m.ID, m.From, strings.Join(m.To, ", "), m.Subject, m.Client, m.Helo)
 	}
 	if e.attemptsMost >= 0 {
 		n, err := e.rcptAttempts(ctx, e.filters.Get("to"))
@@ -197,7 +205,7 @@ func (e expectation) listArrived(ctx context.Context, w io.Writer) {
 	}
 	fmt.Fprintln(w, "  what arrived, newest first:")
 	for _, m := range list.Messages {
-		fmt.Fprintf(w, "  %s  %s  <%s> -> %s  %q\n", m.ID, m.Time.Format(time.RFC3339), m.From, strings.Join(m.To, ", "), m.Subject)
+		fmt.Fprintf(w, "  %s  %s  <%s> -> %s  %q  from %s (EHLO %s)\n", m.ID, m.Time.Format(time.RFC3339), m.From, strings.Join(m.To, ", "), m.Subject, m.Client, m.Helo)
 	}
 }
 
@@ -226,7 +234,7 @@ func (e expectation) get(ctx context.Context, path string, q url.Values, v any) 
 
 func describe(q url.Values) string {
 	var parts []string
-	for _, k := range []string{"to", "from", "subject", "text"} {
+	for _, k := range []string{"to", "from", "subject", "text", "client", "helo"} {
 		if v := q.Get(k); v != "" {
 			parts = append(parts, fmt.Sprintf("%s %q", k, v))
 		}

@@ -67,6 +67,8 @@ func TestFakemxExpect(t *testing.T) {
 		{"nothing to bob", []string{"--to", "alice@", "--no-message-to", "bob@example.test"}, 0, `"id": "1"`, "nothing to bob@example.test"},
 		{"something to alice", []string{"--no-message-to", "alice@example.test", "--within", "50ms"}, 1, "", "message 1 to alice@example.test arrived"},
 		{"absence waits the whole time", []string{"--no-message-to", "bob@example.test", "--within", "50ms"}, 0, "", "nothing to bob@example.test"},
+		{"from the client and EHLO", []string{"--client", "127.0.0.1", "--helo", "localhost", "--within", "1s"}, 0, `"helo": "localhost"`, "sent by 127.0.0.1:"},
+		{"from another source", []string{"--to", "alice@", "--client", "127.0.0.9", "--within", "50ms"}, 1, "", "(EHLO localhost)"},
 		{"no filter", []string{}, 2, "", "nothing to expect"},
 		{"bad flag", []string{"--too", "alice@"}, 2, "", "not defined: -too"},
 	} {

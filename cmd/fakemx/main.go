@@ -203,11 +203,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	scriptFlag(smtptest.FlagGreylistText, "text of the greylisting 451 (default names the remaining wait)")
 	scriptFlag(smtptest.FlagReply, "reply rule (repeatable), e.g. 'greeting=421 4.3.2 Busy'")
 	scriptFlag(smtptest.FlagRateLimit, "token-bucket rate limit (repeatable), e.g. 'mail=5/min,per=sender=451 4.7.1 Slow down'")
-	scriptFlag(smtptest.FlagPersona, "play a provider (repeatable): gmail, outlook, yahoo, greylist, greylist-wait, tarpit, flaky, with ,key=value overrides, e.g. 'gmail,rate=10/min'")
+	scriptFlag(smtptest.FlagPersona, "play a provider (repeatable): gmail, outlook, yahoo, greylist, greylist-wait, tarpit, flaky, with ,key=value overrides, e.g. 'gmail,rate=10/min'; ',client=IP' answers only that client")
 	fs.Func("persona-file", "add the personas of this YAML file (the format of smtptest/internal/persona/personas.yaml)", func(v string) error {
 		o.cfg.PersonaFiles = append(o.cfg.PersonaFiles, v)
 		return nil
 	})
+	scriptFlag(smtptest.FlagLimitPerClient, "rate limit (repeatable) for one client IP only, e.g. '127.0.0.3=mail=5/s=421 4.7.0 Too many messages from your IP'")
 	scriptFlag(smtptest.FlagMaxConnsPerIP, "refuse connections beyond this many open per IP, e.g. '2=421 4.7.0 Too many connections'")
 	fs.StringVar(&o.cfg.ReturnTo, "return-to", "", "send the reports of 'then bounce'/'then complain' rules through this SMTP server (HOST:PORT) to each message's sender")
 	fs.StringVar(&o.record, "record", "", "append accepted messages and refused attempts to this file as JSON lines")

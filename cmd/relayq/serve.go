@@ -12,6 +12,7 @@ import (
 
 	"github.com/relayq/relayq/config"
 	"github.com/relayq/relayq/delivery"
+	"github.com/relayq/relayq/delivery/egress"
 	"github.com/relayq/relayq/delivery/route"
 	"github.com/relayq/relayq/delivery/shaping"
 	"github.com/relayq/relayq/delivery/smtpclient"
@@ -47,6 +48,9 @@ func serve(args []string, out io.Writer) error {
 	a := &app{conf: appConfig{path: path, cfg: cfg, running: running}, log: log, metrics: newMetrics(), sigs: sigs}
 	for _, s := range cfg.Streams {
 		a.metrics.m.Streams([]string{s.Name})
+	}
+	for _, s := range cfg.Delivery.Egress.Sources {
+		a.metrics.m.Sources([]string{s.Name})
 	}
 	defer a.close() // on the way out of a failed start; run closes it itself
 	if err := a.open(); err != nil {
@@ -153,7 +157,19 @@ func engineSettings(cfg *config.Config, tp route.TLSPolicy) delivery.Settings {
 		WarnAfter: r.WarnAfter,
 		Suppress:  (&suppression.List{Config: suppressionConfig(cfg)}).Auto,
 		Streams:   streams(cfg),
+		Egress:    egressOf(cfg),
 	}
+}
+
+// egressOf is the egress of cfg (nil: none). Load has checked it, so an
+// error here is a bug; mail then goes from no particular address.
+func egressOf(cfg *config.Config) *egress.Resolver {
+	r, err := egress.New(cfg.Delivery.Egress)
+	if err != nil {
+		slog.Error("delivery.egress was checked at load but does not build; sending from no particular address", "err", err)
+		return nil
+	}
+	return r
 }
 
 // streams are the configured streams for delivery and shaping, the
@@ -173,7 +189,7 @@ func streams(cfg *config.Config) []shaping.Stream {
 func engineOptions(cfg *config.Config, store *queue.Store, log *slog.Logger, m *metrics, tp route.TLSPolicy) delivery.Options {
 	s := engineSettings(cfg, tp)
 	return delivery.Options{
-		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter, Suppress: s.Suppress, Streams: s.Streams,
+		Store: store, Router: s.Router, Courier: s.Courier, Policy: s.Policy, WarnAfter: s.WarnAfter, Suppress: s.Suppress, Streams: s.Streams, Egress: s.Egress,
 		Hostname: cfg.Hostname, Workers: cfg.Delivery.Workers, MaxConnsPerDest: cfg.Delivery.MaxConnsPerDomain,
 		Logger: log, Observer: m.delivery(), TLSReport: store.TLS(),
 	}

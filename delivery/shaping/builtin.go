@@ -29,6 +29,7 @@ type builtinFile struct {
 		Action   string `yaml:"action"`
 		Duration string `yaml:"duration"`
 		Scope    string `yaml:"scope"`
+		Listing  bool   `yaml:"listing"`
 	} `yaml:"rules"`
 }
 
@@ -75,7 +76,7 @@ func parseBuiltin(data []byte) (Config, error) {
 				return Config{}, fmt.Errorf("shaping: builtin.yaml: rules[%d] %s: %w", i, r.Name, err)
 			}
 		}
-		c.Rules = append(c.Rules, Rule{Name: "builtin:" + r.Name, Provider: r.Provider, Match: r.Match, Action: a, Duration: d, Scope: k})
+		c.Rules = append(c.Rules, Rule{Name: "builtin:" + r.Name, Provider: r.Provider, Match: r.Match, Action: a, Duration: d, Scope: k, Listing: r.Listing})
 	}
 	if err := c.Check(); err != nil {
 		return Config{}, fmt.Errorf("shaping: builtin.yaml: %w", err)
@@ -85,7 +86,9 @@ func parseBuiltin(data []byte) (Config, error) {
 		known[p.Name] = true
 	}
 	for _, r := range c.Rules {
-		if !known[r.Provider] {
+		// A listing service's name is quoted by any receiver that uses it,
+		// so a listing rule may be for every provider.
+		if !known[r.Provider] && !(r.Listing && r.Provider == "") {
 			return Config{}, fmt.Errorf("shaping: builtin.yaml: rule %s: unknown provider %q", r.Name, r.Provider)
 		}
 	}

@@ -21,6 +21,11 @@
 //     matches the provider's suffixes; the provider's scope is shared by
 //     all such domains. Every Target has a domain scope; all of a Target's
 //     limits apply at once.
+//   - A Target for an egress source (Target.ForSource) has that source's
+//     own scopes (Scope.Source, "provider:google@ip2"): connections,
+//     tokens, learned rates and the suspensions rules begin are kept per
+//     source; a suspension of the scope itself (no source, an operator's)
+//     holds every source too. A Target without a source is today's.
 //   - Admit takes all or nothing: a connection in every scope and a token
 //     in every rate-limited scope, or none of them. It never blocks or
 //     sleeps; a refusal says until when (the next token, the end of the

@@ -40,7 +40,7 @@ func newPacing(st State) *pacing {
 
 // adapts reports whether b's scope learns its rate under policy p.
 func (s *Shaper) adapts(p *Policy, b Bound) bool {
-	return p.adaptive.Enabled && !p.adaptive.Off[b.Scope] && s.pace.paces != nil
+	return p.adaptive.Enabled && !p.adaptive.Off[b.Scope.Base()] && s.pace.paces != nil
 }
 
 // forgotten: no signal, pin or unpin for forget_after.

@@ -92,20 +92,35 @@ func ParseAction(s string) (Action, error) {
 }
 
 // Scope is one unit of limits and suspensions: a configured provider, or
-// a recipient domain (for a route or smarthost, its config key).
+// a recipient domain (for a route or smarthost, its config key), and,
+// with egress, the source address mail to it goes from: every source has
+// its own counts, learned rate and suspensions (see Target.ForSource).
 type Scope struct {
 	Kind ScopeKind
 	Name string
+	// Source is the egress source's name; "" for mail from no particular
+	// source, or for a suspension of the scope from every source.
+	Source string
 }
 
-// String is "provider:NAME" or "domain:NAME", the form ParseScope reads.
-func (s Scope) String() string { return s.Kind.String() + ":" + s.Name }
+// String is "provider:NAME" or "domain:NAME", with "@SOURCE" after it for
+// a source's scope: the form ParseScope reads.
+func (s Scope) String() string {
+	if s.Source != "" {
+		return s.Kind.String() + ":" + s.Name + "@" + s.Source
+	}
+	return s.Kind.String() + ":" + s.Name
+}
+
+// Base is s from every source (Source cleared).
+func (s Scope) Base() Scope { s.Source = ""; return s }
 
 // IsZero reports whether s is no scope.
 func (s Scope) IsZero() bool { return s.Kind == 0 }
 
-// ParseScope reads what Scope.String writes, e.g. "provider:google" (for
-// `relayq queue resume SCOPE`). A bare name is a domain.
+// ParseScope reads what Scope.String writes, e.g. "provider:google" or
+// "provider:google@ip2" (for `relayq queue resume SCOPE`). A bare name is
+// a domain.
 func ParseScope(s string) (Scope, error) {
 	kind, name, ok := strings.Cut(strings.TrimSpace(s), ":")
 	if !ok {
@@ -115,11 +130,15 @@ func ParseScope(s string) (Scope, error) {
 	if err != nil || kind == "" {
 		return Scope{}, fmt.Errorf("shaping: scope %q: want provider:NAME or domain:NAME", s)
 	}
-	name = normalName(name)
+	name, source, hasSource := strings.Cut(name, "@")
+	name, source = normalName(name), strings.TrimSpace(source)
 	if name == "" {
 		return Scope{}, fmt.Errorf("shaping: scope %q has no name", s)
 	}
-	return Scope{Kind: k, Name: name}, nil
+	if hasSource && source == "" {
+		return Scope{}, fmt.Errorf("shaping: scope %q: want a source's name after '@'", s)
+	}
+	return Scope{Kind: k, Name: name, Source: source}, nil
 }
 
 // Limits bound the traffic to one scope. A zero field is "not set": in
@@ -171,6 +190,12 @@ type Rule struct {
 	// Provider limits the rule to replies from that provider's scope ("":
 	// any). The built-in rules use it; config has no key for it.
 	Provider string
+	// Listing marks a reply that names the sending address on a block
+	// list (built-in rules only): it applies only to a Target of an egress
+	// source, suspends that source's scope and says so in the Verdict, so
+	// the caller moves the mail to another source instead of counting the
+	// attempt or bouncing it. Without egress the rule does not apply.
+	Listing bool
 }
 
 // Config is the shaping configuration as plain values (config.Load builds
@@ -359,6 +384,10 @@ type Verdict struct {
 	// Permanent: a bounce rule matched a transient reply; fail the
 	// recipient now instead of retrying.
 	Permanent bool
+	// Listing: the reply names the source address on a block list
+	// (Rule.Listing); the recipient is not at fault and goes again at once
+	// from another source, neither counted nor bounced.
+	Listing bool
 }
 
 // Match finds the first rule matching a non-success reply to t and says
@@ -370,7 +399,7 @@ func (p *Policy) Match(t Target, r smtpcodes.Reply) (Verdict, bool) {
 	text := r.String()
 	prov, hasProv := t.Provider()
 	for _, cr := range p.rules {
-		if cr.Provider != "" && (!hasProv || prov.Name != cr.Provider) {
+		if cr.Provider != "" && (!hasProv || prov.Name != cr.Provider) || cr.Listing && t.Source() == "" {
 			continue
 		}
 		if !cr.re.MatchString(text) {
@@ -381,6 +410,7 @@ func (p *Policy) Match(t Target, r smtpcodes.Reply) (Verdict, bool) {
 			v.Scope = prov
 		}
 		v.Permanent = cr.Action == ActionBounce && r.Class == smtpcodes.Transient
+		v.Listing = cr.Listing
 		return v, true
 	}
 	return Verdict{}, false

@@ -2,6 +2,7 @@ package shaping
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -95,6 +96,42 @@ type Target struct {
 	// messages (0: no limit).
 	MaxMessagesPerConnection int
 	keys                     []string // the Bounds' keys, made once by Resolve
+	// base are the keys of the Bounds from every source, for a target of
+	// one source (ForSource): a suspension of the scope itself (an
+	// operator's) holds every source's mail.
+	base []string
+}
+
+// ForSource is t for mail from the egress source named source: each
+// scope is that source's own (Scope.Source), so connections, rates,
+// learned paces and suspensions are counted per source, while a
+// suspension of a scope from every source still applies.
+func (t Target) ForSource(source string) Target {
+	out := Target{MaxMessagesPerConnection: t.MaxMessagesPerConnection, Bounds: make([]Bound, len(t.Bounds)), keys: make([]string, len(t.Bounds)), base: t.scopeKeys()}
+	for i, b := range t.Bounds {
+		b.Scope = b.Scope.Base()
+		b.Scope.Source = source
+		b.key = b.Scope.String()
+		out.Bounds[i], out.keys[i] = b, b.key
+	}
+	return out
+}
+
+// Source is the egress source t is for ("": none).
+func (t Target) Source() string {
+	if len(t.Bounds) == 0 {
+		return ""
+	}
+	return t.Bounds[0].Scope.Source
+}
+
+// suspensionKeys are the keys whose suspensions hold t: its own, and for
+// a source's target those of its scopes from every source.
+func (t Target) suspensionKeys() []string {
+	if len(t.base) == 0 {
+		return t.scopeKeys()
+	}
+	return append(slices.Clip(t.scopeKeys()), t.base...)
 }
 
 // scopeKeys returns the keys of t's bounds.

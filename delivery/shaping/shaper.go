@@ -219,7 +219,7 @@ func (s *Shaper) admit(t Target, a Ask, acquire bool) (*Lease, Wait) {
 	now := s.clock.Now()
 	s.expire(now)
 	keys := t.scopeKeys()
-	active := s.state.Active(now, keys)
+	active := s.state.Active(now, t.suspensionKeys())
 	if !force {
 		if w, ok := suspendedWait(active); ok {
 			// Begun on another node, perhaps: log it now, since a refused
@@ -300,7 +300,7 @@ func (s *Shaper) refuse(t Target, w Wait) Wait {
 // without taking anything: for a scheduler deciding whether to park mail
 // on disk.
 func (s *Shaper) Suspended(t Target) (Wait, bool) {
-	return suspendedWait(s.state.Active(s.clock.Now(), t.scopeKeys()))
+	return suspendedWait(s.state.Active(s.clock.Now(), t.suspensionKeys()))
 }
 
 // React matches a reply to t against the rules and applies the verdict:

@@ -50,7 +50,7 @@ func TestMemoryForgetsIdleBuckets(t *testing.T) {
 // What the admin API will send for `relayq queue suspensions --json`
 // reads back as the same values.
 func TestSuspensionJSON(t *testing.T) {
-	s := Suspension{Scope: Scope{ScopeProvider, "google"}, Action: ActionThrottle, Rule: "rules[0]", Cause: "421 4.7.0 Try again later", Since: start, Until: start.Add(time.Hour)}
+	s := Suspension{Scope: Scope{Kind: ScopeProvider, Name: "google"}, Action: ActionThrottle, Rule: "rules[0]", Cause: "421 4.7.0 Try again later", Since: start, Until: start.Add(time.Hour)}
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)

@@ -258,15 +258,35 @@ func withTLS(results []RcptResult, info TLSInfo) []RcptResult {
 	return results
 }
 
-// dial connects to address.
-func (d *Dialer) dial(ctx context.Context, address string) (net.Conn, error) {
+// dial connects to hop, from its source's address when it has one.
+func (d *Dialer) dial(ctx context.Context, hop Hop) (net.Conn, error) {
+	address := hop.Addr()
 	if d.DialContext != nil {
 		ctx, cancel := context.WithTimeout(ctx, d.connectTimeout())
 		defer cancel()
 		return d.DialContext(ctx, "tcp", address)
 	}
 	dialer := net.Dialer{Timeout: d.connectTimeout(), Resolver: d.Resolver}
+	if hop.Source != nil {
+		dialer.LocalAddr = &net.TCPAddr{IP: hop.Source.Addr.AsSlice()}
+		// A name that resolves to both families is dialled only in the
+		// source's: the other cannot be reached from its address.
+		network := "tcp4"
+		if hop.Source.Addr.Is6() && !hop.Source.Addr.Is4In6() {
+			network = "tcp6"
+		}
+		return dialer.DialContext(ctx, network, address)
+	}
 	return dialer.DialContext(ctx, "tcp", address)
+}
+
+// helloName is the EHLO name said on a connection to hop: its source's,
+// else the Dialer's.
+func (d *Dialer) helloName(hop Hop) string {
+	if hop.Source != nil && hop.Source.EHLO != "" {
+		return hop.Source.EHLO
+	}
+	return d.hostname()
 }
 
 func (d *Dialer) connectTimeout() time.Duration {

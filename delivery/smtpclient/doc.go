@@ -33,6 +33,11 @@
 //     content yet, so such a reply cannot be its answer to it. A cached connection on which the server said
 //     anything while idle, or which it closed, is never reused: its next
 //     reply would answer the wrong command.
+//   - A hop with a Source is dialled from the source's address (in its
+//     family only) and says the source's EHLO name; connections are
+//     cached per source and hop, so one source's connection never carries
+//     another's mail. Without a Source nothing is bound and EHLO says
+//     Dialer.Hostname.
 //   - A connection is cached for the next message to the same hop only
 //     after a transaction that ended cleanly (at most maxUses transactions,
 //     idleTimeout idle). It keeps the Hold of the attempt that left it

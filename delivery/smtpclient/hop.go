@@ -3,6 +3,8 @@ package smtpclient
 import (
 	"net"
 	"strings"
+
+	"github.com/relayq/relayq/delivery/egress"
 )
 
 // Hop is one next-hop host that a delivery attempt may connect to. A list of
@@ -32,6 +34,10 @@ type Hop struct {
 	// TLS is the verified-TLS policy of an MX hop (DANE, MTA-STS); nil
 	// means Dialer.TLS applies, as for routes.
 	TLS *HopTLS
+	// Source is the local address to connect from and its EHLO name
+	// (delivery.egress); nil means no bind and Dialer.Hostname. Cached
+	// connections are kept per source and hop.
+	Source *egress.Source
 }
 
 // Addr returns the hop's "host:port" dial address (IPv6 literals bracketed).

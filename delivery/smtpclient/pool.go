@@ -22,7 +22,7 @@ const (
 	maxIdlePerHop = 32
 )
 
-// connPool holds idle sessions by hop.
+// connPool holds idle sessions by hop (and source: poolKey).
 type connPool struct {
 	mu     sync.Mutex
 	idle   map[string][]*session
@@ -39,6 +39,9 @@ func poolKey(h Hop) string {
 	}
 	if h.TLS != nil {
 		k += "|" + string(h.TLS.Policy)
+	}
+	if h.Source != nil {
+		k += "|from=" + h.Source.Name
 	}
 	return k
 }

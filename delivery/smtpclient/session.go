@@ -162,8 +162,11 @@ func (s *session) deadline() {
 // EHLO, STARTTLS as the policy says, AUTH to a smarthost. The stage says
 // where it failed.
 func (s *session) open(ctx context.Context) (smtpcodes.Stage, error) {
-	raw, err := s.d.dial(ctx, s.hop.Addr())
+	raw, err := s.d.dial(ctx, s.hop)
 	if err != nil {
+		if src := s.hop.Source; src != nil {
+			return smtpcodes.StageConnect, fmt.Errorf("delivery: connect to %s from %s (%s): %w", s.hop.Addr(), src.Name, src.Addr, err)
+		}
 		return smtpcodes.StageConnect, fmt.Errorf("delivery: connect to %s: %w", s.hop.Addr(), err)
 	}
 	s.raw, s.conn = raw, raw
@@ -196,7 +199,7 @@ func (s *session) greet() (smtpcodes.Stage, error) {
 		}
 		return smtpcodes.StageGreeting, err
 	}
-	if err := s.w.hello(s.d.hostname()); err != nil {
+	if err := s.w.hello(s.d.helloName(s.hop)); err != nil {
 		return smtpcodes.StageHello, err
 	}
 	return "", nil
@@ -234,7 +237,7 @@ func (s *session) startTLS(ctx context.Context) (smtpcodes.Stage, error) {
 		return smtpcodes.StageStartTLS, s.fallBack(ctx, err)
 	}
 	s.w = newWire(s.conn, s.d.commandTimeout())
-	if err := s.w.hello(s.d.hostname()); err != nil {
+	if err := s.w.hello(s.d.helloName(s.hop)); err != nil {
 		return smtpcodes.StageHello, err
 	}
 	return "", nil

@@ -26,6 +26,7 @@ type Metrics struct {
 	received prometheus.Counter
 	accepted prometheus.Counter
 	queued   *prometheus.CounterVec // by stream (streams.go)
+	bySource *prometheus.CounterVec // attempts by egress source (sources.go)
 	// preflightWarned counts preflight warnings by stream and check (preflight.go).
 	preflightWarned *prometheus.CounterVec
 	acceptedBytes   prometheus.Counter
@@ -107,8 +108,9 @@ func newWithClock(clk clock.Clock) *Metrics {
 	}
 	m.shaping = newShapingMetrics(m.reg)
 	m.queued = newQueuedByStream()
+	m.bySource = newAttemptsBySource()
 	m.reg.MustRegister(
-		m.queued, m.received, m.accepted, m.acceptedBytes, m.rejected, m.sessions,
+		m.queued, m.bySource, m.received, m.accepted, m.acceptedBytes, m.rejected, m.sessions,
 		m.attempts, m.attemptDuration, m.active, m.storageErrors,
 		&queueCollector{m: m},
 		collectors.NewGoCollector(),

@@ -51,7 +51,7 @@ func (c pacingCollector) Collect(ch chan<- prometheus.Metric) {
 	rates := map[string]float64{}
 	for _, v := range c.paces() {
 		if v.Scope.Kind == shaping.ScopeProvider && v.Rate > 0 {
-			rates[v.Scope.Name] = float64(time.Second) / float64(v.Rate)
+			rates[v.Scope.Name] += float64(time.Second) / float64(v.Rate) // the sum over egress sources
 		}
 	}
 	c.s.mu.Lock()
