@@ -11,15 +11,16 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// crashFile is an open file of the CrashFS. It wraps the loopback's
+// crashFile is an open file of the crashServer. It wraps the loopback's
 // handle without embedding it: the loopback's handle offers the kernel a
 // pass-through descriptor, whose reads and writes would bypass the file
 // system, so that no write could be watched.
 type crashFile struct {
 	lf  *fs.LoopbackFile
 	f   *os.File // the same descriptor, owned by lf
-	c   *CrashFS
+	c   *crashServer
 	key uint64
+	rel string // its path when it was opened
 }
 
 var (
@@ -37,13 +38,10 @@ var (
 	_ fs.FileSetlkwer  = (*crashFile)(nil)
 )
 
+// Read works after a cut too, on files already open: whoever used the
+// file system is killed at the cut, and a read failing under a mapping
+// (SIGBUS) would instead kill an in-process test first.
 func (f *crashFile) Read(ctx context.Context, buf []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	f.c.mu.Lock()
-	off2 := f.c.off
-	f.c.mu.Unlock()
-	if off2 {
-		return nil, syscall.EIO
-	}
 	n, err := f.f.ReadAt(buf, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fs.ToErrno(err)
@@ -56,7 +54,7 @@ func (f *crashFile) Write(ctx context.Context, data []byte, off int64) (uint32, 
 	c := f.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if errno := c.begin("write", ""); errno != 0 {
+	if errno := c.begin("write", f.rel); errno != 0 {
 		return 0, errno
 	}
 	n, errno := f.lf.Write(ctx, data, off)
@@ -80,7 +78,7 @@ func (f *crashFile) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	c := f.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if errno := c.begin("fsync", ""); errno != 0 {
+	if errno := c.begin("fsync", f.rel); errno != 0 {
 		return errno
 	}
 	st, err := f.f.Stat()
@@ -107,9 +105,8 @@ func (f *crashFile) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 			continue
 		}
 		buf := make([]byte, pageSize)
-		n, err := f.f.ReadAt(buf, pg*pageSize)
-		if n == 0 && err != nil {
-			continue
+		if _, err := f.f.ReadAt(buf, pg*pageSize); err != nil && !errors.Is(err, io.EOF) {
+			return fs.ToErrno(err)
 		}
 		img.pages[pg] = buf
 	}
@@ -130,7 +127,7 @@ func (f *crashFile) Allocate(ctx context.Context, off uint64, size uint64, mode 
 	c := f.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if errno := c.begin("allocate", ""); errno != 0 {
+	if errno := c.begin("allocate", f.rel); errno != 0 {
 		return errno
 	}
 	return f.lf.Allocate(ctx, off, size, mode)

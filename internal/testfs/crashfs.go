@@ -1,104 +1,156 @@
 package testfs
 
 import (
-	"errors"
+	"bufio"
 	"fmt"
-	"math/rand"
+	"io"
 	"os"
-	"path/filepath"
+	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/hanwen/go-fuse/v2/fs"
-	"github.com/hanwen/go-fuse/v2/fuse"
 )
-
-// pageSize is the unit in which the crash file system tracks unsynced
-// data, and the most a torn write leaves of itself.
-const pageSize = 4096
-
-// sectorSize is the unit a torn page is cut at: a disk writes a sector
-// whole or not at all, a page not.
-const sectorSize = 512
 
 // CrashFS is a FUSE pass-through file system that forgets, at a power
 // cut, everything not yet synced: the data written to a file since its
 // last fsync or fdatasync, and the entries created, renamed or removed in
-// a directory since that directory's last fsync. Reads and writes go to a
-// real backing directory while the power is on; beside it the file
-// system keeps, in memory, the image a disk would hold: what each file
-// held at its last sync and what each directory held at its last sync.
-// Cut drops the difference and refuses all further I/O with EIO; PowerOn
-// mounts the image again, as a machine boots on what its disk kept.
+// a directory since that directory's last fsync. Cut drops the difference
+// and refuses all further I/O with EIO; PowerOn mounts what the disk
+// kept, as a machine boots.
+//
+// The file system is served by a process of its own (the test binary
+// again, see init): a process that reads a file it maps from a FUSE mount
+// it serves itself deadlocks as soon as the Go runtime stops the world
+// while a page fault waits for the server's goroutines.
 type CrashFS struct {
 	t   testing.TB
 	mnt string
+	cmd *exec.Cmd
 
-	mu      sync.Mutex
-	backing string
-	server  *fuse.Server
-	img     image
-	// keys maps a backing inode number to the key of its image: a new key
-	// at each create, so that an inode number the backing file system
-	// reuses never mixes two files' images.
-	keys    map[uint64]uint64
-	nextKey uint64
-	dirty   map[uint64]*dirtyFile
-	// last is the most recent write not yet synced: the one a cut tears.
-	last *pendingWrite
+	mu      sync.Mutex // one command at a time
+	in      io.WriteCloser
+	replies chan string
 
-	off       bool
-	down      chan struct{}
-	syncs     int
-	ops       int
-	cutAtSync int
-	cutAtOp   int
-	tear      *rand.Rand
-	hook      func(op, path string) bool
+	downMu sync.Mutex
+	down   chan struct{}
 }
 
-// image is what the disk holds: files by key, directories by key (name
-// to key), the root directory's key.
-type image struct {
-	files map[uint64]*fileImage
-	dirs  map[uint64]map[string]uint64
-	modes map[uint64]os.FileMode
-	root  uint64
+// Environment variables that turn a test binary into a crash file system
+// server (init).
+const (
+	envServe   = "RELAYQ_TESTFS_CRASH_MOUNT"
+	envBacking = "RELAYQ_TESTFS_CRASH_BACKING"
+)
+
+func init() {
+	mnt := os.Getenv(envServe)
+	if mnt == "" {
+		return
+	}
+	if err := serveCrashFS(mnt, os.Getenv(envBacking), os.Stdin, os.Stdout); err != nil {
+		fmt.Println("err", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
-type fileImage struct {
-	size  int64
-	pages map[int64][]byte
-}
-
-// dirtyFile is what a file has changed since its last sync: the pages
-// written, and the lowest size it was truncated to.
-type dirtyFile struct {
-	pages   map[int64]bool
-	truncAt int64 // -1: not truncated
-}
-
-type pendingWrite struct {
-	key  uint64
-	off  int64
-	data []byte // at most the write's last page
-}
-
-// Crash mounts a new crash file system over an empty backing directory
-// and returns it; it is unmounted when the test ends. Without root or
+// Crash mounts a new crash file system over an empty directory and
+// returns it; it is unmounted when the test ends. Without root or
 // /dev/fuse the test is skipped, with the reason, except under CI, where
 // it fails: CI runs as root and must run what needs this.
 func Crash(t testing.TB) *CrashFS {
 	t.Helper()
 	RequireFUSE(t)
-	c := &CrashFS{t: t, mnt: t.TempDir(), backing: t.TempDir()}
-	if err := c.mount(); err != nil {
-		t.Fatalf("mount the crash file system: %v", err)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.unmount() })
+	c := &CrashFS{t: t, mnt: t.TempDir(), replies: make(chan string, 1), down: make(chan struct{})}
+	c.cmd = exec.Command(self, "-test.run=^$")
+	c.cmd.Env = append(os.Environ(), envServe+"="+c.mnt, envBacking+"="+t.TempDir())
+	c.cmd.Stderr = os.Stderr
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if c.in, err = c.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("start the crash file system: %v", err)
+	}
+	go c.read(out)
+	t.Cleanup(func() {
+		c.in.Close()
+		done := make(chan struct{})
+		go func() { c.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			c.cmd.Process.Kill()
+			<-done
+		}
+		syscall.Unmount(c.mnt, syscall.MNT_DETACH)
+	})
+	if r := c.reply(); r != "ok" {
+		t.Fatalf("mount the crash file system: %s", r)
+	}
 	return c
+}
+
+// read sorts the server's lines: "down" closes Down, the rest are
+// replies.
+func (c *CrashFS) read(out io.Reader) {
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "down" {
+			c.downMu.Lock()
+			close(c.down)
+			c.downMu.Unlock()
+			continue
+		}
+		c.replies <- line
+	}
+	close(c.replies)
+}
+
+func (c *CrashFS) reply() string {
+	select {
+	case r, ok := <-c.replies:
+		if !ok {
+			return "err the crash file system's server is gone"
+		}
+		return r
+	case <-time.After(time.Minute):
+		return "err no reply from the crash file system within a minute"
+	}
+}
+
+// do sends one command and returns the value of its "ok" reply.
+func (c *CrashFS) do(cmd string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := fmt.Fprintln(c.in, cmd); err != nil {
+		return "", err
+	}
+	r := c.reply()
+	if v, ok := strings.CutPrefix(r, "ok"); ok {
+		return strings.TrimSpace(v), nil
+	}
+	return "", fmt.Errorf("crashfs %s: %s", cmd, strings.TrimPrefix(r, "err "))
+}
+
+func (c *CrashFS) must(cmd string) string {
+	v, err := c.do(cmd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return v
 }
 
 // RequireFUSE skips t (fails it under CI) unless FUSE can be mounted:
@@ -126,264 +178,67 @@ func (c *CrashFS) Dir() string { return c.mnt }
 
 // Down is closed when the power is cut.
 func (c *CrashFS) Down() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.downMu.Lock()
+	defer c.downMu.Unlock()
 	return c.down
 }
+
+// IsDown reports whether the power is cut; after an operation failed
+// with EIO, whether that was the cut.
+func (c *CrashFS) IsDown() bool { return c.must("state") == "off" }
 
 // Syncs counts the sync calls (fsync, fdatasync, directory fsync) since
 // the last power-on.
 func (c *CrashFS) Syncs() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.syncs
+	n, _ := strconv.Atoi(c.must("syncs"))
+	return n
 }
 
 // CutAtSync cuts the power at the n-th sync call from now (1: the next):
-// that call is not carried out and fails with EIO.
-func (c *CrashFS) CutAtSync(n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cutAtSync = c.syncs + n
-}
+// that call is not carried out and fails with EIO. n <= 0 disarms it.
+func (c *CrashFS) CutAtSync(n int) { c.must(fmt.Sprintf("cutsync %d", n)) }
 
 // CutAtOp cuts the power at the n-th changing operation from now (a
-// write, sync, create, rename, removal or truncation): a moment under
-// load that the test can name and repeat.
-func (c *CrashFS) CutAtOp(n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cutAtOp = c.ops + n
-}
+// write, sync, create, mkdir, rename, removal, truncation or
+// allocation): a moment under load that a test can name and repeat. n <=
+// 0 disarms it.
+func (c *CrashFS) CutAtOp(n int) { c.must(fmt.Sprintf("cutop %d", n)) }
 
-// Tear makes the next cuts tear the last unsynced write: a random number
-// of its last page's sectors (at least one, not all) reach the disk.
-// nil turns tearing off.
-func (c *CrashFS) Tear(rng *rand.Rand) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.tear = rng
-}
-
-// CutWhen sets a test of each changing operation ("write", "fsync",
+// CutAt cuts the power at the n-th operation op ("write", "fsync",
 // "fsyncdir", "create", "mkdir", "rename", "unlink", "rmdir", "truncate",
-// "allocate") and the backing-relative path it concerns: when it returns
-// true the power is cut instead of that operation. It runs under the
-// file system's lock and must not call the CrashFS's methods.
-func (c *CrashFS) CutWhen(f func(op, path string) bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.hook = f
+// "allocate") on a path, relative to Dir, that ends in suffix; that
+// operation is not carried out. n <= 0 disarms it.
+func (c *CrashFS) CutAt(op, suffix string, n int) {
+	c.must(fmt.Sprintf("cutat %s *%s %d", op, suffix, n))
 }
+
+// Tear makes the next cuts tear the last unsynced write: a number of its
+// last page's sectors (at least one, not all), drawn from seed, reach the
+// disk. Untorn stops it.
+func (c *CrashFS) Tear(seed int64) { c.must(fmt.Sprintf("tear %d", seed)) }
+
+// Untorn makes cuts lose the last unsynced write whole again.
+func (c *CrashFS) Untorn() { c.must("tear off") }
 
 // Cut cuts the power now.
-func (c *CrashFS) Cut() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cutLocked()
-}
-
-// cutLocked drops everything unsynced (it stays only in the backing
-// directory, which PowerOn throws away), tears the last write if asked,
-// and refuses I/O from now on.
-func (c *CrashFS) cutLocked() {
-	if c.off {
-		return
-	}
-	c.off = true
-	c.cutAtSync, c.cutAtOp = 0, 0
-	if c.tear != nil && c.last != nil {
-		if f := c.img.files[c.last.key]; f != nil {
-			sectors := (len(c.last.data) + sectorSize - 1) / sectorSize
-			keep := len(c.last.data)
-			if sectors > 1 {
-				keep = (1 + c.tear.Intn(sectors-1)) * sectorSize
-			}
-			f.writeAt(c.last.data[:keep], c.last.off)
-		}
-	}
-	close(c.down)
-}
+func (c *CrashFS) Cut() { c.must("cut") }
 
 // PowerOn unmounts the file system after a cut and mounts what its disk
-// kept: a fresh backing directory written from the image. Whoever used
-// the old mount must be gone (killed) first.
+// kept. Whoever had files open on it must be gone (killed, or the files
+// closed) first.
 func (c *CrashFS) PowerOn() error {
-	c.mu.Lock()
-	if !c.off {
-		c.mu.Unlock()
-		return errors.New("crashfs: PowerOn while the power is on")
+	// The notice of a cut that an operation hit may still be on its
+	// way when the operation's EIO has reached the test.
+	select {
+	case <-c.Down():
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("crashfs: PowerOn while the power is on")
 	}
-	c.mu.Unlock()
-	c.unmount()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	dir, err := os.MkdirTemp(filepath.Dir(c.backing), "crashfs-boot-")
-	if err != nil {
+	if _, err := c.do("poweron"); err != nil {
 		return err
 	}
-	if err := c.img.restore(c.img.root, dir); err != nil {
-		return fmt.Errorf("crashfs: write what the disk kept: %w", err)
-	}
-	os.RemoveAll(c.backing)
-	c.backing = dir
-	c.mu.Unlock()
-	err = c.mount()
-	c.mu.Lock()
-	return err
-}
-
-// mount takes the backing directory as the durable image (all of it was
-// on the disk) and mounts it.
-func (c *CrashFS) mount() error {
-	c.img = image{files: map[uint64]*fileImage{}, dirs: map[uint64]map[string]uint64{}, modes: map[uint64]os.FileMode{}}
-	c.keys = map[uint64]uint64{}
-	c.dirty = map[uint64]*dirtyFile{}
-	c.last = nil
-	c.off, c.syncs, c.ops, c.cutAtSync, c.cutAtOp = false, 0, 0, 0, 0
+	c.downMu.Lock()
 	c.down = make(chan struct{})
-	root, err := c.snapshot(c.backing)
-	if err != nil {
-		return err
-	}
-	c.img.root = root
-	lr, err := fs.NewLoopbackRoot(c.backing)
-	if err != nil {
-		return err
-	}
-	ln := lr.(*fs.LoopbackNode)
-	node := &crashNode{LoopbackNode: ln, c: c}
-	ln.RootData.RootNode = node
-	zero := time.Duration(0)
-	c.server, err = fs.Mount(c.mnt, node, &fs.Options{
-		MountOptions: fuse.MountOptions{FsName: "crashfs", Name: "crashfs", DisableXAttrs: true},
-		EntryTimeout: &zero, AttrTimeout: &zero, NegativeTimeout: &zero,
-	})
-	return err
-}
-
-// unmount unmounts, detached when a file is still open.
-func (c *CrashFS) unmount() {
-	c.mu.Lock()
-	srv := c.server
-	c.server = nil
-	c.mu.Unlock()
-	if srv == nil {
-		return
-	}
-	if err := srv.Unmount(); err != nil {
-		if derr := syscall.Unmount(c.mnt, syscall.MNT_DETACH); derr != nil {
-			c.t.Errorf("crashfs: unmount %s: %v; detached: %v", c.mnt, err, derr)
-			return
-		}
-	}
-	srv.Wait()
-}
-
-// snapshot records the tree under dir as on the disk and returns the key
-// of dir.
-func (c *CrashFS) snapshot(dir string) (uint64, error) {
-	st, err := os.Lstat(dir)
-	if err != nil {
-		return 0, err
-	}
-	key := c.newKey(inoOf(st))
-	c.img.modes[key] = st.Mode().Perm()
-	if !st.IsDir() {
-		b, err := os.ReadFile(dir)
-		if err != nil {
-			return 0, err
-		}
-		f := &fileImage{pages: map[int64][]byte{}}
-		f.writeAt(b, 0)
-		c.img.files[key] = f
-		return key, nil
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, err
-	}
-	names := map[string]uint64{}
-	for _, e := range entries {
-		if !e.Type().IsRegular() && !e.IsDir() {
-			continue
-		}
-		k, err := c.snapshot(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return 0, err
-		}
-		names[e.Name()] = k
-	}
-	c.img.dirs[key] = names
-	return key, nil
-}
-
-func (c *CrashFS) newKey(ino uint64) uint64 {
-	c.nextKey++
-	c.keys[ino] = c.nextKey
-	return c.nextKey
-}
-
-func inoOf(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
-
-// writeAt puts b at off into the image, growing it.
-func (f *fileImage) writeAt(b []byte, off int64) {
-	for len(b) > 0 {
-		pg, in := off/pageSize, off%pageSize
-		p := f.pages[pg]
-		if p == nil {
-			p = make([]byte, pageSize)
-			f.pages[pg] = p
-		}
-		n := copy(p[in:], b)
-		b, off = b[n:], off+int64(n)
-		f.size = max(f.size, off)
-	}
-}
-
-// restore writes directory key of the image into the empty directory dir.
-func (img *image) restore(key uint64, dir string) error {
-	for name, k := range img.dirs[key] {
-		p := filepath.Join(dir, name)
-		if _, ok := img.dirs[k]; ok {
-			if err := os.Mkdir(p, img.modes[k]|0o700); err != nil {
-				return err
-			}
-			if err := img.restore(k, p); err != nil {
-				return err
-			}
-			continue
-		}
-		f := img.files[k]
-		if f == nil {
-			continue
-		}
-		if err := f.restore(p, img.modes[k]); err != nil {
-			return err
-		}
-	}
+	c.downMu.Unlock()
 	return nil
-}
-
-func (f *fileImage) restore(path string, mode os.FileMode) error {
-	out, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode|0o600)
-	if err != nil {
-		return err
-	}
-	for pg, b := range f.pages {
-		off := pg * pageSize
-		if off >= f.size {
-			continue
-		}
-		if _, err = out.WriteAt(b[:min(int64(len(b)), f.size-off)], off); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		err = out.Truncate(f.size)
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -3,7 +3,6 @@ package testfs
 import (
 	"bytes"
 	"errors"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -177,7 +176,7 @@ func TestCrashFSTearsTheLastPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	c.Tear(rand.New(rand.NewSource(1)))
+	c.Tear(1)
 	powerCycle(t, c)
 	b, _ := readOrGone(t, path)
 	nb := bytes.Count(b, []byte{'b'})

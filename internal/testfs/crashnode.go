@@ -10,12 +10,12 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// crashNode is a loopback node whose changes the CrashFS sees: every
+// crashNode is a loopback node whose changes the crashServer sees: every
 // changing operation takes the file system's lock, counts, may be where
 // the power is cut, and is refused with EIO once it is.
 type crashNode struct {
 	*fs.LoopbackNode
-	c *CrashFS
+	c *crashServer
 }
 
 var (
@@ -43,28 +43,10 @@ func (n *crashNode) WrapChild(ctx context.Context, ops fs.InodeEmbedder) fs.Inod
 func (n *crashNode) rel() string     { return n.Path(nil) }
 func (n *crashNode) backing() string { return filepath.Join(n.RootData.Path, n.rel()) }
 
-// begin is called with c.mu held before a changing operation: EIO when
-// the power is off or is cut here, 0 to go on.
-func (c *CrashFS) begin(op, path string) syscall.Errno {
-	if c.off {
-		return syscall.EIO
-	}
-	c.ops++
-	sync := op == "fsync" || op == "fsyncdir"
-	if sync {
-		c.syncs++
-	}
-	if (sync && c.syncs == c.cutAtSync) || c.ops == c.cutAtOp || (c.hook != nil && c.hook(op, path)) {
-		c.cutLocked()
-		return syscall.EIO
-	}
-	return 0
-}
-
 // keyOf returns the image key of the backing file at path, making one
 // (with an empty image, as a disk holds for a file never synced) for a
 // file the file system has not seen.
-func (c *CrashFS) keyOf(path string) (uint64, bool) {
+func (c *crashServer) keyOf(path string) (uint64, bool) {
 	st, err := os.Lstat(path)
 	if err != nil {
 		return 0, false
@@ -76,7 +58,7 @@ func (c *CrashFS) keyOf(path string) (uint64, bool) {
 }
 
 // made gives a new file or directory (st) a new key with an empty image.
-func (c *CrashFS) made(st os.FileInfo) uint64 {
+func (c *crashServer) made(st os.FileInfo) uint64 {
 	k := c.newKey(inoOf(st))
 	c.img.modes[k] = st.Mode().Perm()
 	if st.IsDir() {
@@ -103,7 +85,7 @@ func (n *crashNode) Create(ctx context.Context, name string, flags uint32, mode 
 	// The loopback's own handle is replaced by one the file system
 	// watches, on the same file.
 	fh.(fs.FileReleaser).Release(ctx)
-	f, err := os.OpenFile(p, int(flags)&^(syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC|syscall.O_APPEND), 0)
+	f, err := os.OpenFile(p, readable(flags&^(syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC|syscall.O_APPEND)), 0)
 	if err != nil {
 		return nil, nil, 0, fs.ToErrno(err)
 	}
@@ -118,7 +100,7 @@ func (n *crashNode) Create(ctx context.Context, name string, flags uint32, mode 
 	} else {
 		key = c.made(st)
 	}
-	return ch, &crashFile{lf: fs.NewLoopbackFileFromOS(f), f: f, c: c, key: key}, fl, 0
+	return ch, &crashFile{lf: fs.NewLoopbackFileFromOS(f), f: f, c: c, key: key, rel: rel}, fl, 0
 }
 
 func (n *crashNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
@@ -134,7 +116,7 @@ func (n *crashNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 		}
 	}
 	p := n.backing()
-	f, err := os.OpenFile(p, int(flags)&^(syscall.O_APPEND|fuse.FMODE_EXEC), 0)
+	f, err := os.OpenFile(p, readable(flags&^(syscall.O_APPEND|fuse.FMODE_EXEC)), 0)
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
 	}
@@ -142,7 +124,7 @@ func (n *crashNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 	if flags&syscall.O_TRUNC != 0 {
 		c.dirtyOf(key).truncate(0)
 	}
-	return &crashFile{lf: fs.NewLoopbackFileFromOS(f), f: f, c: c, key: key}, 0, 0
+	return &crashFile{lf: fs.NewLoopbackFileFromOS(f), f: f, c: c, key: key, rel: n.rel()}, 0, 0
 }
 
 func (n *crashNode) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
@@ -241,7 +223,16 @@ func (n *crashNode) Link(context.Context, fs.InodeEmbedder, string, *fuse.EntryO
 	return nil, syscall.ENOTSUP
 }
 
-func (c *CrashFS) dirtyOf(key uint64) *dirtyFile {
+// readable turns write-only open flags into read-write ones: a sync
+// reads the pages it copies into the image back from the descriptor.
+func readable(flags uint32) int {
+	if flags&syscall.O_ACCMODE == syscall.O_WRONLY {
+		flags = flags&^syscall.O_ACCMODE | syscall.O_RDWR
+	}
+	return int(flags)
+}
+
+func (c *crashServer) dirtyOf(key uint64) *dirtyFile {
 	d := c.dirty[key]
 	if d == nil {
 		d = &dirtyFile{pages: map[int64]bool{}, truncAt: -1}

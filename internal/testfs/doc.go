@@ -15,7 +15,12 @@
 //     size at its fsync or fdatasync, a directory's entries at its own
 //     fsync. A power cut keeps exactly the image (plus, when asked, whole
 //     sectors of the last unsynced page: a torn write) and refuses every
-//     later operation with EIO; PowerOn mounts the image, nothing else.
+//     later change, sync and open with EIO (reads of files already open
+//     go on, so that a mapping does not fault in the test's own
+//     process); PowerOn mounts the image, nothing else.
+//   - The file system is served by a process of its own (the test
+//     binary, re-run): a Go process that faults in a mapping of a FUSE
+//     file it serves itself deadlocks when its runtime stops the world.
 //   - A write or sync of a CrashFS goes through the file system, never
 //     around it: its file handles offer the kernel no pass-through
 //     descriptor.
