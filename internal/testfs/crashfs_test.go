@@ -145,8 +145,11 @@ func TestCrashFSCutAtSync(t *testing.T) {
 	if err := f.Sync(); !errors.Is(err, syscall.EIO) { // sync 2: the cut
 		t.Fatalf("the sync the power was cut at: %v, want EIO", err)
 	}
+	if !c.IsDown() {
+		t.Fatal("power still on after the cut")
+	}
 	select {
-	case <-c.Down():
+	case <-c.Down(): // closed before IsDown's answer was read
 	default:
 		t.Fatal("Down not closed after the cut")
 	}
@@ -212,5 +215,30 @@ func TestCrashFSTruncateNeedsSync(t *testing.T) {
 	powerCycle(t, c)
 	if b, _ := readOrGone(t, path); string(b) != "012" {
 		t.Errorf("synced truncation after the cut: %q", b)
+	}
+}
+
+// A cut named by operation and path falls on that operation, which is
+// not carried out; syncs before it are counted.
+func TestCrashFSCutAtNamedOperation(t *testing.T) {
+	c := Crash(t)
+	dir := c.Dir()
+	writeFile(t, filepath.Join(dir, "old"), []byte("x"), true).Close()
+	syncDir(t, dir)
+	if got := c.Syncs(); got != 2 {
+		t.Errorf("Syncs = %d after a file and a directory sync, want 2", got)
+	}
+	c.CutAt("rename", "old", 1)
+	if err := os.Rename(filepath.Join(dir, "old"), filepath.Join(dir, "new")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("the rename the power was cut at: %v, want EIO", err)
+	}
+	if !c.IsDown() {
+		t.Fatal("power still on after the named operation")
+	}
+	if err := c.PowerOn(); err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := readOrGone(t, filepath.Join(dir, "old")); !ok || string(b) != "x" {
+		t.Errorf("after a cut at the rename: old %q (exists %v)", b, ok)
 	}
 }
