@@ -172,6 +172,7 @@ func Open(path string, opts Options) (*Store, error) {
 			// into memory; measured, syncing it cost no throughput.
 			FreelistType:   bolt.FreelistMapType,
 			NoFreelistSync: false,
+			NoSync:         commitSyncOff(),
 		})
 		return err
 	})
