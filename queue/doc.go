@@ -25,7 +25,9 @@
 // # Invariants
 //
 //   - Draft.Commit returns only after the message is fsync'd, so a 250 is
-//     never sent for mail that is not on disk. A failed Commit or an Abort
+//     never sent for mail that is not on disk. Open has synced the queue
+//     file's directory (and each directory it created) before it returns,
+//     so the file's name is on disk too: a power cut cannot take it away. A failed Commit or an Abort
 //     leaves nothing behind (Open sweeps up what a crash left).
 //   - Every recipient is in exactly one Status. A delivered or bounced
 //     recipient is never changed again; when all are final and none owes a
