@@ -104,6 +104,12 @@
 //     the flag is set at Open from the bucket and by every write that adds
 //     an entry, before that write commits; it is never cleared while open.
 //
+//   - Store.Accountability checks that every waiting message has a future
+//     (a schedule entry, not parked behind a hold that is gone, every
+//     waiting recipient due within the retry schedule and max_age), a
+//     bounded slice of envelopes per call, and repairs what it finds by
+//     rescheduling, never by deleting (accountability.go).
+//
 // # Layout
 //
 //	envelopes         ID -> 0x03 + CRC-32C + binary(Envelope) (see codec.go)
