@@ -199,6 +199,7 @@ func (a *app) run(sigs chan os.Signal) error {
 	go func() { a.out.eng.Run(ctx, a.conf.cfg.ShutdownTimeout); close(engDone) }()
 	eventsDone := startEvents(ctx, a.conf.cfg, a.store, a.metrics, a.log)
 	go followShared(ctx, a.out.state, a.out.shaper, a.out.eng, time.Second)
+	go watchAccountability(ctx, a.store, a.conf.cfg.Retry, a.log, a.metrics)
 	a.logStarted()
 	notifySystemd(a.log, daemon.SdNotifyReady)
 

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/relayq/relayq/config"
+	"github.com/relayq/relayq/queue"
+)
+
+// accountable is what the relay holds waiting recipients to: due by their
+// message's max_age (plus the last retry's longest delay, which may start
+// just before it). The retry schedule's own bound (MaxWait) is left off:
+// parking and traffic shaping may postpone mail past the retry schedule
+// on purpose.
+func accountable(r config.Retry, now time.Time) queue.Accountable {
+	a := queue.Accountable{Now: now}
+	if r.MaxAge > 0 {
+		a.MaxAge = r.MaxAge + r.MaxDelay + r.Jitter
+	}
+	return a
+}
+
+// watchAccountability runs the queue's accountability check in the
+// background, one slice of queue.AccountSlice messages every
+// queue.AccountEvery, round and round, until ctx ends: each finding is
+// logged with its queue ID and was rescheduled by the check; the
+// metrics count them.
+func watchAccountability(ctx context.Context, st *queue.Store, r config.Retry, log *slog.Logger, m *metrics) {
+	tick := time.NewTicker(queue.AccountEvery)
+	defer tick.Stop()
+	after, pass := "", 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rep, err := st.Accountability(after, queue.AccountSlice, accountable(r, time.Now()))
+		if err != nil {
+			if !errors.Is(err, queue.ErrClosed) {
+				log.Warn("queue: accountability check failed", "err", err)
+			}
+			continue
+		}
+		logFindings(log, rep.Findings)
+		pass += len(rep.Findings)
+		m.m.Accounted(len(rep.Findings), pass, rep.Next == "")
+		if rep.Next == "" {
+			pass = 0
+		}
+		after = rep.Next
+	}
+}
+
+func logFindings(log *slog.Logger, fs []queue.Finding) {
+	for _, f := range fs {
+		log.Warn("queue: message without a future, rescheduled", "id", f.ID, "rcpt", f.Address, "problem", f.Problem)
+	}
+}
+
+// runAccountability is `relayq queue check --accountability`: the
+// relay's background check, over the whole queue at once, on a stopped
+// relay's file. A finding (repaired) is an error (exit 1), so that a
+// script sees that something had gone wrong.
+func runAccountability(path string, r config.Retry, asJSON bool, out io.Writer) error {
+	st, err := queue.Open(path, queue.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	all := queue.AccountReport{Findings: []queue.Finding{}}
+	for {
+		rep, err := st.Accountability(all.Next, queue.AccountSlice, accountable(r, time.Now()))
+		if err != nil {
+			return err
+		}
+		all.Checked += rep.Checked
+		all.Findings = append(all.Findings, rep.Findings...)
+		if all.Next = rep.Next; all.Next == "" {
+			break
+		}
+	}
+	if asJSON {
+		if err := printJSON(out, all); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(out, "queue file %s: %d messages checked, %d without a future\n", path, all.Checked, len(all.Findings))
+		for _, f := range all.Findings {
+			fmt.Fprintf(out, "  %s %s: %s (rescheduled)\n", f.ID, f.Address, f.Problem)
+		}
+	}
+	if n := len(all.Findings); n > 0 {
+		return fmt.Errorf("%d %s without a future, rescheduled", n, pluralize(n, "finding", "findings"))
+	}
+	return nil
+}
