@@ -27,8 +27,9 @@
 //   - Draft.Commit returns only after the message is fsync'd, so a 250 is
 //     never sent for mail that is not on disk. Open has synced the queue
 //     file's directory (and each directory it created) before it returns,
-//     so the file's name is on disk too: a power cut cannot take it away. A failed Commit or an Abort
-//     leaves nothing behind (Open sweeps up what a crash left).
+//     so the file's name is on disk too: a power cut cannot take it away.
+//     A failed Commit or an Abort leaves nothing behind (Open sweeps up
+//     what a crash left).
 //   - Every recipient is in exactly one Status. A delivered or bounced
 //     recipient is never changed again; when all are final and none owes a
 //     report (Recipient.Report) the message is deleted (envelope, body,
@@ -103,7 +104,6 @@
 //   - Suppressions.Get reads no page while the store knows the list is empty:
 //     the flag is set at Open from the bucket and by every write that adds
 //     an entry, before that write commits; it is never cleared while open.
-//
 //   - Store.Accountability checks that every waiting message has a future
 //     (a schedule entry, not parked behind a hold that is gone, every
 //     waiting recipient due within the retry schedule and max_age), a
