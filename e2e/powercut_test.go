@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +46,14 @@ type cutRun struct {
 	cuts, failedStarts int
 	keyed              atomic.Int64
 	nowhere            string // heldDomain's route until finish
+
+	// ids maps queue IDs to tokens (the relay's "queued" lines); recorded
+	// holds, for each token whose delivery the relay logged (it logs an
+	// outcome only once it is on disk), the deliveries the sink had seen
+	// at the end of that round: a later delivery would be one of a
+	// recorded outcome that a cut took back.
+	ids      map[string]string
+	recorded map[string]int
 }
 
 // newCutRun sets up a relay whose queue file is on a crash file system.
@@ -61,7 +71,8 @@ func newCutRun(t *testing.T, bin string, env []string) *cutRun {
 	})
 	r.httpURL = r.withHTTP(t)
 	r.bin, r.env = bin, env
-	return &cutRun{t: t, fs: fs, r: r, sink: sink, rng: seededRand(t, "power cut points"), acked: map[string]bool{}, nowhere: nowhere}
+	return &cutRun{t: t, fs: fs, r: r, sink: sink, rng: seededRand(t, "power cut points"), acked: map[string]bool{}, nowhere: nowhere,
+		ids: map[string]string{}, recorded: map[string]int{}}
 }
 
 // heldDomain's mail waits in the queue, deferred and retried, until
@@ -112,7 +123,38 @@ func (c *cutRun) round(arm func(), armBeforeStart bool) error {
 	}
 	c.r.kill()
 	c.cuts++
+	c.noteRecorded()
 	return c.fs.PowerOn()
+}
+
+var (
+	queuedRE    = regexp.MustCompile(`msg=queued .*\bid=([0-9A-F]+) .*message_id=<?(tok-[0-9a-z-]+)@`)
+	deliveredRE = regexp.MustCompile(`msg=delivery id=([0-9A-F]+) .*status=delivered`)
+)
+
+// noteRecorded reads the run's log, after the kill: which queue IDs carry
+// which tokens, and which deliveries the relay recorded.
+func (c *cutRun) noteRecorded() {
+	c.r.log.mu.Lock()
+	lines := slices.Clone(c.r.log.recent)
+	c.r.log.mu.Unlock()
+	var done []string
+	for _, l := range lines {
+		if m := queuedRE.FindStringSubmatch(l); m != nil {
+			c.ids[m[1]] = m[2]
+		} else if m := deliveredRE.FindStringSubmatch(l); m != nil {
+			done = append(done, m[1])
+		}
+	}
+	c.sink.mu.Lock()
+	defer c.sink.mu.Unlock()
+	for _, id := range done {
+		if tok, ok := c.ids[id]; ok {
+			if _, seen := c.recorded[tok]; !seen {
+				c.recorded[tok] = c.sink.delivered[tok]
+			}
+		}
+	}
 }
 
 // load runs the clients until the power is cut: each message a new token;
@@ -186,6 +228,10 @@ func (c *cutRun) sendHTTP(tok string) bool {
 type cutReport struct {
 	acked, lost, duplicates, delivered int
 	badBytes, strangers                []string
+	// recorded: deliveries the relay recorded before a cut; undone: those
+	// delivered again after it (the outcome did not stay recorded).
+	recorded int
+	undone   []string
 }
 
 // finish starts the relay once more, without a cut, waits up to within
@@ -209,6 +255,12 @@ func (c *cutRun) finish(within time.Duration) (cutReport, error) {
 	for tok := range acked {
 		if c.sink.delivered[tok] == 0 {
 			rep.lost++
+		}
+	}
+	rep.recorded = len(c.recorded)
+	for tok, n := range c.recorded {
+		if c.sink.delivered[tok] > n {
+			rep.undone = append(rep.undone, tok)
 		}
 	}
 	for tok, n := range c.sink.delivered {
@@ -283,13 +335,19 @@ func TestPowerCutsLoseNoAcknowledgedMail(t *testing.T) {
 	for _, tok := range rep.strangers {
 		t.Errorf("delivered a message no client sent: %q", tok)
 	}
+	for _, tok := range rep.undone {
+		t.Errorf("%s: its delivery was recorded before a cut, and it was delivered again after", tok)
+	}
 	// A delivery in flight at a cut may be repeated, no more: at most the
 	// relay's parallel deliveries per cut.
 	if rep.duplicates > c.cuts*20 {
 		t.Errorf("%d duplicate deliveries over %d cuts", rep.duplicates, c.cuts)
 	}
-	t.Logf("cuts %d (%d at sync points, %d at random operations); acknowledged %d, lost %d, delivered %d, duplicates %d",
-		c.cuts, syncCuts, randomCuts, rep.acked, rep.lost, rep.delivered, rep.duplicates)
+	t.Logf("cuts %d (%d at sync points, %d at random operations); acknowledged %d, lost %d, delivered %d, duplicates %d; deliveries recorded before a cut %d, delivered again %d",
+		c.cuts, syncCuts, randomCuts, rep.acked, rep.lost, rep.delivered, rep.duplicates, rep.recorded, len(rep.undone))
+	if rep.recorded == 0 {
+		t.Error("no delivery was seen recorded before a cut: the check of recorded outcomes saw nothing")
+	}
 }
 
 // brokenRelay builds relayq with the test hooks and returns it: a build in
