@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -44,6 +45,7 @@ type cutRun struct {
 	next  atomic.Int64
 
 	cuts, failedStarts int
+	compactions        int // compactions cut in their middle
 	keyed              atomic.Int64
 	nowhere            string // heldDomain's route until finish
 
@@ -124,6 +126,25 @@ func (c *cutRun) round(arm func(), armBeforeStart bool) error {
 	c.r.kill()
 	c.cuts++
 	c.noteRecorded()
+	return c.fs.PowerOn()
+}
+
+// compactCut runs `relayq queue compact` on the stopped relay's file with
+// the power cut at its n-th sync (when it gets that far), then turns the
+// power back on: the next round's start must open the file.
+func (c *cutRun) compactCut(n int) error {
+	c.fs.CutAtSync(n)
+	cmd := exec.Command(relayqBin, "queue", "compact", "--config", c.r.cfgPath)
+	cmd.Env = cleanEnv()
+	out, err := cmd.CombinedOutput()
+	if !c.fs.IsDown() {
+		c.fs.CutAtSync(0)
+		if err != nil {
+			return fmt.Errorf("queue compact without a cut: %v\n%s", err, out)
+		}
+		return nil
+	}
+	c.compactions++
 	return c.fs.PowerOn()
 }
 
@@ -321,6 +342,11 @@ func TestPowerCutsLoseNoAcknowledgedMail(t *testing.T) {
 		if err := c.round(arm, early); err != nil {
 			t.Fatal(err)
 		}
+		if i%5 == 4 {
+			if err := c.compactCut(1 + c.rng.Intn(6)); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	rep, err := c.finish(90 * time.Second)
 	if err != nil {
@@ -343,6 +369,7 @@ func TestPowerCutsLoseNoAcknowledgedMail(t *testing.T) {
 	if rep.duplicates > c.cuts*20 {
 		t.Errorf("%d duplicate deliveries over %d cuts", rep.duplicates, c.cuts)
 	}
+	t.Logf("compactions cut in their middle: %d", c.compactions)
 	t.Logf("cuts %d (%d at sync points, %d at random operations); acknowledged %d, lost %d, delivered %d, duplicates %d; deliveries recorded before a cut %d, delivered again %d",
 		c.cuts, syncCuts, randomCuts, rep.acked, rep.lost, rep.delivered, rep.duplicates, rep.recorded, len(rep.undone))
 	if rep.recorded == 0 {
