@@ -63,27 +63,41 @@ func logFindings(log *slog.Logger, fs []queue.Finding) {
 	}
 }
 
-// runAccountability is `relayq queue check --accountability`: the
-// relay's background check, over the whole queue at once, on a stopped
-// relay's file. A finding (repaired) is an error (exit 1), so that a
-// script sees that something had gone wrong.
-func runAccountability(path string, r config.Retry, asJSON bool, out io.Writer) error {
-	st, err := queue.Open(path, queue.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+// wholeAccount runs the check over the whole queue at once, slice by
+// slice, and logs what it found.
+func wholeAccount(st *queue.Store, r config.Retry, log *slog.Logger) (queue.AccountReport, error) {
 	all := queue.AccountReport{Findings: []queue.Finding{}}
 	for {
 		rep, err := st.Accountability(all.Next, queue.AccountSlice, accountable(r, time.Now()))
 		if err != nil {
-			return err
+			return all, err
 		}
+		logFindings(log, rep.Findings)
 		all.Checked += rep.Checked
 		all.Findings = append(all.Findings, rep.Findings...)
 		if all.Next = rep.Next; all.Next == "" {
-			break
+			return all, nil
 		}
+	}
+}
+
+// runAccountability is `relayq queue check --accountability`: the
+// relay's check over the whole queue at once, on a stopped relay's file,
+// or, when a relay holds the file, by that relay (its admin API, found
+// from --config). A finding (repaired) is an error (exit 1), so that a
+// script sees that something had gone wrong.
+func runAccountability(path, cfgPath string, r config.Retry, asJSON bool, out io.Writer) error {
+	var all queue.AccountReport
+	st, err := queue.Open(path, queue.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	switch {
+	case errors.Is(err, queue.ErrLocked):
+		all, err = askRelay(cfgPath)
+	case err == nil:
+		all, err = wholeAccount(st, r, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		st.Close()
+	}
+	if err != nil {
+		return err
 	}
 	if asJSON {
 		if err := printJSON(out, all); err != nil {
@@ -99,4 +113,17 @@ func runAccountability(path string, r config.Retry, asJSON bool, out io.Writer) 
 		return fmt.Errorf("%d %s without a future, rescheduled", n, pluralize(n, "finding", "findings"))
 	}
 	return nil
+}
+
+// askRelay has the running relay run the check (its admin API, as the
+// other queue commands find it from the config).
+func askRelay(cfgPath string) (queue.AccountReport, error) {
+	a := adminFlags{config: cfgPath}
+	cl, err := a.client(5 * time.Minute)
+	if err != nil {
+		return queue.AccountReport{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	return cl.Accountability(ctx)
 }

@@ -185,7 +185,8 @@ func (a *app) openListeners() error {
 		return nil
 	}
 	drainer := newDrainer(cfg, a.store, a.out.eng, srv, a.log)
-	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng, a.out.state}, a.metrics, a.log, a.out.supp, srv.LimitListener, drainer)
+	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng, a.out.state}, a.metrics, a.log, a.out.supp,
+		func() (queue.AccountReport, error) { return wholeAccount(a.store, cfg.Retry, a.log) }, srv.LimitListener, drainer)
 	return err
 }
 

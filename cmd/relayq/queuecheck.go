@@ -40,7 +40,8 @@ offline commands (stop the relay first):
   check --accountability
                      every waiting message has a future: a schedule entry,
                      not parked behind a lost hold, due within max_age;
-                     what has not is rescheduled (never deleted)
+                     what has not is rescheduled (never deleted); with the
+                     relay running, the relay runs it (admin API)
   salvage --to NEW   copy every message that can still be read and verified
                      into a new file NEW; damaged ones go to its quarantine
   compact            rewrite the queue file without its free pages, into a new
@@ -104,7 +105,7 @@ func offlineQueueCmd(args []string, out io.Writer) (handled bool, err error) {
 	}
 	switch {
 	case cmd == "check" && *acct:
-		return true, runAccountability(path, retry, asJSON, out)
+		return true, runAccountability(path, cfgPath, retry, asJSON, out)
 	case *acct:
 		return true, fmt.Errorf("queue %s: --accountability is a flag of queue check", cmd)
 	}

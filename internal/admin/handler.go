@@ -43,6 +43,10 @@ type Options struct {
 	Metrics http.Handler
 	// Drainer serves /api/v1/queue/drain (drainapi.go); nil answers 503.
 	Drainer Drainer
+	// Accountability runs the queue's accountability check over the whole
+	// queue with the relay's limits, for POST /api/v1/queue/accountability
+	// (accountapi.go); nil answers 503.
+	Accountability func() (queue.AccountReport, error)
 	// Ready backs /readyz: nil error means ready. nil means always ready.
 	Ready func() error
 	// Clock is the clock for "due now"; default clock.Real.
@@ -113,6 +117,7 @@ func NewHandler(o Options) http.Handler {
 	}
 	h.mux.HandleFunc("GET /api/v1/queue", h.list)
 	h.mux.HandleFunc("POST /api/v1/queue/flush", h.flush)
+	h.mux.HandleFunc("POST /api/v1/queue/accountability", h.accountability)
 	h.mux.HandleFunc("GET /api/v1/queue/{id}", h.show)
 	h.mux.HandleFunc("DELETE /api/v1/queue/{id}", h.remove)
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/retry", h.retry)
