@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/relayq/relayq/config"
@@ -25,12 +26,39 @@ func accountable(r config.Retry, now time.Time) queue.Accountable {
 	return a
 }
 
-// watchAccountability runs the queue's accountability check in the
-// background, one slice of queue.AccountSlice messages every
-// queue.AccountEvery, round and round, until ctx ends: each finding is
-// logged with its queue ID and was rescheduled by the check; the
-// metrics count them.
-func watchAccountability(ctx context.Context, st *queue.Store, r config.Retry, log *slog.Logger, m *metrics) {
+// accountWatch is the relay's accountability check: run in the
+// background (watch), on demand (Check, for the admin API), and what its
+// last complete pass found (Overdue, for the console).
+type accountWatch struct {
+	st      *queue.Store
+	retry   config.Retry
+	log     *slog.Logger
+	m       *metrics
+	overdue atomic.Int64
+}
+
+// account is the app's accountability check (one for the background and
+// the admin API, so that the console sees the background's findings).
+func (a *app) account() *accountWatch {
+	if a.acct == nil {
+		a.acct = &accountWatch{st: a.store, retry: a.conf.cfg.Retry, log: a.log, m: a.metrics}
+	}
+	return a.acct
+}
+
+// Check runs the check over the whole queue now.
+func (w *accountWatch) Check() (queue.AccountReport, error) {
+	return wholeAccount(w.st, w.retry, w.log)
+}
+
+// Overdue is what the last complete background pass found.
+func (w *accountWatch) Overdue() int { return int(w.overdue.Load()) }
+
+// watch runs the check in the background, one slice of
+// queue.AccountSlice messages every queue.AccountEvery, round and round,
+// until ctx ends: each finding is logged with its queue ID and was
+// rescheduled by the check; the metrics count them.
+func (w *accountWatch) watch(ctx context.Context) {
 	tick := time.NewTicker(queue.AccountEvery)
 	defer tick.Stop()
 	after, pass := "", 0
@@ -40,17 +68,18 @@ func watchAccountability(ctx context.Context, st *queue.Store, r config.Retry, l
 			return
 		case <-tick.C:
 		}
-		rep, err := st.Accountability(after, queue.AccountSlice, accountable(r, time.Now()))
+		rep, err := w.st.Accountability(after, queue.AccountSlice, accountable(w.retry, time.Now()))
 		if err != nil {
 			if !errors.Is(err, queue.ErrClosed) {
-				log.Warn("queue: accountability check failed", "err", err)
+				w.log.Warn("queue: accountability check failed", "err", err)
 			}
 			continue
 		}
-		logFindings(log, rep.Findings)
+		logFindings(w.log, rep.Findings)
 		pass += len(rep.Findings)
-		m.m.Accounted(len(rep.Findings), pass, rep.Next == "")
+		w.m.m.Accounted(len(rep.Findings), pass, rep.Next == "")
 		if rep.Next == "" {
+			w.overdue.Store(int64(pass))
 			pass = 0
 		}
 		after = rep.Next

@@ -38,6 +38,9 @@ type app struct {
 	metrics *metrics
 	out     outbound
 	in      inbound
+	// acct is the accountability check, made by account once the store is
+	// open.
+	acct *accountWatch
 	// closers run last to first when the app ends, however far open and
 	// listen got; the store closes after them.
 	closers []func()
@@ -186,7 +189,7 @@ func (a *app) openListeners() error {
 	}
 	drainer := newDrainer(cfg, a.store, a.out.eng, srv, a.log)
 	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng, a.out.state}, a.metrics, a.log, a.out.supp,
-		func() (queue.AccountReport, error) { return wholeAccount(a.store, cfg.Retry, a.log) }, srv.LimitListener, drainer)
+		a.account(), srv.LimitListener, drainer)
 	return err
 }
 
@@ -200,7 +203,7 @@ func (a *app) run(sigs chan os.Signal) error {
 	go func() { a.out.eng.Run(ctx, a.conf.cfg.ShutdownTimeout); close(engDone) }()
 	eventsDone := startEvents(ctx, a.conf.cfg, a.store, a.metrics, a.log)
 	go followShared(ctx, a.out.state, a.out.shaper, a.out.eng, time.Second)
-	go watchAccountability(ctx, a.store, a.conf.cfg.Retry, a.log, a.metrics)
+	go a.account().watch(ctx)
 	a.logStarted()
 	notifySystemd(a.log, daemon.SdNotifyReady)
 

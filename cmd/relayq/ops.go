@@ -49,9 +49,9 @@ func (m *metrics) delivery() delivery.Observer { return m.m.Delivery() }
 // reach it, and the operator's way in must survive a local application
 // that holds every SMTP connection its address may have.
 //
-// acct, when not nil, is the relay's accountability check over the whole
-// queue (wholeAccount), for POST /api/v1/queue/accountability.
-func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.Shaping, m *metrics, log *slog.Logger, sl *suppression.List, acct func() (queue.AccountReport, error), limit func(net.Listener) net.Listener, d ...admin.Drainer) (*http.Server, error) {
+// acct, when not nil, is the relay's accountability check, for
+// POST /api/v1/queue/accountability and the console.
+func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.Shaping, m *metrics, log *slog.Logger, sl *suppression.List, acct *accountWatch, limit func(net.Listener) net.Listener, d ...admin.Drainer) (*http.Server, error) {
 	o := admin.Options{
 		Store:        st,
 		Shaping:      sh,
@@ -62,8 +62,10 @@ func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.
 		Ready:        admin.StoreReady(st),
 		Logger:       log,
 		// One guessing limit for the API's tokens and the console's login.
-		Lockout:        admin.NewTokenLimiter(clock.Real),
-		Accountability: acct,
+		Lockout: admin.NewTokenLimiter(clock.Real),
+	}
+	if acct != nil { // a nil *accountWatch in the interface would not compare nil
+		o.Accountability = acct
 	}
 	if eng != nil { // a nil *Engine in the interface would not compare nil
 		o.Kicker = eng

@@ -7,6 +7,16 @@ import (
 	"github.com/relayq/relayq/queue"
 )
 
+// Accountability is the relay's accountability check, which keeps every
+// waiting message's future (queue.Store.Accountability).
+type Accountability interface {
+	// Check runs the check over the whole queue now; what it finds it
+	// has rescheduled.
+	Check() (queue.AccountReport, error)
+	// Overdue is what the last complete background pass found.
+	Overdue() int
+}
+
 // accountability answers POST /api/v1/queue/accountability: the running
 // relay's accountability check, over the whole queue now; what it finds
 // it has rescheduled (never deleted).
@@ -15,7 +25,7 @@ func (h *handler) accountability(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "the accountability check is not available")
 		return
 	}
-	rep, err := h.o.Accountability()
+	rep, err := h.o.Accountability.Check()
 	if err != nil {
 		h.fail(w, "accountability", "", err)
 		return

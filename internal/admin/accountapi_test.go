@@ -9,6 +9,15 @@ import (
 	"github.com/relayq/relayq/queue"
 )
 
+// fakeAccount is an Accountability whose check returns what run does.
+type fakeAccount struct {
+	run     func() (queue.AccountReport, error)
+	overdue int
+}
+
+func (f fakeAccount) Check() (queue.AccountReport, error) { return f.run() }
+func (f fakeAccount) Overdue() int                        { return f.overdue }
+
 // POST /api/v1/queue/accountability runs the relay's check and returns its
 // report; without a check it answers 503, a failing check an error.
 func TestAccountabilityAPI(t *testing.T) {
@@ -26,7 +35,11 @@ func TestAccountabilityAPI(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, "tok")
-			srv := httptest.NewServer(NewHandler(Options{Store: e.store, Token: "tok", Accountability: tc.run, Logger: quiet}))
+			o := Options{Store: e.store, Token: "tok", Logger: quiet}
+			if tc.run != nil {
+				o.Accountability = fakeAccount{run: tc.run}
+			}
+			srv := httptest.NewServer(NewHandler(o))
 			defer srv.Close()
 			c := &Client{BaseURL: srv.URL, Token: "tok"}
 			rep, err := c.Accountability(context.Background())
@@ -37,5 +50,16 @@ func TestAccountabilityAPI(t *testing.T) {
 				t.Fatalf("report %+v, %v; want %d findings of 3 checked", rep, err, tc.want)
 			}
 		})
+	}
+}
+
+// The queue stats carry what the last background pass found.
+func TestStatsShowOverdue(t *testing.T) {
+	e := newEnv(t, "tok")
+	srv := httptest.NewServer(NewHandler(Options{Store: e.store, Token: "tok", Logger: quiet, Accountability: fakeAccount{overdue: 2}}))
+	defer srv.Close()
+	st, err := (&Client{BaseURL: srv.URL, Token: "tok"}).Stats(context.Background())
+	if err != nil || st.Overdue != 2 {
+		t.Fatalf("stats %+v, %v; want 2 overdue", st, err)
 	}
 }

@@ -43,10 +43,11 @@ type Options struct {
 	Metrics http.Handler
 	// Drainer serves /api/v1/queue/drain (drainapi.go); nil answers 503.
 	Drainer Drainer
-	// Accountability runs the queue's accountability check over the whole
-	// queue with the relay's limits, for POST /api/v1/queue/accountability
-	// (accountapi.go); nil answers 503.
-	Accountability func() (queue.AccountReport, error)
+	// Accountability is the relay's accountability check (accountapi.go):
+	// POST /api/v1/queue/accountability runs it, and the queue stats show
+	// what its last pass found. nil: the endpoint answers 503, the stats
+	// show 0.
+	Accountability Accountability
 	// Ready backs /readyz: nil error means ready. nil means always ready.
 	Ready func() error
 	// Clock is the clock for "due now"; default clock.Real.
