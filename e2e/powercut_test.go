@@ -118,10 +118,8 @@ func (c *cutRun) round(arm func(), armBeforeStart bool) error {
 		c.failedStarts++
 		return fmt.Errorf("after %d cuts the relay does not start on what survived: %v", c.cuts, err)
 	}
-	select {
-	case <-c.fs.Down():
-	case <-time.After(90 * time.Second):
-		return fmt.Errorf("the armed cut did not come within 90s")
+	if !c.fs.IsDown() {
+		return fmt.Errorf("after %d cuts the relay stopped, or the armed cut did not come within 90s, with the power on:\n%s", c.cuts, c.r.log.tail())
 	}
 	c.r.kill()
 	c.cuts++
@@ -178,10 +176,22 @@ func (c *cutRun) noteRecorded() {
 	}
 }
 
-// load runs the clients until the power is cut: each message a new token;
-// half the HTTP submissions carry an Idempotency-Key.
+// load runs the clients until the power is cut, the relay exits, or 90 s
+// pass: each message a new token; half the HTTP submissions carry an
+// Idempotency-Key.
 func (c *cutRun) load() {
-	down := c.fs.Down()
+	stop := make(chan struct{})
+	c.r.mu.Lock()
+	exited := c.r.exited
+	c.r.mu.Unlock()
+	go func() {
+		defer close(stop)
+		select {
+		case <-c.fs.Down():
+		case <-exited:
+		case <-time.After(90 * time.Second):
+		}
+	}()
 	var wg sync.WaitGroup
 	for i := range cutSMTPClients + cutHTTPClients {
 		wg.Add(1)
@@ -193,7 +203,7 @@ func (c *cutRun) load() {
 			}
 			for {
 				select {
-				case <-down:
+				case <-stop:
 					return
 				default:
 				}
@@ -212,7 +222,7 @@ func (c *cutRun) load() {
 	}
 	// The clients see the cut as errors; the relay is killed after they
 	// stop, so none is in the middle of a reply it never gets.
-	<-down
+	<-stop
 	wg.Wait()
 }
 
