@@ -24,6 +24,9 @@ type crashSink struct {
 	// let it go.
 	armed atomic.Bool
 	hit   chan chan struct{}
+	// expect, when set, gives the bytes a token's message must end with
+	// (testMessage otherwise).
+	expect func(tok string) string
 }
 
 func newCrashSink(t *testing.T) *crashSink {
@@ -37,9 +40,13 @@ func newCrashSink(t *testing.T) *crashSink {
 // delivery.
 func (s *crashSink) take(m smtptest.Message) {
 	tok := tokenOf(m.Data)
+	want := testMessage(tok)
+	if s.expect != nil {
+		want = s.expect(tok)
+	}
 	s.mu.Lock()
 	s.delivered[tok]++
-	if bareNewline(m.Data) || tok == "" || !hasSuffix(m.Data, testMessage(tok)) {
+	if bareNewline(m.Data) || tok == "" || !hasSuffix(m.Data, want) {
 		s.badBytes = append(s.badBytes, fmt.Sprintf("%q", m.Data))
 	}
 	s.mu.Unlock()

@@ -41,19 +41,26 @@ func TestMain(m *testing.M) {
 }
 
 func build(dir string) error {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	relayqBin = filepath.Join(dir, "relayq")
+	return goBuild(relayqBin)
+}
+
+// goBuild builds cmd/relayq into out, with flags (a build tag) before the
+// package.
+func goBuild(out string, flags ...string) error {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return fmt.Errorf("go env GOMOD: %w", err)
 	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
+	mod := strings.TrimSpace(string(gomod))
+	if mod == "" || mod == os.DevNull {
 		return fmt.Errorf("not inside the relayq module")
 	}
-	relayqBin = filepath.Join(dir, "relayq")
-	cmd := exec.Command("go", "build", "-o", relayqBin, "./cmd/relayq")
-	cmd.Dir = filepath.Dir(gomod)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/relayq: %w\n%s", err, out)
+	args := append(append([]string{"build", "-o", out}, flags...), "./cmd/relayq")
+	cmd := exec.Command("go", args...)
+	cmd.Dir = filepath.Dir(mod)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, b)
 	}
 	return nil
 }

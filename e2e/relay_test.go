@@ -34,6 +34,11 @@ type relay struct {
 	exitErr error
 	log     *lineLog
 
+	// bin and env, when set, replace the binary TestMain built and add
+	// to the environment (the power-cut tests' deliberately broken build).
+	bin string
+	env []string
+
 	admin    *admin.Client // set by withAdminAPI
 	adminURL string        // set by withAdminAPI: http://host:port
 	httpURL  string        // set by withHTTPAPI: the messages endpoint
@@ -196,9 +201,13 @@ func (r *relay) spawn() (<-chan struct{}, error) {
 		r.mu.Unlock()
 		return nil, errors.New("relay already running")
 	}
-	cmd := exec.Command(relayqBin, "serve", "--config", r.cfgPath)
+	bin := relayqBin
+	if r.bin != "" {
+		bin = r.bin
+	}
+	cmd := exec.Command(bin, "serve", "--config", r.cfgPath)
 	cmd.Dir = r.dir
-	cmd.Env = cleanEnv()
+	cmd.Env = append(cleanEnv(), r.env...)
 	cmd.Stdout, cmd.Stderr = r.log, r.log
 	r.log.mark()
 	if err := cmd.Start(); err != nil {

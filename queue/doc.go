@@ -25,8 +25,11 @@
 // # Invariants
 //
 //   - Draft.Commit returns only after the message is fsync'd, so a 250 is
-//     never sent for mail that is not on disk. A failed Commit or an Abort
-//     leaves nothing behind (Open sweeps up what a crash left).
+//     never sent for mail that is not on disk. Open has synced the queue
+//     file's directory (and each directory it created) before it returns,
+//     so the file's name is on disk too: a power cut cannot take it away.
+//     A failed Commit or an Abort leaves nothing behind (Open sweeps up
+//     what a crash left).
 //   - Every recipient is in exactly one Status. A delivered or bounced
 //     recipient is never changed again; when all are final and none owes a
 //     report (Recipient.Report) the message is deleted (envelope, body,
@@ -107,6 +110,11 @@
 //   - Suppressions.Get reads no page while the store knows the list is empty:
 //     the flag is set at Open from the bucket and by every write that adds
 //     an entry, before that write commits; it is never cleared while open.
+//   - Admin().Accountability checks that every waiting message has a future
+//     (a schedule entry, not parked behind a hold that is gone, every
+//     waiting recipient due within the retry schedule and max_age), a
+//     bounded slice of envelopes per call, and repairs what it finds by
+//     rescheduling, never by deleting (accountability.go).
 //
 // # Layout
 //

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/relayq/relayq/internal/clock"
+	"github.com/relayq/relayq/internal/dirsync"
 	"github.com/relayq/relayq/internal/identity"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -167,7 +167,7 @@ type Store struct {
 // created 0700 and the file 0600: queued mail is private.
 func Open(path string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := dirsync.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("queue: create directory for %s: %w", path, err)
 	}
 	// A damaged file is refused here, before bbolt opens it for writing
@@ -186,6 +186,7 @@ func Open(path string, opts Options) (*Store, error) {
 			// into memory; measured, syncing it cost no throughput.
 			FreelistType:   bolt.FreelistMapType,
 			NoFreelistSync: false,
+			NoSync:         commitSyncOff(),
 		})
 		return err
 	})
@@ -198,6 +199,13 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("%w: %s: %v; run `relayq queue check`", ErrDamaged, path, err)
 		}
 		return nil, fmt.Errorf("queue: open %s: %w", path, err)
+	}
+	// bbolt syncs the file it creates, not its name: until the directory
+	// is synced a power cut can take the whole file, and every message
+	// acknowledged in it, away.
+	if err := dirsync.Parent(path); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("queue: open %s: sync its directory: %w", path, err)
 	}
 	s := &Store{
 		db:   db,

@@ -45,6 +45,9 @@ type app struct {
 	metrics *metrics
 	out     outbound
 	in      inbound
+	// acct is the accountability check, made by account once the store is
+	// open.
+	acct *accountWatch
 	// closers run last to first when the app ends, however far open and
 	// listen got; the store closes after them.
 	closers []func()
@@ -234,7 +237,8 @@ func (a *app) openListeners() error {
 	if cfg.Admin.Listen == "" {
 		return nil
 	}
-	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng, a.out.state}, a.metrics, a.log, a.out.supp, tenantsAPI(a.out.quota, a.out.reputation), srv.LimitListener, a.in.drainer)
+	a.in.admin, err = startAdmin(cfg.Admin, a.store, a.out.eng, shapingAPI{a.out.shaper, a.out.eng, a.out.state}, a.metrics, a.log, a.out.supp,
+		tenantsAPI(a.out.quota, a.out.reputation), a.account(), srv.LimitListener, a.in.drainer)
 	return err
 }
 
@@ -251,6 +255,7 @@ func (a *app) run(sigs chan os.Signal) error {
 	adoptedDone := a.startAdopting(ctx)
 	go deliverability.Follow(ctx, a.store.Events(), a.metrics.deliv, a.log)
 	go a.out.reputation.run(ctx)
+	go a.account().watch(ctx)
 	a.logStarted()
 	notifySystemd(a.log, daemon.SdNotifyReady)
 

@@ -57,7 +57,10 @@ func (m *metrics) delivery() delivery.Observer { return m.m.Delivery() }
 // same connection limits as SMTP's). On loopback only local processes
 // reach it, and the operator's way in must survive a local application
 // that holds every SMTP connection its address may have.
-func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.Shaping, m *metrics, log *slog.Logger, sl *suppression.List, tn admin.Tenants, limit func(net.Listener) net.Listener, d ...admin.Drainer) (*http.Server, error) {
+//
+// acct, when not nil, is the relay's accountability check, for
+// POST /api/v1/queue/accountability and the console.
+func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.Shaping, m *metrics, log *slog.Logger, sl *suppression.List, tn admin.Tenants, acct *accountWatch, limit func(net.Listener) net.Listener, d ...admin.Drainer) (*http.Server, error) {
 	o := admin.Options{
 		Store:        st,
 		Shaping:      sh,
@@ -70,6 +73,9 @@ func startAdmin(c config.Admin, st *queue.Store, eng *delivery.Engine, sh admin.
 		Logger:       log,
 		// One guessing limit for the API's tokens and the console's login.
 		Lockout: admin.NewTokenLimiter(clock.Real),
+	}
+	if acct != nil { // a nil *accountWatch in the interface would not compare nil
+		o.Accountability = acct
 	}
 	if eng != nil { // a nil *Engine in the interface would not compare nil
 		o.Kicker = eng

@@ -30,12 +30,12 @@ func TestStartAdminServesAPIAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := busy.Addr().String()
-	if _, err := startAdmin(config.Admin{Listen: addr}, st, nil, nil, m, quietLog, nil, nil, nil); err == nil {
+	if _, err := startAdmin(config.Admin{Listen: addr}, st, nil, nil, m, quietLog, nil, nil, nil, nil); err == nil {
 		t.Fatal("startAdmin on a busy address succeeded")
 	}
 	busy.Close()
 
-	srv, err := startAdmin(config.Admin{Listen: addr, Token: "tok", AllowedHosts: []string{"relay.test"}}, st, nil, nil, m, quietLog, nil, nil, nil)
+	srv, err := startAdmin(config.Admin{Listen: addr, Token: "tok", AllowedHosts: []string{"relay.test"}}, st, nil, nil, m, quietLog, nil, nil, nil, nil)
 	if err != nil {
 		t.Fatalf("startAdmin: %v", err)
 	}

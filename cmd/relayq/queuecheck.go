@@ -37,6 +37,11 @@ const offlineUsage = `usage: relayq queue <check|salvage|compact> [--config FILE
 offline commands (stop the relay first):
   check              read-only consistency check of the queue file: structure,
                      every envelope and every body checksum
+  check --accountability
+                     every waiting message has a future: a schedule entry,
+                     not parked behind a lost hold, due within max_age;
+                     what has not is rescheduled (never deleted); with the
+                     relay running, the relay runs it (admin API)
   salvage --to NEW   copy every message that can still be read and verified
                      into a new file NEW; damaged ones go to its quarantine
   compact            rewrite the queue file without its free pages, into a new
@@ -77,6 +82,7 @@ func offlineQueueCmd(args []string, out io.Writer) (handled bool, err error) {
 	defineConfigFile(fs, &cfgPath)
 	file := fs.String("file", "", "the queue file (instead of --config)")
 	to := fs.String("to", "", "salvage: the new file to write (must not exist)")
+	acct := fs.Bool("accountability", false, "check: instead, check that every waiting message has a future (a schedule entry, no lost hold, due within max_age) and reschedule what has not")
 	var asJSON bool
 	defineJSON(fs, &asJSON)
 	if err := fs.Parse(args[1:]); err != nil {
@@ -89,12 +95,19 @@ func offlineQueueCmd(args []string, out io.Writer) (handled bool, err error) {
 		return true, fmt.Errorf("queue %s: unexpected arguments %q", cmd, strings.Join(fs.Args(), " "))
 	}
 	path := *file
+	retry := config.Default().Retry
 	if path == "" {
 		cfg, err := config.Load(cfgPath)
 		if err != nil {
 			return true, err
 		}
-		path = cfg.Queue.Path
+		path, retry = cfg.Queue.Path, cfg.Retry
+	}
+	switch {
+	case cmd == "check" && *acct:
+		return true, runAccountability(path, cfgPath, retry, asJSON, out)
+	case *acct:
+		return true, fmt.Errorf("queue %s: --accountability is a flag of queue check", cmd)
 	}
 	switch cmd {
 	case "check":

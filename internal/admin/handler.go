@@ -44,6 +44,11 @@ type Options struct {
 	Metrics http.Handler
 	// Drainer serves /api/v1/queue/drain (drainapi.go); nil answers 503.
 	Drainer Drainer
+	// Accountability is the relay's accountability check (accountapi.go):
+	// POST /api/v1/queue/accountability runs it, and the queue stats show
+	// what its last pass found. nil: the endpoint answers 503, the stats
+	// show 0.
+	Accountability Accountability
 	// Ready backs /readyz: nil error means ready. nil means always ready.
 	Ready func() error
 	// Clock is the clock for "due now"; default clock.Real.
@@ -119,6 +124,7 @@ func NewHandler(o Options) http.Handler {
 	}
 	h.mux.HandleFunc("GET /api/v1/queue", h.list)
 	h.mux.HandleFunc("POST /api/v1/queue/flush", h.flush)
+	h.mux.HandleFunc("POST /api/v1/queue/accountability", h.accountability)
 	h.mux.HandleFunc("GET /api/v1/queue/{id}", h.show)
 	h.mux.HandleFunc("DELETE /api/v1/queue/{id}", h.remove)
 	h.mux.HandleFunc("POST /api/v1/queue/{id}/retry", h.retry)

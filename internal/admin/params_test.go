@@ -31,6 +31,7 @@ func queryCases(id string) []queryCase {
 		{"GET /metrics", "/metrics", "name", ""},
 		{"GET /api/v1/queue", "/api/v1/queue", "stauts", "status"},
 		{"POST /api/v1/queue/flush", "/api/v1/queue/flush", "domain", ""},
+		{"POST /api/v1/queue/accountability", "/api/v1/queue/accountability", "limit", ""},
 		{"GET /api/v1/queue/{id}", "/api/v1/queue/" + id, "verbose", ""},
 		{"DELETE /api/v1/queue/{id}", "/api/v1/queue/" + id, "force", ""},
 		{"POST /api/v1/queue/{id}/retry", "/api/v1/queue/" + id + "/retry", "now", ""},

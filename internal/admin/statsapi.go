@@ -25,6 +25,9 @@ type QueueStats struct {
 	// Health is "" while the queue takes mail, else why it does not (the
 	// same check as /readyz).
 	Health string `json:"health,omitempty"`
+	// Overdue is what the last complete pass of the accountability check
+	// found without a future (and rescheduled): any is a bug.
+	Overdue int `json:"overdue_recipients"`
 }
 
 // stats answers GET /api/v1/queue/stats.
@@ -43,6 +46,9 @@ func (h *handler) stats(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := StoreReady(st)(); err != nil {
 		out.Health = err.Error()
+	}
+	if h.o.Accountability != nil {
+		out.Overdue = h.o.Accountability.Overdue()
 	}
 	writeJSON(w, http.StatusOK, out)
 }

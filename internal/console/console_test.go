@@ -302,3 +302,28 @@ func TestDestinationsShowConnectionsInUse(t *testing.T) {
 		t.Fatalf("destinations page: %d\n%s", code, body)
 	}
 }
+
+// The overview shows what the accountability check's last pass found
+// without a future, marked when there is any.
+func TestOverviewShowsOverdue(t *testing.T) {
+	st, err := queue.Open(filepath.Join(t.TempDir(), "queue.db"), queue.Options{LockTimeout: time.Second, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h := admin.NewHandler(admin.Options{Store: st, Logger: quiet, Console: New(Options{Loopback: true, Logger: quiet}),
+		Accountability: overdueOf(3)})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	s := &site{t: t, store: st, srv: srv}
+	code, body := s.browser().get("/")
+	if code != http.StatusOK || !strings.Contains(body, `<span class="n bad" id="n-overdue">3<`) {
+		t.Fatalf("overview: %d\n%s", code, body)
+	}
+}
+
+// overdueOf is an accountability check whose last pass found n.
+type overdueOf int
+
+func (n overdueOf) Check() (queue.AccountReport, error) { return queue.AccountReport{}, nil }
+func (n overdueOf) Overdue() int                        { return int(n) }

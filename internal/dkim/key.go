@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/relayq/relayq/internal/dirsync"
 )
 
 // KeyType is the algorithm of a signing key.
@@ -132,8 +134,16 @@ func WriteKeyFile(path string, k crypto.Signer) error {
 		return fmt.Errorf("dkim: key %w", err)
 	}
 	err = pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	if err == nil {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	// The key is published in DNS once this returns: a power cut must
+	// not take the file, or its name, away again.
+	if err == nil {
+		err = dirsync.Parent(path)
 	}
 	if err != nil {
 		os.Remove(path)

@@ -24,9 +24,12 @@ type Metrics struct {
 	clock clock.Clock
 
 	received prometheus.Counter
-	accepted prometheus.Counter
-	queued   *prometheus.CounterVec // by stream (streams.go)
-	bySource *prometheus.CounterVec // attempts by egress source (sources.go)
+	// overdue and accountRepairs: the accountability check (Accounted).
+	overdue        prometheus.Gauge
+	accountRepairs prometheus.Counter
+	accepted       prometheus.Counter
+	queued         *prometheus.CounterVec // by stream (streams.go)
+	bySource       *prometheus.CounterVec // attempts by egress source (sources.go)
 	// preflightWarned counts preflight warnings by stream and check (preflight.go).
 	preflightWarned *prometheus.CounterVec
 	acceptedBytes   prometheus.Counter
@@ -106,12 +109,17 @@ func newWithClock(clk clock.Clock) *Metrics {
 		m.attempts.WithLabelValues(r)
 		m.attemptDuration.WithLabelValues(r)
 	}
+	m.overdue = gauge("queue_overdue_recipients",
+		"Waiting recipients (or messages) without the future they should have, found by the last complete pass of the accountability check; each was rescheduled. Alert when above 0.")
+	m.accountRepairs = counter("queue_accountability_repairs_total",
+		"Waiting recipients (or messages) the accountability check found without a future and rescheduled, since start.")
 	m.shaping = newShapingMetrics(m.reg)
 	m.queued = newQueuedByStream()
 	m.bySource = newAttemptsBySource()
 	m.reg.MustRegister(
 		m.queued, m.bySource, m.received, m.accepted, m.acceptedBytes, m.rejected, m.sessions,
 		m.attempts, m.attemptDuration, m.active, m.storageErrors,
+		m.overdue, m.accountRepairs,
 		&queueCollector{m: m},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -140,4 +148,15 @@ func (m *Metrics) WatchQueue(statsFunc func() queue.Stats) {
 		return
 	}
 	m.stats.Store(&statsFunc)
+}
+
+// Accounted takes one slice of the queue's accountability check: repaired
+// is what it found (and rescheduled); passDone says the slice ended a
+// pass over the whole queue, whose findings (pass, this slice's included)
+// the overdue gauge then shows.
+func (m *Metrics) Accounted(repaired, pass int, passDone bool) {
+	m.accountRepairs.Add(float64(repaired))
+	if passDone {
+		m.overdue.Set(float64(pass))
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -118,7 +119,9 @@ func TestObserversMoveCounters(t *testing.T) {
 func TestQueueGaugesFromStats(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	m := newWithClock(clock.NewFake(now))
-	if strings.Contains(scrape(t, m), "relayq_queue_") {
+	// The accountability check's metrics are the check's, not Stats'.
+	before := regexp.MustCompile(`(?m)^.*relayq_queue_(overdue_recipients|accountability_repairs_total).*$`).ReplaceAllString(scrape(t, m), "")
+	if strings.Contains(before, "relayq_queue_") {
 		t.Error("queue metrics exported before WatchQueue")
 	}
 	calls := 0
@@ -181,4 +184,24 @@ func TestQueueGaugesRealStore(t *testing.T) {
 		`relayq_queue_commits_total 1`,
 		`relayq_queue_committed_writes_total 1`,
 	)
+}
+
+// The accountability check's slices add up to the repairs counter; the
+// overdue gauge shows a whole pass's findings only when the pass ends.
+func TestAccounted(t *testing.T) {
+	m := New()
+	m.Accounted(2, 2, false)
+	body := scrape(t, m)
+	for _, want := range []string{"relayq_queue_accountability_repairs_total 2", "relayq_queue_overdue_recipients 0"} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("mid-pass: no %q", want)
+		}
+	}
+	m.Accounted(1, 3, true)
+	body = scrape(t, m)
+	for _, want := range []string{"relayq_queue_accountability_repairs_total 3", "relayq_queue_overdue_recipients 3"} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("after the pass: no %q", want)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/relayq/relayq/internal/dirsync"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/queue/internal/boltcheck"
 	bolt "go.etcd.io/bbolt"
@@ -129,16 +130,6 @@ func countEnvelopes(db *bolt.DB) (int, error) {
 	return n, err
 }
 
-// syncDir fsyncs directory dir, which makes a rename in it durable. A
-// variable so that a test can make it fail.
-var syncDir = func(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// syncDir fsyncs directory dir, which makes a file created or renamed in
+// it durable. A variable so that a test can make it fail.
+var syncDir = dirsync.Sync

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/relayq/relayq/internal/dirsync"
 	"github.com/relayq/relayq/queue"
 	"github.com/relayq/relayq/queue/internal/boltcheck"
 	bolt "go.etcd.io/bbolt"
@@ -63,7 +64,7 @@ func Salvage(from, to string, o queue.Options) (*SalvageReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: salvage %s: nothing can be read: %w", from, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+	if err := dirsync.MkdirAll(filepath.Dir(to), 0o700); err != nil {
 		return nil, fmt.Errorf("queue: salvage: %w", err)
 	}
 	f, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
@@ -71,6 +72,12 @@ func Salvage(from, to string, o queue.Options) (*SalvageReport, error) {
 		return nil, fmt.Errorf("queue: salvage: %w", err)
 	}
 	f.Close()
+	// The copy's name is made durable at once: what bbolt syncs into it
+	// is then never in a file a power cut can unname.
+	if err := syncDir(filepath.Dir(to)); err != nil {
+		os.Remove(to)
+		return nil, fmt.Errorf("queue: salvage: sync the directory of %s: %w", to, err)
+	}
 	rep := &SalvageReport{From: from, To: to}
 	kept, err := copyReadable(src, m, to, rep)
 	if err == nil {
