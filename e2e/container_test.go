@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +16,15 @@ import (
 
 // podman runs podman the way these machines need it (see the README's
 // "Container" section): runc as the runtime, cgroupfs, and a containers.conf
-// without default ulimits.
+// without default ulimits; and with storage of the test's own (vfs, no
+// mounts, in a temporary directory), so that two runs of the tests at once
+// never share a build cache whose layers the other removes.
 type podman struct {
 	t    *testing.T
 	bin  string
 	conf string
+	// global are the flags every podman command takes.
+	global []string
 }
 
 // newPodman finds a working podman, or skips the test saying why.
@@ -39,7 +44,14 @@ func newPodman(t *testing.T) *podman {
 	if err := os.WriteFile(conf, []byte("[containers]\ndefault_ulimits = []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &podman{t: t, bin: bin, conf: conf}
+	// podman refuses a runroot over 50 characters: a short name of its own.
+	run, err := os.MkdirTemp("", "relayq-pm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	p := &podman{t: t, bin: bin, conf: conf, global: []string{"--runtime", "runc", "--cgroup-manager=cgroupfs",
+		"--root", filepath.Join(t.TempDir(), "storage"), "--runroot", run, "--storage-driver", "vfs"}}
 	if out, err := p.cmd("info").CombinedOutput(); err != nil {
 		t.Skipf("no working container engine: podman info: %v\n%s", err, out)
 	}
@@ -47,7 +59,7 @@ func newPodman(t *testing.T) *podman {
 }
 
 func (p *podman) cmd(args ...string) *exec.Cmd {
-	cmd := exec.Command(p.bin, append([]string{"--runtime", "runc", "--cgroup-manager=cgroupfs"}, args...)...)
+	cmd := exec.Command(p.bin, append(slices.Clone(p.global), args...)...)
 	cmd.Env = append(cleanEnv(), "CONTAINERS_CONF="+p.conf)
 	return cmd
 }
@@ -68,7 +80,7 @@ func (p *podman) makeImages(t *testing.T, relayqImage, fakemxImage string) {
 	t.Helper()
 	build := exec.Command("make", "--no-print-directory", "image", "IMAGE="+relayqImage, "IMAGE_FAKEMX="+fakemxImage,
 		"IMAGE_CTX="+filepath.Join(t.TempDir(), "ctx"),
-		"IMAGE_BUILD="+p.bin+" --runtime runc --cgroup-manager=cgroupfs build --format docker")
+		"IMAGE_BUILD="+p.bin+" "+strings.Join(p.global, " ")+" build --format docker")
 	build.Dir = moduleRoot(t)
 	build.Env = append(cleanEnv(), "CONTAINERS_CONF="+p.conf)
 	if out, err := build.CombinedOutput(); err != nil {

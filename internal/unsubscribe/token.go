@@ -88,6 +88,11 @@ func (s *Signer) Verify(tok string) (Target, error) {
 	if len(tok) > maxToken {
 		return Target{}, ErrForged
 	}
+	// One spelling per token: the decoder skips CR and LF, so without
+	// this check a link with them inside would pass as the same token.
+	if strings.ContainsAny(tok, "\r\n") {
+		return Target{}, ErrForged
+	}
 	b, err := enc.Strict().DecodeString(tok)
 	if err != nil || len(b) < 1+idBytes+3+macLen || b[0] != version {
 		return Target{}, ErrForged
